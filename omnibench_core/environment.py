@@ -1,0 +1,44 @@
+"""What a manifest records about the host: name, CPUs, GPUs and driver, package versions."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import socket
+import sys
+from typing import Any, Iterable
+
+from .gpu import describe_gpus
+from .settings import format_cpu_list
+
+CORE_PACKAGES = ("omnibench", "invoke", "nox", "pluggy", "huggingface_hub", "requests", "numpy",
+                 "soundfile", "tabulate")
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    """Installed versions of ``names``; ``"not installed"`` for missing ones."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = ()) -> dict[str, Any]:
+    """The environment section of a manifest."""
+    try:
+        cpus = format_cpu_list(sorted(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        cpus = ""
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(),
+        "cpu_set": cpus,
+        "gpus": describe_gpus(nvidia_smi),
+        "packages": package_versions([*CORE_PACKAGES, *extra_packages]),
+    }

@@ -1,0 +1,105 @@
+"""Typed errors. Each carries its evidence and says what to do next.
+
+Every gate of the runbook (RUN_READY, READY, GPU_FREE, ...) fails with a subclass of
+:class:`GateError`, so callers can tell *which* gate failed without parsing text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OmnibenchError(Exception):
+    """Base of every error omnibench raises on purpose.
+
+    ``evidence`` holds the facts (file, field, exit code, log tail...) and ``hint`` the next
+    thing a user should do. ``str(err)`` renders all three for a terminal.
+    """
+
+    def __init__(self, message: str, *, hint: str = "", evidence: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.evidence = dict(evidence or {})
+
+    def __str__(self) -> str:
+        lines = [self.message]
+        for key, value in self.evidence.items():
+            text = str(value)
+            if "\n" in text:
+                lines.append(f"  {key}:")
+                lines.extend(f"    | {line}" for line in text.rstrip("\n").splitlines())
+            else:
+                lines.append(f"  {key}: {text}")
+        if self.hint:
+            lines.append(f"  what to do: {self.hint}")
+        return "\n".join(lines)
+
+    def as_record(self) -> dict[str, Any]:
+        """A JSON-ready form for manifests."""
+        return {
+            "type": type(self).__name__,
+            "message": self.message,
+            "hint": self.hint,
+            "evidence": {k: str(v) for k, v in self.evidence.items()},
+        }
+
+
+class SettingsError(OmnibenchError):
+    """A setting is missing or wrong (a checkout path, a port, a GPU list...)."""
+
+
+class PluginError(OmnibenchError):
+    """A plugin failed to load, returned something invalid, or clashes with another."""
+
+
+class GateError(OmnibenchError):
+    """A runbook gate did not pass. ``gate`` is the runbook's capital word."""
+
+    gate = "GATE"
+
+
+class RunNotReady(GateError):
+    """RUN_READY: the run directory exists already, or the port is taken."""
+
+    gate = "RUN_READY"
+
+
+class ServerDied(GateError):
+    """READY: the server process exited before it became healthy."""
+
+    gate = "READY"
+
+
+class ServerNotReady(GateError):
+    """READY: the server did not become healthy within the timeout."""
+
+    gate = "READY"
+
+
+class GpuNotFree(GateError):
+    """GPU_FREE: GPU memory stayed above the threshold after the server stopped."""
+
+    gate = "GPU_FREE"
+
+
+class GpuQueryError(GateError):
+    """GPU_FREE: ``nvidia-smi`` could not be run or printed something unreadable."""
+
+    gate = "GPU_FREE"
+
+
+class StepFailed(OmnibenchError):
+    """A step's program exited non-zero, raised, timed out, or left no expected output."""
+
+
+class RunInterrupted(OmnibenchError):
+    """The run was stopped by Ctrl-C (SIGINT) or SIGTERM; servers were stopped."""
+
+
+class Terminated(BaseException):
+    """Raised inside the runner when omnibench receives SIGTERM.
+
+    A BaseException like KeyboardInterrupt, so ``except Exception`` in plugin code does not
+    swallow it and every ``finally`` (server stop) still runs.
+    """

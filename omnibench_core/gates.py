@@ -1,0 +1,140 @@
+"""The runbook's gates as functions: each returns evidence or raises a typed GateError.
+
+RUN_READY (run directory new, port free), READY (``/health`` 200 with ``healthy``), GPU_FREE
+(used memory below the threshold on the GPUs in use).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import requests
+
+from .errors import GpuNotFree, RunNotReady, ServerDied, ServerNotReady
+from .gpu import query_memory_used
+from .ports import port_holder, port_in_use
+from .processes import GroupProcess, log_tail
+
+_HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """A gate's outcome for the manifest: passed, or did not apply, with its facts."""
+
+    gate: str
+    status: str  # "passed" | "not_applicable"
+    seconds: float = 0.0
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def check_run_ready(run_dir: Path, port: int) -> GateRecord:
+    """RUN_READY: the run directory must not exist and the port must be free.
+
+    A port held by another process is reported with that process; it is never touched.
+    """
+    if run_dir.exists() or run_dir.is_symlink():
+        raise RunNotReady(
+            f"run directory {run_dir} exists already",
+            evidence={"run_dir": str(run_dir)},
+            hint="omnibench never overwrites a run: pick another --run name or move that directory",
+        )
+    if port_in_use(port):
+        holder = port_holder(port)
+        raise RunNotReady(
+            f"port {port} is already in use",
+            evidence={"port": str(port), "held by": holder or "unknown process"},
+            hint="stop that server (omnibench leaves it alone) or pass another --port",
+        )
+    return GateRecord("RUN_READY", "passed", evidence={"run_dir": str(run_dir), "port": str(port)})
+
+
+def is_healthy(status_code: int, body: str) -> bool:
+    """Readiness as the runbook defines it: HTTP 200 and the word ``healthy`` in the body."""
+    if status_code != 200:
+        return False
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return bool(_HEALTHY_WORD.search(body))
+    if isinstance(data, dict) and "status" in data:
+        return data["status"] == "healthy"
+    return bool(_HEALTHY_WORD.search(body))
+
+
+def wait_ready(
+    server: GroupProcess,
+    url: str,
+    *,
+    timeout_s: float,
+    interval_s: float = 0.05,
+    clock: Callable[[], float] = time.monotonic,
+) -> GateRecord:
+    """READY: poll ``url`` until healthy; fail at once if the server process exits.
+
+    Raises :class:`ServerDied` (with exit code and log tail) or :class:`ServerNotReady` after
+    ``timeout_s`` (with the last answer and log tail).
+    """
+    start = clock()
+    last = "no answer yet"
+    with requests.Session() as session:
+        while True:
+            code = server.exited()
+            if code is not None:
+                raise ServerDied(
+                    f"the server exited with code {code} before it became healthy",
+                    evidence={"command": " ".join(server.argv), "log": str(server.log_path),
+                              "log tail": log_tail(server.log_path)},
+                    hint="read the log tail above; fix the server's arguments or environment",
+                )
+            try:
+                answer = session.get(url, timeout=max(interval_s * 20, 1.0))
+                if is_healthy(answer.status_code, answer.text):
+                    return GateRecord("READY", "passed", clock() - start, {"url": url})
+                last = f"HTTP {answer.status_code}: {answer.text[:200]}"
+            except requests.RequestException as exc:
+                last = type(exc).__name__  # connection refused while the model loads
+            if clock() - start >= timeout_s:
+                raise ServerNotReady(
+                    f"the server was not healthy after {timeout_s:g} s",
+                    evidence={"url": url, "last answer": last, "log": str(server.log_path),
+                              "log tail": log_tail(server.log_path)},
+                    hint="raise omnibench.ready_timeout_s if the start is slow (a cold compile "
+                    "takes over 10 min), else read the log tail",
+                )
+            time.sleep(interval_s)
+
+
+def wait_gpu_free(
+    gpus: Sequence[str],
+    *,
+    threshold_mib: int = 1024,
+    timeout_s: float = 600.0,
+    interval_s: float = 0.1,
+    nvidia_smi: str = "nvidia-smi",
+    clock: Callable[[], float] = time.monotonic,
+) -> GateRecord:
+    """GPU_FREE: poll nvidia-smi until every GPU in ``gpus`` uses less than ``threshold_mib``.
+
+    With no GPUs (a CPU target) the gate does not apply and says so.
+    """
+    if not gpus:
+        return GateRecord("GPU_FREE", "not_applicable", evidence={"reason": "the target uses no GPU"})
+    start = clock()
+    while True:
+        used = query_memory_used(gpus, nvidia_smi)
+        if all(v < threshold_mib for v in used.values()):
+            return GateRecord("GPU_FREE", "passed", clock() - start,
+                              {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)})
+        if clock() - start >= timeout_s:
+            raise GpuNotFree(
+                f"GPU memory stayed at or above {threshold_mib} MiB for {timeout_s:g} s after the server stopped",
+                evidence={"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)},
+                hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run",
+            )
+        time.sleep(interval_s)

@@ -1,0 +1,67 @@
+"""The hooks an omnibench plugin can implement.
+
+A plugin is a module (or object) with functions marked ``@hookimpl`` and named like the specs
+below. Register it through the ``omnibench`` entry-point group in your ``pyproject.toml``::
+
+    [project.entry-points.omnibench]
+    mywork = "mypackage.omnibench_plugin"
+
+Registration hooks return a list of records (see :mod:`omnibench_core.records`); the plugin
+manager checks their types and that names are unique lower-case words across all plugins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .records import RunInfo, RunResult, Scorer, Target, Workload
+
+PROJECT = "omnibench"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def omnibench_workloads() -> list[Workload]:
+    """Return the workloads this plugin provides.
+
+    Each :class:`~omnibench_core.records.Workload` names itself, plans the steps of one run for a
+    target (fresh server, client, scorers) and collects its metrics and coverage rules.
+    """
+
+
+@hookspec
+def omnibench_targets() -> list[Target]:
+    """Return the targets this plugin provides.
+
+    A :class:`~omnibench_core.records.Target` says where the system under test comes from (an
+    sglang-omni checkout, the embedded ``local`` server, another serving stack) and how its
+    programs are started.
+    """
+
+
+@hookspec
+def omnibench_scorers() -> list[Scorer]:
+    """Return reusable scorers (ASR WER, speaker similarity, UTMOS, accuracy...).
+
+    A workload lists scorer names in ``Workload.scorers``; the runner adds their steps.
+    """
+
+
+@hookspec
+def omnibench_run_start(run: RunInfo) -> None:
+    """Called once a run passed RUN_READY and its directory exists, before any server starts.
+
+    For collectors such as GPU telemetry. An exception here fails the run.
+    """
+
+
+@hookspec
+def omnibench_run_finish(run: RunInfo, result: RunResult) -> None:
+    """Called after a run ended, complete or not, with the final run directory in ``result``.
+
+    Exceptions here are reported but do not change the result.
+    """

@@ -1,0 +1,46 @@
+"""Strict JSON written atomically: a reader never sees half a file, and no bare NaN/Infinity."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _strict(value: Any) -> Any:
+    # Non-finite floats become null: sglang-omni's client writes a bare Infinity that strict
+    # parsers reject; omnibench never does.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as strict, indented JSON via a temp file and rename in the same folder."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(_strict(data), handle, indent=2, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read JSON; Python's reader also accepts the bare Infinity sglang-omni writes."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)

@@ -1,0 +1,86 @@
+"""The run manifest: every step, gate and server with times, exit codes and logs.
+
+Rewritten atomically after each change, so a crash or Ctrl-C leaves an accurate manifest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from .gates import GateRecord
+from .jsonio import write_json
+
+MANIFEST_NAME = "manifest.json"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with milliseconds."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Manifest:
+    """Mutable manifest of one run, saved to ``<run>/manifest.json`` on every change."""
+
+    def __init__(self, run_dir: Path, header: dict[str, Any]):
+        self.run_dir = run_dir
+        self.data: dict[str, Any] = {
+            **header,
+            "status": "running",
+            "started": now_iso(),
+            "ended": None,
+            "gates": [],
+            "servers": [],
+            "steps": [],
+            "error": None,
+        }
+
+    @property
+    def path(self) -> Path:
+        """Where the manifest lives now (follows the run if it is moved aside)."""
+        return self.run_dir / MANIFEST_NAME
+
+    def save(self) -> None:
+        """Write the manifest atomically."""
+        if self.run_dir.is_dir():
+            write_json(self.path, self.data)
+
+    def gate(self, record: GateRecord, context: str = "") -> None:
+        """Record a gate that passed or did not apply."""
+        self.data["gates"].append({"gate": record.gate, "status": record.status, "context": context,
+                                   "at": now_iso(), "seconds": round(record.seconds, 4),
+                                   "evidence": record.evidence})
+        self.save()
+
+    def gate_failed(self, gate: str, error: Exception, context: str = "") -> None:
+        """Record a gate that failed, with the error's evidence."""
+        self.data["gates"].append({"gate": gate, "status": "failed", "context": context, "at": now_iso(),
+                                   "error": _error_record(error)})
+        self.save()
+
+    def server(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Add a server entry; the returned dict is updated in place by the caller."""
+        self.data["servers"].append(entry)
+        self.save()
+        return entry
+
+    def step(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Add a step entry; the returned dict is updated in place by the caller."""
+        self.data["steps"].append(entry)
+        self.save()
+        return entry
+
+    def finish(self, status: str, error: BaseException | None = None, **extra: Any) -> None:
+        """Mark the run ended."""
+        self.data.update(status=status, ended=now_iso(), **extra)
+        if error is not None:
+            self.data["error"] = _error_record(error)
+        self.save()
+
+
+def _error_record(error: BaseException) -> dict[str, Any]:
+    as_record = getattr(error, "as_record", None)
+    if callable(as_record):
+        return as_record()
+    return {"type": type(error).__name__, "message": str(error)}

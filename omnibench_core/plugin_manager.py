@@ -1,0 +1,198 @@
+"""Loads plugins, validates what they register, and is the only caller of ``pm.hook``."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginError
+from .records import NAME_RE, RunInfo, RunResult, Scorer, Target, Workload
+
+OWN_DISTRIBUTION = "omnibench"
+ENTRY_POINT_GROUP = hookspecs.PROJECT
+
+_KINDS: dict[str, tuple[str, type]] = {
+    "workload": ("omnibench_workloads", Workload),
+    "target": ("omnibench_targets", Target),
+    "scorer": ("omnibench_scorers", Scorer),
+}
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Who registered something: the plugin's name and its distribution (if any)."""
+
+    plugin: str
+    distribution: str = ""
+    version: str = ""
+
+    def __str__(self) -> str:
+        if self.distribution:
+            return f"{self.plugin} ({self.distribution} {self.version})"
+        return self.plugin
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A validated record and who provided it."""
+
+    record: Any
+    provider: Provider
+
+
+@dataclass
+class Registry:
+    """All workloads, targets and scorers by name."""
+
+    workloads: dict[str, Registered] = field(default_factory=dict)
+    targets: dict[str, Registered] = field(default_factory=dict)
+    scorers: dict[str, Registered] = field(default_factory=dict)
+
+    def table(self, kind: str) -> dict[str, Registered]:
+        """The mapping for ``"workload"``, ``"target"`` or ``"scorer"``."""
+        return {"workload": self.workloads, "target": self.targets, "scorer": self.scorers}[kind]
+
+    def get(self, kind: str, name: str) -> Any:
+        """The record of that kind and name, or a PluginError listing the known names."""
+        table = self.table(kind)
+        if name not in table:
+            known = ", ".join(sorted(table)) or "none"
+            raise PluginError(
+                f"no {kind} named {name!r}",
+                evidence={f"known {kind}s": known},
+                hint="run `invoke plugins` to list them; install the plugin that provides it",
+            )
+        return table[name].record
+
+
+class PluginManager:
+    """Wraps a pluggy manager for the ``omnibench`` project."""
+
+    def __init__(self) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._providers: dict[str, Provider] = {}
+
+    def register(self, plugin: object, name: str, provider: Provider | None = None) -> None:
+        """Register a plugin object or module under ``name``."""
+        if self._pm.has_plugin(name):
+            raise PluginError(f"two plugins are named {name!r}", hint="rename one entry point")
+        self._pm.register(plugin, name=name)
+        self._providers[name] = provider or Provider(name)
+
+    def load_entry_points(self, entry_points: Iterable[md.EntryPoint] | None = None) -> None:
+        """Register every ``omnibench`` entry point: omnibench's own first, then the others."""
+        eps = list(md.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points)
+        eps.sort(key=lambda ep: (_dist_name(ep) != OWN_DISTRIBUTION, _dist_name(ep), ep.name))
+        if not any(_dist_name(ep) == OWN_DISTRIBUTION for ep in eps):
+            raise PluginError(
+                "omnibench's built-in plugins are not registered",
+                hint="install the project so its entry points exist: python3 -m pip install -e .",
+            )
+        for ep in eps:
+            dist = ep.dist
+            provider = Provider(ep.name, dist.metadata["Name"] if dist else "", dist.version if dist else "")
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {provider} failed to load",
+                    evidence={"entry point": f"{ep.name} = {ep.value}", "error": repr(exc)},
+                    hint=f"fix or uninstall {provider.distribution or ep.value}",
+                ) from exc
+            self.register(plugin, ep.name, provider)
+
+    def check(self) -> None:
+        """pluggy's check that every hookimpl matches a spec (catches typos in hook names)."""
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(
+                "a plugin implements a hook omnibench does not define",
+                evidence={"error": str(exc)},
+                hint="compare the hook names with omnibench_core/hookspecs.py",
+            ) from exc
+
+    def registry(self) -> Registry:
+        """Call the registration hooks and validate every record they return."""
+        self.check()
+        registry = Registry()
+        for kind, (hook_name, record_type) in _KINDS.items():
+            table = registry.table(kind)
+            hook: Callable[..., Any] = getattr(self._pm.hook, hook_name)
+            for impl in hook.get_hookimpls():
+                provider = self._providers.get(impl.plugin_name, Provider(impl.plugin_name))
+                try:
+                    returned = impl.function()
+                except Exception as exc:
+                    raise PluginError(
+                        f"plugin {provider} raised in {hook_name}",
+                        evidence={"error": repr(exc)},
+                        hint=f"fix or uninstall {provider.distribution or provider.plugin}",
+                    ) from exc
+                for record in _as_list(returned, hook_name, provider):
+                    _validate(record, record_type, kind, provider)
+                    if record.name in table:
+                        other = table[record.name].provider
+                        raise PluginError(
+                            f"two plugins register a {kind} named {record.name!r}",
+                            evidence={"first": str(other), "second": str(provider)},
+                            hint="uninstall one of them, or rename the record in one plugin",
+                        )
+                    table[record.name] = Registered(record, provider)
+        return registry
+
+    def notify_run_start(self, run: RunInfo) -> None:
+        """Call ``omnibench_run_start`` on every plugin."""
+        self._pm.hook.omnibench_run_start(run=run)
+
+    def notify_run_finish(self, run: RunInfo, result: RunResult) -> list[str]:
+        """Call ``omnibench_run_finish`` on every plugin; return the errors, never raise."""
+        errors = []
+        for impl in self._pm.hook.omnibench_run_finish.get_hookimpls():
+            try:
+                impl.function(run=run, result=result)
+            except Exception as exc:  # a collector's failure must not hide the run's result
+                errors.append(f"{impl.plugin_name}: {exc!r}")
+        return errors
+
+
+def _dist_name(ep: md.EntryPoint) -> str:
+    return (ep.dist.metadata["Name"] if ep.dist else "").lower()
+
+
+def _as_list(returned: Any, hook_name: str, provider: Provider) -> list[Any]:
+    if returned is None:
+        return []
+    if isinstance(returned, (list, tuple)):
+        return list(returned)
+    raise PluginError(
+        f"plugin {provider} returned {type(returned).__name__} from {hook_name}, not a list",
+        hint=f"make {hook_name} return a list of records",
+    )
+
+
+def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> None:
+    if not isinstance(record, record_type):
+        raise PluginError(
+            f"plugin {provider} returned a {type(record).__name__} where a {record_type.__name__} belongs",
+            hint=f"return omnibench_core.records.{record_type.__name__} records",
+        )
+    if not isinstance(record.name, str) or not NAME_RE.match(record.name):
+        raise PluginError(
+            f"plugin {provider} registers a {kind} with the invalid name {record.name!r}",
+            hint="names are lower-case: a letter, then letters, digits, '_', '-' or '.'",
+        )
+
+
+def load(extra_plugins: Iterable[tuple[str, object]] = ()) -> tuple[PluginManager, Registry]:
+    """Load the entry points (and any extra plugins, for tests) and build the registry."""
+    manager = PluginManager()
+    manager.load_entry_points()
+    for name, plugin in extra_plugins:
+        manager.register(plugin, name)
+    return manager, manager.registry()

@@ -1,0 +1,241 @@
+"""Typed records exchanged between plugins and the runner.
+
+Plugins return these from their hooks; the plugin manager validates them; the runner consumes
+them. They hold data and callables only: no record reaches back into the runner.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+Phase = Literal["generate", "score", "collect"]
+PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A program to run: an argv list (never a shell string), extra environment, working dir."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.argv, str):
+            raise TypeError("Command.argv must be a list of arguments, not a shell string")
+        object.__setattr__(self, "argv", tuple(str(a) for a in self.argv))
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """The server a step needs.
+
+    Either a model for the target to serve (``model_path``, ``model_name``, extra ``args``;
+    the target builds the argv, e.g. ``sgl-omni serve ...``) or an explicit ``argv`` of a
+    program the workload brings (the target still applies its environment and CPU pinning).
+    In the generate phase each workload gets a fresh server; in the score phase, steps with
+    equal specs share one server start (one ASR server for every scoring step of a run).
+    ``label`` names the server's log, ``<run>/<label>.log``.
+    """
+
+    label: str
+    model_path: str = ""
+    model_name: str = ""
+    args: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "argv", tuple(str(a) for a in self.argv))
+        if not self.argv and not self.model_path:
+            raise ValueError(f"ServeSpec {self.label!r} needs a model_path or an argv")
+
+
+@dataclass
+class StepContext:
+    """What a Python-callable step receives."""
+
+    run_dir: Path
+    workload_dir: Path
+    workload: str
+    port: int
+    base_url: str
+    options: Mapping[str, str]
+    target: TargetEnv
+    log: TextIO
+    progress: Callable[[str], None]
+
+
+StepAction = Callable[[StepContext], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of a run.
+
+    ``run`` is a :class:`Command` or a Python callable taking a :class:`StepContext`.
+    ``outputs`` are paths relative to the run directory that the step must leave; ``done``
+    (default: all outputs exist) tells whether the step already ran.
+    """
+
+    name: str
+    run: Command | StepAction
+    phase: Phase = "generate"
+    server: ServeSpec | None = None
+    outputs: tuple[str, ...] = ()
+    done: Callable[[Path], bool] | None = None
+    timeout_s: float | None = None
+
+    def is_done(self, run_dir: Path) -> bool:
+        """True when the step's done-check (or, by default, all its outputs) holds."""
+        if self.done is not None:
+            return bool(self.done(run_dir))
+        return bool(self.outputs) and all((run_dir / p).exists() for p in self.outputs)
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One coverage rule of RUN_COMPLETE and whether it held."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Collected:
+    """A workload's contribution to ``metrics.json``."""
+
+    metrics: Mapping[str, Any]
+    rates: frozenset[int] = frozenset()
+    rules: tuple[RuleResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class TargetEnv:
+    """A target prepared for one run: how to start programs of the system under test.
+
+    ``python`` runs client modules; ``env`` is set and ``unset`` removed on top of omnibench's
+    own environment; ``cpus`` pins every process (empty: not pinned); ``gpus`` are the GPUs the
+    GPU_FREE gate watches (empty: the gate does not apply); ``revision`` names the results
+    folder; ``serve_argv`` turns a model :class:`ServeSpec` and a port into an argv.
+    """
+
+    target: str
+    python: str
+    serve_argv: Callable[[ServeSpec, int], list[str]]
+    env: Mapping[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    cwd: str | None = None
+    cpus: tuple[int, ...] = ()
+    gpus: tuple[str, ...] = ()
+    revision: str = "unknown"
+    dirty: str = ""
+    results_folder: str = ""
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> str:
+        """The results folder: ``results_folder`` if set, else the 7-character commit."""
+        if self.results_folder:
+            return self.results_folder
+        return short_revision(self.revision)
+
+
+def short_revision(revision: str) -> str:
+    """``git rev-parse --short`` for a full SHA-1; other strings unchanged."""
+    return revision[:7] if re.fullmatch(r"[0-9a-f]{40}", revision) else revision
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the system under test comes from (``sglang-omni`` checkout, ``local`` server...).
+
+    ``prepare(settings)`` checks the target's prerequisites (raising a typed error that names
+    the setting to change) and returns a :class:`TargetEnv`.
+    """
+
+    name: str
+    description: str
+    prepare: Callable[[Settings], TargetEnv]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a workload's or scorer's ``plan`` receives to build its steps."""
+
+    run_dir: Path
+    workload: str
+    port: int
+    options: Mapping[str, str]
+    target: TargetEnv
+    settings: Settings
+
+    @property
+    def workload_dir(self) -> Path:
+        """``<run>/<workload>``, where the workload's files go."""
+        return self.run_dir / self.workload
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A reusable scoring stage (ASR WER, speaker similarity...).
+
+    ``plan(ctx)`` returns the scoring steps for the workload named in ``ctx.workload``; they run
+    in the score phase unless they say otherwise.
+    """
+
+    name: str
+    description: str
+    plan: Callable[[RunContext], Sequence[Step]]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A benchmark workload.
+
+    ``plan(ctx)`` returns its steps for one run; ``scorers`` names registered scorers whose steps
+    are added; ``collect(run_dir, options)`` reads the files and returns its metrics and coverage
+    rules. ``options`` are defaults a user can override with ``--opt NAME.KEY=VALUE``.
+    ``targets`` lists the targets it supports (empty: any).
+    """
+
+    name: str
+    description: str
+    plan: Callable[[RunContext], Sequence[Step]]
+    collect: Callable[[Path, Mapping[str, str]], Collected] | None = None
+    scorers: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Passed to the run start/finish hooks."""
+
+    run_dir: Path
+    target: str
+    workloads: tuple[str, ...]
+    revision: str
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished (or failed) run left behind."""
+
+    run_dir: Path
+    complete: bool
+    status: Literal["complete", "incomplete", "failed", "interrupted"]
+    metrics: Mapping[str, Any]
+    rates: tuple[int, ...]
+    broken_rules: tuple[RuleResult, ...]
+    manifest: Path
+    error: str = ""

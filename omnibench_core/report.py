@@ -1,0 +1,37 @@
+"""Tables for the terminal (tabulate), so every task prints alike."""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+from tabulate import tabulate
+
+from .records import RunResult
+
+
+def table(rows: Iterable[Sequence[object]], headers: Sequence[str]) -> str:
+    """A plain-text table."""
+    return tabulate(list(rows), headers=list(headers), tablefmt="simple", disable_numparse=True)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def metrics_table(metrics: Mapping[str, object]) -> str:
+    """The metrics of a run, one per line, sorted by name."""
+    return table(((k, _fmt(v)) for k, v in sorted(metrics.items())), ("metric", "value"))
+
+
+def run_summary(result: RunResult) -> str:
+    """What ``invoke run`` prints at the end of a run."""
+    lines = [metrics_table(result.metrics)] if result.metrics else []
+    if result.rates:
+        lines.append(f"audio rates: {', '.join(map(str, result.rates))}")
+    for rule in result.broken_rules:
+        lines.append(f"BROKEN RULE {rule.name}: {rule.detail}")
+    lines.append(f"{'RUN_COMPLETE' if result.complete else 'RUN_INCOMPLETE'}: {result.run_dir}")
+    lines.append(f"manifest: {result.manifest}")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""Runs one step: a program in its own process group, or a Python callable, with its own log."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from .errors import StepFailed
+from .processes import build_env, log_tail, start_group
+from .records import Command, Step, StepContext, TargetEnv
+
+
+def step_log_path(run_dir: Path, workload: str, step: Step) -> Path:
+    """``<run>/logs/<workload>.<step>.log``."""
+    return run_dir / "logs" / f"{workload}.{step.name}.log"
+
+
+def run_step(
+    step: Step,
+    *,
+    workload: str,
+    run_dir: Path,
+    port: int,
+    base_url: str,
+    options: dict[str, str],
+    target: TargetEnv,
+    progress: Callable[[str], None],
+    stop_grace_s: float = 10.0,
+) -> int | None:
+    """Run ``step``; return the program's exit code (None for a callable).
+
+    Raises :class:`StepFailed` with the log tail when the program exits non-zero, times out, the
+    callable raises, or an expected output is missing. On Ctrl-C or SIGTERM the program's whole
+    group is stopped before the interrupt propagates.
+    """
+    log_path = step_log_path(run_dir, workload, step)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    where = f"step {workload}.{step.name}"
+    exit_code: int | None = None
+    if isinstance(step.run, Command):
+        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s)
+    else:
+        with open(log_path, "a", encoding="utf-8") as log:
+            ctx = StepContext(run_dir=run_dir, workload_dir=run_dir / workload, workload=workload, port=port,
+                              base_url=base_url, options=options, target=target, log=log, progress=progress)
+            try:
+                step.run(ctx)
+            except Exception as exc:
+                log.write(traceback.format_exc())
+                log.flush()
+                raise StepFailed(
+                    f"{where} raised {type(exc).__name__}: {exc}",
+                    evidence={"log": str(log_path), "log tail": log_tail(log_path)},
+                    hint="read the log; fix the plugin or its input, then repeat the run",
+                ) from exc
+    missing = [p for p in step.outputs if not (run_dir / p).exists()]
+    if missing:
+        raise StepFailed(
+            f"{where} finished but did not leave {', '.join(missing)}",
+            evidence={"run_dir": str(run_dir), "log": str(log_path), "log tail": log_tail(log_path)},
+            hint="read the step's log for why the file was not written",
+        )
+    return exit_code
+
+
+def _run_command(step: Step, cmd: Command, log_path: Path, target: TargetEnv, where: str, grace_s: float) -> int:
+    env = build_env(os.environ, {**target.env, **cmd.env}, target.unset)
+    proc = start_group(cmd.argv, log_path=log_path, env=env, cwd=cmd.cwd or target.cwd, cpus=target.cpus)
+    try:
+        code = proc.popen.wait(timeout=step.timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.stop(grace_s)
+        raise StepFailed(
+            f"{where} ran longer than its {step.timeout_s:g} s timeout and was stopped",
+            evidence={"command": " ".join(cmd.argv), "log": str(log_path), "log tail": log_tail(log_path)},
+        ) from None
+    except BaseException:
+        proc.stop(grace_s)  # Ctrl-C / SIGTERM: leave no client process behind
+        raise
+    proc.stop(grace_s)  # children the client left running
+    if code != 0:
+        raise StepFailed(
+            f"{where} exited with code {code}",
+            evidence={"command": " ".join(cmd.argv), "log": str(log_path), "log tail": log_tail(log_path)},
+            hint="read the log tail; fix the cause and repeat the run",
+        )
+    return code

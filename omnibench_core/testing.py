@@ -1,0 +1,223 @@
+"""A self-test workload for plugin authors and for omnibench's own tests.
+
+``selftest`` runs the whole machinery for real on any machine: a server process on loopback
+that opens its port only after a loading delay, a client program that sends requests to it, a
+scoring server shared by the score phase, and a collector with coverage rules. Its options make
+the server die during startup, never become healthy, or the client run long, so every gate
+can be exercised::
+
+    invoke run --workload selftest --opt selftest.delay=2 --opt selftest.requests=50
+
+Run ``python -m omnibench_core.testing serve --help`` for the server's own flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Mapping
+
+import requests
+
+from .hookspecs import hookimpl
+from .jsonio import read_json, write_json
+from .records import Collected, Command, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
+
+NAME = "selftest"
+DEFAULT_OPTIONS = {
+    "delay": "0.3",  # seconds the server "loads" with its port closed
+    "requests": "8",  # requests the client sends
+    "client_seconds": "0",  # extra seconds the client runs (to test interrupts)
+    "die": "0",  # 1: the server exits with an error during startup
+    "never_healthy": "0",  # 1: the server answers /health with 503 unhealthy forever
+    "children": "1",  # helper processes the server spawns into its group
+}
+
+
+# -- the server ------------------------------------------------------------------------------
+class _Handler(BaseHTTPRequestHandler):
+    healthy = True
+
+    def log_message(self, fmt: str, *args: object) -> None:  # keep the log readable
+        sys.stdout.write("%s %s\n" % (self.address_string(), fmt % args))
+        sys.stdout.flush()
+
+    def _reply(self, code: int, payload: object) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            if self.healthy:
+                self._reply(200, {"status": "healthy"})
+            else:
+                self._reply(503, {"status": "unhealthy"})
+        else:
+            self._reply(404, {"detail": f"no route {self.path}"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            data = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._reply(400, {"detail": "body is not JSON"})
+            return
+        if self.path == "/v1/echo":
+            text = str(data.get("text", ""))
+            self._reply(200, {"text": text, "length": len(text)})
+        elif self.path == "/v1/check":
+            self._reply(200, {"ok": data.get("text") == data.get("echo")})
+        else:
+            self._reply(404, {"detail": f"no route {self.path}"})
+
+
+def serve(argv: list[str] | None = None) -> int:
+    """The test server: port closed while 'loading', then ``/health``, ``/v1/echo``, ``/v1/check``."""
+    parser = argparse.ArgumentParser(prog="python -m omnibench_core.testing serve")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--delay", type=float, default=0.3)
+    parser.add_argument("--die", action="store_true", help="exit with code 3 after the delay")
+    parser.add_argument("--never-healthy", action="store_true")
+    parser.add_argument("--children", type=int, default=0, help="sleeping helpers in the same group")
+    args = parser.parse_args(argv)
+    print(f"loading for {args.delay} s", flush=True)
+    helpers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"]) for _ in range(args.children)]
+    time.sleep(args.delay)
+    if args.die:
+        print("fatal: simulated startup failure", flush=True)
+        return 3
+    _Handler.healthy = not args.never_healthy
+    server = ThreadingHTTPServer((args.host, args.port), _Handler)
+    print(f"serving on {args.host}:{args.port} (helpers: {[h.pid for h in helpers]})", flush=True)
+    server.serve_forever()
+    return 0
+
+
+# -- the client ------------------------------------------------------------------------------
+def client(argv: list[str] | None = None) -> int:
+    """Send ``--requests`` echo requests and write ``client.json``."""
+    parser = argparse.ArgumentParser(prog="python -m omnibench_core.testing client")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    rows = []
+    with requests.Session() as session:
+        for i in range(args.requests):
+            text = f"sample {i}"
+            t0 = time.perf_counter()
+            try:
+                reply = session.post(f"{args.url}/v1/echo", json={"text": text}, timeout=30)
+                reply.raise_for_status()
+                rows.append({"id": i, "text": text, "echo": reply.json()["text"], "is_success": True,
+                             "latency_s": time.perf_counter() - t0, "error": ""})
+            except requests.RequestException as exc:
+                rows.append({"id": i, "text": text, "echo": None, "is_success": False,
+                             "latency_s": time.perf_counter() - t0, "error": str(exc)})
+            print(f"request {i + 1}/{args.requests}", flush=True)
+    time.sleep(args.sleep)
+    write_json(args.out, {"per_request": rows})
+    return 0
+
+
+# -- the plugin ------------------------------------------------------------------------------
+def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
+    o = ctx.options
+    argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(ctx.port),
+            "--delay", o["delay"], "--children", o["children"]]
+    if o["die"] == "1":
+        argv.append("--die")
+    if o["never_healthy"] == "1":
+        argv.append("--never-healthy")
+    return ServeSpec(label=label, argv=tuple(argv))
+
+
+def plan(ctx: RunContext) -> list[Step]:
+    """The client step on a fresh self-test server."""
+    out = ctx.workload_dir / "client.json"
+    argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", f"http://127.0.0.1:{ctx.port}",
+            "--requests", ctx.options["requests"], "--sleep", ctx.options["client_seconds"], "--out", str(out)]
+    return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
+                 outputs=(f"{ctx.workload}/client.json",))]
+
+
+def _check_echoes(ctx: StepContext) -> None:
+    rows = read_json(ctx.workload_dir / "client.json")["per_request"]
+    results = []
+    with requests.Session() as session:
+        for row in rows:
+            reply = session.post(f"{ctx.base_url}/v1/check", json={"text": row["text"], "echo": row["echo"]}, timeout=30)
+            reply.raise_for_status()
+            results.append({"id": row["id"], "ok": bool(reply.json()["ok"])})
+    ctx.progress(f"checked {len(results)} echoes")
+    write_json(ctx.workload_dir / "score.json", {"evaluated": len(results),
+                                                 "matched": sum(r["ok"] for r in results), "per_sample": results})
+
+
+def score_plan(ctx: RunContext) -> list[Step]:
+    """The echo-check scorer: one shared scoring server checks every echo of the workload."""
+    # The scoring server ignores the workload's failure options: it is another server.
+    spec = _server_spec(replace(ctx, options={**DEFAULT_OPTIONS, "children": "0"}), "echo-scorer")
+    return [Step("echo-check", _check_echoes, phase="score", server=spec, outputs=(f"{ctx.workload}/score.json",))]
+
+
+def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
+    """Metrics and coverage rules of the self-test."""
+    wdir = run_dir / NAME
+    rows = read_json(wdir / "client.json")["per_request"]
+    score = read_json(wdir / "score.json")
+    ok = [r for r in rows if r["is_success"]]
+    expected = int(options["requests"])
+    metrics = {
+        f"{NAME}.requests": len(rows),
+        f"{NAME}.failed": len(rows) - len(ok),
+        f"{NAME}.latency_mean_s": sum(r["latency_s"] for r in ok) / len(ok) if ok else None,
+        f"{NAME}.matched": score["matched"],
+    }
+    rules = (
+        RuleResult("all requests sent", len(rows) == expected, f"{len(rows)} of {expected}"),
+        RuleResult("0 failed requests", len(ok) == len(rows), f"{len(rows) - len(ok)} failed"),
+        RuleResult("unique ids", len({r["id"] for r in rows}) == len(rows)),
+        RuleResult("every echo scored and matched", score["evaluated"] == score["matched"] == expected,
+                   f"{score['matched']} matched of {score['evaluated']} evaluated"),
+    )
+    return Collected(metrics, frozenset(), rules)
+
+
+@hookimpl
+def omnibench_workloads() -> list[Workload]:
+    """The self-test workload."""
+    return [Workload(NAME, "harness self-test: a loopback echo server, client, shared scoring server",
+                     plan, collect, scorers=("echo-check",), options=DEFAULT_OPTIONS)]
+
+
+@hookimpl
+def omnibench_scorers() -> list[Scorer]:
+    """The echo-check scorer used by the self-test."""
+    return [Scorer("echo-check", "checks each echo on a shared scoring server (self-test)", score_plan)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m omnibench_core.testing serve|client ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {"serve": serve, "client": client}
+    if not args or args[0] not in commands:
+        print(f"usage: python -m omnibench_core.testing {{{','.join(commands)}}} ...", file=sys.stderr)
+        return 2
+    return commands[args[0]](args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
