@@ -7,7 +7,8 @@ import os
 import platform
 import socket
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .gpu import describe_gpus
 from .settings import format_cpu_list

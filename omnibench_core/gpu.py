@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import GpuQueryError
 
@@ -38,7 +38,7 @@ def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeo
             evidence={"command": " ".join(argv), "output": done.stdout.strip()},
         )
     try:
-        return {gpu: int(float(v)) for gpu, v in zip(gpus, values)}
+        return {gpu: int(float(v)) for gpu, v in zip(gpus, values, strict=True)}
     except ValueError as exc:
         raise GpuQueryError(
             f"{nvidia_smi} printed a value that is not a number",
@@ -60,4 +60,4 @@ def describe_gpus(nvidia_smi: str = "nvidia-smi") -> list[dict[str, str]]:
         return []
     if done.returncode != 0:
         return []
-    return [dict(zip(fields, (c.strip() for c in line.split(",")))) for line in done.stdout.splitlines() if line.strip()]
+    return [dict(zip(fields, (c.strip() for c in line.split(",")), strict=False)) for line in done.stdout.splitlines() if line.strip()]

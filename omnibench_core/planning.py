@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from .errors import PluginError
 from .records import PHASES, ServeSpec, Step

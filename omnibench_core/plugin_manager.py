@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pluggy
 

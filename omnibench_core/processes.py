@@ -11,9 +11,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 
 def build_env(base: Mapping[str, str], set_: Mapping[str, str], unset: Sequence[str]) -> dict[str, str]:

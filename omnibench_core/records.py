@@ -7,9 +7,10 @@ them. They hold data and callables only: no record reaches back into the runner.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 if TYPE_CHECKING:
     from .settings import Settings

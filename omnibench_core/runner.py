@@ -11,9 +11,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from . import gates
 from .errors import GateError, OmnibenchError, PluginError, RunInterrupted, RunNotReady, StepFailed, Terminated
@@ -23,7 +24,7 @@ from .manifest import Manifest, now_iso
 from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
 from .processes import build_env, start_group
-from .records import Collected, RuleResult, RunContext, RunInfo, RunResult, Step, TargetEnv, Workload
+from .records import Collected, RuleResult, RunInfo, RunResult, Step, TargetEnv, Workload
 from .settings import Settings
 from .step_exec import run_step, step_log_path
 
@@ -234,7 +235,8 @@ class Runner:
             code = run_step(step, workload=workload, run_dir=self.run_dir, port=self.plan.port,
                             base_url=f"http://127.0.0.1:{self.plan.port}",
                             options=dict(self.plan.options.get(workload, {})), target=self.plan.target,
-                            progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"))
+                            progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
+                            on_spawn=lambda pgid: self._spawned(entry, pgid))
         except StepFailed as exc:
             entry.update(status="failed", ended=now_iso(), error=exc.as_record())
             self.manifest.save()
@@ -246,6 +248,11 @@ class Runner:
         entry.update(status="ok", ended=now_iso(), exit_code=code)
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
+
+    def _spawned(self, entry: dict[str, Any], pgid: int) -> None:
+        assert self.manifest is not None
+        entry["pgid"] = pgid
+        self.manifest.save()
 
     # -- collection ------------------------------------------------------------------------
     def _collect(self) -> RunResult:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .errors import StepFailed
 from .processes import build_env, log_tail, start_group
@@ -29,19 +29,20 @@ def run_step(
     target: TargetEnv,
     progress: Callable[[str], None],
     stop_grace_s: float = 10.0,
+    on_spawn: Callable[[int], None] = lambda pgid: None,
 ) -> int | None:
     """Run ``step``; return the program's exit code (None for a callable).
 
     Raises :class:`StepFailed` with the log tail when the program exits non-zero, times out, the
     callable raises, or an expected output is missing. On Ctrl-C or SIGTERM the program's whole
-    group is stopped before the interrupt propagates.
+    group is stopped before the interrupt propagates. ``on_spawn`` gets a program's pgid.
     """
     log_path = step_log_path(run_dir, workload, step)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     where = f"step {workload}.{step.name}"
     exit_code: int | None = None
     if isinstance(step.run, Command):
-        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s)
+        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s, on_spawn)
     else:
         with open(log_path, "a", encoding="utf-8") as log:
             ctx = StepContext(run_dir=run_dir, workload_dir=run_dir / workload, workload=workload, port=port,
@@ -66,10 +67,12 @@ def run_step(
     return exit_code
 
 
-def _run_command(step: Step, cmd: Command, log_path: Path, target: TargetEnv, where: str, grace_s: float) -> int:
+def _run_command(step: Step, cmd: Command, log_path: Path, target: TargetEnv, where: str, grace_s: float,
+                 on_spawn: Callable[[int], None]) -> int:
     env = build_env(os.environ, {**target.env, **cmd.env}, target.unset)
     proc = start_group(cmd.argv, log_path=log_path, env=env, cwd=cmd.cwd or target.cwd, cpus=target.cpus)
     try:
+        on_spawn(proc.pgid)
         code = proc.popen.wait(timeout=step.timeout_s)
     except subprocess.TimeoutExpired:
         proc.stop(grace_s)

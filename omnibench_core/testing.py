@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Mapping
 
 import requests
 
@@ -45,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
     healthy = True
 
     def log_message(self, fmt: str, *args: object) -> None:  # keep the log readable
-        sys.stdout.write("%s %s\n" % (self.address_string(), fmt % args))
+        sys.stdout.write(f"{self.address_string()} {fmt % args}\n")
         sys.stdout.flush()
 
     def _reply(self, code: int, payload: object) -> None:
@@ -90,7 +91,11 @@ def serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--die", action="store_true", help="exit with code 3 after the delay")
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--children", type=int, default=0, help="sleeping helpers in the same group")
+    parser.add_argument("--ready-file", help="write the wall-clock time the port opened here (benchmarks)")
     args = parser.parse_args(argv)
+    # What the runner applied, so tests and users can check it in the server's log.
+    env = {k: os.environ.get(k, "") for k in ("CUDA_VISIBLE_DEVICES", "SGLANG_OMNI_STRICT_PORT", "HF_HUB_OFFLINE")}
+    print(f"env {json.dumps(env)} cpus {sorted(os.sched_getaffinity(0))} cwd {os.getcwd()}", flush=True)
     print(f"loading for {args.delay} s", flush=True)
     helpers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"]) for _ in range(args.children)]
     time.sleep(args.delay)
@@ -99,6 +104,8 @@ def serve(argv: list[str] | None = None) -> int:
         return 3
     _Handler.healthy = not args.never_healthy
     server = ThreadingHTTPServer((args.host, args.port), _Handler)
+    if args.ready_file:
+        Path(args.ready_file).write_text(repr(time.time()))
     print(f"serving on {args.host}:{args.port} (helpers: {[h.pid for h in helpers]})", flush=True)
     server.serve_forever()
     return 0
