@@ -1,0 +1,105 @@
+"""Gates on their own: health parsing, RUN_READY, GPU_FREE with a fake nvidia-smi."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import pytest
+from conftest import fake_calls, write_fake_nvidia_smi
+
+from omnibench_core import gates
+from omnibench_core.errors import GpuNotFree, GpuQueryError, RunNotReady, ServerDied, ServerNotReady
+from omnibench_core.processes import start_group
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "healthy"),
+    [
+        (200, '{"status": "healthy"}', True),
+        (200, '{"status": "unhealthy"}', False),
+        (503, '{"status": "unhealthy"}', False),
+        (503, '{"status": "healthy"}', False),
+        (200, "healthy", True),
+        (200, "ok", False),
+        (200, "the server is unhealthy", False),
+        (200, '{"ok": true, "detail": "healthy"}', True),
+    ],
+)
+def test_is_healthy(code, body, healthy):
+    assert gates.is_healthy(code, body) is healthy
+
+
+def test_run_ready_refuses_an_existing_run_dir(tmp_path, port):
+    run = tmp_path / "run0"
+    run.mkdir()
+    with pytest.raises(RunNotReady, match="exists already") as err:
+        gates.check_run_ready(run, port)
+    assert err.value.gate == "RUN_READY"
+
+
+def test_run_ready_names_the_port_holder(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(RunNotReady) as err:
+            gates.check_run_ready(tmp_path / "run0", port)
+        assert err.value.evidence["held by"].startswith("pid ")
+    assert gates.check_run_ready(tmp_path / "run0", port).status == "passed"
+
+
+def test_wait_ready_notices_a_dead_server(tmp_path, port):
+    proc = start_group([sys.executable, "-c", "print('boom: bad flag'); raise SystemExit(7)"],
+                       log_path=tmp_path / "s.log", env={"PATH": "/usr/bin:/bin"})
+    with pytest.raises(ServerDied) as err:
+        gates.wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600, interval_s=0.01)
+    assert "exited with code 7" in str(err.value)
+    assert "boom: bad flag" in err.value.evidence["log tail"]
+
+
+def test_wait_ready_times_out_with_the_last_answer(tmp_path, port):
+    proc = start_group([sys.executable, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "s.log", env={})
+    ticks = iter(range(1000))
+    try:
+        with pytest.raises(ServerNotReady) as err:
+            gates.wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=3, interval_s=0.0,
+                             clock=lambda: float(next(ticks)))
+        assert "ConnectionError" in err.value.evidence["last answer"]
+    finally:
+        proc.stop(1)
+
+
+def test_gpu_free_polls_until_every_gpu_is_below_threshold(tmp_path):
+    smi = write_fake_nvidia_smi(tmp_path, [9000, 4000, 1024, 1023])
+    record = gates.wait_gpu_free(["0", "1"], nvidia_smi=str(smi), interval_s=0, timeout_s=60)
+    assert record.status == "passed"
+    calls = fake_calls(tmp_path)
+    assert len(calls) == 4  # 1024 is not below 1024
+    assert calls[0] == ["-i", "0,1", "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
+
+
+def test_gpu_free_times_out_with_evidence(tmp_path):
+    smi = write_fake_nvidia_smi(tmp_path, [80000])
+    ticks = iter(range(1000))
+    with pytest.raises(GpuNotFree) as err:
+        gates.wait_gpu_free(["3"], nvidia_smi=str(smi), interval_s=0, timeout_s=5, clock=lambda: float(next(ticks)))
+    assert err.value.evidence["memory.used MiB"] == '{"3": 80000}'
+    assert err.value.gate == "GPU_FREE"
+
+
+def test_gpu_free_reports_a_failing_nvidia_smi(tmp_path):
+    smi = write_fake_nvidia_smi(tmp_path, [0], fail=True)
+    with pytest.raises(GpuQueryError) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), interval_s=0)
+    assert "couldn't communicate" in err.value.evidence["output"]
+
+
+def test_gpu_free_reports_a_missing_nvidia_smi(tmp_path):
+    with pytest.raises(GpuQueryError, match="was not found"):
+        gates.wait_gpu_free(["0"], nvidia_smi=str(tmp_path / "nope"), interval_s=0)
+
+
+def test_gpu_free_does_not_apply_without_gpus():
+    record = gates.wait_gpu_free([], nvidia_smi="/nonexistent")
+    assert record.status == "not_applicable"

@@ -1,0 +1,231 @@
+"""The plugin manager: entry points, validation, clashes, `invoke plugins`, a third-party package."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from omnibench_core import hookspecs, plugin_manager
+from omnibench_core.errors import PluginError
+from omnibench_core.hookspecs import hookimpl
+from omnibench_core.records import Target, Workload
+
+
+def _workload(name: str) -> Workload:
+    return Workload(name, "test", plan=lambda ctx: [])
+
+
+class ProvidesWorkload:
+    def __init__(self, *records):
+        self.records = list(records)
+
+    @hookimpl
+    def omnibench_workloads(self):
+        return self.records
+
+
+def test_builtins_come_from_entry_points():
+    _, registry = plugin_manager.load()
+    assert {"selftest"} <= set(registry.workloads)
+    assert {"local", "sglang-omni"} <= set(registry.targets)
+    assert registry.targets["local"].provider.distribution == "omnibench"
+    assert registry.workloads["selftest"].provider.plugin == "selftest"
+
+
+def test_name_clash_names_both_plugins():
+    with pytest.raises(PluginError) as err:
+        plugin_manager.load([("acme", ProvidesWorkload(_workload("selftest")))])
+    text = str(err.value)
+    assert "two plugins register a workload named 'selftest'" in text
+    assert "selftest (omnibench" in text and "second: acme" in text
+
+
+@pytest.mark.parametrize("bad", ["SeedTTS", "has space", "", "9lives"])
+def test_invalid_names_are_refused(bad):
+    with pytest.raises(PluginError, match="invalid name"):
+        plugin_manager.load([("acme", ProvidesWorkload(_workload(bad)))])
+
+
+def test_wrong_record_type_is_refused():
+    class Wrong:
+        @hookimpl
+        def omnibench_targets(self):
+            return [_workload("oops")]
+
+    with pytest.raises(PluginError, match="returned a Workload where a Target belongs"):
+        plugin_manager.load([("wrong", Wrong())])
+
+
+def test_non_list_return_is_refused():
+    class Wrong:
+        @hookimpl
+        def omnibench_workloads(self):
+            return _workload("single")
+
+    with pytest.raises(PluginError, match="not a list"):
+        plugin_manager.load([("wrong", Wrong())])
+
+
+def test_misspelt_hook_is_caught_by_check_pending():
+    class Typo:
+        @hookimpl
+        def omnibench_workload(self):  # missing "s"
+            return []
+
+    with pytest.raises(PluginError, match="does not define"):
+        plugin_manager.load([("typo", Typo())])
+
+
+def test_registry_get_lists_known_names():
+    _, registry = plugin_manager.load()
+    with pytest.raises(PluginError) as err:
+        registry.get("target", "tpu")
+    assert "local" in str(err.value) and "sglang-omni" in str(err.value)
+
+
+def test_every_hook_has_a_docstring_and_is_documented_in_readme():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    specs = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("omnibench_")]
+    assert len(specs) == 5
+    for name in specs:
+        assert (getattr(hookspecs, name).__doc__ or "").strip(), name
+        assert name in readme, f"{name} is not in the README"
+
+
+def test_invoke_plugins_lists_everything(invoke):
+    done = invoke("plugins")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["kind", "name", "description"]
+    rows = {tuple(line.split()[:2]) for line in lines[2:]}
+    assert {("workload", "selftest"), ("target", "local"), ("target", "sglang-omni"), ("scorer", "echo-check")} <= rows
+    import omnibench_core
+    assert all(f"omnibench       {omnibench_core.__version__}" in line for line in lines[2:] if line.strip())
+
+
+THIRD_PARTY = '''
+"""A third-party workload: reuses omnibench's test server, brings its own client and rules."""
+import json, sys
+from omnibench_core.hookspecs import hookimpl
+from omnibench_core.records import Collected, RuleResult, ServeSpec, Step, Workload
+
+def _client(ctx):
+    import requests
+    texts = ["one", "two", "three"]
+    out = [requests.post(ctx.base_url + "/v1/echo", json={"text": t}, timeout=10).json()["text"] for t in texts]
+    (ctx.workload_dir / "echoes.json").write_text(json.dumps(out))
+
+def plan(ctx):
+    server = ServeSpec("acme", argv=(sys.executable, "-m", "omnibench_core.testing", "serve",
+                                     "--port", str(ctx.port), "--delay", "0.1"))
+    return [Step("client", _client, server=server, outputs=("acme-echo/echoes.json",))]
+
+def collect(run_dir, options):
+    echoes = json.loads((run_dir / "acme-echo" / "echoes.json").read_text())
+    return Collected({"acme.echoes": len(echoes)}, rules=(RuleResult("three echoes", len(echoes) == 3),))
+
+@hookimpl
+def omnibench_workloads():
+    return [Workload("acme-echo", "third-party echo workload", plan, collect)]
+'''
+
+
+@pytest.fixture
+def third_party(tmp_path) -> dict[str, str]:
+    """A real installed distribution as importlib.metadata sees one: a dist-info with an entry point."""
+    site = tmp_path / "site"
+    (site / "acme_bench").mkdir(parents=True)
+    (site / "acme_bench" / "__init__.py").write_text(textwrap.dedent(THIRD_PARTY))
+    info = site / "acme_bench-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-bench\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text("[omnibench]\nacme = acme_bench\n")
+    return {"PYTHONPATH": str(site)}
+
+
+def test_third_party_distribution_is_listed(invoke, third_party):
+    done = invoke("plugins", env=third_party)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "acme-echo" in line)
+    assert row.split()[0] == "workload" and "acme-bench" in row and "1.2.3" in row
+
+
+def test_third_party_workload_runs_end_to_end(invoke, third_party, tmp_path, port):
+    done = invoke("run", "--workload", "acme-echo", "--port", str(port), env=third_party)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (metrics_file,) = (tmp_path / "results").glob("*/run0/metrics.json")
+    metrics = json.loads(metrics_file.read_text())
+    assert metrics == {"metrics": {"acme.echoes": 3}, "rates": [], "complete": True, "target": "local",
+                       "broken_rules": []}
+    manifest = json.loads((metrics_file.parent / "manifest.json").read_text())
+    assert "acme-bench" in manifest["environment"]["packages"]
+
+
+def test_broken_third_party_plugin_names_its_distribution(invoke, tmp_path):
+    site = tmp_path / "site"
+    info = site / "broken_bench-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-bench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[omnibench]\nbroken = broken_bench_missing\n")
+    done = invoke("plugins", env={"PYTHONPATH": str(site)})
+    assert done.returncode == 1
+    assert "broken (broken-bench 0.1) failed to load" in done.stderr
+    assert "ModuleNotFoundError" in done.stderr
+
+
+def test_run_hooks_are_called_with_the_final_result(tmp_path, port):
+    from omnibench_core import api
+    from omnibench_core.settings import Settings
+
+    seen = []
+
+    class Telemetry:
+        @hookimpl
+        def omnibench_run_start(self, run):
+            seen.append(("start", run.run_dir.name, run.workloads))
+
+        @hookimpl
+        def omnibench_run_finish(self, run, result):
+            seen.append(("finish", result.run_dir.name, result.status))
+
+    settings = Settings(results=str(tmp_path / "r"), port=port)
+    result = api.run(settings, ["selftest"], progress=lambda m: None, extra_plugins=[("telemetry", Telemetry())])
+    assert result.complete
+    assert seen == [("start", "run0", ("selftest",)), ("finish", "run0", "complete")]
+
+
+def test_incomplete_coverage_moves_the_run_aside(tmp_path, port):
+    from omnibench_core import api, testing
+    from omnibench_core.records import Collected, RuleResult
+    from omnibench_core.settings import Settings
+
+    def collect(run_dir, options):
+        return Collected({"half.files": 1}, rules=(RuleResult("one WAV per sample", False, "1 WAV for 2 samples"),))
+
+    class Half:
+        @hookimpl
+        def omnibench_workloads(self):
+            return [Workload("half", "breaks a rule", testing.plan, collect, options=testing.DEFAULT_OPTIONS)]
+
+    settings = Settings(results=str(tmp_path / "r"), port=port)
+    result = api.run(settings, ["half"], progress=lambda m: None, extra_plugins=[("half", Half())])
+    assert not result.complete and result.status == "incomplete"
+    assert result.run_dir.name == "run0-incomplete"
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert metrics["complete"] is False
+    assert metrics["broken_rules"] == [{"rule": "one WAV per sample", "detail": "1 WAV for 2 samples"}]
+    assert json.loads((result.run_dir / "manifest.json").read_text())["status"] == "incomplete"
+
+
+def test_target_record_is_validated():
+    class BadTarget:
+        @hookimpl
+        def omnibench_targets(self):
+            return [Target("Local", "bad", prepare=lambda s: None)]
+
+    with pytest.raises(PluginError, match="invalid name 'Local'"):
+        plugin_manager.load([("bad", BadTarget())])

@@ -1,0 +1,114 @@
+"""Settings, the results layout, atomic JSON and step ordering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from omnibench_core.errors import PluginError, SettingsError
+from omnibench_core.jsonio import read_json, write_json
+from omnibench_core.layout import move_aside, next_run_name
+from omnibench_core.planning import order_steps
+from omnibench_core.records import Command, ServeSpec, Step
+from omnibench_core.settings import Settings, format_cpu_list, parse_cpu_list
+
+
+def test_defaults_follow_the_runbook():
+    s = Settings()
+    assert (s.port, s.ready_timeout_s, s.gpu_free_timeout_s, s.gpu_free_mib) == (8000, 1800, 600, 1024)
+    assert s.health_interval_s < 5  # the runbook's 5 s sleeps are what omnibench replaces
+
+
+def test_from_mapping_converts_and_validates():
+    s = Settings.from_mapping({"port": "9001", "ready_timeout_s": "12.5", "cpus": "2-4,8"})
+    assert s.port == 9001 and s.ready_timeout_s == 12.5 and s.cpu_list() == (2, 3, 4, 8)
+    with pytest.raises(SettingsError, match="unknown omnibench setting"):
+        Settings.from_mapping({"prot": 1})
+    with pytest.raises(SettingsError, match="must be a int"):
+        Settings.from_mapping({"port": "eighty"})
+    with pytest.raises(SettingsError, match="out of range"):
+        Settings.from_mapping({"port": 70000})
+    with pytest.raises(SettingsError, match="cannot read CPU list"):
+        Settings.from_mapping({"cpus": "2-x"})
+
+
+def test_cpu_lists_round_trip():
+    cpus = parse_cpu_list("2-15,66-79")
+    assert len(cpus) == 28
+    assert format_cpu_list(cpus) == "2-15,66-79"
+    assert parse_cpu_list("") == ()
+
+
+def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
+    (tmp_path / "cfg.yaml").write_text(f"omnibench:\n  port: {port}\n")
+    done = invoke("-f", str(tmp_path / "cfg.yaml"), "run", "--workload", "selftest",
+                  "--opt", "selftest.requests=3")
+    assert done.returncode == 0, done.stderr
+    (manifest,) = (tmp_path / "results").glob("*/run0/manifest.json")
+    data = json.loads(manifest.read_text())
+    assert {s["port"] for s in data["servers"]} == {port}
+    assert data["options"]["selftest"]["requests"] == "3"
+
+
+def test_bad_option_is_explained(invoke):
+    done = invoke("run", "--workload", "selftest", "--opt", "selftest.nosuch=1")
+    assert done.returncode == 1
+    assert "has no option 'nosuch'" in done.stderr and "client_seconds" in done.stderr
+
+
+def test_next_run_name_reuses_a_run_moved_aside(tmp_path):
+    assert next_run_name(tmp_path / "missing") == "run0"
+    for name in ("run0", "run1-incomplete", "run2"):
+        (tmp_path / name).mkdir()
+    assert next_run_name(tmp_path) == "run1"
+
+
+def test_move_aside_never_overwrites(tmp_path):
+    for i in range(3):
+        run = tmp_path / "run0"
+        run.mkdir()
+        (run / "marker").write_text(str(i))
+        moved = move_aside(run)
+        assert not run.exists()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["run0-incomplete", "run0-incomplete-2", "run0-incomplete-3"]
+    assert [(tmp_path / n / "marker").read_text() for n in names] == ["0", "1", "2"]
+    assert moved.name == "run0-incomplete-3"
+
+
+def test_write_json_is_strict_and_leaves_no_temp_files(tmp_path):
+    target = write_json(tmp_path / "a" / "speed.json", {"request_rate": float("inf"), "x": [float("nan"), 1.5]})
+    assert json.loads(target.read_text()) == {"request_rate": None, "x": [None, 1.5]}
+    assert read_json(target)["x"][1] == 1.5
+    assert [p.name for p in target.parent.iterdir()] == ["speed.json"]
+
+
+def _step(name, phase="generate", server=None):
+    return Step(name, Command(("true",)), phase=phase, server=server)
+
+
+def test_steps_are_ordered_like_the_runbook():
+    omni_v, omni_s = ServeSpec("videoamme", model_path="m"), ServeSpec("seedtts", model_path="m", args=("--x",))
+    asr = ServeSpec("asr", model_path="Qwen/Qwen3-ASR-1.7B")
+    groups = order_steps({
+        "videoamme": [_step("client", server=omni_v), _step("wer", "score", asr)],
+        "seedtts": [_step("client", server=omni_s), _step("wer", "score", asr), _step("sim", "score"),
+                    _step("utmos", "score")],
+    })
+    assert [(g.phase, g.label, [p.key for p in g.steps]) for g in groups] == [
+        ("generate", "videoamme", ["videoamme.client"]),
+        ("generate", "seedtts", ["seedtts.client"]),
+        ("score", "asr", ["videoamme.wer", "seedtts.wer"]),  # one ASR server for both
+        ("score", "score (no server)", ["seedtts.sim", "seedtts.utmos"]),
+    ]
+
+
+def test_duplicate_step_names_are_refused():
+    with pytest.raises(PluginError, match="two steps named 'client'"):
+        order_steps({"w": [_step("client"), _step("client")]})
+
+
+def test_command_refuses_a_shell_string():
+    with pytest.raises(TypeError):
+        Command("echo hi")
