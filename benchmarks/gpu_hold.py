@@ -1,0 +1,37 @@
+"""Hold GPU memory until killed: a stand-in for a server's process group on a real GPU host.
+
+    python benchmarks/gpu_hold.py --gpu 0 --child-gpu 1 --gib 8
+
+The leader allocates on --gpu; with --child-gpu it also spawns a child in the same process group
+that allocates on that GPU (orphaned children holding memory are the case GPU_FREE guards).
+Needs PyTorch with CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpu", type=int, required=True)
+    parser.add_argument("--child-gpu", type=int)
+    parser.add_argument("--gib", type=float, default=8.0)
+    args = parser.parse_args()
+    import torch
+
+    if args.child_gpu is not None:
+        subprocess.Popen([sys.executable, __file__, "--gpu", str(args.child_gpu), "--gib", str(args.gib)])
+    block = torch.empty(int(args.gib * 2**30), dtype=torch.uint8, device=f"cuda:{args.gpu}")
+    block.fill_(1)
+    torch.cuda.synchronize(args.gpu)
+    print(f"holding {args.gib} GiB on cuda:{args.gpu}", flush=True)
+    time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
