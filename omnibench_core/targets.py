@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import PluginError, SettingsError
+from .errors import SettingsError
 from .gitinfo import git_revision
 from .hookspecs import hookimpl
 from .records import ServeSpec, Target, TargetEnv, short_revision
@@ -64,14 +64,18 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
 
 
 def prepare_local(settings: Settings) -> TargetEnv:
-    """The embedded CPU target: omnibench's own python, no GPU, results under ``local-<rev>``."""
+    """The embedded CPU target: omnibench's own python and CPU speech server, no GPU.
+
+    Results go under ``local-<omnibench commit>``.
+    """
     source = Path(__file__).resolve().parent.parent
     rev = git_revision(source, settings.git)
     revision, dirty = rev if rev else (f"omnibench-{__version__}", "")
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
-        raise PluginError(f"the local target has no embedded server for model {spec.model_path!r}",
-                          hint="run this workload on a target that serves it, e.g. --target sglang-omni")
+        # The same flags as `sgl-omni serve`; the local server ignores the GPU engine ones.
+        return [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", spec.model_path,
+                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.cpu_list(),

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import make_fake_checkout
 
-from omnibench_core.errors import PluginError, SettingsError
+from omnibench_core.errors import SettingsError
 from omnibench_core.records import ServeSpec
 from omnibench_core.settings import Settings
 from omnibench_core.targets import prepare_local, prepare_sglang_omni
@@ -70,9 +70,12 @@ def test_sglang_omni_serve_argv_is_the_runbooks(tmp_path):
         "serve --model-path Qwen/Qwen3-ASR-1.7B --model-name Qwen/Qwen3-ASR-1.7B --port 8000").split()
 
 
-def test_local_target_uses_no_gpu():
+def test_local_target_uses_no_gpu_and_serves_with_the_same_flags():
     env = prepare_local(Settings(gpus="0,1"))
     assert env.gpus == () and env.python == sys.executable
     assert env.folder.startswith("local-")
-    with pytest.raises(PluginError, match="no embedded server"):
-        env.serve_argv(ServeSpec("x", model_path="openbmb/MiniCPM-o-4_5"), 8000)
+    spec = ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo",
+                     args=("--thinker.factory.max_seq_len", "8192"))
+    assert env.serve_argv(spec, 8123) == [
+        sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
+        "--model-name", "minicpmo", "--thinker.factory.max_seq_len", "8192", "--port", "8123"]

@@ -1,0 +1,124 @@
+"""Real CPU speech: synthesis (hibari-tts), recognition (pocketsphinx), pitch and voice matching.
+
+MiniCPM-o clones a voice from reference audio; no CPU model here can. The local substitute,
+``voice match``, estimates the reference's median pitch and shifts the synthetic voice toward it
+(bounded to a factor of 0.8..1.25) while keeping the speaking rate. Reports name it as such.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..audio import change_length, resample
+
+TTS_RATE = 24000  # MiniCPM-o's output rate too
+ASR_RATE = 16000
+VOICE_MATCH_RANGE = (0.8, 1.25)
+VOICE_MATCH_METHOD = "median-F0 pitch shift of hibari-tts 'heart' toward the reference (0.8..1.25x)"
+
+
+def estimate_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
+    """Median fundamental frequency (Hz) of the voiced frames, by normalised autocorrelation.
+
+    Frames of 40 ms every 10 ms; a frame is voiced when it is loud (above 10% of the 95th
+    percentile energy) and its autocorrelation peak is at least 0.5. None when nothing is voiced.
+    """
+    x = resample(np.asarray(samples, dtype=np.float32), rate, ASR_RATE).astype(np.float64)
+    frame, hop = int(0.04 * ASR_RATE), int(0.01 * ASR_RATE)
+    if len(x) < frame:
+        return None
+    starts = np.arange(0, len(x) - frame + 1, hop)
+    frames = np.stack([x[s:s + frame] for s in starts])
+    frames = frames - frames.mean(axis=1, keepdims=True)
+    energy = (frames ** 2).sum(axis=1)
+    loud = energy > 0.1 * np.percentile(energy, 95)
+    if not loud.any():
+        return None
+    frames = frames[loud] * np.hanning(frame)
+    spec = np.fft.rfft(frames, n=2 * frame, axis=1)
+    ac = np.fft.irfft(np.abs(spec) ** 2, axis=1)[:, :frame]
+    ac /= np.maximum(ac[:, :1], 1e-12)
+    lo, hi = int(ASR_RATE / fmax), int(ASR_RATE / fmin)
+    lags = np.argmax(ac[:, lo:hi], axis=1) + lo
+    peaks = ac[np.arange(len(ac)), lags]
+    voiced = peaks >= 0.5
+    if voiced.sum() < 3:
+        return None
+    return float(np.median(ASR_RATE / lags[voiced]))
+
+
+def shift_pitch(samples: np.ndarray, factor: float) -> np.ndarray:
+    """Raise pitch by ``factor`` (and shorten by it): a band-limited change of length."""
+    if abs(factor - 1.0) < 1e-3:
+        return np.asarray(samples, dtype=np.float32)
+    return change_length(samples, max(1, int(round(len(samples) / factor))))
+
+
+class _Pool:
+    """A fixed set of engine instances shared by request threads (engines are not thread-safe)."""
+
+    def __init__(self, make, size: int):
+        self._items: queue.Queue = queue.Queue()
+        for _ in range(size):
+            self._items.put(make())
+
+    @contextmanager
+    def take(self) -> Iterator[object]:
+        item = self._items.get()
+        try:
+            yield item
+        finally:
+            self._items.put(item)
+
+
+class Synthesizer:
+    """hibari-tts voices, one per worker thread; 24 kHz float32 out."""
+
+    def __init__(self, workers: int = 2):
+        from hibari import Hibari  # imported here: loading is the server's "model load"
+
+        self._pool = _Pool(lambda: Hibari(threads=1), workers)
+        self.voice_f0 = estimate_f0(self.synthesize("This sentence calibrates the voice pitch.", seed=0), TTS_RATE) or 200.0
+
+    def synthesize(self, text: str, *, seed: int | None = None, speed: float = 1.0) -> np.ndarray:
+        """Speech for ``text`` at ``speed`` (0.5..2.0); ``seed`` makes it reproducible."""
+        with self._pool.take() as tts:
+            audio = tts(text, speed=speed, seed=seed)
+        return np.asarray(audio, dtype=np.float32)
+
+    def match_factor(self, reference: np.ndarray, rate: int) -> float:
+        """The pitch factor that moves this voice toward the reference's median pitch."""
+        f0 = estimate_f0(reference, rate)
+        if f0 is None:
+            return 1.0
+        return float(np.clip(f0 / self.voice_f0, *VOICE_MATCH_RANGE))
+
+    def speak_like(self, text: str, factor: float, *, seed: int | None = None) -> np.ndarray:
+        """Speech for ``text`` with pitch ``factor`` at the natural speaking rate."""
+        # Slow the synthesis by the factor, then shift pitch up by it: the duration cancels out.
+        audio = self.synthesize(text, seed=seed, speed=float(np.clip(1.0 / factor, 0.5, 2.0)))
+        return shift_pitch(audio, factor)
+
+
+class Recognizer:
+    """pocketsphinx with its bundled en-us model, one decoder per worker thread."""
+
+    def __init__(self, workers: int = 2):
+        from pocketsphinx import Decoder
+
+        self._pool = _Pool(lambda: Decoder(samprate=ASR_RATE, loglevel="FATAL"), workers)
+
+    def transcribe(self, samples: np.ndarray, rate: int) -> str:
+        """Lower-case English words heard in the audio ('' for silence)."""
+        x = resample(samples, rate, ASR_RATE)
+        pcm = (np.clip(x, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        with self._pool.take() as decoder:
+            decoder.start_utt()
+            decoder.process_raw(pcm, full_utt=True)
+            decoder.end_utt()
+            hyp = decoder.hyp()
+        return hyp.hypstr.strip() if hyp is not None else ""
