@@ -113,11 +113,16 @@ class RuleResult:
 
 @dataclass(frozen=True)
 class Collected:
-    """A workload's contribution to ``metrics.json``."""
+    """A workload's contribution to ``metrics.json``.
+
+    ``notes`` are printed with the metrics and stored beside them, e.g. that a metric was
+    computed by a local substitute.
+    """
 
     metrics: Mapping[str, Any]
     rates: frozenset[int] = frozenset()
     rules: tuple[RuleResult, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -240,3 +245,4 @@ class RunResult:
     broken_rules: tuple[RuleResult, ...]
     manifest: Path
     error: str = ""
+    notes: tuple[str, ...] = ()

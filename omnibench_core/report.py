@@ -30,6 +30,7 @@ def run_summary(result: RunResult) -> str:
     lines = [metrics_table(result.metrics)] if result.metrics else []
     if result.rates:
         lines.append(f"audio rates: {', '.join(map(str, result.rates))}")
+    lines += [f"note: {note}" for note in result.notes]
     for rule in result.broken_rules:
         lines.append(f"BROKEN RULE {rule.name}: {rule.detail}")
     lines.append(f"{'RUN_COMPLETE' if result.complete else 'RUN_INCOMPLETE'}: {result.run_dir}")

@@ -260,6 +260,7 @@ class Runner:
         metrics: dict[str, Any] = {}
         rates: set[int] = set()
         rules: list[RuleResult] = []
+        notes: list[str] = []
         for workload in self.plan.workloads:
             if workload.collect is None:
                 continue
@@ -277,12 +278,14 @@ class Runner:
             metrics.update(collected.metrics)
             rates |= set(collected.rates)
             rules += collected.rules
+            notes += collected.notes
         broken = tuple(r for r in rules if not r.ok)
         complete = not broken
         write_json(self.run_dir / METRICS_NAME, {
             "metrics": metrics, "rates": sorted(rates), "complete": complete,
             "target": self.plan.target.target,
             "broken_rules": [{"rule": r.name, "detail": r.detail} for r in broken],
+            "notes": notes,
         })
         self.manifest.data["coverage"] = [{"rule": r.name, "ok": r.ok, "detail": r.detail} for r in rules]
         status = "complete" if complete else "incomplete"
@@ -297,5 +300,5 @@ class Runner:
             self.manifest.finish("incomplete")
             self.say(f"RUN_INCOMPLETE: moved to {moved}")
         self.result = RunResult(self.run_dir, complete, status, metrics, tuple(sorted(rates)), broken,
-                                self.manifest.path)
+                                self.manifest.path, notes=tuple(notes))
         return self.result

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from .clients import PROGRESS_PREFIX
 from .errors import StepFailed
-from .processes import build_env, log_tail, start_group
+from .processes import GroupProcess, build_env, log_tail, start_group
 from .records import Command, Step, StepContext, TargetEnv
 
 
@@ -42,7 +44,7 @@ def run_step(
     where = f"step {workload}.{step.name}"
     exit_code: int | None = None
     if isinstance(step.run, Command):
-        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s, on_spawn)
+        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s, on_spawn, progress)
     else:
         with open(log_path, "a", encoding="utf-8") as log:
             ctx = StepContext(run_dir=run_dir, workload_dir=run_dir / workload, workload=workload, port=port,
@@ -67,13 +69,47 @@ def run_step(
     return exit_code
 
 
+class _ProgressRelay:
+    """Passes a program's ``progress: ...`` log lines on to the terminal while it runs."""
+
+    def __init__(self, log_path: Path, progress: Callable[[str], None]):
+        self.log_path, self.progress, self.offset, self.partial = log_path, progress, 0, b""
+
+    def poll(self) -> None:
+        try:
+            with open(self.log_path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        for line in lines:
+            text = line.decode("utf-8", "replace").strip()
+            if text.startswith(PROGRESS_PREFIX):
+                self.progress(text[len(PROGRESS_PREFIX):])
+
+
+def _wait(proc: GroupProcess, timeout_s: float | None, relay: _ProgressRelay) -> int:
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.popen.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            relay.poll()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+
+
 def _run_command(step: Step, cmd: Command, log_path: Path, target: TargetEnv, where: str, grace_s: float,
-                 on_spawn: Callable[[int], None]) -> int:
+                 on_spawn: Callable[[int], None], progress: Callable[[str], None]) -> int:
     env = build_env(os.environ, {**target.env, **cmd.env}, target.unset)
     proc = start_group(cmd.argv, log_path=log_path, env=env, cwd=cmd.cwd or target.cwd, cpus=target.cpus)
+    relay = _ProgressRelay(log_path, progress)
     try:
         on_spawn(proc.pgid)
-        code = proc.popen.wait(timeout=step.timeout_s)
+        code = _wait(proc, step.timeout_s, relay)
+        relay.poll()
     except subprocess.TimeoutExpired:
         proc.stop(grace_s)
         raise StepFailed(

@@ -23,6 +23,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def data_cache(tmp_path_factory) -> Path:
+    """Data sets the tests make go to a temporary cache, never the user's ~/.cache."""
+    cache = tmp_path_factory.mktemp("omnibench-cache")
+    os.environ["OMNIBENCH_CACHE"] = str(cache)
+    return cache
+
+
 @pytest.fixture
 def port() -> int:
     return free_port()

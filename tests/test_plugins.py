@@ -160,7 +160,7 @@ def test_third_party_workload_runs_end_to_end(invoke, third_party, tmp_path, por
     (metrics_file,) = (tmp_path / "results").glob("*/run0/metrics.json")
     metrics = json.loads(metrics_file.read_text())
     assert metrics == {"metrics": {"acme.echoes": 3}, "rates": [], "complete": True, "target": "local",
-                       "broken_rules": []}
+                       "broken_rules": [], "notes": []}
     manifest = json.loads((metrics_file.parent / "manifest.json").read_text())
     assert "acme-bench" in manifest["environment"]["packages"]
 

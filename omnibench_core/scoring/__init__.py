@@ -1,0 +1,1 @@
+"""Scoring computations shared by workloads: WER, speed summaries, voice similarity, quality."""

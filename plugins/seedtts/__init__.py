@@ -1,0 +1,178 @@
+"""The seed-tts voice-clone workload: the runbook's seed-tts half, on any target.
+
+On ``sglang-omni`` it runs the runbook's exact commands (sglang-omni's client in its four modes,
+Qwen3-ASR for WER). On ``local`` it makes a small English set on first use and runs omnibench's
+native client and scorers against the embedded server; SIM and UTMOS there are local
+substitutes, named in their result files. ``--opt seedtts.client=native`` runs the native
+client against sglang-omni too.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from omnibench_core.errors import SettingsError
+from omnibench_core.hookspecs import hookimpl
+from omnibench_core.jsonio import write_json
+from omnibench_core.records import Collected, Command, RunContext, ServeSpec, Step, StepContext, Workload
+
+from . import metrics
+from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
+
+NAME = "seedtts"
+MODEL_PATH, MODEL_NAME = "openbmb/MiniCPM-o-4_5", "minicpmo"
+ASR_MODEL = "Qwen/Qwen3-ASR-1.7B"
+HF_META = "zhaochenyang20/seed-tts-eval-arrow"
+HF_REVISION = "27f4c1adee83b5b29b7c4b375f6b976324bda308"
+RUNBOOK_SAMPLES = 1088  # the EN full set at HF_REVISION
+SGLANG_CLIENT = "benchmarks.eval.benchmark_omni_seedtts"
+LOCAL_ASR_LABEL = "pocketsphinx 5.1.1 en-us (local substitute for Qwen3-ASR-1.7B)"
+
+# CI stage 2's server parameters, as in the runbook.
+SERVER = ServeSpec(NAME, model_path=MODEL_PATH, model_name=MODEL_NAME, args=(
+    "--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static", "0.15",
+    "--thinker.factory.max_seq_len", "8192"))
+ASR_SERVER = ServeSpec("asr", model_path=ASR_MODEL, model_name=ASR_MODEL)
+
+OPTIONS = {
+    "client": "auto",  # auto: sglang-omni's own client on sglang-omni, the native one elsewhere
+    "max_concurrency": "16",
+    "max_new_tokens": "256",
+    "temperature": "0.7",
+    "seed": "",
+    "warmup": "",  # default: max_concurrency
+    "max_samples": "",
+    "timeout_s": "300",
+    "asr_concurrency": "4",
+    "meta": "",  # a meta.lst to use instead of the default data
+    "data_dir": "",  # where the local set is made (default ~/.cache/omnibench/seedtts-local-v1)
+}
+DEFAULTS_SGLANG_OMITS = {"max_new_tokens": "256", "temperature": "0.7"}  # the runbook leaves them at default
+
+
+def client_kind(ctx: RunContext) -> str:
+    """``sglang`` or ``native`` for this run."""
+    kind = ctx.options["client"]
+    if kind == "auto":
+        return "sglang" if ctx.target.target == "sglang-omni" else "native"
+    if kind not in ("sglang", "native"):
+        raise SettingsError(f"unknown seedtts client {kind!r}", hint="use --opt seedtts.client=native or sglang")
+    if kind == "sglang" and ctx.target.target != "sglang-omni":
+        raise SettingsError("sglang-omni's own client runs only on the sglang-omni target",
+                            hint="use the native client (the default) on this target")
+    return kind
+
+
+def _rel(ctx: RunContext, name: str) -> str:
+    return f"{ctx.workload}/{name}"
+
+
+def _write_dataset(ctx: StepContext, source: str, samples: int, **extra: object) -> None:
+    write_json(ctx.workload_dir / "dataset.json", {"source": source, "samples": samples, **extra})
+
+
+def _local_data_step(ctx: RunContext, meta: Path, max_samples: int | None) -> Step:
+    def make(step: StepContext) -> None:
+        if not ctx.options["meta"]:
+            step.progress(f"making the local {SET_NAME} set in {meta.parent} (once)")
+            ensure_local_set(meta.parent, step.progress)
+        samples = load_meta(meta, max_samples)
+        if not samples:
+            raise ValueError(f"{meta} holds no samples")
+        _write_dataset(step, str(meta), len(samples), name=SET_NAME if not ctx.options["meta"] else "custom")
+
+    return Step("dataset", make, outputs=(_rel(ctx, "dataset.json"),))
+
+
+def _native_client(ctx: RunContext, meta: str) -> Step:
+    o = ctx.options
+    argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", meta, "--model", MODEL_NAME,
+            "--port", str(ctx.port), "--voice-clone", "--reference-audio-field", "audio.ref_audio",
+            "--max-concurrency", o["max_concurrency"], "--max-new-tokens", o["max_new_tokens"],
+            "--temperature", o["temperature"], "--timeout-s", o["timeout_s"], "--output-dir", str(ctx.workload_dir)]
+    for flag, key in (("--seed", "seed"), ("--warmup", "warmup"), ("--max-samples", "max_samples")):
+        if o[key]:
+            argv += [flag, o[key]]
+    return Step("generate", Command(tuple(argv)), server=SERVER,
+                outputs=(_rel(ctx, "speed_results.json"), _rel(ctx, "generated.json")))
+
+
+def _sglang_client(ctx: RunContext, mode: str, *extra: str) -> Command:
+    """``python -m benchmarks.eval.benchmark_omni_seedtts --<mode> ...`` as the runbook writes it."""
+    return Command((ctx.target.python, "-m", SGLANG_CLIENT, f"--{mode}", "--meta", HF_META, "--model", MODEL_NAME,
+                    *extra, "--output-dir", str(ctx.workload_dir)))
+
+
+def plan(ctx: RunContext) -> list[Step]:
+    """The seed-tts steps for this target and client."""
+    o = ctx.options
+    max_samples = int(o["max_samples"]) if o["max_samples"] else None
+    kind = client_kind(ctx)
+    port = str(ctx.port)
+    if ctx.target.target == "sglang-omni":
+        if kind == "sglang":
+            def record(step: StepContext) -> None:
+                _write_dataset(step, HF_META, max_samples or RUNBOOK_SAMPLES, revision=HF_REVISION, split="en")
+
+            extra = []
+            for key, default in DEFAULTS_SGLANG_OMITS.items():
+                if o[key] != default:
+                    extra += [f"--{key.replace('_', '-')}", o[key]]
+            for key in ("seed", "warmup", "max_samples"):
+                if o[key]:
+                    extra += [f"--{key.replace('_', '-')}", o[key]]
+            steps = [Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
+                     Step("generate", _sglang_client(ctx, "generate-only", "--port", port, "--voice-clone",
+                                                     "--reference-audio-field", "audio.ref_audio",
+                                                     "--max-concurrency", o["max_concurrency"], *extra),
+                          server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
+        else:
+            staged = ctx.workload_dir / "data"
+            stage = [ctx.target.python, str(Path(__file__).with_name("stage_hf.py")), "--repo", HF_META,
+                     "--split", "en", "--revision", HF_REVISION, "--out", str(staged)]
+            if max_samples:
+                stage += ["--max-samples", str(max_samples)]
+
+            def record_staged(step: StepContext) -> None:
+                _write_dataset(step, HF_META, len(load_meta(staged / "meta.lst")), revision=HF_REVISION, split="en")
+
+            steps = [Step("stage-data", Command(tuple(stage)), outputs=(_rel(ctx, "data/meta.lst"),)),
+                     Step("dataset", record_staged, outputs=(_rel(ctx, "dataset.json"),)),
+                     _native_client(ctx, str(staged / "meta.lst"))]
+        return steps + [
+            Step("transcribe", _sglang_client(ctx, "transcribe-only", "--port", port, "--asr-concurrency",
+                                              o["asr_concurrency"]), phase="score", server=ASR_SERVER,
+                 outputs=(_rel(ctx, "wer_results.json"),)),
+            Step("similarity", _sglang_client(ctx, "similarity-only"), phase="score",
+                 outputs=(_rel(ctx, "similarity_results.json"),)),
+            Step("utmos", _sglang_client(ctx, "utmos-only"), phase="score", outputs=(_rel(ctx, "utmos_results.json"),)),
+        ]
+    # Every other target: omnibench's own data, client and scorers.
+    meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"] or None) / "meta.lst"
+    score = [sys.executable, "-m", "omnibench_plugins.seedtts.score"]
+    out = ["--output-dir", str(ctx.workload_dir)]
+    label = LOCAL_ASR_LABEL if ctx.target.target == "local" else ""
+    return [
+        _local_data_step(ctx, meta, max_samples),
+        _native_client(ctx, str(meta)),
+        Step("transcribe", Command((*score, "transcribe", "--port", port, "--asr-model", ASR_MODEL, "--asr-label",
+                                    label, "--asr-concurrency", o["asr_concurrency"], *out)),
+             phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
+        Step("similarity", Command((*score, "similarity", "--meta", str(meta), *out)), phase="score",
+             outputs=(_rel(ctx, "similarity_results.json"),)),
+        Step("utmos", Command((*score, "utmos", *out)), phase="score", outputs=(_rel(ctx, "utmos_results.json"),)),
+    ]
+
+
+def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
+    """The runbook's ``seedtts.*`` metrics and coverage rules."""
+    return metrics.collect(run_dir / NAME, NAME)
+
+
+@hookimpl
+def omnibench_workloads() -> list[Workload]:
+    """The seed-tts voice-clone workload."""
+    return [Workload(NAME, "seed-tts voice clone: speech from text with a reference voice; WER, SIM, UTMOS",
+                     plan, collect, options=OPTIONS)]

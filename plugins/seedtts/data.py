@@ -1,0 +1,148 @@
+"""seed-tts data: the local set omnibench makes, and the ``meta.lst`` reader.
+
+The local set is 30 English sentences written for omnibench, each with a reference voice the
+local speech stack synthesizes (one of six pitch-shifted "speakers"), in the format
+sglang-omni's client reads from a local ``meta.lst``: ``id|ref_text|ref_wav|target_text`` per
+line, the WAV path relative to the file's folder. It is made once into a cache directory and
+reused; a half-made set is never left in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import soundfile as sf
+
+SET_NAME = "seedtts-local-v1"
+
+TARGET_SENTENCES = (
+    "The morning train to the coast leaves at half past seven.",
+    "Please put the green folder on the shelf beside the window.",
+    "Our neighbours planted three apple trees along the fence last spring.",
+    "The museum will stay open late on Thursday evenings this summer.",
+    "She poured the warm soup into a large blue bowl.",
+    "A strong wind blew the paper boats across the pond.",
+    "He checked the map twice before turning onto the narrow road.",
+    "The children laughed when the puppy chased its own tail.",
+    "Fresh bread from the bakery smells wonderful in the early hours.",
+    "The meeting was moved to the small room on the second floor.",
+    "Rain fell softly on the roof for most of the night.",
+    "Turn off the lights when you leave the kitchen.",
+    "The old bridge was painted bright red by the town council.",
+    "We counted twelve boats sailing past the harbour wall.",
+    "The teacher asked everyone to read the first chapter by Monday.",
+    "A quiet garden is a good place to think about the day.",
+    "The library lends books, music and maps to every visitor.",
+    "My brother fixed the broken chair with glue and a few nails.",
+    "The baker sold out of cherry pies before noon.",
+    "Snow covered the hills and the valley looked very peaceful.",
+    "Keep the receipt in case the shoes do not fit.",
+    "The singer thanked the crowd and walked slowly off the stage.",
+    "Water the plants on the balcony every other day.",
+    "The cat slept in a patch of sunlight on the carpet.",
+    "They built a small cabin near the edge of the forest.",
+    "Bring a warm coat because the evenings are getting colder.",
+    "The pilot announced that we would land in twenty minutes.",
+    "A bowl of ripe peaches sat in the middle of the table.",
+    "The farmer drove the tractor slowly through the muddy field.",
+    "Lunch will be served in the hall after the last lecture.",
+)
+
+REFERENCE_SENTENCES = (
+    "I have always enjoyed long walks by the river.",
+    "This is how my voice sounds on an ordinary day.",
+    "Thank you for calling, I will be with you shortly.",
+    "We should start the project early next week.",
+    "The weather has been lovely for the past few days.",
+    "Let me tell you a short story about my grandmother.",
+)
+
+# Six reference "speakers": the local voice at six pitches (see omnibench_core.local.speech).
+SPEAKER_PITCH = (0.86, 0.91, 0.96, 1.0, 1.05, 1.1)
+REFERENCE_RATE = 16000
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One seed-tts sample: the reference voice and the text to speak with it."""
+
+    sample_id: str
+    ref_text: str
+    ref_audio: str  # absolute path
+    target_text: str
+
+
+def load_meta(path: str | os.PathLike[str], max_samples: int | None = None) -> list[Sample]:
+    """Read a seed-tts ``meta.lst`` as sglang-omni does (lines with fewer than 4 fields skipped)."""
+    base = Path(path).resolve().parent
+    samples = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 4:
+            continue
+        samples.append(Sample(parts[0], parts[1], str(base / parts[2]), parts[3]))
+        if max_samples is not None and len(samples) >= max_samples:
+            break
+    return samples
+
+
+def default_cache_dir() -> Path:
+    """``$OMNIBENCH_CACHE`` or ``~/.cache/omnibench``."""
+    return Path(os.environ.get("OMNIBENCH_CACHE") or Path.home() / ".cache" / "omnibench")
+
+
+def local_set_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the local set lives: ``<cache>/seedtts-local-v1``."""
+    return Path(cache_dir) if cache_dir else default_cache_dir() / SET_NAME
+
+
+def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
+    """Make the local set in ``folder`` unless a complete one is there; return its ``meta.lst``.
+
+    Built in a temporary sibling folder and renamed into place, so an interrupted build leaves
+    nothing half-made behind.
+    """
+    meta = folder / "meta.lst"
+    if _complete(folder):
+        return meta
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists but is not a complete {SET_NAME}; remove it to rebuild")
+    from omnibench_core.audio import resample
+    from omnibench_core.local.speech import TTS_RATE, Synthesizer  # the local speech stack
+
+    work = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "wavs").mkdir(parents=True)
+    synth = Synthesizer(workers=1)
+    lines, digests = [], {}
+    for i, target in enumerate(TARGET_SENTENCES):
+        sample_id = f"local_en_{i:03d}"
+        speaker = i % len(SPEAKER_PITCH)
+        ref_text = REFERENCE_SENTENCES[speaker]
+        audio = synth.speak_like(ref_text, SPEAKER_PITCH[speaker], seed=i)
+        rel = f"wavs/{sample_id}_ref.wav"
+        sf.write(work / rel, resample(audio, TTS_RATE, REFERENCE_RATE), REFERENCE_RATE, subtype="PCM_16")
+        digests[rel] = hashlib.sha256((work / rel).read_bytes()).hexdigest()
+        lines.append(f"{sample_id}|{ref_text}|{rel}|{target}")
+        if (i + 1) % 10 == 0:
+            progress(f"made reference {i + 1}/{len(TARGET_SENTENCES)}")
+    (work / "meta.lst").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (work / "dataset.json").write_text(json.dumps({"name": SET_NAME, "samples": len(lines), "files": digests},
+                                                  indent=2))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(work, folder)
+    return meta
+
+
+def _complete(folder: Path) -> bool:
+    try:
+        info = json.loads((folder / "dataset.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (info.get("name") == SET_NAME and len(load_meta(folder / "meta.lst")) == info.get("samples")
+            and all((folder / rel).is_file() for rel in info.get("files", {})))

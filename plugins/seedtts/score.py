@@ -1,0 +1,185 @@
+"""seed-tts scoring for targets without sglang-omni's scorers: WER through an ASR server, and
+the local SIM and UTMOS substitutes (see omnibench_core.scoring.voice). Same files and fields as
+sglang-omni's ``--transcribe-only``, ``--similarity-only`` and ``--utmos-only``.
+
+    python -m omnibench_plugins.seedtts.score transcribe --output-dir out --port 8000
+    python -m omnibench_plugins.seedtts.score similarity --output-dir out --meta meta.lst
+    python -m omnibench_plugins.seedtts.score utmos --output-dir out
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+import soundfile as sf
+
+from omnibench_core.clients import Progress, error_text
+from omnibench_core.jsonio import read_json, write_json
+from omnibench_core.scoring import voice, wer
+from omnibench_core.scoring.stats import mean, median, percentile
+
+from .data import load_meta
+
+
+def generated(output_dir: Path) -> list[dict[str, Any]]:
+    """The rows of ``generated.json`` the client wrote."""
+    return read_json(output_dir / "generated.json")
+
+
+def wav_for(output_dir: Path, row: dict[str, Any]) -> Path:
+    """The sample's WAV: ``wav_path`` if it exists, else ``audio/<id>.wav`` (a run moved aside)."""
+    path = Path(row.get("wav_path") or "")
+    return path if row.get("wav_path") and path.is_file() else output_dir / "audio" / f"{row['sample_id']}.wav"
+
+
+def read_audio(path: Path) -> tuple[np.ndarray, int]:
+    """Mono float samples and rate."""
+    samples, rate = sf.read(path, dtype="float32", always_2d=True)
+    return samples.mean(axis=1), int(rate)
+
+
+async def _transcribe_all(rows, output_dir: Path, url: str, model: str, lang: str, concurrency: int):
+    gate = asyncio.Semaphore(concurrency)
+    progress = Progress(len(rows), "transcribed")
+
+    async def one(session: aiohttp.ClientSession, row: dict[str, Any]) -> tuple[str | None, str]:
+        if not row.get("is_success"):
+            progress.tick(False)
+            return None, "generation failed"
+        path = wav_for(output_dir, row)
+        async with gate:
+            try:
+                form = aiohttp.FormData()
+                form.add_field("model", model)
+                form.add_field("language", lang)
+                form.add_field("response_format", "json")
+                form.add_field("file", path.read_bytes(), filename=path.name, content_type="audio/wav")
+                async with session.post(url, data=form) as response:
+                    if response.status != 200:
+                        result = None, await error_text(response)
+                    else:
+                        result = str((await response.json(content_type=None)).get("text", "")), ""
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+                result = None, f"{type(exc).__name__}: {exc}"
+        progress.tick(result[0] is not None)
+        return result
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+        return await asyncio.gather(*(one(session, r) for r in rows))
+
+
+def transcribe(output_dir: Path, *, port: int, model: str, lang: str = "en", concurrency: int = 4,
+               host: str = "127.0.0.1", asr_label: str = "") -> dict[str, Any]:
+    """Transcribe every generated WAV on the ASR server and score WER; writes ``wer_results.json``."""
+    rows = generated(output_dir)
+    url = f"http://{host}:{port}/v1/audio/transcriptions"
+    heard = asyncio.run(_transcribe_all(rows, output_dir, url, model, lang, concurrency))
+    counts, per_sample, skipped = [], [], 0
+    for row, (text, error) in zip(rows, heard, strict=True):
+        record: dict[str, Any] = {"id": row["sample_id"], "target_text": row["target_text"], "whisper_text": text,
+                                  "error": error}
+        scored = wer.score_pair(row["target_text"], text) if text is not None else None
+        if scored is None:
+            skipped += 1
+            record["error"] = error or "empty normalised reference"
+        else:
+            counts.append(scored)
+            record.update(wer.per_sample_record(scored))
+        per_sample.append(record)
+    summary = wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang)
+    result = {"summary": summary, "config": {"asr_model": model, "asr": asr_label or model, "lang": lang,
+                                             "asr_concurrency": concurrency, "normalizer": "whisper English",
+                                             "aligner": "jiwer"}, "per_sample": per_sample}
+    write_json(output_dir / "wer_results.json", result)
+    return result
+
+
+def _distribution(values: list[float]) -> dict[str, Any]:
+    return {"mean": mean(values), "median": median(values), "p5": percentile(values, 5), "p95": percentile(values, 95)}
+
+
+def similarity(output_dir: Path, *, meta: str) -> dict[str, Any]:
+    """Speaker similarity of each generated WAV to its reference; ``similarity_results.json``."""
+    refs = {s.sample_id: s.ref_audio for s in load_meta(meta)}
+    per_sample, values = [], []
+    for row in generated(output_dir):
+        record: dict[str, Any] = {"id": row["sample_id"], "similarity": None, "error": ""}
+        try:
+            if not row.get("is_success"):
+                raise ValueError("generation failed")
+            ref = voice.speaker_embedding(*read_audio(Path(refs[row["sample_id"]])))
+            gen = voice.speaker_embedding(*read_audio(wav_for(output_dir, row)))
+            record["similarity"] = voice.similarity(ref, gen)
+            if record["similarity"] is None:
+                raise ValueError("silent or empty audio")
+            values.append(record["similarity"])
+        except (KeyError, ValueError, RuntimeError, OSError) as exc:
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        per_sample.append(record)
+    summary = {"speaker_similarity_mean": mean(values), "total_samples": len(per_sample), "evaluated": len(values),
+               "skipped": len(per_sample) - len(values), "method": voice.SIM_METHOD}
+    result = {"summary": summary, "config": {"method": voice.SIM_METHOD, "meta": meta}, "per_sample": per_sample}
+    write_json(output_dir / "similarity_results.json", result)
+    return result
+
+
+def utmos(output_dir: Path) -> dict[str, Any]:
+    """Speech quality of each generated WAV (the local substitute); ``utmos_results.json``."""
+    per_sample, values = [], []
+    for row in generated(output_dir):
+        record: dict[str, Any] = {"id": row["sample_id"], "utmos": None, "error": ""}
+        try:
+            if not row.get("is_success"):
+                raise ValueError("generation failed")
+            record["utmos"] = voice.quality(*read_audio(wav_for(output_dir, row)))
+            if record["utmos"] is None:
+                raise ValueError("silent, empty or non-finite audio")
+            values.append(record["utmos"])
+        except (ValueError, RuntimeError, OSError) as exc:
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        per_sample.append(record)
+    d = _distribution(values)
+    summary = {"utmos_mean": d["mean"], "utmos_median": d["median"], "utmos_p5": d["p5"], "utmos_p95": d["p95"],
+               "total_samples": len(per_sample), "evaluated": len(values), "skipped": len(per_sample) - len(values),
+               "method": voice.QUALITY_METHOD}
+    result = {"summary": summary, "config": {"method": voice.QUALITY_METHOD}, "per_sample": per_sample}
+    write_json(output_dir / "utmos_results.json", result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``transcribe``, ``similarity`` or ``utmos`` on a client's output directory."""
+    parser = argparse.ArgumentParser(prog="python -m omnibench_plugins.seedtts.score")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    t = sub.add_parser("transcribe", help="WER through an ASR server's /v1/audio/transcriptions")
+    t.add_argument("--port", type=int, default=8000)
+    t.add_argument("--host", default="127.0.0.1")
+    t.add_argument("--asr-model", default="Qwen/Qwen3-ASR-1.7B")
+    t.add_argument("--asr-label", default="", help="what the ASR server really is, for the report")
+    t.add_argument("--lang", default="en")
+    t.add_argument("--asr-concurrency", type=int, default=4)
+    s = sub.add_parser("similarity", help="speaker similarity to the references (local substitute)")
+    s.add_argument("--meta", required=True)
+    sub.add_parser("utmos", help="speech quality (local substitute)")
+    for p in (t, s, sub.choices["utmos"]):
+        p.add_argument("--output-dir", required=True, type=Path)
+    a = parser.parse_args(argv)
+    if a.mode == "transcribe":
+        out = transcribe(a.output_dir, port=a.port, host=a.host, model=a.asr_model, lang=a.lang,
+                         concurrency=a.asr_concurrency, asr_label=a.asr_label)
+    elif a.mode == "similarity":
+        out = similarity(a.output_dir, meta=a.meta)
+    else:
+        out = utmos(a.output_dir)
+    print({k: v for k, v in out["summary"].items() if not isinstance(v, str)}, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

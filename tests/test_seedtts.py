@@ -1,0 +1,273 @@
+"""The seed-tts workload: a full local run, WER controls, failures, coverage, sglang-omni argv."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from conftest import free_port, make_fake_checkout
+from omnibench_plugins import seedtts
+from omnibench_plugins.seedtts import metrics as collecting
+from omnibench_plugins.seedtts import score
+from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
+
+from omnibench_core.gates import wait_ready
+from omnibench_core.processes import start_group
+from omnibench_core.records import Command, RunContext
+from omnibench_core.settings import Settings
+from omnibench_core.targets import prepare_local, prepare_sglang_omni
+
+RUNBOOK_SEEDTTS_KEYS = {
+    "seedtts.failed", "seedtts.sim", "seedtts.sim_skipped", "seedtts.utmos", "seedtts.utmos_skipped",
+    "seedtts.completion_tokens_sum", "seedtts.throughput_qps", "seedtts.latency_mean_s", "seedtts.latency_p95_s",
+    "seedtts.rtf_mean", "seedtts.audio_duration_mean_s", "seedtts.audio_throughput_s_per_s",
+    "seedtts.wer.wer_corpus", "seedtts.wer.wer_below_50_corpus", "seedtts.wer.n_above_50_pct_wer",
+    "seedtts.wer.skipped",
+}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """One complete `invoke run --workload seedtts` on the local target, shared by the tests below."""
+    import subprocess
+
+    from conftest import REPO
+
+    results = tmp_path_factory.mktemp("seedtts-results")
+    done = subprocess.run([sys.executable, "-m", "invoke", "run", "--workload", "seedtts", "--port", str(free_port())],
+                          cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                          capture_output=True, text=True, timeout=600)
+    return done, results
+
+
+def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
+    done, results = full_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    (run,) = results.glob("*/run0")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["complete"] is True and metrics["broken_rules"] == []
+    assert set(metrics["metrics"]) == RUNBOOK_SEEDTTS_KEYS
+    m = metrics["metrics"]
+    assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0
+    assert m["seedtts.wer.wer_corpus"] < 0.3  # real speech, really recognised
+    assert metrics["rates"] == [24000]
+    assert any("local substitute" in note for note in metrics["notes"])
+    # progress while it works, and the summary table at the end
+    assert "seedtts.generate: requests" in done.stdout and "seedtts.wer.wer_corpus" in done.stdout
+    assert "note: seedtts.sim: local substitute" in done.stdout
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [s["step"] for s in manifest["steps"]] == ["seedtts.dataset", "seedtts.generate", "seedtts.transcribe",
+                                                      "seedtts.similarity", "seedtts.utmos"]
+    assert [s["label"] for s in manifest["servers"]] == ["seedtts", "asr"]
+    assert manifest["servers"][0]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
+                                                   "--thinker.factory.max_seq_len", "8192", "--port",
+                                                   str(manifest["servers"][0]["port"])]
+
+
+def test_result_files_have_sglang_omnis_fields(full_run):
+    _, results = full_run
+    (out,) = results.glob("*/run0/seedtts")
+    speed = json.loads((out / "speed_results.json").read_text())
+    for key in ("completed_requests", "failed_requests", "total_requests", "throughput_qps", "latency_mean_s",
+                "latency_median_s", "latency_p95_s", "latency_p99_s", "rtf_mean", "rtf_median", "rtf_p95", "rtf_p99",
+                "audio_duration_mean_s", "audio_throughput_s_per_s", "output_tokens_total", "prompt_tokens_total"):
+        assert key in speed["summary"], key
+    assert speed["summary"]["total_requests"] == len(TARGET_SENTENCES)
+    row = speed["per_request"][0]
+    for key in ("id", "text", "is_success", "latency_s", "audio_duration_s", "rtf", "prompt_tokens",
+                "completion_tokens", "output_token_rate", "wav_path", "error"):
+        assert key in row, key
+    generated = json.loads((out / "generated.json").read_text())
+    assert set(generated[0]) >= {"sample_id", "target_text", "wav_path", "is_success", "latency_s",
+                                 "audio_duration_s", "error"}
+    wer = json.loads((out / "wer_results.json").read_text())
+    assert {"wer_corpus", "wer_below_50_corpus", "n_above_50_pct_wer", "skipped", "evaluated"} <= set(wer["summary"])
+    assert {"id", "target_text", "whisper_text", "ref_norm", "hyp_norm", "wer", "substitutions", "deletions",
+            "insertions", "hits"} <= set(wer["per_sample"][0])
+    assert "pocketsphinx" in wer["config"]["asr"]
+    sim = json.loads((out / "similarity_results.json").read_text())["summary"]
+    assert {"speaker_similarity_mean", "total_samples", "evaluated", "skipped"} <= set(sim)
+    utmos = json.loads((out / "utmos_results.json").read_text())["summary"]
+    assert {"utmos_mean", "utmos_median", "utmos_p5", "utmos_p95", "skipped"} <= set(utmos)
+    assert 1 <= utmos["utmos_mean"] <= 5
+    assert (out / "results.csv").read_text().startswith("id,text,is_success")
+    assert len(list((out / "audio").glob("*.wav"))) == len(TARGET_SENTENCES)
+
+
+@pytest.fixture(scope="module")
+def asr_server(tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("asr") / "asr.log"
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "Qwen/Qwen3-ASR-1.7B",
+                        "--port", str(port)], log_path=log, env=dict(os.environ))
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+    yield port
+    proc.stop(10)
+
+
+def test_matched_audio_wer_is_far_below_a_mismatched_control(full_run, asr_server, tmp_path):
+    _, results = full_run
+    (out,) = results.glob("*/run0/seedtts")
+    matched, control = tmp_path / "matched", tmp_path / "control"
+    rows = json.loads((out / "generated.json").read_text())[:10]  # ten samples keep it quick
+    for folder in (matched, control):
+        shutil.copytree(out, folder)
+        (folder / "generated.json").write_text(json.dumps(rows))
+    texts = [r["target_text"] for r in rows]
+    for row, text in zip(rows, texts[1:] + texts[:1], strict=True):  # each WAV scored against another text
+        row["target_text"] = text
+    (control / "generated.json").write_text(json.dumps(rows))
+    good = score.transcribe(matched, port=asr_server, model="Qwen/Qwen3-ASR-1.7B")["summary"]["wer_corpus"]
+    bad = score.transcribe(control, port=asr_server, model="Qwen/Qwen3-ASR-1.7B")["summary"]["wer_corpus"]
+    assert good < 0.3 and bad > 0.8 and bad > 3 * good
+
+
+def _copy_run(full_run, tmp_path) -> Path:
+    _, results = full_run
+    (out,) = results.glob("*/run0/seedtts")
+    return Path(shutil.copytree(out, tmp_path / "seedtts"))
+
+
+def _broken(folder: Path) -> dict[str, str]:
+    return {r.name: r.detail for r in collecting.collect(folder).rules if not r.ok}
+
+
+def test_collect_on_the_complete_run_breaks_no_rule(full_run, tmp_path):
+    assert _broken(_copy_run(full_run, tmp_path)) == {}
+
+
+def test_missing_result_file_names_the_rule(full_run, tmp_path):
+    folder = _copy_run(full_run, tmp_path)
+    (folder / "similarity_results.json").unlink()
+    broken = _broken(folder)
+    assert "similarity_results.json exists" in broken
+    assert "every sample generated and scored" in broken
+    assert collecting.collect(folder).metrics["seedtts.sim"] is None
+
+
+def test_corrupt_result_file_names_the_rule(full_run, tmp_path):
+    folder = _copy_run(full_run, tmp_path)
+    (folder / "wer_results.json").write_text('{"summary": {"wer_corpus": 0.1,')
+    assert "wer_results.json is valid JSON" in _broken(folder)
+
+
+def test_missing_and_nan_audio_break_their_rules(full_run, tmp_path):
+    folder = _copy_run(full_run, tmp_path)
+    wavs = sorted((folder / "audio").glob("*.wav"))
+    wavs[0].unlink()
+    sf.write(wavs[1], np.array([0.1, np.nan, 0.2], dtype=np.float32), 24000, subtype="FLOAT")
+    broken = _broken(folder)
+    assert broken["one WAV per sample"] == f"{len(wavs) - 1} WAVs for {len(wavs)} samples"
+    assert "nan" in broken["no empty or NaN audio"]
+
+
+def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_cache):
+    meta = ensure_local_set(data_cache / "seedtts-local-v1")
+    lines = meta.read_text().splitlines()[:4]
+    parts = lines[2].split("|")
+    parts[3] = "word " * 9000  # longer than the server's 8192-token context: HTTP 400 for this one
+    lines[2] = "|".join(parts[:2] + [str(meta.parent / parts[2])] + parts[3:])
+    custom = tmp_path / "meta.lst"
+    custom.write_text("\n".join(lines[:2] + [lines[2]] + lines[3:]) .replace("|wavs/", f"|{meta.parent}/wavs/") + "\n")
+    done = invoke("run", "--workload", "seedtts", "--port", str(free_port()), "--opt", f"seedtts.meta={custom}",
+                  timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run,) = (tmp_path / "results").glob("*/run0-incomplete")
+    speed = json.loads((run / "seedtts" / "speed_results.json").read_text())
+    assert speed["summary"]["completed_requests"] == 3 and speed["summary"]["failed_requests"] == 1
+    failed = [r for r in speed["per_request"] if not r["is_success"]]
+    assert "HTTP 400" in failed[0]["error"] and "context length" in failed[0]["error"]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["complete"] is False
+    broken = {r["rule"] for r in metrics["broken_rules"]}
+    assert {"0 failed requests", "0 skipped in WER", "one WAV per sample"} <= broken
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert all(s["status"] == "ok" for s in manifest["steps"])  # every step ran to its end
+    assert "RUN_INCOMPLETE" in done.stdout and "BROKEN RULE 0 failed requests" in done.stdout
+
+
+def test_local_set_is_made_once_in_seedtts_format(tmp_path):
+    folder = tmp_path / "set"
+    meta = ensure_local_set(folder)
+    lines = meta.read_text().splitlines()
+    assert len(lines) == len(TARGET_SENTENCES)
+    sample_id, ref_text, wav, target = lines[0].split("|")
+    assert not Path(wav).is_absolute() and (folder / wav).is_file()
+    assert sf.info(folder / wav).samplerate == 16000
+    samples = load_meta(meta)
+    assert samples[0].ref_audio == str(folder / wav) and samples[0].target_text == target
+    stamp = (folder / wav).stat().st_mtime_ns
+    ensure_local_set(folder)  # reused, not rebuilt
+    assert (folder / wav).stat().st_mtime_ns == stamp
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no half-made folder left
+
+
+def _plan(target_env, tmp_path, **options):
+    opts = {**seedtts.OPTIONS, **options}
+    ctx = RunContext(tmp_path / "run0", "seedtts", 8000, opts, target_env, Settings())
+    return {s.name: s for s in seedtts.plan(ctx)}, ctx
+
+
+RUNBOOK_SEEDTTS_SERVER = ("sgl-omni serve --model-path openbmb/MiniCPM-o-4_5 --model-name minicpmo "
+                          "--thinker.engine.mem_fraction_static 0.55 --talker.engine.mem_fraction_static 0.15 "
+                          "--thinker.factory.max_seq_len 8192 --port 8000")
+RUNBOOK_ASR_SERVER = "sgl-omni serve --model-path Qwen/Qwen3-ASR-1.7B --model-name Qwen/Qwen3-ASR-1.7B --port 8000"
+RUNBOOK_CLIENT = {
+    "generate": "python -m benchmarks.eval.benchmark_omni_seedtts --generate-only --meta zhaochenyang20/seed-tts-eval-arrow "
+                "--model minicpmo --port 8000 --voice-clone --reference-audio-field audio.ref_audio "
+                "--max-concurrency 16 --output-dir $OUT/seedtts",
+    "transcribe": "python -m benchmarks.eval.benchmark_omni_seedtts --transcribe-only --meta "
+                  "zhaochenyang20/seed-tts-eval-arrow --model minicpmo --port 8000 --asr-concurrency 4 "
+                  "--output-dir $OUT/seedtts",
+    "similarity": "python -m benchmarks.eval.benchmark_omni_seedtts --similarity-only --meta "
+                  "zhaochenyang20/seed-tts-eval-arrow --model minicpmo --output-dir $OUT/seedtts",
+    "utmos": "python -m benchmarks.eval.benchmark_omni_seedtts --utmos-only --meta zhaochenyang20/seed-tts-eval-arrow "
+             "--model minicpmo --output-dir $OUT/seedtts",
+}
+
+
+def _as_runbook(argv, ctx) -> str:
+    words = ["python" if a == ctx.target.python else a for a in argv]
+    return " ".join(words).replace(str(ctx.run_dir), "$OUT")
+
+
+def test_sglang_omni_commands_are_the_runbooks(tmp_path):
+    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    steps, ctx = _plan(env, tmp_path)
+    assert list(steps) == ["dataset", "generate", "transcribe", "similarity", "utmos"]
+    for name, expected in RUNBOOK_CLIENT.items():
+        assert isinstance(steps[name].run, Command)
+        assert _as_runbook(steps[name].run.argv, ctx) == expected, name
+        assert steps[name].run.cwd is None  # the target's cwd: the checkout root
+    assert "sgl-omni " + " ".join(env.serve_argv(steps["generate"].server, 8000)[1:]) == RUNBOOK_SEEDTTS_SERVER
+    assert "sgl-omni " + " ".join(env.serve_argv(steps["transcribe"].server, 8000)[1:]) == RUNBOOK_ASR_SERVER
+    assert env.cwd == str(tmp_path / "co")
+    assert [steps[n].phase for n in steps] == ["generate", "generate", "score", "score", "score"]
+    assert steps["similarity"].server is None and steps["utmos"].server is None
+
+
+def test_native_client_on_sglang_omni_stages_the_pinned_split(tmp_path):
+    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    steps, ctx = _plan(env, tmp_path, client="native")
+    assert list(steps) == ["stage-data", "dataset", "generate", "transcribe", "similarity", "utmos"]
+    stage = steps["stage-data"].run.argv
+    assert stage[0] == env.python and stage[1].endswith("stage_hf.py")
+    assert "27f4c1adee83b5b29b7c4b375f6b976324bda308" in stage
+    client = steps["generate"].run.argv
+    assert client[:3] == (sys.executable, "-m", "omnibench_plugins.seedtts.client")
+    assert client[client.index("--meta") + 1] == str(ctx.workload_dir / "data" / "meta.lst")
+    # scoring stays sglang-omni's own (Qwen3-ASR, WavLM SIM, UTMOS)
+    assert _as_runbook(steps["transcribe"].run.argv, ctx) == RUNBOOK_CLIENT["transcribe"]
+
+
+def test_sglang_client_is_refused_off_sglang_omni(tmp_path):
+    from omnibench_core.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="only on the sglang-omni target"):
+        _plan(prepare_local(Settings()), tmp_path, client="sglang")
