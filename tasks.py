@@ -28,14 +28,15 @@ def settings_from(c: Context, **flags: object) -> Settings:
         "checkout": "sglang-omni checkout (target sglang-omni)",
         "gpus": "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)",
         "cpus": "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)",
+        "client": "which client the workloads use: native (omnibench's) or sglang (the checkout's own)",
     },
 )
 def run(c, workload, target=None, results=None, port=None, run_name=None, opt=None, checkout=None, gpus=None,
-        cpus=None):
+        cpus=None, client=None):
     """Run workloads once: fresh server per workload, client, scoring, coverage, metrics.json."""
     try:
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
-        result = api.run(settings, workload, options=opt or [], run_name=run_name, progress=print)
+        result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=print)
     except RunInterrupted as exc:
         raise Exit(f"error: {exc}", code=130) from None
     except OmnibenchError as exc:

@@ -36,10 +36,20 @@ def list_plugins(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Plugi
     return rows
 
 
-def parse_options(pairs: Sequence[str], workloads: Sequence[Workload]) -> dict[str, dict[str, str]]:
-    """Turn ``["seedtts.max_concurrency=8", ...]`` into per-workload options over the defaults."""
+def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
+                  ) -> dict[str, dict[str, str]]:
+    """Turn ``["seedtts.max_concurrency=8", ...]`` into per-workload options over the defaults.
+
+    ``client`` sets the ``client`` option of every workload that has one (``--client``).
+    """
     by_name = {w.name: w for w in workloads}
     options = {w.name: dict(w.options) for w in workloads}
+    if client is not None:
+        having = [w.name for w in workloads if "client" in w.options]
+        if not having:
+            raise SettingsError("--client was given but no workload of this run has a client choice")
+        for name in having:
+            options[name]["client"] = client
     for pair in pairs:
         key, sep, value = pair.partition("=")
         workload, dot, option = key.partition(".")
@@ -61,6 +71,7 @@ def run(
     *,
     options: Sequence[str] = (),
     run_name: str | None = None,
+    client: str | None = None,
     progress: Callable[[str], None] = print,
     extra_plugins: Iterable[tuple[str, object]] = (),
 ) -> RunResult:
@@ -80,7 +91,7 @@ def run(
         if w.targets and settings.target not in w.targets:
             raise SettingsError(f"workload {w.name!r} does not run on target {settings.target!r}",
                                 hint=f"use --target {' or '.join(w.targets)}")
-    opts = parse_options(options, chosen)
+    opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
     revision_dir = settings.results_root / target_env.folder
     run_dir = revision_dir / (run_name or next_run_name(revision_dir))

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import soundfile as sf
 from conftest import free_port, make_fake_checkout
-from omnibench_plugins import seedtts
-from omnibench_plugins.seedtts import metrics as collecting
-from omnibench_plugins.seedtts import score
-from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
 from omnibench_core.records import Command, RunContext
 from omnibench_core.settings import Settings
 from omnibench_core.targets import prepare_local, prepare_sglang_omni
+from omnibench_plugins import seedtts
+from omnibench_plugins.seedtts import metrics as collecting
+from omnibench_plugins.seedtts import score
+from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
 
 RUNBOOK_SEEDTTS_KEYS = {
     "seedtts.failed", "seedtts.sim", "seedtts.sim_skipped", "seedtts.utmos", "seedtts.utmos_skipped",

@@ -112,3 +112,15 @@ def test_duplicate_step_names_are_refused():
 def test_command_refuses_a_shell_string():
     with pytest.raises(TypeError):
         Command("echo hi")
+
+
+def test_client_flag_sets_every_workload_client_option():
+    from omnibench_core.api import parse_options
+    from omnibench_core.records import Workload
+
+    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})
+    without = Workload("b", "", plan=lambda ctx: [], options={})
+    assert parse_options([], [with_client, without], client="native") == {"a": {"client": "native"}, "b": {}}
+    assert parse_options(["a.client=sglang"], [with_client], client="native")["a"]["client"] == "sglang"
+    with pytest.raises(SettingsError, match="no workload of this run has a client"):
+        parse_options([], [without], client="native")
