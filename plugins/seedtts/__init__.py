@@ -105,65 +105,79 @@ def _sglang_client(ctx: RunContext, mode: str, *extra: str) -> Command:
                     *extra, "--output-dir", str(ctx.workload_dir)))
 
 
-def plan(ctx: RunContext) -> list[Step]:
-    """The seed-tts steps for this target and client."""
+def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
+    """sglang-omni's own client, with the runbook's flags (others only when set away from default)."""
     o = ctx.options
-    max_samples = int(o["max_samples"]) if o["max_samples"] else None
-    kind = client_kind(ctx)
-    port = str(ctx.port)
-    if ctx.target.target == "sglang-omni":
-        if kind == "sglang":
-            def record(step: StepContext) -> None:
-                _write_dataset(step, HF_META, max_samples or RUNBOOK_SAMPLES, revision=HF_REVISION, split="en")
 
-            extra = []
-            for key, default in DEFAULTS_SGLANG_OMITS.items():
-                if o[key] != default:
-                    extra += [f"--{key.replace('_', '-')}", o[key]]
-            for key in ("seed", "warmup", "max_samples"):
-                if o[key]:
-                    extra += [f"--{key.replace('_', '-')}", o[key]]
-            steps = [Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
-                     Step("generate", _sglang_client(ctx, "generate-only", "--port", port, "--voice-clone",
-                                                     "--reference-audio-field", "audio.ref_audio",
-                                                     "--max-concurrency", o["max_concurrency"], *extra),
-                          server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
-        else:
-            staged = ctx.workload_dir / "data"
-            stage = [ctx.target.python, str(Path(__file__).with_name("stage_hf.py")), "--repo", HF_META,
-                     "--split", "en", "--revision", HF_REVISION, "--out", str(staged)]
-            if max_samples:
-                stage += ["--max-samples", str(max_samples)]
+    def record(step: StepContext) -> None:
+        _write_dataset(step, HF_META, max_samples or RUNBOOK_SAMPLES, revision=HF_REVISION, split="en")
 
-            def record_staged(step: StepContext) -> None:
-                _write_dataset(step, HF_META, len(load_meta(staged / "meta.lst")), revision=HF_REVISION, split="en")
+    extra = []
+    for key, default in DEFAULTS_SGLANG_OMITS.items():
+        if o[key] != default:
+            extra += [f"--{key.replace('_', '-')}", o[key]]
+    for key in ("seed", "warmup", "max_samples"):
+        if o[key]:
+            extra += [f"--{key.replace('_', '-')}", o[key]]
+    client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
+                            "audio.ref_audio", "--max-concurrency", o["max_concurrency"], *extra)
+    return [Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
+            Step("generate", client, server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
 
-            steps = [Step("stage-data", Command(tuple(stage)), outputs=(_rel(ctx, "data/meta.lst"),)),
-                     Step("dataset", record_staged, outputs=(_rel(ctx, "dataset.json"),)),
-                     _native_client(ctx, str(staged / "meta.lst"))]
-        return steps + [
-            Step("transcribe", _sglang_client(ctx, "transcribe-only", "--port", port, "--asr-concurrency",
-                                              o["asr_concurrency"]), phase="score", server=ASR_SERVER,
-                 outputs=(_rel(ctx, "wer_results.json"),)),
+
+def _staged_native_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
+    """omnibench's client on sglang-omni: the pinned split staged by the checkout's own loader."""
+    staged = ctx.workload_dir / "data"
+    stage = [ctx.target.python, str(Path(__file__).with_name("stage_hf.py")), "--repo", HF_META,
+             "--split", "en", "--revision", HF_REVISION, "--out", str(staged)]
+    if max_samples:
+        stage += ["--max-samples", str(max_samples)]
+
+    def record(step: StepContext) -> None:
+        _write_dataset(step, HF_META, len(load_meta(staged / "meta.lst")), revision=HF_REVISION, split="en")
+
+    return [Step("stage-data", Command(tuple(stage)), outputs=(_rel(ctx, "data/meta.lst"),)),
+            Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
+            _native_client(ctx, str(staged / "meta.lst"))]
+
+
+def _sglang_scoring(ctx: RunContext) -> list[Step]:
+    """The runbook's scoring: Qwen3-ASR WER, then SIM and UTMOS without a server."""
+    transcribe = _sglang_client(ctx, "transcribe-only", "--port", str(ctx.port), "--asr-concurrency",
+                                ctx.options["asr_concurrency"])
+    return [Step("transcribe", transcribe, phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
             Step("similarity", _sglang_client(ctx, "similarity-only"), phase="score",
                  outputs=(_rel(ctx, "similarity_results.json"),)),
-            Step("utmos", _sglang_client(ctx, "utmos-only"), phase="score", outputs=(_rel(ctx, "utmos_results.json"),)),
-        ]
-    # Every other target: omnibench's own data, client and scorers.
+            Step("utmos", _sglang_client(ctx, "utmos-only"), phase="score", outputs=(_rel(ctx, "utmos_results.json"),))]
+
+
+def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
+    """Every other target: omnibench's own data, client and scorers."""
+    o = ctx.options
     meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"] or None) / "meta.lst"
     score = [sys.executable, "-m", "omnibench_plugins.seedtts.score"]
     out = ["--output-dir", str(ctx.workload_dir)]
     label = LOCAL_ASR_LABEL if ctx.target.target == "local" else ""
+    transcribe = Command((*score, "transcribe", "--port", str(ctx.port), "--asr-model", ASR_MODEL, "--asr-label",
+                          label, "--asr-concurrency", o["asr_concurrency"], *out))
     return [
         _local_data_step(ctx, meta, max_samples),
         _native_client(ctx, str(meta)),
-        Step("transcribe", Command((*score, "transcribe", "--port", port, "--asr-model", ASR_MODEL, "--asr-label",
-                                    label, "--asr-concurrency", o["asr_concurrency"], *out)),
-             phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
+        Step("transcribe", transcribe, phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
         Step("similarity", Command((*score, "similarity", "--meta", str(meta), *out)), phase="score",
              outputs=(_rel(ctx, "similarity_results.json"),)),
         Step("utmos", Command((*score, "utmos", *out)), phase="score", outputs=(_rel(ctx, "utmos_results.json"),)),
     ]
+
+
+def plan(ctx: RunContext) -> list[Step]:
+    """The seed-tts steps for this target and client."""
+    max_samples = int(ctx.options["max_samples"]) if ctx.options["max_samples"] else None
+    kind = client_kind(ctx)
+    if ctx.target.target != "sglang-omni":
+        return _own_steps(ctx, max_samples)
+    generate = _sglang_generate if kind == "sglang" else _staged_native_generate
+    return generate(ctx, max_samples) + _sglang_scoring(ctx)
 
 
 def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:

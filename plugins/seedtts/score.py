@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,30 +101,39 @@ def transcribe(output_dir: Path, *, port: int, model: str, lang: str = "en", con
     return result
 
 
-def _distribution(values: list[float]) -> dict[str, Any]:
-    return {"mean": mean(values), "median": median(values), "p5": percentile(values, 5), "p95": percentile(values, 95)}
+def _score_each(output_dir: Path, key: str, compute: Callable[[dict[str, Any]], float | None],
+                none_means: str) -> tuple[list[dict[str, Any]], list[float]]:
+    """Run ``compute`` on each generated row; a failure or None is that sample's recorded error."""
+    per_sample, values = [], []
+    for row in generated(output_dir):
+        record: dict[str, Any] = {"id": row["sample_id"], key: None, "error": ""}
+        try:
+            if not row.get("is_success"):
+                raise ValueError("generation failed")
+            record[key] = compute(row)
+            if record[key] is None:
+                raise ValueError(none_means)
+            values.append(record[key])
+        except (KeyError, ValueError, RuntimeError, OSError) as exc:
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        per_sample.append(record)
+    return per_sample, values
+
+
+def _counts(per_sample: list[dict[str, Any]], values: list[float]) -> dict[str, int]:
+    return {"total_samples": len(per_sample), "evaluated": len(values), "skipped": len(per_sample) - len(values)}
 
 
 def similarity(output_dir: Path, *, meta: str) -> dict[str, Any]:
     """Speaker similarity of each generated WAV to its reference; ``similarity_results.json``."""
     refs = {s.sample_id: s.ref_audio for s in load_meta(meta)}
-    per_sample, values = [], []
-    for row in generated(output_dir):
-        record: dict[str, Any] = {"id": row["sample_id"], "similarity": None, "error": ""}
-        try:
-            if not row.get("is_success"):
-                raise ValueError("generation failed")
-            ref = voice.speaker_embedding(*read_audio(Path(refs[row["sample_id"]])))
-            gen = voice.speaker_embedding(*read_audio(wav_for(output_dir, row)))
-            record["similarity"] = voice.similarity(ref, gen)
-            if record["similarity"] is None:
-                raise ValueError("silent or empty audio")
-            values.append(record["similarity"])
-        except (KeyError, ValueError, RuntimeError, OSError) as exc:
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        per_sample.append(record)
-    summary = {"speaker_similarity_mean": mean(values), "total_samples": len(per_sample), "evaluated": len(values),
-               "skipped": len(per_sample) - len(values), "method": voice.SIM_METHOD}
+
+    def compute(row: dict[str, Any]) -> float | None:
+        ref = voice.speaker_embedding(*read_audio(Path(refs[row["sample_id"]])))
+        return voice.similarity(ref, voice.speaker_embedding(*read_audio(wav_for(output_dir, row))))
+
+    per_sample, values = _score_each(output_dir, "similarity", compute, "silent or empty audio")
+    summary = {"speaker_similarity_mean": mean(values), **_counts(per_sample, values), "method": voice.SIM_METHOD}
     result = {"summary": summary, "config": {"method": voice.SIM_METHOD, "meta": meta}, "per_sample": per_sample}
     write_json(output_dir / "similarity_results.json", result)
     return result
@@ -131,23 +141,10 @@ def similarity(output_dir: Path, *, meta: str) -> dict[str, Any]:
 
 def utmos(output_dir: Path) -> dict[str, Any]:
     """Speech quality of each generated WAV (the local substitute); ``utmos_results.json``."""
-    per_sample, values = [], []
-    for row in generated(output_dir):
-        record: dict[str, Any] = {"id": row["sample_id"], "utmos": None, "error": ""}
-        try:
-            if not row.get("is_success"):
-                raise ValueError("generation failed")
-            record["utmos"] = voice.quality(*read_audio(wav_for(output_dir, row)))
-            if record["utmos"] is None:
-                raise ValueError("silent, empty or non-finite audio")
-            values.append(record["utmos"])
-        except (ValueError, RuntimeError, OSError) as exc:
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        per_sample.append(record)
-    d = _distribution(values)
-    summary = {"utmos_mean": d["mean"], "utmos_median": d["median"], "utmos_p5": d["p5"], "utmos_p95": d["p95"],
-               "total_samples": len(per_sample), "evaluated": len(values), "skipped": len(per_sample) - len(values),
-               "method": voice.QUALITY_METHOD}
+    per_sample, values = _score_each(output_dir, "utmos", lambda row: voice.quality(*read_audio(wav_for(output_dir, row))),
+                                     "silent, empty or non-finite audio")
+    summary = {"utmos_mean": mean(values), "utmos_median": median(values), "utmos_p5": percentile(values, 5),
+               "utmos_p95": percentile(values, 95), **_counts(per_sample, values), "method": voice.QUALITY_METHOD}
     result = {"summary": summary, "config": {"method": voice.QUALITY_METHOD}, "per_sample": per_sample}
     write_json(output_dir / "utmos_results.json", result)
     return result
