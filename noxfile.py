@@ -1,11 +1,16 @@
-"""nox sessions: ``nox -s tests`` (the test suite), ``nox -s bench`` (benchmarks), ``nox -s lint``."""
+"""nox sessions: ``tests`` (the suite), ``bench`` (benchmarks), ``lint``, and ``ci_stages`` (the
+model-CI stages of an sglang-omni checkout, one parametrized session per stage)."""
 
 from __future__ import annotations
+
+import argparse
+from pathlib import Path
 
 import nox
 
 nox.options.sessions = ["tests"]
 nox.options.default_venv_backend = "venv"
+HERE = Path(__file__).resolve().parent
 
 
 @nox.session
@@ -17,8 +22,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks, not tests: gate latency against the runbook's 5 s polling; the native
-    client's overhead and the collection check against their alternatives."""
+    """Benchmarks (not tests): gate latency, native client overhead, collection check.
+
+    Each is measured side by side with its alternative (the runbook's 5 s loops, a threaded
+    client, the runbook's read-everything loop) in the same run."""
     session.install("-e", ".")
     session.run("python", "benchmarks/bench_gates.py", "--rounds", "5")
     session.run("python", "benchmarks/bench_seedtts.py")
@@ -29,3 +36,62 @@ def lint(session: nox.Session) -> None:
     """ruff over the library, plugins, tasks and tests."""
     session.install("ruff>=0.5")
     session.run("ruff", "check", ".")
+
+
+# -- CI stages ------------------------------------------------------------------------------
+# They run in the checkout's own venv (no nox-built environment), so omnibench must be importable
+# by the python running nox: `python3 -m pip install -e .` installs both.
+try:
+    from omnibench_core import ci as _ci
+    from omnibench_core.config import load_settings
+    from omnibench_core.errors import OmnibenchError
+
+    _STAGES = {stage.name: stage for stage in _ci.stages()}
+except ImportError:
+    _STAGES = {}
+
+_RUN: list = []  # the one CiRun of this nox invocation, shared by its stage sessions
+
+
+def _ci_args(posargs: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="nox -s ci_stages --")
+    parser.add_argument("--attempts", type=int, help="tries per stage, like CI's flaky wrapper (default 1)")
+    parser.add_argument("--retry-delay-s", type=float)
+    parser.add_argument("--timeout-s", type=float, help="per-stage time limit")
+    parser.add_argument("--out", type=Path, help="output directory (default <results>/<sha>/ci/runN)")
+    return parser.parse_args(posargs)
+
+
+def _run_stage(session: nox.Session, name: str) -> None:
+    args = _ci_args(session.posargs)
+    try:
+        if not _RUN:
+            _RUN.append(_ci.CiRun(load_settings(HERE), out_dir=args.out, progress=session.log))
+        run = _RUN[0]
+        result = run.run_stage(_STAGES[name], attempts=args.attempts, retry_delay_s=args.retry_delay_s,
+                               timeout_s=args.timeout_s)
+    except OmnibenchError as exc:
+        session.error(str(exc))
+    print(run.summary_table(), flush=True)
+    session.log(f"summary: {run.out_dir / 'summary.json'}")
+    if result.exit_code != 0:
+        session.error(f"stage {name} failed with exit code {result.exit_code}; log {result.log}")
+
+
+if _STAGES:
+
+    @nox.session(venv_backend="none")
+    @nox.parametrize("stage", list(_STAGES))
+    def ci_stages(session: nox.Session, stage: str) -> None:
+        """Run one MiniCPM-o CI stage in the checkout's venv (plain ci_stages runs all, in order).
+
+        Logs, exit codes and summary.json go to <results>/<sha>/ci/runN."""
+        _run_stage(session, stage)
+
+else:
+
+    @nox.session(venv_backend="none")
+    def ci_stages(session: nox.Session) -> None:
+        """Run the model-CI stages (needs omnibench installed where nox runs)."""
+        session.error("omnibench is not importable by the python running nox: run `python3 -m pip install -e .` "
+                      "and start nox with that python (`python3 -m nox -s ci_stages`)")

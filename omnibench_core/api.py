@@ -29,7 +29,7 @@ def list_plugins(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Plugi
     """Every workload, target and scorer with the plugin and distribution that provides it."""
     _, registry = plugin_manager.load(extra_plugins)
     rows = []
-    for kind in ("workload", "target", "scorer"):
+    for kind in ("workload", "target", "scorer", "ci-stage"):
         for name, reg in sorted(registry.table(kind).items()):
             p = reg.provider
             rows.append(PluginRow(kind, name, reg.record.description, p.plugin, p.distribution or "-", p.version or "-"))

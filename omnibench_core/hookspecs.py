@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .records import RunInfo, RunResult, Scorer, Target, Workload
+    from .records import CiStage, RunInfo, RunResult, Scorer, Target, Workload
 
 PROJECT = "omnibench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -48,6 +48,15 @@ def omnibench_scorers() -> list[Scorer]:
     """Return reusable scorers (ASR WER, speaker similarity, UTMOS, accuracy...).
 
     A workload lists scorer names in ``Workload.scorers``; the runner adds their steps.
+    """
+
+
+@hookspec
+def omnibench_ci_stages() -> list[CiStage]:
+    """Return model-CI stages (``nox -s ci_stages`` runs them in ``order``).
+
+    A :class:`~omnibench_core.records.CiStage` names a pytest file of the sglang-omni checkout.
+    Set ``replaces=True`` to take over a stage another plugin registered under the same name.
     """
 
 

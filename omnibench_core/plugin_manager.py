@@ -11,7 +11,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
-from .records import NAME_RE, RunInfo, RunResult, Scorer, Target, Workload
+from .records import NAME_RE, CiStage, RunInfo, RunResult, Scorer, Target, Workload
 
 OWN_DISTRIBUTION = "omnibench"
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -20,6 +20,7 @@ _KINDS: dict[str, tuple[str, type]] = {
     "workload": ("omnibench_workloads", Workload),
     "target": ("omnibench_targets", Target),
     "scorer": ("omnibench_scorers", Scorer),
+    "ci-stage": ("omnibench_ci_stages", CiStage),
 }
 
 
@@ -52,10 +53,16 @@ class Registry:
     workloads: dict[str, Registered] = field(default_factory=dict)
     targets: dict[str, Registered] = field(default_factory=dict)
     scorers: dict[str, Registered] = field(default_factory=dict)
+    ci_stages: dict[str, Registered] = field(default_factory=dict)
 
     def table(self, kind: str) -> dict[str, Registered]:
-        """The mapping for ``"workload"``, ``"target"`` or ``"scorer"``."""
-        return {"workload": self.workloads, "target": self.targets, "scorer": self.scorers}[kind]
+        """The mapping for ``"workload"``, ``"target"``, ``"scorer"`` or ``"ci-stage"``."""
+        return {"workload": self.workloads, "target": self.targets, "scorer": self.scorers,
+                "ci-stage": self.ci_stages}[kind]
+
+    def ordered_ci_stages(self) -> list[CiStage]:
+        """The CI stages in run order."""
+        return sorted((r.record for r in self.ci_stages.values()), key=lambda s: (s.order, s.name))
 
     def get(self, kind: str, name: str) -> Any:
         """The record of that kind and name, or a PluginError listing the known names."""
@@ -124,6 +131,7 @@ class PluginManager:
         registry = Registry()
         for kind, (hook_name, record_type) in _KINDS.items():
             table = registry.table(kind)
+            replacing: dict[str, Registered] = {}
             hook: Callable[..., Any] = getattr(self._pm.hook, hook_name)
             for impl in hook.get_hookimpls():
                 provider = self._providers.get(impl.plugin_name, Provider(impl.plugin_name))
@@ -137,6 +145,14 @@ class PluginManager:
                     ) from exc
                 for record in _as_list(returned, hook_name, provider):
                     _validate(record, record_type, kind, provider)
+                    if getattr(record, "replaces", False):
+                        if record.name in replacing:
+                            raise PluginError(f"two plugins replace the {kind} {record.name!r}",
+                                              evidence={"first": str(replacing[record.name].provider),
+                                                        "second": str(provider)},
+                                              hint="uninstall one of them")
+                        replacing[record.name] = Registered(record, provider)
+                        continue
                     if record.name in table:
                         other = table[record.name].provider
                         raise PluginError(
@@ -145,6 +161,11 @@ class PluginManager:
                             hint="uninstall one of them, or rename the record in one plugin",
                         )
                     table[record.name] = Registered(record, provider)
+            for name, reg in replacing.items():  # after every plugin: replacement wins regardless of load order
+                if name not in table:
+                    raise PluginError(f"plugin {reg.provider} replaces the {kind} {name!r}, which nobody registers",
+                                      hint="drop replaces=True to add it as a new one")
+                table[name] = reg
         return registry
 
     def notify_run_start(self, run: RunInfo) -> None:

@@ -224,6 +224,22 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class CiStage:
+    """One stage of the model CI: a pytest file of the sglang-omni checkout.
+
+    ``order`` sorts the stages; ``replaces`` lets a plugin swap out a stage another plugin
+    registered under the same name (without it, the same name twice is an error).
+    """
+
+    name: str
+    description: str
+    test_file: str  # relative to the checkout root
+    order: float
+    pytest_args: tuple[str, ...] = ("-v", "-s", "-x")
+    replaces: bool = False
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """Passed to the run start/finish hooks."""
 

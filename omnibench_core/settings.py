@@ -35,6 +35,12 @@ class Settings:
     gpu_poll_interval_s: float = 0.1
     nvidia_smi: str = "nvidia-smi"
     git: str = "git"
+    # The model-CI stages (`nox -s ci_stages`): the GPU pair, CI's home, attempts and limits.
+    ci_gpus: str = "0,1"
+    omni_ci_home: str = "/root/omni_ci"
+    ci_attempts: int = 1  # the runbook's local block; CI's flaky wrapper uses 3
+    ci_retry_delay_s: float = 10.0
+    ci_stage_timeout_s: float = 7200.0
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

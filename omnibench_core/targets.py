@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
@@ -25,8 +26,24 @@ def _setting_hint(name: str) -> str:
             f"or pass --{name.replace('_', '-')}")
 
 
-def prepare_sglang_omni(settings: Settings) -> TargetEnv:
-    """Check the checkout and venv and apply the runbook's shell block to everything started."""
+@dataclass(frozen=True)
+class Checkout:
+    """A checked sglang-omni checkout: its venv and the commit it is at."""
+
+    root: Path
+    venv: Path
+    revision: str
+    dirty: str
+
+    @property
+    def python(self) -> Path:
+        """The venv's python."""
+        return self.venv / "bin" / "python"
+
+
+def check_checkout(settings: Settings) -> Checkout:
+    """The checkout, its venv (``python`` and ``sgl-omni``) and commit, or a SettingsError naming
+    the setting to change."""
     checkout = Path(settings.checkout).expanduser()
     if not checkout.is_dir():
         raise SettingsError(f"no sglang-omni checkout at {checkout}",
@@ -44,10 +61,22 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     if rev is None:
         raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
                             hint="point omnibench.checkout at a clone of sglang-omni")
+    return Checkout(checkout, venv, rev[0], rev[1])
+
+
+def venv_env(venv: Path) -> dict[str, str]:
+    """What ``. omni/bin/activate`` sets."""
+    return {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def prepare_sglang_omni(settings: Settings) -> TargetEnv:
+    """Check the checkout and venv and apply the runbook's shell block to everything started."""
+    co = check_checkout(settings)
+    checkout, venv = co.root, co.venv
+    serve = venv / "bin" / "sgl-omni"
     gpus = settings.gpu_list()
     env = {
-        "VIRTUAL_ENV": str(venv),
-        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        **venv_env(venv),
         "CUDA_VISIBLE_DEVICES": ",".join(gpus),
         "HF_HUB_OFFLINE": "1",
         "SGLANG_OMNI_STRICT_PORT": "1",
@@ -58,9 +87,9 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
-    return TargetEnv(target="sglang-omni", python=str(python), serve_argv=serve_argv, env=env,
+    return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, env=env,
                      unset=SGLANG_OMNI_UNSET, cwd=str(checkout), cpus=settings.cpu_list(), gpus=gpus,
-                     revision=rev[0], dirty=rev[1], details={"checkout": str(checkout), "venv": str(venv)})
+                     revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
 
 
 def prepare_local(settings: Settings) -> TargetEnv:

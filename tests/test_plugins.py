@@ -90,7 +90,7 @@ def test_registry_get_lists_known_names():
 def test_every_hook_has_a_docstring_and_is_documented_in_readme():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     specs = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("omnibench_")]
-    assert len(specs) == 5
+    assert len(specs) == 6
     for name in specs:
         assert (getattr(hookspecs, name).__doc__ or "").strip(), name
         assert name in readme, f"{name} is not in the README"

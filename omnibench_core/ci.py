@@ -1,0 +1,205 @@
+"""The runbook's "Running the CI stages locally": prepare block, CI_READY, per-stage logs and
+exit codes, GPU clean-up after each stage, optional retries, accuracy lines, summary.
+
+``nox -s ci_stages`` (noxfile.py) drives it; each stage runs with the checkout's own venv python.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import GateError
+from .jsonio import write_json
+from .layout import next_run_name
+from .processes import build_env, log_tail, start_group
+from .records import CiStage, short_revision
+from .report import table
+from .settings import Settings, format_cpu_list
+from .targets import check_checkout, venv_env
+
+ROUTER_SCRIPT = ".github/scripts/prepare_rust_router.sh"
+CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"
+# The single-GPU shell block's variables: the runbook opens a new shell without it.
+SHELL_BLOCK_ONLY = ("SGLANG_OMNI_STRICT_PORT", "SGLANG_OMNI_STARTUP_TIMEOUT")
+_ACCURACY = re.compile(r"(?:Overall accuracy|Accuracy)\s*:\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(%?)", re.I)
+TIMEOUT_EXIT = 124  # as timeout(1)
+
+
+class CiNotReady(GateError):
+    """CI_READY: the router binary is not executable, or the output directory exists."""
+
+    gate = "CI_READY"
+
+
+@dataclass
+class StageResult:
+    """One stage's outcome, as the summary records it."""
+
+    stage: str
+    test_file: str
+    exit_code: int
+    attempts: int
+    duration_s: float
+    accuracy: float | None
+    accuracy_line: str
+    timed_out: bool
+    log: str
+    cleanup_exit_codes: list[int] = field(default_factory=list)
+
+
+def parse_accuracy(log_text: str) -> tuple[float | None, str]:
+    """The last ``Accuracy:`` or ``Overall accuracy:`` value in a log (a percentage as a fraction)."""
+    found = None
+    for line in log_text.splitlines():
+        match = _ACCURACY.search(line)
+        if match:
+            found = match, line.strip()
+    if found is None:
+        return None, ""
+    match, line = found
+    return float(match.group(1)) / (100 if match.group(2) else 1), line
+
+
+def prepare_env(settings: Settings, checkout: Path, venv: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The runbook's prepare block on top of this process's environment (router path added later)."""
+    base = dict(os.environ if base is None else base)
+    home = settings.omni_ci_home
+    try:
+        cpuset = format_cpu_list(sorted(os.sched_getaffinity(0)))  # taskset -pc $$, read back
+    except AttributeError:
+        cpuset = ""
+    return build_env(base, {
+        **venv_env(venv),
+        "OMNI_CI_MODEL": "minicpmo",
+        "SGLANG_OMNI_TORCH_COMPILE_DEFAULT": "0",
+        "CUDA_VISIBLE_DEVICES": settings.ci_gpus,
+        "HF_HUB_OFFLINE": "1",
+        "OMNI_CI_CPUSET": cpuset,
+        "OMNI_CI_HOME": home,
+        "PYTHONPATH": str(checkout),
+        "PYTORCH_ALLOC_CONF": "expandable_segments:True",
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCHINDUCTOR_CACHE_DIR": f"{home}/.torchinductor",
+        "FLASHINFER_WORKSPACE_BASE": os.path.expanduser("~"),
+        "FLASHINFER_JIT_DEBUG": "0",
+    }, SHELL_BLOCK_ONLY)
+
+
+class CiRun:
+    """One run of CI stages into one output directory (``<results>/<sha>/ci/runN``)."""
+
+    def __init__(self, settings: Settings, *, out_dir: Path | None = None, bash: str = "bash",
+                 progress: Callable[[str], None] = print):
+        self.settings, self.bash, self.progress = settings, bash, progress
+        co = check_checkout(settings)
+        self.checkout, self.python, self.revision = co.root, co.python, co.revision
+        self.env = prepare_env(settings, co.root, co.venv)
+        ci_root = settings.results_root / short_revision(co.revision) / "ci"
+        self.out_dir = out_dir or ci_root / next_run_name(ci_root)
+        self.env["SGLANG_OMNI_ROUTER_BIN"] = self._router()
+        if self.out_dir.exists():
+            raise CiNotReady(f"CI output directory {self.out_dir} exists already",
+                             hint="omnibench never overwrites a run: pass another --out or move it")
+        self.out_dir.mkdir(parents=True)
+        (self.out_dir / "commit.txt").write_text(co.revision + "\n")
+        self.results: list[StageResult] = []
+        progress(f"CI_READY {self.out_dir} (router {self.env['SGLANG_OMNI_ROUTER_BIN']})")
+
+    def _router(self) -> str:
+        argv = [self.bash, ROUTER_SCRIPT, "build"]
+        try:
+            done = subprocess.run(argv, cwd=self.checkout, env=self.env, capture_output=True, text=True, timeout=3600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CiNotReady(f"{ROUTER_SCRIPT} could not run: {exc}", evidence={"command": " ".join(argv)}) from exc
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        if done.returncode != 0 or not lines:
+            raise CiNotReady(f"{ROUTER_SCRIPT} build exited with {done.returncode} and printed no binary path",
+                             evidence={"stdout": done.stdout[-2000:] or "(none)", "stderr": done.stderr[-2000:] or "(none)"},
+                             hint="the first build needs internet access to rustup and crates; see the runbook")
+        path = lines[-1]  # the script prints exactly one line: the binary
+        if not os.access(path, os.X_OK) or not Path(path).is_file():
+            raise CiNotReady(f"the router binary {path} is not an executable file",
+                             evidence={"printed": done.stdout[-2000:]}, hint=f"rebuild it: bash {ROUTER_SCRIPT} build")
+        return path
+
+    def _cleanup(self) -> int:
+        """``delete_gpu_process.sh --kill-orphans`` so a crashed stage does not hold the GPUs."""
+        with open(self.out_dir / "cleanup.log", "a", encoding="utf-8") as log:
+            log.write(f"--- {time.strftime('%H:%M:%S')} {CLEANUP_SCRIPT} --kill-orphans\n")
+            log.flush()
+            try:
+                return subprocess.run([self.bash, CLEANUP_SCRIPT, "--kill-orphans"], cwd=self.checkout, env=self.env,
+                                      stdout=log, stderr=subprocess.STDOUT, timeout=600, check=False).returncode
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                log.write(f"clean-up failed: {exc}\n")
+                return -1
+
+    def run_stage(self, stage: CiStage, *, attempts: int | None = None, retry_delay_s: float | None = None,
+                  timeout_s: float | None = None) -> StageResult:
+        """Run one stage (retrying like CI's flaky wrapper if asked), clean up, record it."""
+        s = self.settings
+        attempts = max(1, attempts or s.ci_attempts)
+        delay = s.ci_retry_delay_s if retry_delay_s is None else retry_delay_s
+        limit = timeout_s or s.ci_stage_timeout_s
+        log = self.out_dir / f"{stage.name}.log"
+        argv = [str(self.python), "-m", "pytest", stage.test_file, *stage.pytest_args]
+        t0 = time.monotonic()
+        cleanups, code, timed_out, tried = [], 1, False, 0
+        for tried in range(1, attempts + 1):
+            if tried > 1:
+                cleanups.append(self._cleanup())  # as CI's wrapper: clean the GPUs before a retry
+                self.progress(f"{stage.name}: attempt {tried}/{attempts} in {delay:g} s")
+                time.sleep(delay)
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(f"=== omnibench: {stage.name} attempt {tried}/{attempts}: {' '.join(argv)}\n")
+            self.progress(f"{stage.name}: running {stage.test_file}")
+            proc = start_group(argv, log_path=log, env=self.env, cwd=str(self.checkout))
+            try:
+                code, timed_out = proc.popen.wait(timeout=limit), False
+            except subprocess.TimeoutExpired:
+                proc.stop(30)
+                code, timed_out = TIMEOUT_EXIT, True
+                with open(log, "a", encoding="utf-8") as handle:
+                    handle.write(f"\n=== omnibench: timed out after {limit:g} s; the stage's process group was stopped\n")
+            except BaseException:
+                proc.stop(10)
+                raise
+            proc.stop(10)  # anything the stage left in its group
+            if code == 0:
+                break
+        (self.out_dir / f"{stage.name}.rc").write_text(f"{code}\n")
+        cleanups.append(self._cleanup())
+        accuracy, line = parse_accuracy(log.read_text(encoding="utf-8", errors="replace"))
+        result = StageResult(stage.name, stage.test_file, code, tried, round(time.monotonic() - t0, 3), accuracy, line,
+                             timed_out, str(log), cleanups)
+        self.results.append(result)
+        self.write_summary()
+        verdict = "passed" if code == 0 else ("timed out" if timed_out else f"failed (exit {code})")
+        self.progress(f"{stage.name}: {verdict} after {tried} attempt(s), {result.duration_s:.1f} s")
+        if code != 0:
+            self.progress(log_tail(log, 15))
+        return result
+
+    def write_summary(self) -> Path:
+        """``summary.json``: every stage run so far."""
+        return write_json(self.out_dir / "summary.json", {"commit": self.revision, "out_dir": str(self.out_dir),
+                                                          "stages": [asdict(r) for r in self.results]})
+
+    def summary_table(self) -> str:
+        """Stage, exit code, attempts, duration, accuracy."""
+        return table(((r.stage, r.exit_code, r.attempts, f"{r.duration_s:.1f}",
+                       "-" if r.accuracy is None else f"{r.accuracy:.4g}") for r in self.results),
+                     ("stage", "exit code", "attempts", "duration s", "accuracy"))
+
+
+def stages() -> list[CiStage]:
+    """Every registered CI stage, in order."""
+    from .plugin_manager import load
+
+    return load()[1].ordered_ci_stages()

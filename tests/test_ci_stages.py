@@ -1,0 +1,165 @@
+"""`nox -s ci_stages` for real, against a checkout-like tree with real pytest stage files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REPO, make_fake_checkout
+
+from omnibench_core import plugin_manager
+from omnibench_core.ci import parse_accuracy
+from omnibench_core.errors import PluginError
+from omnibench_core.hookspecs import hookimpl
+from omnibench_core.records import CiStage
+from omnibench_plugins.ci_stages import STAGES
+
+BEHAVIOUR = {"mmmu_ci": "print('Accuracy: 0.7123')", "mmmu_talker_ci": "assert False, 'talker broke'",
+             "mmsu_ci": "print('Overall accuracy: 55.5%')", "mmsu_talker_ci": "time.sleep(120)"}
+WATCHED = ("OMNI_CI_MODEL", "SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE",
+           "OMNI_CI_CPUSET", "OMNI_CI_HOME", "PYTHONPATH", "PYTORCH_ALLOC_CONF", "NCCL_NVLS_ENABLE",
+           "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "FLASHINFER_JIT_DEBUG", "SGLANG_OMNI_ROUTER_BIN",
+           "SGLANG_OMNI_STRICT_PORT", "VIRTUAL_ENV")
+
+
+def make_ci_checkout(root: Path) -> Path:
+    checkout = make_fake_checkout(root)
+    tests = checkout / "tests" / "test_model"
+    tests.mkdir(parents=True)
+    for name, _ in STAGES:
+        (tests / f"test_qwen3_omni_{name}.py").write_text(textwrap.dedent(f"""\
+            import json, os, pathlib, time
+            ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+            def test_{name}():
+                with open(ROOT / "order.log", "a") as f:
+                    f.write("{name}\\n")
+                seen = {{k: os.environ.get(k) for k in {WATCHED!r}}}
+                (ROOT / "seen").mkdir(exist_ok=True)
+                (ROOT / "seen" / "{name}.json").write_text(json.dumps(seen))
+                {BEHAVIOUR.get(name, "pass")}
+            """))
+    scripts = checkout / ".github" / "scripts"
+    scripts.mkdir(parents=True)
+    router = checkout / "router-bin"
+    (scripts / "prepare_rust_router.sh").write_text(textwrap.dedent(f"""\
+        echo "router $*" >> "{checkout}/calls.log"
+        echo "compiling router..." >&2
+        if [ -n "$FAKE_ROUTER_FAIL" ]; then exit 3; fi
+        printf '#!/bin/sh\\n' > "{router}"; chmod +x "{router}"
+        echo "{router}"
+        """))
+    (scripts / "delete_gpu_process.sh").write_text(
+        f'echo "cleanup $* CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES" >> "{checkout}/calls.log"\n')
+    return checkout
+
+
+def nox_ci(tmp_path: Path, checkout: Path, *selector: str, extra_env: dict[str, str] | None = None,
+           posargs: tuple[str, ...] = ("--timeout-s", "4")) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INVOKE_OMNIBENCH_CHECKOUT": str(checkout), "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results"),
+           "INVOKE_OMNIBENCH_OMNI_CI_HOME": str(tmp_path / "omni_ci"), "SGLANG_OMNI_STRICT_PORT": "1",
+           **(extra_env or {})}
+    return subprocess.run([sys.executable, "-m", "nox", "-f", str(REPO / "noxfile.py"), "-s", *(selector or ("ci_stages",)),
+                           "--", *posargs], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_all_stages_run_in_order_with_ci_environment_logs_and_summary(tmp_path):
+    checkout = make_ci_checkout(tmp_path / "sglang-omni")
+    done = nox_ci(tmp_path, checkout)
+    assert done.returncode == 1, done.stdout + done.stderr  # two stages fail; the rest still ran
+    names = [name for name, _ in STAGES]
+    assert (checkout / "order.log").read_text().split() == names
+    (out,) = (tmp_path / "results").glob("*/ci/run0")
+    codes = {name: int((out / f"{name}.rc").read_text()) for name in names}
+    assert codes["mmmu_talker_ci"] == 1 and codes["mmsu_talker_ci"] == 124
+    assert all(code == 0 for name, code in codes.items() if name not in ("mmmu_talker_ci", "mmsu_talker_ci"))
+    assert "talker broke" in (out / "mmmu_talker_ci.log").read_text()
+    assert "timed out after 4 s" in (out / "mmsu_talker_ci.log").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    by_stage = {s["stage"]: s for s in summary["stages"]}
+    assert list(by_stage) == names
+    assert by_stage["mmmu_ci"]["accuracy"] == pytest.approx(0.7123)
+    assert by_stage["mmsu_ci"]["accuracy"] == pytest.approx(0.555)
+    assert by_stage["mmsu_talker_ci"]["timed_out"] is True
+    assert (out / "commit.txt").read_text().strip() == summary["commit"]
+    # what each stage saw: the runbook's prepare block, the router from the script, no shell block
+    seen = json.loads((checkout / "seen" / "tts_ci.json").read_text())
+    router = str(checkout / "router-bin")
+    assert seen == {
+        "OMNI_CI_MODEL": "minicpmo", "SGLANG_OMNI_TORCH_COMPILE_DEFAULT": "0", "CUDA_VISIBLE_DEVICES": "0,1",
+        "HF_HUB_OFFLINE": "1", "OMNI_CI_CPUSET": seen["OMNI_CI_CPUSET"], "OMNI_CI_HOME": str(tmp_path / "omni_ci"),
+        "PYTHONPATH": str(checkout), "PYTORCH_ALLOC_CONF": "expandable_segments:True", "NCCL_NVLS_ENABLE": "0",
+        "TORCHINDUCTOR_CACHE_DIR": f"{tmp_path / 'omni_ci'}/.torchinductor",
+        "FLASHINFER_WORKSPACE_BASE": os.path.expanduser("~"), "FLASHINFER_JIT_DEBUG": "0",
+        "SGLANG_OMNI_ROUTER_BIN": router, "SGLANG_OMNI_STRICT_PORT": None,
+        "VIRTUAL_ENV": str(checkout / "omni")}
+    assert seen["OMNI_CI_CPUSET"] and all(part.replace("-", "").isdigit() for part in seen["OMNI_CI_CPUSET"].split(","))
+    calls = (checkout / "calls.log").read_text().splitlines()
+    assert calls[0] == "router build" and calls.count("router build") == 1  # once per nox invocation
+    assert calls[1:] == ["cleanup --kill-orphans CUDA_VISIBLE_DEVICES=0,1"] * len(names)
+    # the summary table at the end
+    table = done.stdout.split("stage ")[-1]
+    assert "videoamme_talker_tp2_ci" in table and "0.7123" in table
+
+
+def test_one_stage_with_retries(tmp_path):
+    checkout = make_ci_checkout(tmp_path / "sglang-omni")
+    done = nox_ci(tmp_path, checkout, "ci_stages(stage='mmmu_talker_ci')",
+                  posargs=("--attempts", "2", "--retry-delay-s", "0", "--out", str(tmp_path / "ci-out")))
+    assert done.returncode == 1
+    assert (checkout / "order.log").read_text().split() == ["mmmu_talker_ci", "mmmu_talker_ci"]
+    log = (tmp_path / "ci-out" / "mmmu_talker_ci.log").read_text()
+    assert "attempt 1/2" in log and "attempt 2/2" in log
+    summary = json.loads((tmp_path / "ci-out" / "summary.json").read_text())
+    assert [(s["stage"], s["attempts"], s["exit_code"]) for s in summary["stages"]] == [("mmmu_talker_ci", 2, 1)]
+    cleanups = [c for c in (checkout / "calls.log").read_text().splitlines() if c.startswith("cleanup")]
+    assert len(cleanups) == 2  # before the retry, and after the stage
+
+
+def test_ci_ready_fails_without_a_router(tmp_path):
+    checkout = make_ci_checkout(tmp_path / "sglang-omni")
+    done = nox_ci(tmp_path, checkout, "ci_stages(stage='tts_ci')", extra_env={"FAKE_ROUTER_FAIL": "1"})
+    assert done.returncode == 1
+    assert "prepare_rust_router.sh build exited with 3" in done.stderr + done.stdout
+    assert "compiling router" in done.stderr + done.stdout
+    assert not (checkout / "order.log").exists()
+
+
+def test_ci_ready_refuses_an_existing_output_dir(tmp_path):
+    checkout = make_ci_checkout(tmp_path / "sglang-omni")
+    (tmp_path / "taken").mkdir()
+    done = nox_ci(tmp_path, checkout, "ci_stages(stage='tts_ci')", posargs=("--out", str(tmp_path / "taken")))
+    assert done.returncode == 1 and "exists already" in done.stderr + done.stdout
+
+
+def test_parse_accuracy_takes_the_last_line():
+    assert parse_accuracy("Accuracy: 0.5\nmore\nOverall accuracy: 61.25%\n") == (pytest.approx(0.6125),
+                                                                                 "Overall accuracy: 61.25%")
+    assert parse_accuracy("no numbers here") == (None, "")
+
+
+def test_third_party_plugins_add_and_replace_stages():
+    class Extra:
+        @hookimpl
+        def omnibench_ci_stages(self):
+            return [CiStage("mmmu_ci", "my MMMU", "tests/mine.py", order=3, replaces=True),
+                    CiStage("audio_extra", "an extra stage", "tests/extra.py", order=9.5)]
+
+    _, registry = plugin_manager.load([("extra", Extra())])
+    stages = registry.ordered_ci_stages()
+    assert [s.name for s in stages][-2:] == ["audio_extra", "videoamme_talker_tp2_ci"]
+    assert next(s for s in stages if s.name == "mmmu_ci").test_file == "tests/mine.py"
+    assert registry.ci_stages["mmmu_ci"].provider.plugin == "extra"
+
+    class Clash:
+        @hookimpl
+        def omnibench_ci_stages(self):
+            return [CiStage("tts_ci", "again", "tests/x.py", order=2)]
+
+    with pytest.raises(PluginError, match="two plugins register a ci-stage named 'tts_ci'"):
+        plugin_manager.load([("clash", Clash())])
