@@ -3,11 +3,15 @@ library (omnibench_core) does the work."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from invoke import Collection, Context, Exit, task
 
 from omnibench_core import api, report
 from omnibench_core.errors import OmnibenchError, RunInterrupted
 from omnibench_core.settings import Settings
+from omnibench_core.setup import host as setup_host
+from omnibench_core.setup.doctor import diagnose
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
@@ -57,5 +61,98 @@ def plugins(c):
                        ("kind", "name", "description", "plugin", "distribution", "version")))
 
 
-ns = Collection(run, plugins)
+def _fail(exc: OmnibenchError) -> Exit:
+    return Exit(f"error: {exc}", code=1)
+
+
+@task(help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",
+            "out": "also write the two lines to this file (e.g. $BENCH_DIR/cpus.env)",
+            "cores-per-gpu": "cores per GPU group (default 14)", "skip-cores": "cores left out (default 0,1)"})
+def cpus(c, gpu_a=None, gpu_b=None, out=None, cores_per_gpu=None, skip_cores=None):
+    """CPU groups per GPU on its NUMA node: BENCH_CPUS and CI_CPUS, then CPUS_OK."""
+    try:
+        groups = setup_host.make_cpu_groups(settings_from(c), gpu_a=gpu_a, gpu_b=gpu_b,
+                                            cores_per_gpu=int(cores_per_gpu) if cores_per_gpu else None,
+                                            skip_cores=skip_cores, out=Path(out) if out else None)
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+    print(groups.env_text() + "CPUS_OK")
+
+
+@task(help={"execute": "run docker run (default: print the commands for copying)",
+            "env-file": "the cpus.env with CI_CPUS (default $BENCH_DIR/cpus.env)"})
+def container(c, execute=False, env_file=None):
+    """The runbook's docker run for the GPU pair (printed, or run with --execute) and docker exec."""
+    try:
+        plan = setup_host.container(settings_from(c), Path(env_file) if env_file else None)
+        if execute:
+            from omnibench_core.setup.container import create_container
+
+            print(f"started {create_container(plan)[:12]}")
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+    print(plan.shell_lines())
+
+
+@task(help={"commit": "commit, tag or branch to detach at (default origin/main)"})
+def checkout(c, commit=None):
+    """Clone or fetch sglang-omni into the checkout and detach at the commit."""
+    try:
+        setup_host.checkout(settings_from(c), commit)
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+
+
+@task
+def venv(c):
+    """Build the checkout's venv with CI's prepare_omni_venv.sh, then VENV_OK."""
+    try:
+        print(f"VENV_OK {setup_host.venv(settings_from(c))}")
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+
+
+@task
+def download(c):
+    """Download the pinned models and data, write refs/main, run the checkout's preparation."""
+    try:
+        setup_host.download_all(settings_from(c))
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+
+
+@task
+def verify(c):
+    """REVISIONS_OK: every pin loads offline at its own revision; seed-tts has its count."""
+    try:
+        setup_host.verify_all(settings_from(c))
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+    print("REVISIONS_OK")
+
+
+@task(default=True, help={"where": "host (CPU groups, container) or container (checkout, venv, downloads); "
+                                   "default: container when run inside one"})
+def setup_all(c, where="auto"):
+    """Every set-up step for this side, in order, skipping what is already done."""
+    try:
+        setup_host.setup_all(settings_from(c), where)
+    except OmnibenchError as exc:
+        raise _fail(exc) from None
+
+
+@task
+def doctor(c):
+    """Check every prerequisite of a run on this host: a table of OK/FAIL with the fix for each."""
+    checks = diagnose(settings_from(c))
+    print(report.table(((k.name, "OK" if k.ok else "FAIL", k.detail, k.fix) for k in checks),
+                       ("check", "status", "detail", "fix")))
+    failed = [k.name for k in checks if not k.ok]
+    if failed:
+        raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
+
+
+setup = Collection("setup", cpus, container, checkout, venv, download, verify)
+setup.add_task(setup_all, name="all", default=True)
+ns = Collection(run, plugins, doctor, setup)
 ns.configure({"omnibench": Settings.defaults()})

@@ -41,6 +41,22 @@ class Settings:
     ci_attempts: int = 1  # the runbook's local block; CI's flaky wrapper uses 3
     ci_retry_delay_s: float = 10.0
     ci_stage_timeout_s: float = 7200.0
+    # GPU-host set-up (`invoke setup`, `invoke doctor`), as in the runbook's Setup section.
+    bench_dir: str = "/data/omni-bench"
+    gpu_a: str = "0"
+    gpu_b: str = "1"
+    cores_per_gpu: int = 14
+    skip_cores: str = "0,1"
+    image: str = "hongccc/sglang-omni@sha256:ebe4239e29a764ee3a2806385c061c5fd438a26f01458e503d3822dcba5790df"
+    container_name: str = "omni-bench"
+    repo_url: str = "https://github.com/sgl-project/sglang-omni.git"
+    commit: str = "origin/main"
+    hf_cache: str = ""  # default: huggingface_hub's (HF_HOME / HF_HUB_CACHE)
+    pins_file: str = ""  # default: the runbook's pins, shipped in omnibench_core/setup/pins.json
+    lscpu: str = "lscpu"
+    docker: str = "docker"
+    bash: str = "bash"
+    sysfs: str = "/sys"
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

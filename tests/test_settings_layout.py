@@ -124,3 +124,18 @@ def test_client_flag_sets_every_workload_client_option():
     assert parse_options(["a.client=sglang"], [with_client], client="native")["a"]["client"] == "sglang"
     with pytest.raises(SettingsError, match="no workload of this run has a client"):
         parse_options([], [without], client="native")
+
+
+def test_every_python_package_is_listed_in_pyproject():
+    """A package missing from pyproject.toml works editable and breaks a real install."""
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = set()
+    for init in list((root / "omnibench_core").rglob("__init__.py")) + list((root / "plugins").rglob("__init__.py")):
+        rel = init.parent.relative_to(root).parts
+        found.add(".".join(("omnibench_plugins",) + rel[1:] if rel[0] == "plugins" else rel))
+    assert found == listed

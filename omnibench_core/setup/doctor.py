@@ -1,0 +1,93 @@
+"""``invoke doctor``: every prerequisite of a run on this host, each OK or FAIL with its fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OmnibenchError
+from ..gpu import query_memory_used
+from ..ports import port_holder, port_in_use
+from ..settings import Settings
+from ..targets import check_checkout
+from .checkout import check_venv
+from .pins import load_pins, verify
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's table."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _tool(name: str, command: str, fix: str) -> Check:
+    path = shutil.which(command)
+    return Check(name, path is not None, path or f"{command} not found", "" if path else fix)
+
+
+def _guard(name: str, fix: str, fn: Callable[[], str]) -> Check:
+    try:
+        return Check(name, True, fn())
+    except OmnibenchError as exc:
+        return Check(name, False, exc.message, exc.hint or fix)
+
+
+def diagnose(settings: Settings) -> list[Check]:
+    """Run every check; none raises."""
+    checks = [
+        Check("python3", sys.version_info >= (3, 10), sys.version.split()[0],
+              "" if sys.version_info >= (3, 10) else "use Python 3.10 or newer"),
+        _tool("lscpu", settings.lscpu, "install util-linux"),
+        _tool("nvidia-smi", settings.nvidia_smi, "install the NVIDIA driver tools (or run inside the container)"),
+        _tool("docker", settings.docker, "install Docker with the NVIDIA container runtime (host only)"),
+    ]
+    co = None
+    try:
+        co = check_checkout(settings)
+        checks.append(Check("checkout and commit", True, f"{co.root} at {co.revision[:12]}"
+                            + (" (dirty)" if co.dirty.strip() else "")))
+    except OmnibenchError as exc:
+        checks.append(Check("checkout and commit", False, exc.message, exc.hint))
+    if co is not None:
+        checks.append(_guard("venv hash (VENV_OK)", "invoke setup.venv",
+                             lambda: check_venv(co.root, Path(settings.omni_ci_home), settings.bash)[:16]))
+    checks.append(_guard("model and data pins (REVISIONS_OK)", "invoke setup.download",
+                         lambda: f"{len(verify(load_pins(settings.pins_file or None), cache_dir=settings.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
+    busy = port_in_use(settings.port)
+    checks.append(Check(f"port {settings.port} free", not busy,
+                        port_holder(settings.port) or "held" if busy else "free",
+                        "stop the server holding it, or set omnibench.port" if busy else ""))
+    checks.append(_guard("GPU memory free", "stop what holds the GPU (nvidia-smi), or set omnibench.gpus",
+                         lambda: _gpu_memory(settings)))
+    checks.append(_cpu_set(settings))
+    return checks
+
+
+def _gpu_memory(settings: Settings) -> str:
+    used = query_memory_used(settings.gpu_list(), settings.nvidia_smi)
+    busy = {g: v for g, v in used.items() if v >= settings.gpu_free_mib}
+    if busy:
+        raise OmnibenchError(f"GPU memory in use: {busy} MiB (limit {settings.gpu_free_mib})",
+                             hint="stop what holds the GPU (nvidia-smi shows it)")
+    return ", ".join(f"GPU {g}: {v} MiB" for g, v in used.items())
+
+
+def _cpu_set(settings: Settings) -> Check:
+    wanted = set(settings.cpu_list())
+    if not wanted:
+        return Check("CPU set (BENCH_CPUS)", False, "omnibench.cpus is empty",
+                     "invoke setup.cpus, then set omnibench.cpus to its BENCH_CPUS")
+    allowed = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else wanted
+    outside = sorted(wanted - allowed)
+    if outside:
+        return Check("CPU set (BENCH_CPUS)", False, f"CPUs {outside[:8]} are outside this process's CPU set",
+                     "run inside the container started with CI_CPUS, or fix omnibench.cpus")
+    return Check("CPU set (BENCH_CPUS)", True, f"{len(wanted)} CPUs: {settings.cpus}")
