@@ -1,9 +1,14 @@
-"""Pieces shared by omnibench's native asyncio clients: progress lines and HTTP error text."""
+"""Pieces shared by omnibench's native asyncio clients: progress lines, HTTP errors, chat replies."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 
@@ -34,9 +39,37 @@ async def error_text(response: aiohttp.ClientResponse) -> str:
     """``HTTP 400: <detail>`` from an error reply, whatever its body."""
     body = await response.text()
     try:
-        import json
-
         detail = json.loads(body).get("detail", body)
     except (ValueError, AttributeError):
         detail = body
     return f"HTTP {response.status}: {str(detail)[:300]}"
+
+
+@dataclass
+class ChatReply:
+    """What a client needs from one ``/v1/chat/completions`` reply (or why it failed)."""
+
+    text: str | None = None
+    wav: bytes | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str = ""
+
+
+async def post_chat(session: aiohttp.ClientSession, url: str, body: dict[str, Any], timeout_s: float) -> ChatReply:
+    """Send one chat request; an HTTP error, a timeout or a malformed reply becomes ``error``."""
+    try:
+        async with session.post(url, json=body) as response:
+            if response.status != 200:
+                return ChatReply(error=await error_text(response))
+            reply = await response.json(content_type=None)
+        choice = (reply.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        usage = reply.get("usage") or {}
+        audio = (message.get("audio") or {}).get("data")
+        return ChatReply(text=message.get("content"), wav=base64.b64decode(audio) if audio else None,
+                         prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+    except asyncio.TimeoutError:
+        return ChatReply(error=f"timed out after {timeout_s:g} s")
+    except (aiohttp.ClientError, ValueError, AttributeError, TypeError) as exc:
+        return ChatReply(error=f"{type(exc).__name__}: {exc}")

@@ -25,6 +25,7 @@ from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
 from .processes import build_env, start_group
 from .records import Collected, RuleResult, RunInfo, RunResult, Step, TargetEnv, Workload
+from .scoring.audio_check import run_audio_summary
 from .settings import Settings
 from .step_exec import run_step, step_log_path
 
@@ -279,6 +280,10 @@ class Runner:
             rates |= set(collected.rates)
             rules += collected.rules
             notes += collected.notes
+        audio_metrics, audio_rates, audio_rules = run_audio_summary(self.run_dir)
+        metrics.update(audio_metrics)
+        rates |= set(audio_rates)
+        rules += [RuleResult(*rule) for rule in audio_rules]
         broken = tuple(r for r in rules if not r.ok)
         complete = not broken
         write_json(self.run_dir / METRICS_NAME, {

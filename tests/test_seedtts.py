@@ -16,6 +16,7 @@ from conftest import free_port, make_fake_checkout
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
 from omnibench_core.records import Command, RunContext
+from omnibench_core.scoring.audio_check import run_audio_summary
 from omnibench_core.settings import Settings
 from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import seedtts
@@ -52,7 +53,8 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     (run,) = results.glob("*/run0")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["complete"] is True and metrics["broken_rules"] == []
-    assert set(metrics["metrics"]) == RUNBOOK_SEEDTTS_KEYS
+    assert set(metrics["metrics"]) == RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan"}
+    assert metrics["metrics"]["audio.files"] == len(TARGET_SENTENCES)
     m = metrics["metrics"]
     assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0
     assert m["seedtts.wer.wer_corpus"] < 0.3  # real speech, really recognised
@@ -164,7 +166,10 @@ def test_missing_and_nan_audio_break_their_rules(full_run, tmp_path):
     sf.write(wavs[1], np.array([0.1, np.nan, 0.2], dtype=np.float32), 24000, subtype="FLOAT")
     broken = _broken(folder)
     assert broken["one WAV per sample"] == f"{len(wavs) - 1} WAVs for {len(wavs)} samples"
-    assert "nan" in broken["no empty or NaN audio"]
+    figures, rates, rules = run_audio_summary(folder.parent)  # the run-wide audio rules
+    assert figures == {"audio.files": len(wavs) - 1, "audio.empty_or_nan": 1} and rates == (24000,)
+    assert [(name, ok) for name, ok, _ in rules] == [("speech files exist", True), ("no empty or NaN audio", False)]
+    assert "nan" in rules[1][2]
 
 
 def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_cache):

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, make_fake_checkout
 
-from omnibench_core.settings import Settings
 from omnibench_core.setup import pins as pins_mod
 from omnibench_core.setup.checkout import VenvNotOk, check_venv
 from omnibench_core.setup.container import plan_container

@@ -16,7 +16,7 @@ import numpy as np
 from aiohttp import web
 
 from ..audio import AudioError, read_wav_bytes, to_wav_bytes
-from . import protocol
+from . import multimodal, protocol
 from .protocol import RequestError
 from .speech import TTS_RATE, Recognizer, Synthesizer
 
@@ -81,7 +81,11 @@ class Handlers:
         except (ValueError, UnicodeDecodeError) as exc:
             raise RequestError(400, f"request body is not valid JSON: {exc}") from exc
         req = protocol.parse_chat(body, model_name=self.config.model_name, max_seq_len=self.config.max_seq_len)
-        text, cut = protocol.truncate_tokens(protocol.reply_text(req), req.max_tokens)
+        if multimodal.is_multimodal(req):
+            reply = await self._run(multimodal.answer, req, self.recog, self.config.max_seq_len)
+        else:
+            reply = protocol.reply_text(req)
+        text, cut = protocol.truncate_tokens(reply, req.max_tokens)
         seed = 0 if req.temperature == 0 and req.seed is None else req.seed
         factor = 1.0
         if req.wants_audio and req.reference is not None:

@@ -59,3 +59,19 @@ def check_files(paths: Sequence[str | Path], workers: int = 8) -> AudioCheck:
     problems = tuple(r for r in results if r.bad)
     rates = tuple(sorted({r.rate for r in results if r.rate}))
     return AudioCheck(len(results), len(problems), rates, problems)
+
+
+def run_audio_summary(run_dir: Path) -> tuple[dict[str, int], tuple[int, ...], tuple[tuple[str, bool, str], ...]]:
+    """The runbook's run-wide audio figures over ``<run>/*/audio/*.wav``.
+
+    Returns ``audio.files`` and ``audio.empty_or_nan``, the sample rates, and the rules
+    (name, ok, detail): at least one file, and no empty or NaN audio. Empty when no workload
+    of the run has an ``audio`` folder.
+    """
+    if not any(p.is_dir() for p in run_dir.glob("*/audio")):
+        return {}, (), ()
+    check = check_files(sorted(run_dir.glob("*/audio/*.wav")))
+    bad = "; ".join(f"{Path(p.path).parent.parent.name}/{Path(p.path).name}: {p.bad}" for p in check.problems[:5])
+    rules = (("speech files exist", check.files > 0, f"{check.files} WAVs"),
+             ("no empty or NaN audio", check.empty_or_nan == 0, bad))
+    return {"audio.files": check.files, "audio.empty_or_nan": check.empty_or_nan}, check.rates, rules

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import csv
 import sys
 import time
@@ -23,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from omnibench_core.audio import wav_data_uri, wav_duration_s
-from omnibench_core.clients import Progress, error_text
+from omnibench_core.clients import Progress, post_chat
 from omnibench_core.jsonio import write_json
 from omnibench_core.scoring.speed import speed_summary
 
@@ -103,33 +102,23 @@ class SeedTtsClient:
         t0 = time.perf_counter()
         try:
             body = request_body(self.cfg, sample, self._ref_uri(sample))
-            async with session.post(self.cfg.url, json=body) as response:
-                if response.status != 200:
-                    row["error"] = await error_text(response)
-                    return row
-                reply = await response.json(content_type=None)
-            choice = (reply.get("choices") or [{}])[0]
-            audio = ((choice.get("message") or {}).get("audio") or {}).get("data")
-            usage = reply.get("usage") or {}
-            row["prompt_tokens"], row["completion_tokens"] = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            if not audio:
-                row["error"] = "reply has no audio"
-                return row
-            wav = base64.b64decode(audio)
-            duration = wav_duration_s(wav)
+        except OSError as exc:  # an unreadable reference WAV
+            row.update(error=f"{type(exc).__name__}: {exc}", latency_s=0.0)
+            return row
+        reply = await post_chat(session, self.cfg.url, body, self.cfg.timeout_s)
+        row.update(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                   error=reply.error or ("" if reply.wav else "reply has no audio"))
+        if reply.wav:
+            duration = wav_duration_s(reply.wav)
             if save:
                 path = self.audio_dir / f"{sample.sample_id}.wav"
-                path.write_bytes(wav)
+                path.write_bytes(reply.wav)
                 row["wav_path"] = str(path)
             latency = time.perf_counter() - t0  # send to reply received and saved
             row.update(is_success=duration > 0, latency_s=latency, audio_duration_s=duration,
                        rtf=latency / duration if duration else None,
                        output_token_rate=(row["completion_tokens"] or 0) / latency,
                        error="" if duration > 0 else "reply audio is empty or unreadable")
-        except asyncio.TimeoutError:
-            row["error"] = f"timed out after {self.cfg.timeout_s:g} s"
-        except (aiohttp.ClientError, ValueError, OSError) as exc:
-            row["error"] = f"{type(exc).__name__}: {exc}"
         if row["latency_s"] is None:
             row["latency_s"] = time.perf_counter() - t0
         return row

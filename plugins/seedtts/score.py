@@ -10,19 +10,17 @@ sglang-omni's ``--transcribe-only``, ``--similarity-only`` and ``--utmos-only``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import numpy as np
 import soundfile as sf
 
-from omnibench_core.clients import Progress, error_text
 from omnibench_core.jsonio import read_json, write_json
 from omnibench_core.scoring import voice, wer
+from omnibench_core.scoring.asr_client import transcribe_files
 from omnibench_core.scoring.stats import mean, median, percentile
 
 from .data import load_meta
@@ -45,42 +43,13 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     return samples.mean(axis=1), int(rate)
 
 
-async def _transcribe_all(rows, output_dir: Path, url: str, model: str, lang: str, concurrency: int):
-    gate = asyncio.Semaphore(concurrency)
-    progress = Progress(len(rows), "transcribed")
-
-    async def one(session: aiohttp.ClientSession, row: dict[str, Any]) -> tuple[str | None, str]:
-        if not row.get("is_success"):
-            progress.tick(False)
-            return None, "generation failed"
-        path = wav_for(output_dir, row)
-        async with gate:
-            try:
-                form = aiohttp.FormData()
-                form.add_field("model", model)
-                form.add_field("language", lang)
-                form.add_field("response_format", "json")
-                form.add_field("file", path.read_bytes(), filename=path.name, content_type="audio/wav")
-                async with session.post(url, data=form) as response:
-                    if response.status != 200:
-                        result = None, await error_text(response)
-                    else:
-                        result = str((await response.json(content_type=None)).get("text", "")), ""
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
-                result = None, f"{type(exc).__name__}: {exc}"
-        progress.tick(result[0] is not None)
-        return result
-
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
-        return await asyncio.gather(*(one(session, r) for r in rows))
-
-
 def transcribe(output_dir: Path, *, port: int, model: str, lang: str = "en", concurrency: int = 4,
                host: str = "127.0.0.1", asr_label: str = "") -> dict[str, Any]:
     """Transcribe every generated WAV on the ASR server and score WER; writes ``wer_results.json``."""
     rows = generated(output_dir)
-    url = f"http://{host}:{port}/v1/audio/transcriptions"
-    heard = asyncio.run(_transcribe_all(rows, output_dir, url, model, lang, concurrency))
+    heard = transcribe_files([wav_for(output_dir, r) if r.get("is_success") else None for r in rows],
+                             url=f"http://{host}:{port}/v1/audio/transcriptions", model=model, lang=lang,
+                             concurrency=concurrency)
     counts, per_sample, skipped = [], [], 0
     for row, (text, error) in zip(rows, heard, strict=True):
         record: dict[str, Any] = {"id": row["sample_id"], "target_text": row["target_text"], "whisper_text": text,
