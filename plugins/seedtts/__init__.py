@@ -16,25 +16,18 @@ from pathlib import Path
 from omnibench_core.errors import SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
-from omnibench_core.records import Collected, Command, RunContext, ServeSpec, Step, StepContext, Workload
+from omnibench_core.records import Collected, Command, RunContext, Step, StepContext, Workload
+from omnibench_plugins.common import ASR_MODEL, ASR_SERVER, MODEL_NAME, asr_label, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
 
 NAME = "seedtts"
-MODEL_PATH, MODEL_NAME = "openbmb/MiniCPM-o-4_5", "minicpmo"
-ASR_MODEL = "Qwen/Qwen3-ASR-1.7B"
 HF_META = "zhaochenyang20/seed-tts-eval-arrow"
 HF_REVISION = "27f4c1adee83b5b29b7c4b375f6b976324bda308"
 RUNBOOK_SAMPLES = 1088  # the EN full set at HF_REVISION
 SGLANG_CLIENT = "benchmarks.eval.benchmark_omni_seedtts"
-LOCAL_ASR_LABEL = "pocketsphinx 5.1.1 en-us (local substitute for Qwen3-ASR-1.7B)"
-
-# CI stage 2's server parameters, as in the runbook.
-SERVER = ServeSpec(NAME, model_path=MODEL_PATH, model_name=MODEL_NAME, args=(
-    "--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static", "0.15",
-    "--thinker.factory.max_seq_len", "8192"))
-ASR_SERVER = ServeSpec("asr", model_path=ASR_MODEL, model_name=ASR_MODEL)
+SERVER = model_server(NAME, 8192)  # CI stage 2's server parameters, as in the runbook
 
 OPTIONS = {
     "client": "auto",  # auto: sglang-omni's own client on sglang-omni, the native one elsewhere
@@ -157,9 +150,8 @@ def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
     meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"] or None) / "meta.lst"
     score = [sys.executable, "-m", "omnibench_plugins.seedtts.score"]
     out = ["--output-dir", str(ctx.workload_dir)]
-    label = LOCAL_ASR_LABEL if ctx.target.target == "local" else ""
     transcribe = Command((*score, "transcribe", "--port", str(ctx.port), "--asr-model", ASR_MODEL, "--asr-label",
-                          label, "--asr-concurrency", o["asr_concurrency"], *out))
+                          asr_label(ctx.target.target), "--asr-concurrency", o["asr_concurrency"], *out))
     return [
         _local_data_step(ctx, meta, max_samples),
         _native_client(ctx, str(meta)),

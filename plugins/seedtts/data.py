@@ -9,14 +9,13 @@ reused; a half-made set is never left in place.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import soundfile as sf
+
+from omnibench_core.datasets import build_once, default_cache_dir
 
 SET_NAME = "seedtts-local-v1"
 
@@ -91,58 +90,32 @@ def load_meta(path: str | os.PathLike[str], max_samples: int | None = None) -> l
     return samples
 
 
-def default_cache_dir() -> Path:
-    """``$OMNIBENCH_CACHE`` or ``~/.cache/omnibench``."""
-    return Path(os.environ.get("OMNIBENCH_CACHE") or Path.home() / ".cache" / "omnibench")
-
-
 def local_set_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where the local set lives: ``<cache>/seedtts-local-v1``."""
     return Path(cache_dir) if cache_dir else default_cache_dir() / SET_NAME
 
 
 def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
-    """Make the local set in ``folder`` unless a complete one is there; return its ``meta.lst``.
+    """Make the local set in ``folder`` unless a complete one is there; return its ``meta.lst``."""
 
-    Built in a temporary sibling folder and renamed into place, so an interrupted build leaves
-    nothing half-made behind.
-    """
-    meta = folder / "meta.lst"
-    if _complete(folder):
-        return meta
-    if folder.exists():
-        raise FileExistsError(f"{folder} exists but is not a complete {SET_NAME}; remove it to rebuild")
-    from omnibench_core.audio import resample
-    from omnibench_core.local.speech import TTS_RATE, Synthesizer  # the local speech stack
+    def build(work: Path) -> int:
+        from omnibench_core.audio import resample
+        from omnibench_core.local.speech import TTS_RATE, Synthesizer  # the local speech stack
 
-    work = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "wavs").mkdir(parents=True)
-    synth = Synthesizer(workers=1)
-    lines, digests = [], {}
-    for i, target in enumerate(TARGET_SENTENCES):
-        sample_id = f"local_en_{i:03d}"
-        speaker = i % len(SPEAKER_PITCH)
-        ref_text = REFERENCE_SENTENCES[speaker]
-        audio = synth.speak_like(ref_text, SPEAKER_PITCH[speaker], seed=i)
-        rel = f"wavs/{sample_id}_ref.wav"
-        sf.write(work / rel, resample(audio, TTS_RATE, REFERENCE_RATE), REFERENCE_RATE, subtype="PCM_16")
-        digests[rel] = hashlib.sha256((work / rel).read_bytes()).hexdigest()
-        lines.append(f"{sample_id}|{ref_text}|{rel}|{target}")
-        if (i + 1) % 10 == 0:
-            progress(f"made reference {i + 1}/{len(TARGET_SENTENCES)}")
-    (work / "meta.lst").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (work / "dataset.json").write_text(json.dumps({"name": SET_NAME, "samples": len(lines), "files": digests},
-                                                  indent=2))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(work, folder)
-    return meta
+        (work / "wavs").mkdir()
+        synth = Synthesizer(workers=1)
+        lines = []
+        for i, target in enumerate(TARGET_SENTENCES):
+            sample_id = f"local_en_{i:03d}"
+            speaker = i % len(SPEAKER_PITCH)
+            ref_text = REFERENCE_SENTENCES[speaker]
+            audio = synth.speak_like(ref_text, SPEAKER_PITCH[speaker], seed=i)
+            rel = f"wavs/{sample_id}_ref.wav"
+            sf.write(work / rel, resample(audio, TTS_RATE, REFERENCE_RATE), REFERENCE_RATE, subtype="PCM_16")
+            lines.append(f"{sample_id}|{ref_text}|{rel}|{target}")
+            if (i + 1) % 10 == 0:
+                progress(f"made reference {i + 1}/{len(TARGET_SENTENCES)}")
+        (work / "meta.lst").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return len(lines)
 
-
-def _complete(folder: Path) -> bool:
-    try:
-        info = json.loads((folder / "dataset.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (info.get("name") == SET_NAME and len(load_meta(folder / "meta.lst")) == info.get("samples")
-            and all((folder / rel).is_file() for rel in info.get("files", {})))
+    return build_once(folder, SET_NAME, build) / "meta.lst"

@@ -1,0 +1,47 @@
+"""Data sets a project makes once into a cache folder: built aside, then renamed into place."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """``$OMNIBENCH_CACHE`` or ``~/.cache/omnibench``."""
+    return Path(os.environ.get("OMNIBENCH_CACHE") or Path.home() / ".cache" / "omnibench")
+
+
+def build_once(folder: Path, name: str, build: Callable[[Path], int]) -> Path:
+    """Make the set ``name`` in ``folder`` unless a complete one is there.
+
+    ``build(work)`` fills a temporary sibling folder and returns the sample count; it is renamed
+    into place only once complete, with ``dataset.json`` (name, samples) as the completion mark,
+    so an interrupted build leaves nothing half-made behind.
+    """
+    if is_complete(folder, name):
+        return folder
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists but is not a complete {name}; remove it to rebuild")
+    work = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        samples = build(work)
+        (work / "dataset.json").write_text(json.dumps({"name": name, "samples": samples}, indent=2))
+        os.rename(work, folder)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return folder
+
+
+def is_complete(folder: Path, name: str) -> bool:
+    """True when ``folder`` holds a finished build of ``name``."""
+    try:
+        info = json.loads((folder / "dataset.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return info.get("name") == name and isinstance(info.get("samples"), int)

@@ -1,0 +1,164 @@
+"""omnibench's native Video-AMME client: ``videoamme_results.json`` with sglang-omni's fields and
+``audio/<sample_id>.wav``. Temperature 0, concurrency 16, no warmup (video's default); a failed
+request or a reply without audio is counted as failed (and wrong), never fatal.
+
+    python -m omnibench_plugins.videoamme.client --data DIR --port 8000 --output-dir out
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from omnibench_core.audio import wav_duration_s
+from omnibench_core.clients import Progress, post_chat
+from omnibench_core.jsonio import write_json
+from omnibench_core.scoring.speed import speed_summary
+
+from .data import VideoSample, load_samples
+
+PROMPT = ("Watch the video and listen to the spoken question, then choose the best option. "
+          "End your reply with 'Answer: $LETTER' where LETTER is one of A, B, C or D.")
+_ANSWER = re.compile(r"Answer\s*:\s*\(?([A-D])\b", re.I)
+_FALLBACK = re.compile(r"\b([A-D])\b")
+
+
+@dataclass(frozen=True)
+class VideoClientConfig:
+    """The client's settings, named as sglang-omni's flags."""
+
+    data: Path
+    output_dir: Path
+    model: str = "minicpmo"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_samples: int | None = None
+    video_fps: float = 2.0
+    video_max_frames: int = 128
+    video_max_pixels: int = 401408
+    max_tokens: int = 256
+    temperature: float = 0.0
+    timeout_s: float = 500.0
+    max_concurrency: int = 16
+    enable_audio: bool = True
+    answer_method: str = ""  # how the server picks answers, when known (the local target's substitute)
+
+
+def parse_letter(text: str | None) -> tuple[str | None, bool]:
+    """The answer letter: ``Answer: X`` (last one), else a lone letter (an ``mc_fallback``)."""
+    if not text:
+        return None, False
+    found = _ANSWER.findall(text)
+    if found:
+        return found[-1].upper(), False
+    lone = _FALLBACK.findall(text)
+    return (lone[-1], True) if lone else (None, False)
+
+
+def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
+    """A Video-AMME request: the fixed prompt, the video and the spoken question as file paths."""
+    body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
+                            "videos": [sample.video], "audios": [sample.audio], "video_fps": cfg.video_fps,
+                            "video_max_frames": cfg.video_max_frames, "video_max_pixels": cfg.video_max_pixels,
+                            "max_tokens": cfg.max_tokens, "temperature": cfg.temperature, "stream": False}
+    if cfg.enable_audio:
+        body.update(modalities=["text", "audio"], audio={"format": "wav"})
+    return body
+
+
+async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    reply = await post_chat(session, f"http://{cfg.host}:{cfg.port}/v1/chat/completions",
+                            request_body(cfg, sample), cfg.timeout_s)
+    row: dict[str, Any] = {"sample_id": sample.sample_id, "expected": sample.answer, "predicted": None,
+                           "raw_response": reply.text, "is_correct": False, "is_success": False, "latency_s": None,
+                           "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                           "audio_duration_s": None, "rtf": None, "wav_path": None, "mc_fallback": False,
+                           "error": reply.error, "duration": sample.duration, "domain": sample.domain,
+                           "task_type": sample.task_type}
+    if not reply.error and cfg.enable_audio and not reply.wav:
+        row["error"] = "reply has no audio"
+    if reply.wav and not row["error"]:
+        path = cfg.output_dir / "audio" / f"{sample.sample_id}.wav"
+        path.write_bytes(reply.wav)
+        row.update(wav_path=str(path), audio_duration_s=wav_duration_s(reply.wav))
+    row["latency_s"] = time.perf_counter() - t0
+    if not row["error"]:
+        row["predicted"], row["mc_fallback"] = parse_letter(reply.text)
+        row.update(is_success=True, is_correct=row["predicted"] == sample.answer,
+                   rtf=row["latency_s"] / row["audio_duration_s"] if row["audio_duration_s"] else None)
+    return row
+
+
+def _breakdown(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        group = out.setdefault(row[key], {"total": 0, "correct": 0})
+        group["total"] += 1
+        group["correct"] += row["is_correct"]
+    for group in out.values():
+        group["accuracy"] = group["correct"] / group["total"]
+    return out
+
+
+async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, Any]:
+    """Send every sample once at the configured concurrency; returns the results document."""
+    (cfg.output_dir / "audio").mkdir(parents=True, exist_ok=True)
+    gate, progress = asyncio.Semaphore(cfg.max_concurrency), Progress(len(samples), "questions")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)) as session:
+        async def one(sample: VideoSample) -> dict[str, Any]:
+            async with gate:
+                row = await _one(session, cfg, sample)
+            progress.tick(row["is_success"])
+            return row
+
+        t0 = time.perf_counter()
+        rows = await asyncio.gather(*(one(s) for s in samples))
+        wall = time.perf_counter() - t0
+    correct = sum(r["is_correct"] for r in rows)
+    summary = {"total_samples": len(rows), "correct": correct, "accuracy": correct / len(rows) if rows else 0.0,
+               "failed": sum(not r["is_success"] for r in rows), "mc_fallback": sum(r["mc_fallback"] for r in rows),
+               "by_duration": _breakdown(rows, "duration"), "by_domain": _breakdown(rows, "domain"),
+               "by_task_type": _breakdown(rows, "task_type")}
+    config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}
+    return {"summary": summary, "speed": speed_summary(rows, wall), "config": config, "per_sample": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the client; exit 0 even when requests failed (they are counted)."""
+    p = argparse.ArgumentParser(prog="python -m omnibench_plugins.videoamme.client", description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, type=Path, help="a local Video-AMME set (samples.json)")
+    p.add_argument("--output-dir", required=True, type=Path)
+    p.add_argument("--model", default="minicpmo")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-samples", type=int)
+    p.add_argument("--video-fps", type=float, default=2.0)
+    p.add_argument("--video-max-frames", type=int, default=128)
+    p.add_argument("--video-max-pixels", type=int, default=401408)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--timeout-s", type=float, default=500.0)
+    p.add_argument("--max-concurrency", type=int, default=16)
+    p.add_argument("--enable-audio", action="store_true")
+    p.add_argument("--answer-method", default="", help="recorded in config: how the server answers, if known")
+    a = p.parse_args(argv)
+    cfg = VideoClientConfig(**{k: v for k, v in vars(a).items()})
+    samples = load_samples(cfg.data, cfg.max_samples)
+    results = asyncio.run(run(cfg, samples))
+    write_json(cfg.output_dir / "videoamme_results.json", results)
+    s = results["summary"]
+    print(f"done: accuracy {s['accuracy']:.3f} ({s['correct']}/{s['total_samples']}), {s['failed']} failed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

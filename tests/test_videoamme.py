@@ -1,0 +1,186 @@
+"""Video-AMME: the runbook's whole "One run" on the local target, checked by the runbook's own
+collection script; failures counted; the sglang-omni commands; the local server's video input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import REPO, free_port, make_fake_checkout
+
+from omnibench_core.gates import wait_ready
+from omnibench_core.processes import start_group
+from omnibench_core.records import Command, RunContext
+from omnibench_core.settings import Settings
+from omnibench_core.targets import prepare_sglang_omni
+from omnibench_plugins import videoamme
+from omnibench_plugins.videoamme.client import parse_letter
+from omnibench_plugins.videoamme.data import ensure_local_set, load_samples
+
+TESTS = Path(__file__).resolve().parent
+RUNBOOK_KEYS = {
+    "videoamme.accuracy", "videoamme.failed", "seedtts.failed", "seedtts.sim", "seedtts.sim_skipped", "seedtts.utmos",
+    "seedtts.utmos_skipped", "seedtts.completion_tokens_sum",
+    *(f"{w}.{k}" for w in ("videoamme", "seedtts") for k in ("throughput_qps", "latency_mean_s", "latency_p95_s",
+                                                            "rtf_mean", "audio_duration_mean_s",
+                                                            "audio_throughput_s_per_s")),
+    *(f"{w}.wer.{k}" for w in ("videoamme", "seedtts") for k in ("wer_corpus", "wer_below_50_corpus",
+                                                                "n_above_50_pct_wer", "skipped")),
+    "audio.files", "audio.empty_or_nan",
+}
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One run."""
+    results = tmp_path_factory.mktemp("one-run")
+    done = subprocess.run([sys.executable, "-m", "invoke", "run", "--workload", "videoamme", "--workload", "seedtts",
+                           "--port", str(free_port())], cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+    return done, results
+
+
+def test_one_run_is_complete_with_exactly_the_runbooks_keys(one_run):
+    done, results = one_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    (run,) = results.glob("*/run0")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["complete"] is True
+    assert set(metrics["metrics"]) == RUNBOOK_KEYS
+    assert metrics["metrics"]["audio.files"] == 10 + 30 and metrics["rates"] == [24000]
+    assert 0 <= metrics["metrics"]["videoamme.accuracy"] <= 1
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [s["label"] for s in manifest["servers"]] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
+    assert "--thinker.factory.max_seq_len" in manifest["servers"][0]["argv"]
+    assert manifest["servers"][0]["argv"][manifest["servers"][0]["argv"].index("--thinker.factory.max_seq_len") + 1] == "32768"
+    results_doc = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
+    row = results_doc["per_sample"][0]
+    assert set(row) >= {"sample_id", "expected", "predicted", "raw_response", "is_correct", "is_success", "latency_s",
+                        "prompt_tokens", "completion_tokens", "audio_duration_s", "rtf", "wav_path", "error"}
+    assert row["raw_response"].rstrip().endswith(f"Answer: {row['predicted']}")
+    assert set(results_doc["summary"]) >= {"total_samples", "correct", "accuracy", "failed"}
+    assert "not a video model" in done.stdout
+
+
+def test_runbooks_own_collection_script_agrees_value_for_value(one_run, tmp_path):
+    _, results = one_run
+    (run,) = results.glob("*/run0")
+    copy = Path(shutil.copytree(run, tmp_path / "run0"))  # the script writes metrics.json itself
+    script = (TESTS / "runbook_collect.py").read_text().replace("1088", "30")  # the local seed-tts set's size
+    (tmp_path / "collect.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "collect.py"), str(copy)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "RUN_COMPLETE"
+    theirs = json.loads((copy / "metrics.json").read_text())
+    ours = json.loads((run / "metrics.json").read_text())
+    assert theirs["metrics"] == ours["metrics"]
+    assert theirs["rates"] == ours["rates"] and theirs["complete"] is ours["complete"] is True
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("vserver") / "server.log"
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo", "--port",
+                        str(port), "--thinker.factory.max_seq_len", "32768"], log_path=log, env=dict(os.environ))
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+    yield port
+    proc.stop(10)
+
+
+def _ask(port, **fields):
+    body = {"model": "minicpmo", "messages": [{"role": "user", "content": "Answer: $LETTER"}], "max_tokens": 64,
+            "temperature": 0, **fields}
+    return requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=120)
+
+
+def test_local_server_video_inputs(server, data_cache, tmp_path):
+    folder = ensure_local_set(data_cache / "videoamme-local-v1")
+    sample = load_samples(folder, 1)[0]
+    good = _ask(server, videos=[sample.video], audios=[sample.audio], video_fps=2, video_max_frames=4,
+                video_max_pixels=20000)
+    assert good.status_code == 200, good.text
+    assert good.json()["choices"][0]["message"]["content"].rstrip()[-9:-1] == "Answer: "
+    assert good.json()["usage"]["prompt_tokens"] > 4 * 64  # video frames and question audio count
+    garbage = tmp_path / "broken.mp4"
+    garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42 not really a video")
+    cases = [
+        ({"videos": [str(tmp_path / "missing.mp4")], "audios": [sample.audio]}, "video file not found"),
+        ({"videos": [str(garbage)], "audios": [sample.audio]}, "video"),
+        ({"videos": [sample.video], "audios": [str(tmp_path / "missing.wav")]}, "audio file not found"),
+        ({"videos": [sample.video], "audios": [sample.video]}, "not a WAV file"),
+        ({"videos": [sample.video], "video_fps": "fast"}, "'video_fps' must be a number"),
+        ({"videos": "one.mp4"}, "'videos' must be a list"),
+    ]
+    for fields, detail in cases:
+        reply = _ask(server, **fields)
+        assert reply.status_code == 400 and detail in reply.json()["detail"], (fields, reply.text)
+    assert requests.get(f"http://127.0.0.1:{server}/health", timeout=5).status_code == 200
+
+
+def test_answers_depend_on_the_request(server, data_cache):
+    folder = ensure_local_set(data_cache / "videoamme-local-v1")
+    colors = set()
+    for sample in load_samples(folder, 6):
+        text = _ask(server, videos=[sample.video], audios=[sample.audio]).json()["choices"][0]["message"]["content"]
+        colors.add(text.split("mostly ")[1].split(".")[0])
+    assert len(colors) == 6  # six different videos, six different colours seen
+
+
+def test_a_missing_video_is_a_counted_failure(server, data_cache, tmp_path):
+    source = ensure_local_set(data_cache / "videoamme-local-v1")
+    folder = Path(shutil.copytree(source, tmp_path / "set"))
+    first = load_samples(folder, 1)[0]
+    Path(first.video).unlink()
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(folder),
+                           "--port", str(server), "--max-samples", "3", "--enable-audio", "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "videoamme_results.json").read_text())
+    assert doc["summary"]["failed"] == 1 and doc["summary"]["total_samples"] == 3
+    failed = next(r for r in doc["per_sample"] if not r["is_success"])
+    assert failed["sample_id"] == first.sample_id and "video file not found" in failed["error"]
+    assert failed["is_correct"] is False  # failures count as wrong
+    assert doc["summary"]["accuracy"] == doc["summary"]["correct"] / 3
+    assert len(list((out / "audio").glob("*.wav"))) == 2
+
+
+@pytest.mark.parametrize(("text", "letter", "fallback"), [
+    ("The video is mostly red. Answer: B", "B", False), ("Answer: (c)", "C", False),
+    ("I think it is D", "D", True), ("no idea", None, False), (None, None, False),
+])
+def test_parse_letter(text, letter, fallback):
+    assert parse_letter(text) == (letter, fallback)
+
+
+RUNBOOK_SERVER = ("sgl-omni serve --model-path openbmb/MiniCPM-o-4_5 --model-name minicpmo "
+                  "--thinker.engine.mem_fraction_static 0.55 --talker.engine.mem_fraction_static 0.15 "
+                  "--thinker.factory.max_seq_len 32768 --port 8000")
+RUNBOOK_FLAGS = ("--model minicpmo --port 8000 --repo-id zhaochenyang20/Video_AMME_ci --max-samples 10 "
+                 "--video-fps 2 --video-max-frames 128 --video-max-pixels 401408 --max-tokens 256 --temperature 0 "
+                 "--timeout-s 500 --max-concurrency 16 --enable-audio --output-dir $OUT/videoamme")
+
+
+def test_sglang_omni_commands_are_the_runbooks(tmp_path):
+    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    run_dir = tmp_path / "run0"
+    ctx = RunContext(run_dir, "videoamme", 8000, dict(videoamme.OPTIONS), env, Settings())
+    steps = {s.name: s for s in videoamme.plan(ctx)}
+    generate, wer = steps["generate"].run, steps["wer"].run
+    assert isinstance(generate, Command) and generate.argv[:2] == (env.python, "-c")
+    assert "m.run_videoamme_eval(cfg, compute_wer=False)" in generate.argv[2]
+    assert " ".join(generate.argv[3:]).replace(str(run_dir), "$OUT") == RUNBOOK_FLAGS
+    assert Path(generate.argv[-1]).is_absolute()  # sglang-omni stores wav_path relative to its cwd
+    assert env.cwd == str(tmp_path / "co")  # run from the checkout root
+    assert wer.argv[:2] == (env.python, "-c") and wer.argv[3:] == (str(run_dir / "videoamme"), "8000")
+    assert ('compute_text_audio_consistency_from_records(records, "en", "cuda:0", asr_router_port=int(sys.argv[2]), '
+            'asr_concurrency=4)') in wer.argv[2]
+    assert "sgl-omni " + " ".join(env.serve_argv(steps["generate"].server, 8000)[1:]) == RUNBOOK_SERVER
+    assert steps["wer"].server.label == "asr" and steps["wer"].phase == "score"
