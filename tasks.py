@@ -3,6 +3,8 @@ library (omnibench_core) does the work."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from invoke import Collection, Context, Exit, task
@@ -12,6 +14,17 @@ from omnibench_core.errors import OmnibenchError, RunInterrupted
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.setup.doctor import diagnose
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """A typed omnibench error becomes a clean message and exit code (130 for an interrupt)."""
+    try:
+        yield
+    except RunInterrupted as exc:
+        raise Exit(f"error: {exc}", code=130) from None
+    except OmnibenchError as exc:
+        raise Exit(f"error: {exc}", code=1) from None
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
@@ -38,13 +51,9 @@ def settings_from(c: Context, **flags: object) -> Settings:
 def run(c, workload, target=None, results=None, port=None, run_name=None, opt=None, checkout=None, gpus=None,
         cpus=None, client=None):
     """Run workloads once: fresh server per workload, client, scoring, coverage, metrics.json."""
-    try:
+    with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
         result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=print)
-    except RunInterrupted as exc:
-        raise Exit(f"error: {exc}", code=130) from None
-    except OmnibenchError as exc:
-        raise Exit(f"error: {exc}", code=1) from None
     print(report.run_summary(result))
     if not result.complete:
         raise Exit(code=1)
@@ -53,16 +62,10 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
 @task
 def plugins(c):
     """List every workload, target and scorer with the plugin and distribution providing it."""
-    try:
+    with reported():
         rows = api.list_plugins()
-    except OmnibenchError as exc:
-        raise Exit(f"error: {exc}", code=1) from None
     print(report.table(((r.kind, r.name, r.description, r.plugin, r.distribution, r.version) for r in rows),
                        ("kind", "name", "description", "plugin", "distribution", "version")))
-
-
-def _fail(exc: OmnibenchError) -> Exit:
-    return Exit(f"error: {exc}", code=1)
 
 
 @task(help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",
@@ -70,12 +73,10 @@ def _fail(exc: OmnibenchError) -> Exit:
             "cores-per-gpu": "cores per GPU group (default 14)", "skip-cores": "cores left out (default 0,1)"})
 def cpus(c, gpu_a=None, gpu_b=None, out=None, cores_per_gpu=None, skip_cores=None):
     """CPU groups per GPU on its NUMA node: BENCH_CPUS and CI_CPUS, then CPUS_OK."""
-    try:
+    with reported():
         groups = setup_host.make_cpu_groups(settings_from(c), gpu_a=gpu_a, gpu_b=gpu_b,
                                             cores_per_gpu=int(cores_per_gpu) if cores_per_gpu else None,
                                             skip_cores=skip_cores, out=Path(out) if out else None)
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
     print(groups.env_text() + "CPUS_OK")
 
 
@@ -83,51 +84,39 @@ def cpus(c, gpu_a=None, gpu_b=None, out=None, cores_per_gpu=None, skip_cores=Non
             "env-file": "the cpus.env with CI_CPUS (default $BENCH_DIR/cpus.env)"})
 def container(c, execute=False, env_file=None):
     """The runbook's docker run for the GPU pair (printed, or run with --execute) and docker exec."""
-    try:
+    with reported():
         plan = setup_host.container(settings_from(c), Path(env_file) if env_file else None)
         if execute:
-            from omnibench_core.setup.container import create_container
-
-            print(f"started {create_container(plan)[:12]}")
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
+            print(f"started {setup_host.create_container(plan)[:12]}")
     print(plan.shell_lines())
 
 
 @task(help={"commit": "commit, tag or branch to detach at (default origin/main)"})
 def checkout(c, commit=None):
     """Clone or fetch sglang-omni into the checkout and detach at the commit."""
-    try:
+    with reported():
         setup_host.checkout(settings_from(c), commit)
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
 
 
 @task
 def venv(c):
     """Build the checkout's venv with CI's prepare_omni_venv.sh, then VENV_OK."""
-    try:
+    with reported():
         print(f"VENV_OK {setup_host.venv(settings_from(c))}")
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
 
 
 @task
 def download(c):
     """Download the pinned models and data, write refs/main, run the checkout's preparation."""
-    try:
+    with reported():
         setup_host.download_all(settings_from(c))
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
 
 
 @task
 def verify(c):
     """REVISIONS_OK: every pin loads offline at its own revision; seed-tts has its count."""
-    try:
+    with reported():
         setup_host.verify_all(settings_from(c))
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
     print("REVISIONS_OK")
 
 
@@ -135,10 +124,8 @@ def verify(c):
                                    "default: container when run inside one"})
 def setup_all(c, where="auto"):
     """Every set-up step for this side, in order, skipping what is already done."""
-    try:
+    with reported():
         setup_host.setup_all(settings_from(c), where)
-    except OmnibenchError as exc:
-        raise _fail(exc) from None
 
 
 @task

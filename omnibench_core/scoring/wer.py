@@ -86,3 +86,24 @@ def summarize(counts: Sequence[WerCounts], *, total: int, skipped: int, lang: st
         "n_above_50_pct_wer": above,
         "pct_above_50_pct_wer": 100.0 * above / len(counts) if counts else None,
     }
+
+
+def score_transcripts(items: Sequence[tuple[dict[str, Any], str, str | None, str]]
+                      ) -> tuple[list[WerCounts], list[dict[str, Any]], int]:
+    """Score ``(record, reference, transcript or None, error)`` per sample.
+
+    Returns the counts of the evaluated samples, each record completed with its WER fields (or
+    its error), and how many were skipped: no transcript, or an empty normalised reference.
+    """
+    counts, records, skipped = [], [], 0
+    for record, reference, transcript, error in items:
+        scored = score_pair(reference, transcript) if transcript is not None else None
+        record = {**record, "error": error}
+        if scored is None:
+            skipped += 1
+            record["error"] = error or "empty normalised reference"
+        else:
+            counts.append(scored)
+            record.update(per_sample_record(scored))
+        records.append(record)
+    return counts, records, skipped

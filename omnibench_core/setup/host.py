@@ -11,7 +11,7 @@ from ..errors import OmnibenchError
 from ..settings import Settings
 from ..targets import check_checkout
 from .checkout import build_venv, check_venv, checkout_commit
-from .container import ContainerPlan, plan_container, read_env_file
+from .container import ContainerPlan, create_container, plan_container, read_env_file
 from .cpus import CpuGroups, cpu_groups, read_topology
 from .pins import download, load_pins, run_prepare, verify
 
@@ -123,8 +123,6 @@ def setup_all(settings: Settings, where: str = "auto", progress: Progress = prin
         if container_running(settings):
             progress(f"container {settings.container_name} is running")
         else:
-            from .container import create_container
-
             progress(f"container {create_container(container(settings))[:12]} started")
         return
     if at_commit(settings):

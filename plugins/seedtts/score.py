@@ -50,18 +50,9 @@ def transcribe(output_dir: Path, *, port: int, model: str, lang: str = "en", con
     heard = transcribe_files([wav_for(output_dir, r) if r.get("is_success") else None for r in rows],
                              url=f"http://{host}:{port}/v1/audio/transcriptions", model=model, lang=lang,
                              concurrency=concurrency)
-    counts, per_sample, skipped = [], [], 0
-    for row, (text, error) in zip(rows, heard, strict=True):
-        record: dict[str, Any] = {"id": row["sample_id"], "target_text": row["target_text"], "whisper_text": text,
-                                  "error": error}
-        scored = wer.score_pair(row["target_text"], text) if text is not None else None
-        if scored is None:
-            skipped += 1
-            record["error"] = error or "empty normalised reference"
-        else:
-            counts.append(scored)
-            record.update(wer.per_sample_record(scored))
-        per_sample.append(record)
+    counts, per_sample, skipped = wer.score_transcripts([
+        ({"id": row["sample_id"], "target_text": row["target_text"], "whisper_text": text}, row["target_text"], text, error)
+        for row, (text, error) in zip(rows, heard, strict=True)])
     summary = wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang)
     result = {"summary": summary, "config": {"asr_model": model, "asr": asr_label or model, "lang": lang,
                                              "asr_concurrency": concurrency, "normalizer": "whisper English",

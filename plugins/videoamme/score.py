@@ -30,18 +30,9 @@ def consistency(output_dir: Path, *, port: int, model: str, lang: str = "en", co
 
     heard = transcribe_files([wav(r) for r in rows], url=f"http://{host}:{port}/v1/audio/transcriptions",
                              model=model, lang=lang, concurrency=concurrency)
-    counts, per_sample, skipped = [], [], 0
-    for row, (text, error) in zip(rows, heard, strict=True):
-        scored = wer.score_pair(row.get("raw_response") or "", text) if text is not None else None
-        record: dict[str, Any] = {"sample_id": row["sample_id"], "reference": row.get("raw_response"),
-                                  "transcript": text, "error": error}
-        if scored is None:
-            skipped += 1
-            record["error"] = error or "empty normalised reference"
-        else:
-            counts.append(scored)
-            record.update(wer.per_sample_record(scored))
-        per_sample.append(record)
+    counts, per_sample, skipped = wer.score_transcripts([
+        ({"sample_id": row["sample_id"], "reference": row.get("raw_response"), "transcript": text},
+         row.get("raw_response") or "", text, error) for row, (text, error) in zip(rows, heard, strict=True)])
     summary = {**wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang), "asr": asr_label or model}
     write_json(output_dir / "wer_summary.json", summary)
     write_json(output_dir / "wer_per_sample.json", per_sample)
