@@ -59,6 +59,32 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
         raise Exit(code=1)
 
 
+@task(iterable=["workload", "opt"], help={
+    "workload": "workload to measure (repeat for several)",
+    "runs": "measured runs after the warm-up run (default 3, as the runbook)",
+    "opt": "workload option WORKLOAD.KEY=VALUE (repeatable)",
+    "client": "native or sglang",
+    "target": "local or sglang-omni", "results": "results root", "port": "server port"})
+def measure(c, workload, runs=3, opt=None, client=None, target=None, results=None, port=None):
+    """A warm-up run, then --runs measured runs, then each metric's mean and spread (report.json)."""
+    with reported():
+        settings = settings_from(c, target=target, results=results, port=port)
+        path, spreads = api.measure(settings, workload, runs=int(runs), options=opt or [], client=client)
+    print(report.spread_table(spreads))
+    print(f"report: {path}")
+
+
+@task(help={"runs": "comma-separated run names (default: every complete runN except run0)",
+            "target": "local or sglang-omni", "results": "results root"})
+def report_runs(c, runs="", target=None, results=None):
+    """Each metric's mean, sample standard deviation and values over complete runs (report.json)."""
+    with reported():
+        path, spreads = api.report(settings_from(c, target=target, results=results),
+                                   [r.strip() for r in runs.split(",") if r.strip()])
+    print(report.spread_table(spreads))
+    print(f"report: {path}")
+
+
 @task
 def plugins(c):
     """List every workload, target and scorer with the plugin and distribution providing it."""
@@ -141,5 +167,6 @@ def doctor(c):
 
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, plugins, doctor, setup)
+ns = Collection(run, measure, plugins, doctor, setup)
+ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.defaults()})

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import environment, plugin_manager
-from .errors import SettingsError
+from .errors import OmnibenchError, SettingsError
 from .layout import next_run_name
 from .records import RunContext, RunResult, Step, Workload
 from .runner import Runner, RunPlan
 from .settings import Settings
+from .summary import MetricSpread, summarize_runs, write_report
 
 
 @dataclass(frozen=True)
@@ -113,3 +116,38 @@ def run(
             for problem in manager.notify_run_finish(runner.info, runner.result):
                 progress(f"warning: a run-finish hook failed: {problem}")
 
+
+
+def revision_dir(settings: Settings) -> Path:
+    """``<results>/<revision>`` of the configured target (where its runs go)."""
+    manager, registry = plugin_manager.load()
+    return settings.results_root / registry.get("target", settings.target).prepare(settings).folder
+
+
+def report(settings: Settings, runs: Sequence[str] = ()) -> tuple[Path, list[MetricSpread]]:
+    """Mean and spread of ``runs`` (default: every complete ``runN`` but ``run0``, the warm-up)."""
+    folder = revision_dir(settings)
+    names = list(runs) or sorted((p.name for p in folder.glob("run*") if re.fullmatch(r"run[1-9]\d*", p.name)),
+                                 key=lambda n: int(n[3:]))
+    run_dirs = [folder / name for name in names]
+    spreads = summarize_runs(run_dirs)
+    return write_report(folder / "report.json", run_dirs, spreads), spreads
+
+
+def measure(settings: Settings, workloads: Sequence[str], *, runs: int = 3, options: Sequence[str] = (),
+            client: str | None = None, progress: Callable[[str], None] = print) -> tuple[Path, list[MetricSpread]]:
+    """The runbook's "Measuring accurately": a warm-up run (run0 on a fresh revision), then ``runs``
+    measured runs, then their mean and spread. Stops at the first run that is not complete."""
+    if runs < 2:
+        raise SettingsError("--runs must be at least 2 for a spread", hint="the runbook uses 3")
+    done: list[str] = []
+    for i in range(runs + 1):
+        label = "warm-up run (discarded)" if i == 0 else f"measured run {i}/{runs}"
+        progress(f"=== {label}")
+        result = run(settings, workloads, options=options, client=client, progress=progress)
+        if not result.complete:
+            raise OmnibenchError(f"{result.run_dir.name} is incomplete, so the measurement stops",
+                                 evidence={"run": str(result.run_dir)}, hint="fix the cause, then run measure again")
+        if i > 0:
+            done.append(result.run_dir.name)
+    return report(settings, done)
