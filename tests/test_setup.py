@@ -325,3 +325,44 @@ def test_doctor_prints_ok_and_fail_with_fixes(invoke, tmp_path):
     assert "FAIL" in rows["venv hash (VENV_OK)"] and "invoke setup.venv" in rows["venv hash (VENV_OK)"]
     assert "FAIL" in rows["model and data pins (REVISIONS_OK)"] and "setup.download" in rows["model and data pins (REVISIONS_OK)"]
     assert "3 check(s) failed" in done.stderr
+
+
+def test_setup_all_on_the_host_skips_what_is_done(invoke, tmp_path):
+    bin_dir, sysfs = fake_host(tmp_path, "h200x2-vm")
+    state = tmp_path / "running"
+    docker = bin_dir / "docker"
+    docker.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        echo "$@" >> {tmp_path / 'docker.log'}
+        if [ "$1" = inspect ]; then [ -e {state} ] && echo true || exit 1; exit 0; fi
+        touch {state}; echo cafe0123456789
+        """))
+    docker.chmod(0o755)
+    env = setup_env(bin_dir, sysfs, INVOKE_OMNIBENCH_BENCH_DIR=str(tmp_path / "bench"))
+    first = invoke("setup", "--where", "host", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "CPUS_OK" in first.stdout and "container cafe01234567 started" in first.stdout
+    assert (tmp_path / "bench" / "cpus.env").read_text().startswith("BENCH_CPUS=2,3,")
+    second = invoke("setup", "--where", "host", env=env)
+    assert "CPUS_OK (kept" in second.stdout and "is running" in second.stdout
+    assert sum(line.startswith("run ") for line in (tmp_path / "docker.log").read_text().splitlines()) == 1
+
+
+def test_setup_all_in_the_container_skips_what_is_done(invoke, tmp_path):
+    checkout = venv_checkout(tmp_path)
+    home = tmp_path / "omni_ci"
+    home.mkdir()
+    import hashlib
+
+    (home / ".deps-hash").write_text(hashlib.sha256((checkout / "pyproject.toml").read_bytes()).hexdigest())
+    pins = Pins((Pin("openbmb/MiniCPM-o-4_5", "model", "503e754207c94da6bb26850b4469f367c9ea3582"),), ())
+    hub_tree(tmp_path / "hub", pins)
+    (tmp_path / "pins.json").write_text(json.dumps({"pins": [{"repo": "openbmb/MiniCPM-o-4_5", "type": "model",
+                                                             "revision": pins.pins[0].revision}]}))
+    env = {"INVOKE_OMNIBENCH_CHECKOUT": str(checkout), "INVOKE_OMNIBENCH_COMMIT": "HEAD",
+           "INVOKE_OMNIBENCH_OMNI_CI_HOME": str(home), "INVOKE_OMNIBENCH_HF_CACHE": str(tmp_path / "hub"),
+           "INVOKE_OMNIBENCH_PINS_FILE": str(tmp_path / "pins.json")}
+    done = invoke("setup", "--where", "container", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "checkout at HEAD already" in done.stdout and "VENV_OK" in done.stdout
+    assert "REVISIONS_OK (everything was downloaded already)" in done.stdout
