@@ -48,6 +48,15 @@ def invoke(tmp_path):
     return run_invoke
 
 
+def invoke_run_into(results: Path, *workloads: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """One real `invoke run` of ``workloads`` on the local target, results under ``results``."""
+    argv = [sys.executable, "-m", "invoke", "run", "--port", str(free_port())]
+    for workload in workloads:
+        argv += ["--workload", workload]
+    return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False) -> Path:
     """A fake `nvidia-smi`: prints the next value on each call (the last one repeats) and logs
     its argv to calls.log next to it."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import free_port, make_fake_checkout
+from conftest import free_port, invoke_run_into, make_fake_checkout
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
@@ -36,15 +36,8 @@ RUNBOOK_SEEDTTS_KEYS = {
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
     """One complete `invoke run --workload seedtts` on the local target, shared by the tests below."""
-    import subprocess
-
-    from conftest import REPO
-
     results = tmp_path_factory.mktemp("seedtts-results")
-    done = subprocess.run([sys.executable, "-m", "invoke", "run", "--workload", "seedtts", "--port", str(free_port())],
-                          cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
-                          capture_output=True, text=True, timeout=600)
-    return done, results
+    return invoke_run_into(results, "seedtts"), results
 
 
 def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import REPO, free_port, make_fake_checkout
+from conftest import free_port, invoke_run_into, make_fake_checkout
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
@@ -40,10 +40,7 @@ RUNBOOK_KEYS = {
 def one_run(tmp_path_factory):
     """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One run."""
     results = tmp_path_factory.mktemp("one-run")
-    done = subprocess.run([sys.executable, "-m", "invoke", "run", "--workload", "videoamme", "--workload", "seedtts",
-                           "--port", str(free_port())], cwd=REPO, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
-    return done, results
+    return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
 def test_one_run_is_complete_with_exactly_the_runbooks_keys(one_run):
