@@ -89,10 +89,6 @@ class Settings:
             raise SettingsError(f"port {settings.port} is out of range", hint="use 1..65535")
         return settings
 
-    def replace(self, **changes: Any) -> Settings:
-        """A copy with some fields changed (``None`` values are ignored)."""
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
-
     @property
     def results_root(self) -> Path:
         """The results root as an absolute path."""

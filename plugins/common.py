@@ -12,6 +12,12 @@ LOCAL_ASR_LABEL = "pocketsphinx 5.1.1 en-us (local substitute for Qwen3-ASR-1.7B
 ASR_SERVER = ServeSpec("asr", model_path=ASR_MODEL, model_name=ASR_MODEL)
 
 
+# The runbook's per-workload metric names: the speed fields and the WER fields.
+SPEED_METRICS = ("throughput_qps", "latency_mean_s", "latency_p95_s", "rtf_mean", "audio_duration_mean_s",
+                 "audio_throughput_s_per_s")
+WER_METRICS = ("wer_corpus", "wer_below_50_corpus", "n_above_50_pct_wer", "skipped")
+
+
 def model_server(label: str, max_seq_len: int) -> ServeSpec:
     """The runbook's MiniCPM-o server (CI's parameters) with the workload's context length."""
     return ServeSpec(label, model_path=MODEL_PATH, model_name=MODEL_NAME, args=(

@@ -11,10 +11,8 @@ from typing import Any
 
 from omnibench_core.records import Collected, RuleResult
 from omnibench_core.scoring.documents import field, load_doc, rule
+from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
-SPEED = ("throughput_qps", "latency_mean_s", "latency_p95_s", "rtf_mean", "audio_duration_mean_s",
-         "audio_throughput_s_per_s")
-WER = ("wer_corpus", "wer_below_50_corpus", "n_above_50_pct_wer", "skipped")
 FILES = {"speed": "speed_results.json", "wer": "wer_results.json", "sim": "similarity_results.json",
          "utmos": "utmos_results.json", "dataset": "dataset.json"}
 
@@ -37,9 +35,9 @@ def collect(workload_dir: Path, prefix: str = "seedtts") -> Collected:
         f"{prefix}.utmos_skipped": field(ut, "summary", "skipped"),
         f"{prefix}.completion_tokens_sum": sum(r.get("completion_tokens") or 0 for r in per_request) if speed else None,
     }
-    for key in SPEED:
+    for key in SPEED_METRICS:
         metrics[f"{prefix}.{key}"] = field(speed, "summary", key)
-    for key in WER:
+    for key in WER_METRICS:
         metrics[f"{prefix}.wer.{key}"] = field(wer_doc, "summary", key)
     wavs = list((workload_dir / "audio").glob("*.wav"))
     n = field(docs["dataset"], "samples")

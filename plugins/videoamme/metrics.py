@@ -8,10 +8,7 @@ from typing import Any
 
 from omnibench_core.records import Collected, RuleResult
 from omnibench_core.scoring.documents import field, load_doc, rule
-
-SPEED = ("throughput_qps", "latency_mean_s", "latency_p95_s", "rtf_mean", "audio_duration_mean_s",
-         "audio_throughput_s_per_s")
-WER = ("wer_corpus", "wer_below_50_corpus", "n_above_50_pct_wer", "skipped")
+from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
 
 def collect(workload_dir: Path, prefix: str = "videoamme") -> Collected:
@@ -22,9 +19,9 @@ def collect(workload_dir: Path, prefix: str = "videoamme") -> Collected:
     n = field(load_doc(workload_dir, "dataset.json", problems), "samples")
     metrics: dict[str, Any] = {f"{prefix}.accuracy": field(v, "summary", "accuracy"),
                                f"{prefix}.failed": field(v, "summary", "failed")}
-    for key in SPEED:
+    for key in SPEED_METRICS:
         metrics[f"{prefix}.{key}"] = field(v, "speed", key)
-    for key in WER:
+    for key in WER_METRICS:
         metrics[f"{prefix}.wer.{key}"] = field(vw, key)
     per = field(v, "per_sample") or []
     ids = {r.get("sample_id") for r in per}
