@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import environment, plugin_manager
+from . import environment, layout, plugin_manager
 from .errors import OmnibenchError, SettingsError
-from .layout import next_run_name
-from .records import RunContext, RunResult, Step, Workload
+from .plugin_manager import Registry
+from .records import RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan
 from .settings import Settings
 from .summary import MetricSpread, summarize_runs, write_report
@@ -32,7 +31,7 @@ def list_plugins(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Plugi
     """Every workload, target and scorer with the plugin and distribution that provides it."""
     _, registry = plugin_manager.load(extra_plugins)
     rows = []
-    for kind in ("workload", "target", "scorer", "ci-stage"):
+    for kind in ("workload", "target", "scorer", "check", "ci-stage"):
         for name, reg in sorted(registry.table(kind).items()):
             p = reg.provider
             rows.append(PluginRow(kind, name, reg.record.description, p.plugin, p.distribution or "-", p.version or "-"))
@@ -96,18 +95,16 @@ def run(
                                 hint=f"use --target {' or '.join(w.targets)}")
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
-    revision_dir = settings.results_root / target_env.folder
-    run_dir = revision_dir / (run_name or next_run_name(revision_dir))
-    steps: dict[str, list[Step]] = {}
-    for w in chosen:
-        ctx = RunContext(run_dir, w.name, settings.port, opts[w.name], target_env, settings)
-        steps[w.name] = list(w.plan(ctx))
-        for scorer_name in w.scorers:
-            steps[w.name] += list(registry.get("scorer", scorer_name).plan(ctx))
-    plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer")
+    slot = Slot(settings.port, gpus=target_env.gpus, cpus=settings.cpu_list())
+    run_dir = layout.run_dir(settings.results_root, target_env.folder, run_name)
+    steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
+                                                         settings)) for w in chosen}
+    plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
                     for r in registry.table(t).values() if r.provider.distribution}
-    plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, workloads=tuple(chosen), steps=steps,
-                   options=opts, environment=environment.capture(settings.nvidia_smi, sorted(plugin_dists)))
+    gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
+    plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
+                   steps=steps, options=opts, checks=run_checks(registry, chosen),
+                   environment=environment.capture(gpu_tool, sorted(plugin_dists)))
     runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
     try:
         return runner.execute()
@@ -118,20 +115,43 @@ def run(
 
 
 
+def plan_steps(registry: Registry, workload: Workload, ctx: RunContext) -> list[Step]:
+    """The workload's own steps, then those of each scorer it uses on this target."""
+    steps = list(workload.plan(ctx))
+    for use in workload.scorer_uses():
+        if ctx.target.facts.own_clients and not use.on_own_clients:
+            continue  # the target scores with its own tools; the workload planned them
+        steps += list(registry.get("scorer", use.scorer).plan(replace(ctx, params=use.params)))
+    return steps
+
+
+def run_checks(registry: Registry, workloads: Sequence[Workload]) -> tuple[RunCheck, ...]:
+    """Every run-wide check the workloads name, once each, in first-named order."""
+    names = dict.fromkeys(name for w in workloads for name in w.checks)
+    return tuple(registry.get("check", name) for name in names)
+
+
+def prepare_target(settings: Settings) -> TargetEnv:
+    """The configured target, prepared (its checks run, its revision found)."""
+    _, registry = plugin_manager.load()
+    return registry.get("target", settings.target).prepare(settings)
+
+
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
-    manager, registry = plugin_manager.load()
-    return settings.results_root / registry.get("target", settings.target).prepare(settings).folder
+    return layout.revision_dir(settings.results_root, prepare_target(settings).folder)
 
 
-def report(settings: Settings, runs: Sequence[str] = ()) -> tuple[Path, list[MetricSpread]]:
-    """Mean and spread of ``runs`` (default: every complete ``runN`` but ``run0``, the warm-up)."""
-    folder = revision_dir(settings)
-    names = list(runs) or sorted((p.name for p in folder.glob("run*") if re.fullmatch(r"run[1-9]\d*", p.name)),
-                                 key=lambda n: int(n[3:]))
-    run_dirs = [folder / name for name in names]
+def report(settings: Settings, runs: Sequence[str] = (), folder: Path | None = None
+           ) -> tuple[Path, list[MetricSpread]]:
+    """Mean and spread of ``runs`` (default: every complete ``runN`` but ``run0``, the warm-up).
+
+    ``folder`` is the revision folder (default: the configured target's).
+    """
+    folder = folder or revision_dir(settings)
+    run_dirs = [folder / name for name in (list(runs) or layout.measured_runs(folder))]
     spreads = summarize_runs(run_dirs)
-    return write_report(folder / "report.json", run_dirs, spreads), spreads
+    return write_report(folder / layout.REPORT_NAME, run_dirs, spreads), spreads
 
 
 def measure(settings: Settings, workloads: Sequence[str], *, runs: int = 3, options: Sequence[str] = (),
@@ -150,4 +170,4 @@ def measure(settings: Settings, workloads: Sequence[str], *, runs: int = 3, opti
                                  evidence={"run": str(result.run_dir)}, hint="fix the cause, then run measure again")
         if i > 0:
             done.append(result.run_dir.name)
-    return report(settings, done)
+    return report(settings, done, folder=result.run_dir.parent)

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .checkout import check_checkout, venv_env
 from .errors import GateError
 from .jsonio import write_json
-from .layout import next_run_name
+from .layout import ci_dir, next_run_name
 from .processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .report import table
 from .settings import Settings, format_cpu_list
-from .targets import check_checkout, venv_env
 
 ROUTER_SCRIPT = ".github/scripts/prepare_rust_router.sh"
 CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"
@@ -100,7 +100,7 @@ class CiRun:
         co = check_checkout(settings)
         self.checkout, self.python, self.revision = co.root, co.python, co.revision
         self.env = prepare_env(settings, co.root, co.venv)
-        ci_root = settings.results_root / short_revision(co.revision) / "ci"
+        ci_root = ci_dir(settings.results_root, short_revision(co.revision))
         self.out_dir = out_dir or ci_root / next_run_name(ci_root)
         self.env["SGLANG_OMNI_ROUTER_BIN"] = self._router()
         if self.out_dir.exists():

@@ -15,6 +15,8 @@ from .settings import format_cpu_list
 
 CORE_PACKAGES = ("omnibench", "invoke", "nox", "pluggy", "huggingface_hub", "requests", "numpy",
                  "soundfile", "tabulate")
+# Their versions change the local target's numbers and scores: a new version is a new baseline.
+SPEECH_VIDEO_PACKAGES = ("aiohttp", "hibari-tts", "pocketsphinx", "jiwer", "whisper-normalizer", "av")
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:
@@ -29,7 +31,8 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
 
 
 def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = ()) -> dict[str, Any]:
-    """The environment section of a manifest."""
+    """The environment section of a manifest. ``nvidia_smi`` empty: the target uses no GPU, and
+    no GPU tool is run."""
     try:
         cpus = format_cpu_list(sorted(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
@@ -40,6 +43,6 @@ def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = ()) 
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
         "cpu_set": cpus,
-        "gpus": describe_gpus(nvidia_smi),
-        "packages": package_versions([*CORE_PACKAGES, *extra_packages]),
+        "gpus": describe_gpus(nvidia_smi) if nvidia_smi else "not applicable: the target uses no GPU",
+        "packages": package_versions([*CORE_PACKAGES, *SPEECH_VIDEO_PACKAGES, *extra_packages]),
     }

@@ -6,8 +6,9 @@ below. Register it through the ``omnibench`` entry-point group in your ``pyproje
     [project.entry-points.omnibench]
     mywork = "mypackage.omnibench_plugin"
 
-Registration hooks return a list of records (see :mod:`omnibench_core.records`); the plugin
-manager checks their types and that names are unique lower-case words across all plugins.
+Registration hooks return a list of records (see :mod:`omnibench_core.records`), or ``yield``
+them one by one; the plugin manager checks their types and that names are unique lower-case
+words across all plugins.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .records import CiStage, RunInfo, RunResult, Scorer, Target, Workload
+    from .records import CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 
 PROJECT = "omnibench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -48,6 +49,15 @@ def omnibench_scorers() -> list[Scorer]:
     """Return reusable scorers (ASR WER, speaker similarity, UTMOS, accuracy...).
 
     A workload lists scorer names in ``Workload.scorers``; the runner adds their steps.
+    """
+
+
+@hookspec
+def omnibench_run_checks() -> list[RunCheck]:
+    """Return run-wide checks (e.g. ``audio``: every WAV of the run readable, not empty or NaN).
+
+    A workload names the checks it needs in ``Workload.checks``; each runs once per run, at
+    collection, and its rules count towards RUN_COMPLETE.
     """
 
 

@@ -10,6 +10,16 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Files get the mode any file of this process gets (mkstemp alone would make them 0600).
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def _strict(value: Any) -> Any:
     # Non-finite floats become null: sglang-omni's client writes a bare Infinity that strict
     # parsers reject; omnibench never does.
@@ -28,6 +38,7 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(_strict(data), handle, indent=2, allow_nan=False)
             handle.write("\n")

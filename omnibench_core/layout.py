@@ -1,4 +1,8 @@
-"""The results layout: ``<results>/<short-sha>/run0, run1, ...`` and ``runN-incomplete``."""
+"""The results layout, in one place: ``<results>/<revision folder>/run0, run1, ...``,
+``runN-incomplete`` for runs moved aside, ``report.json`` beside the runs, and ``ci/runN`` for
+the CI stages. The revision folder is the checkout's short commit (as in the runbook) or what the
+target names (``local-<omnibench commit>``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,29 @@ import re
 from pathlib import Path
 
 _RUN_RE = re.compile(r"^run(\d+)$")
+REPORT_NAME = "report.json"
+
+
+def revision_dir(results_root: Path, folder: str) -> Path:
+    """``<results>/<folder>``: where one revision's runs go."""
+    return results_root / folder
+
+
+def run_dir(results_root: Path, folder: str, name: str | None = None) -> Path:
+    """``<results>/<folder>/<name or the next free runN>``."""
+    parent = revision_dir(results_root, folder)
+    return parent / (name or next_run_name(parent))
+
+
+def measured_runs(revision: Path) -> list[str]:
+    """The ``runN`` folders of a revision but ``run0`` (the warm-up), in order."""
+    names = [p.name for p in revision.glob("run*") if _RUN_RE.match(p.name) and p.name != "run0"]
+    return sorted(names, key=lambda n: int(n[3:]))
+
+
+def ci_dir(results_root: Path, folder: str) -> Path:
+    """``<results>/<folder>/ci``: where the CI stages' runs go."""
+    return revision_dir(results_root, folder) / "ci"
 
 
 def next_run_name(revision_dir: Path) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as md
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
-from .records import NAME_RE, CiStage, RunInfo, RunResult, Scorer, Target, Workload
+from .records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 
 OWN_DISTRIBUTION = "omnibench"
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -21,7 +22,9 @@ _KINDS: dict[str, tuple[str, type]] = {
     "target": ("omnibench_targets", Target),
     "scorer": ("omnibench_scorers", Scorer),
     "ci-stage": ("omnibench_ci_stages", CiStage),
+    "check": ("omnibench_run_checks", RunCheck),
 }
+_REGISTRATION_HOOKS = {hook for hook, _ in _KINDS.values()}
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,12 @@ class Registry:
     targets: dict[str, Registered] = field(default_factory=dict)
     scorers: dict[str, Registered] = field(default_factory=dict)
     ci_stages: dict[str, Registered] = field(default_factory=dict)
+    checks: dict[str, Registered] = field(default_factory=dict)
 
     def table(self, kind: str) -> dict[str, Registered]:
-        """The mapping for ``"workload"``, ``"target"``, ``"scorer"`` or ``"ci-stage"``."""
+        """The mapping for ``"workload"``, ``"target"``, ``"scorer"``, ``"ci-stage"`` or ``"check"``."""
         return {"workload": self.workloads, "target": self.targets, "scorer": self.scorers,
-                "ci-stage": self.ci_stages}[kind]
+                "ci-stage": self.ci_stages, "check": self.checks}[kind]
 
     def ordered_ci_stages(self) -> list[CiStage]:
         """The CI stages in run order."""
@@ -89,8 +93,22 @@ class PluginManager:
         """Register a plugin object or module under ``name``."""
         if self._pm.has_plugin(name):
             raise PluginError(f"two plugins are named {name!r}", hint="rename one entry point")
+        provider = provider or Provider(name)
         self._pm.register(plugin, name=name)
-        self._providers[name] = provider or Provider(name)
+        self._providers[name] = provider
+        # Registration hooks may return a list or yield records (conda's style). Each plugin's
+        # answer is made a list tagged with its provider here, so the hooks can be called
+        # through pluggy (its tracing and wrappers work) and every record stays attributable.
+        # A run-finish collector's failure is returned as a message, never raised: it must not
+        # hide the run's result or stop the other collectors.
+        for caller in self._pm.get_hookcallers(plugin) or []:
+            for impl in caller.get_hookimpls():
+                if impl.plugin_name != name or impl.hookwrapper or impl.wrapper:
+                    continue
+                if caller.name in _REGISTRATION_HOOKS:
+                    impl.function = _tagging(impl.function, caller.name, provider)
+                elif caller.name == "omnibench_run_finish":
+                    impl.function = _reporting(impl.function, name)
 
     def load_entry_points(self, entry_points: Iterable[md.EntryPoint] | None = None) -> None:
         """Register every ``omnibench`` entry point: omnibench's own first, then the others."""
@@ -133,17 +151,12 @@ class PluginManager:
             table = registry.table(kind)
             replacing: dict[str, Registered] = {}
             hook: Callable[..., Any] = getattr(self._pm.hook, hook_name)
-            for impl in hook.get_hookimpls():
-                provider = self._providers.get(impl.plugin_name, Provider(impl.plugin_name))
-                try:
-                    returned = impl.function()
-                except Exception as exc:
-                    raise PluginError(
-                        f"plugin {provider} raised in {hook_name}",
-                        evidence={"error": repr(exc)},
-                        hint=f"fix or uninstall {provider.distribution or provider.plugin}",
-                    ) from exc
-                for record in _as_list(returned, hook_name, provider):
+            for answer in reversed(hook()):  # pluggy answers last-registered first
+                if not isinstance(answer, _Records):
+                    raise PluginError(f"a hook wrapper replaced the answers of {hook_name}",
+                                      hint="a wrapper of a registration hook must pass the plugins' lists through")
+                provider = answer.provider
+                for record in answer:
                     _validate(record, record_type, kind, provider)
                     if getattr(record, "replaces", False):
                         if record.name in replacing:
@@ -174,28 +187,60 @@ class PluginManager:
 
     def notify_run_finish(self, run: RunInfo, result: RunResult) -> list[str]:
         """Call ``omnibench_run_finish`` on every plugin; return the errors, never raise."""
-        errors = []
-        for impl in self._pm.hook.omnibench_run_finish.get_hookimpls():
-            try:
-                impl.function(run=run, result=result)
-            except Exception as exc:  # a collector's failure must not hide the run's result
-                errors.append(f"{impl.plugin_name}: {exc!r}")
-        return errors
+        return [str(e) for e in self._pm.hook.omnibench_run_finish(run=run, result=result)]
 
 
 def _dist_name(ep: md.EntryPoint) -> str:
     return (ep.dist.metadata["Name"] if ep.dist else "").lower()
 
 
-def _as_list(returned: Any, hook_name: str, provider: Provider) -> list[Any]:
-    if returned is None:
-        return []
-    if isinstance(returned, (list, tuple)):
-        return list(returned)
-    raise PluginError(
-        f"plugin {provider} returned {type(returned).__name__} from {hook_name}, not a list",
-        hint=f"make {hook_name} return a list of records",
-    )
+def _reporting(function: Callable[..., Any], plugin_name: str) -> Callable[..., Any]:
+    """Wrap a run-finish hookimpl: an exception becomes its message (None when it succeeded)."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> str | None:
+        try:
+            function(*args, **kwargs)
+        except Exception as exc:
+            return f"{plugin_name}: {exc!r}"
+        return None
+
+    return call
+
+
+class _Records(list):  # type: ignore[type-arg]
+    """One plugin's answer to a registration hook, with who gave it."""
+
+    def __init__(self, items: Iterable[Any], provider: Provider):
+        super().__init__(items)
+        self.provider = provider
+
+
+def _tagging(function: Callable[..., Any], hook_name: str, provider: Provider) -> Callable[..., Any]:
+    """Wrap a registration hookimpl: its list or generator becomes a tagged list."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> _Records:
+        try:
+            returned = function(*args, **kwargs)
+            if returned is None:
+                return _Records((), provider)
+            if isinstance(returned, (list, tuple, Iterator)):
+                return _Records(returned, provider)  # a generator runs here, inside the try
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {provider} raised in {hook_name}",
+                evidence={"error": repr(exc)},
+                hint=f"fix or uninstall {provider.distribution or provider.plugin}",
+            ) from exc
+        raise PluginError(
+            f"plugin {provider} returned {type(returned).__name__} from {hook_name}, not a list",
+            hint=f"make {hook_name} return a list of records, or yield them",
+        )
+
+    return call
 
 
 def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> None:
@@ -211,10 +256,24 @@ def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> 
         )
 
 
-def load(extra_plugins: Iterable[tuple[str, object]] = ()) -> tuple[PluginManager, Registry]:
-    """Load the entry points (and any extra plugins, for tests) and build the registry."""
+_LOADED: list[tuple[PluginManager, Registry]] = []  # this process's plugins, once loaded
+
+
+def load(extra_plugins: Iterable[tuple[str, object]] = (), *, fresh: bool = False
+         ) -> tuple[PluginManager, Registry]:
+    """The plugin manager and registry of this process.
+
+    The entry points are loaded once per process and reused; ``extra_plugins`` (for tests and
+    embedding programs) or ``fresh=True`` build a new manager that is not cached.
+    """
+    extra = list(extra_plugins)
+    if _LOADED and not extra and not fresh:
+        return _LOADED[0]
     manager = PluginManager()
     manager.load_entry_points()
-    for name, plugin in extra_plugins:
+    for name, plugin in extra:
         manager.register(plugin, name)
-    return manager, manager.registry()
+    loaded = manager, manager.registry()
+    if not extra:
+        _LOADED[:] = [loaded]
+    return loaded

@@ -60,19 +60,67 @@ class ServeSpec:
             raise ValueError(f"ServeSpec {self.label!r} needs a model_path or an argv")
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a run's servers listen: the one place URLs are built."""
+
+    port: int
+    host: str = "127.0.0.1"
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str) -> str:
+        """``http://host:port/path``."""
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    @property
+    def health_url(self) -> str:
+        """The READY gate's ``/health``."""
+        return self.url("/health")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one run holds while it runs: a port, the GPUs its servers use, a CPU set.
+
+    A campaign or a matrix hands each run a slot; two runs at once never share one.
+    ``gpus`` empty: the servers use no GPU; ``cpus`` empty: processes are not pinned.
+    """
+
+    port: int
+    gpus: tuple[str, ...] = ()
+    cpus: tuple[int, ...] = ()
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The loopback endpoint of the slot's port."""
+        return Endpoint(self.port)
+
+
 @dataclass
 class StepContext:
     """What a Python-callable step receives."""
 
     run_dir: Path
-    workload_dir: Path
     workload: str
-    port: int
-    base_url: str
-    options: Mapping[str, str]
+    endpoint: Endpoint
+    options: Mapping[str, Any]
     target: TargetEnv
     log: TextIO
     progress: Callable[[str], None]
+
+    @property
+    def workload_dir(self) -> Path:
+        """``<run>/<workload>``."""
+        return self.run_dir / self.workload
+
+    @property
+    def port(self) -> int:
+        """The port of the run's servers."""
+        return self.endpoint.port
 
 
 StepAction = Callable[[StepContext], None]
@@ -126,6 +174,26 @@ class Collected:
 
 
 @dataclass(frozen=True)
+class TargetFacts:
+    """What a target says about itself, so workloads branch on facts and never on its name.
+
+    ``own_clients``: the system under test brings its own clients and scorers (an sglang-omni
+    checkout does; the local server does not, so omnibench's native ones run).
+    ``substitutes``: what stands in for the real thing on this target, by role (``asr``,
+    ``video_answer``...), in words for the reports; empty when nothing is substituted.
+    ``uses_gpu``: its servers run on GPUs, so GPU_FREE and GPU facts apply.
+    """
+
+    own_clients: bool = False
+    substitutes: Mapping[str, str] = field(default_factory=dict)
+    uses_gpu: bool = False
+
+    def substitute(self, role: str) -> str:
+        """What stands in for ``role`` here ("" when the real thing runs)."""
+        return self.substitutes.get(role, "")
+
+
+@dataclass(frozen=True)
 class TargetEnv:
     """A target prepared for one run: how to start programs of the system under test.
 
@@ -138,6 +206,7 @@ class TargetEnv:
     target: str
     python: str
     serve_argv: Callable[[ServeSpec, int], list[str]]
+    facts: TargetFacts = field(default_factory=TargetFacts)
     env: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     cwd: str | None = None
@@ -166,29 +235,40 @@ class Target:
     """Where the system under test comes from (``sglang-omni`` checkout, ``local`` server...).
 
     ``prepare(settings)`` checks the target's prerequisites (raising a typed error that names
-    the setting to change) and returns a :class:`TargetEnv`.
+    the setting to change) and returns a :class:`TargetEnv` carrying the same ``facts``.
     """
 
     name: str
     description: str
     prepare: Callable[[Settings], TargetEnv]
+    facts: TargetFacts = field(default_factory=TargetFacts)
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a workload's or scorer's ``plan`` receives to build its steps."""
+    """What a workload's or scorer's ``plan`` receives to build its steps.
+
+    ``options`` are the workload's checked option values (typed by its schema); ``params``
+    are what the workload passes to a scorer it uses (see :class:`ScorerUse`).
+    """
 
     run_dir: Path
     workload: str
-    port: int
-    options: Mapping[str, str]
+    endpoint: Endpoint
+    options: Mapping[str, Any]
     target: TargetEnv
     settings: Settings
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def workload_dir(self) -> Path:
         """``<run>/<workload>``, where the workload's files go."""
         return self.run_dir / self.workload
+
+    @property
+    def port(self) -> int:
+        """The port of the run's servers."""
+        return self.endpoint.port
 
 
 @dataclass(frozen=True)
@@ -205,22 +285,54 @@ class Scorer:
 
 
 @dataclass(frozen=True)
+class ScorerUse:
+    """A workload's use of a registered scorer, with the parameters that scorer reads.
+
+    ``on_own_clients``: also when the target brings its own clients and scorers (default no:
+    there the target's own scoring runs, planned by the workload).
+    """
+
+    scorer: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    on_own_clients: bool = False
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """A run-wide check (e.g. every WAV of the run is readable and not empty or NaN).
+
+    ``collect(run_dir)`` returns metrics and rules over the whole run. Workloads name the
+    checks they need in ``Workload.checks``; each named check runs once per run.
+    """
+
+    name: str
+    description: str
+    collect: Callable[[Path], Collected]
+
+
+@dataclass(frozen=True)
 class Workload:
     """A benchmark workload.
 
-    ``plan(ctx)`` returns its steps for one run; ``scorers`` names registered scorers whose steps
-    are added; ``collect(run_dir, options)`` reads the files and returns its metrics and coverage
-    rules. ``options`` are defaults a user can override with ``--opt NAME.KEY=VALUE``.
-    ``targets`` lists the targets it supports (empty: any).
+    ``plan(ctx)`` returns its steps for one run; ``scorers`` are registered scorers whose steps
+    are added (a name, or a :class:`ScorerUse` with parameters); ``checks`` names run-wide
+    checks (:class:`RunCheck`); ``collect(run_dir, options)`` reads the files and returns its
+    metrics and coverage rules. ``options`` are defaults a user can override with
+    ``--opt NAME.KEY=VALUE``. ``targets`` lists the targets it supports (empty: any).
     """
 
     name: str
     description: str
     plan: Callable[[RunContext], Sequence[Step]]
-    collect: Callable[[Path, Mapping[str, str]], Collected] | None = None
-    scorers: tuple[str, ...] = ()
-    options: Mapping[str, str] = field(default_factory=dict)
+    collect: Callable[[Path, Mapping[str, Any]], Collected] | None = None
+    scorers: tuple[str | ScorerUse, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
     targets: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    def scorer_uses(self) -> tuple[ScorerUse, ...]:
+        """``scorers`` with plain names turned into :class:`ScorerUse` records."""
+        return tuple(s if isinstance(s, ScorerUse) else ScorerUse(s, on_own_clients=True) for s in self.scorers)
 
 
 @dataclass(frozen=True)

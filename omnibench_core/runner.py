@@ -1,7 +1,9 @@
-"""Executes a planned run: gates, servers, steps, collection, manifest, move-aside.
+"""Executes a planned run: gates, servers, steps, then collection; an incomplete run is moved aside.
 
-The runner gets everything it needs as arguments (records, settings, callbacks) and returns a
-:class:`~omnibench_core.records.RunResult`; it never looks plugins up itself.
+The runner gets everything it needs as arguments (a :class:`RunPlan` of records, settings and a
+:class:`~omnibench_core.records.Slot`, plus callbacks) and returns a
+:class:`~omnibench_core.records.RunResult`; it never looks plugins up itself, so a campaign or a
+matrix can drive many runners, each on its own slot.
 """
 
 from __future__ import annotations
@@ -12,24 +14,21 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import gates
-from .errors import GateError, OmnibenchError, PluginError, RunInterrupted, RunNotReady, StepFailed, Terminated
-from .jsonio import write_json
+from .collection import collect_run, write_metrics
+from .errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
 from .layout import move_aside
 from .manifest import Manifest, now_iso
 from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
 from .processes import build_env, start_group
-from .records import Collected, RuleResult, RunInfo, RunResult, Step, TargetEnv, Workload
-from .scoring.audio_check import run_audio_summary
+from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
 from .settings import Settings
-from .step_exec import run_step, step_log_path
-
-METRICS_NAME = "metrics.json"
+from .step_exec import StepScope, run_step, step_log_path
 
 Progress = Callable[[str], None]
 
@@ -41,15 +40,17 @@ class RunPlan:
     run_dir: Path
     settings: Settings
     target: TargetEnv
+    slot: Slot
     workloads: tuple[Workload, ...]
     steps: Mapping[str, Sequence[Step]]  # by workload, scorer steps included
-    options: Mapping[str, Mapping[str, str]]  # by workload
+    options: Mapping[str, Mapping[str, Any]]  # by workload
     environment: Mapping[str, Any]
+    checks: tuple[RunCheck, ...] = ()
 
     @property
     def port(self) -> int:
         """The port every server of the run uses."""
-        return self.settings.port
+        return self.slot.port
 
 
 @contextlib.contextmanager
@@ -81,6 +82,8 @@ class Runner:
         self.info = RunInfo(plan.run_dir, plan.target.target, tuple(w.name for w in plan.workloads),
                             plan.target.revision)
         self._t0 = time.monotonic()
+        self.scope = StepScope(plan.run_dir, plan.slot.endpoint, plan.target, plan.slot.cpus,
+                               plan.settings.stop_grace_s)
         self.manifest: Manifest | None = None
         self.result: RunResult | None = None  # set once the run ended, failed or not
 
@@ -108,6 +111,7 @@ class Runner:
             "target_details": dict(plan.target.details),
             "workloads": [w.name for w in plan.workloads],
             "options": {k: dict(v) for k, v in plan.options.items()},
+            "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
             "settings": {k: str(v) for k, v in vars(plan.settings).items()},
             "environment": dict(plan.environment),
         })
@@ -140,15 +144,22 @@ class Runner:
         for workload in self.plan.workloads:
             (self.run_dir / workload.name).mkdir(exist_ok=True)
 
+    def _move_aside(self) -> Path:
+        """Move the run to ``-incomplete``; the manifest and later messages follow it."""
+        assert self.manifest is not None
+        moved = move_aside(self.run_dir)
+        self.manifest.run_dir = self.run_dir = moved
+        self.scope = replace(self.scope, run_dir=moved)
+        return moved
+
     def _fail(self, status: str, error: OmnibenchError) -> None:
         assert self.manifest is not None
         if isinstance(error, GateError):
             self.manifest.gate_failed(error.gate, error)
-        moved = move_aside(self.run_dir)
-        self.manifest.run_dir = moved
+        moved = self._move_aside()
+        _follow_move(error, self.plan.run_dir, moved)
         error.evidence["run moved to"] = str(moved)
         self.manifest.finish(status, error)
-        self.run_dir = moved
         self.result = RunResult(moved, False, status, {}, (), (), self.manifest.path, error=error.message)
         self.say(f"run {status}: moved to {moved}")
 
@@ -180,14 +191,13 @@ class Runner:
         log_path = self._server_log(spec.label)
         env = build_env(os.environ, {**plan.target.env, "SGLANG_OMNI_STRICT_PORT": "1"}, plan.target.unset)
         self.say(f"{spec.label}: starting server (log {log_path.relative_to(self.run_dir)})")
-        proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.target.cpus)
+        proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus)
         entry = self.manifest.server({"label": spec.label, "phase": group.phase, "argv": argv, "pid": proc.pid,
                                       "pgid": proc.pgid, "port": plan.port, "log": str(log_path.relative_to(self.run_dir)),
-                                      "cpus": list(plan.target.cpus), "started": now_iso(),
+                                      "cpus": list(plan.slot.cpus), "started": now_iso(),
                                       "ready": None, "stopped": None, "stop": None})
         try:
-            url = f"http://127.0.0.1:{plan.port}/health"
-            ready = gates.wait_ready(proc, url, timeout_s=plan.settings.ready_timeout_s,
+            ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
                                      interval_s=plan.settings.health_interval_s)
             entry["ready"] = now_iso()
             self.manifest.gate(ready, spec.label)
@@ -200,7 +210,7 @@ class Runner:
             self.say(f"{spec.label}: server stopped ({how})")
         # GPU_FREE only after a clean group: after a failure the run is already incomplete and
         # the original error is what the user needs to see.
-        free = gates.wait_gpu_free(plan.target.gpus, threshold_mib=plan.settings.gpu_free_mib,
+        free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
                                    timeout_s=plan.settings.gpu_free_timeout_s,
                                    interval_s=plan.settings.gpu_poll_interval_s,
                                    nvidia_smi=plan.settings.nvidia_smi)
@@ -233,9 +243,7 @@ class Runner:
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
         try:
-            code = run_step(step, workload=workload, run_dir=self.run_dir, port=self.plan.port,
-                            base_url=f"http://127.0.0.1:{self.plan.port}",
-                            options=dict(self.plan.options.get(workload, {})), target=self.plan.target,
+            code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
                             on_spawn=lambda pgid: self._spawned(entry, pgid))
         except StepFailed as exc:
@@ -258,52 +266,27 @@ class Runner:
     # -- collection ------------------------------------------------------------------------
     def _collect(self) -> RunResult:
         assert self.manifest is not None
-        metrics: dict[str, Any] = {}
-        rates: set[int] = set()
-        rules: list[RuleResult] = []
-        notes: list[str] = []
-        for workload in self.plan.workloads:
-            if workload.collect is None:
-                continue
-            try:
-                collected = workload.collect(self.run_dir, self.plan.options.get(workload.name, {}))
-            except Exception as exc:
-                raise StepFailed(f"collecting {workload.name} failed: {type(exc).__name__}: {exc}",
-                                 hint="a result file is missing or malformed; see the step logs") from exc
-            if not isinstance(collected, Collected):
-                raise PluginError(f"workload {workload.name!r} collect returned {type(collected).__name__}, not Collected")
-            clash = set(metrics) & set(collected.metrics)
-            if clash:
-                raise PluginError(f"workload {workload.name!r} reports metrics another workload reported",
-                                  evidence={"metrics": ", ".join(sorted(clash))})
-            metrics.update(collected.metrics)
-            rates |= set(collected.rates)
-            rules += collected.rules
-            notes += collected.notes
-        audio_metrics, audio_rates, audio_rules = run_audio_summary(self.run_dir)
-        metrics.update(audio_metrics)
-        rates |= set(audio_rates)
-        rules += [RuleResult(*rule) for rule in audio_rules]
-        broken = tuple(r for r in rules if not r.ok)
-        complete = not broken
-        write_json(self.run_dir / METRICS_NAME, {
-            "metrics": metrics, "rates": sorted(rates), "complete": complete,
-            "target": self.plan.target.target,
-            "broken_rules": [{"rule": r.name, "detail": r.detail} for r in broken],
-            "notes": notes,
-        })
-        self.manifest.data["coverage"] = [{"rule": r.name, "ok": r.ok, "detail": r.detail} for r in rules]
-        status = "complete" if complete else "incomplete"
-        if complete:
+        plan = self.plan
+        collection = collect_run(self.run_dir, plan.workloads, plan.options, plan.checks)
+        write_metrics(self.run_dir, collection, plan.target.target)
+        self.manifest.data["coverage"] = [{"rule": r.name, "ok": r.ok, "detail": r.detail} for r in collection.rules]
+        if collection.complete:
             self.say("RUN_COMPLETE")
             self.manifest.finish("complete")
         else:
-            for rule in broken:
+            for rule in collection.broken:
                 self.say(f"coverage rule broken: {rule.name}: {rule.detail}")
-            moved = move_aside(self.run_dir)
-            self.manifest.run_dir = self.run_dir = moved
+            moved = self._move_aside()
             self.manifest.finish("incomplete")
             self.say(f"RUN_INCOMPLETE: moved to {moved}")
-        self.result = RunResult(self.run_dir, complete, status, metrics, tuple(sorted(rates)), broken,
-                                self.manifest.path, notes=tuple(notes))
+        self.result = RunResult(self.run_dir, collection.complete, "complete" if collection.complete else "incomplete",
+                                collection.metrics, collection.rates, collection.broken, self.manifest.path,
+                                notes=collection.notes)
         return self.result
+
+
+def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:
+    """Paths in the evidence that pointed into the run directory point into its new place."""
+    for key, value in error.evidence.items():
+        if isinstance(value, str) and value.startswith(str(old)):
+            error.evidence[key] = str(new) + value[len(str(old)):]

@@ -6,13 +6,26 @@ import os
 import subprocess
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .clients import PROGRESS_PREFIX
 from .errors import StepFailed
 from .processes import GroupProcess, build_env, log_tail, start_group
-from .records import Command, Step, StepContext, TargetEnv
+from .records import Command, Endpoint, Step, StepContext, TargetEnv
+
+
+@dataclass(frozen=True)
+class StepScope:
+    """What every step of one run shares: where it writes, which server, how programs start."""
+
+    run_dir: Path
+    endpoint: Endpoint
+    target: TargetEnv
+    cpus: tuple[int, ...] = ()
+    stop_grace_s: float = 30.0
 
 
 def step_log_path(run_dir: Path, workload: str, step: Step) -> Path:
@@ -22,33 +35,30 @@ def step_log_path(run_dir: Path, workload: str, step: Step) -> Path:
 
 def run_step(
     step: Step,
-    *,
     workload: str,
-    run_dir: Path,
-    port: int,
-    base_url: str,
-    options: dict[str, str],
-    target: TargetEnv,
+    scope: StepScope,
+    options: Mapping[str, Any],
     progress: Callable[[str], None],
-    stop_grace_s: float = 10.0,
     on_spawn: Callable[[int], None] = lambda pgid: None,
 ) -> int | None:
-    """Run ``step``; return the program's exit code (None for a callable).
+    """Run ``step`` of ``workload``; return the program's exit code (None for a callable).
 
     Raises :class:`StepFailed` with the log tail when the program exits non-zero, times out, the
     callable raises, or an expected output is missing. On Ctrl-C or SIGTERM the program's whole
-    group is stopped before the interrupt propagates. ``on_spawn`` gets a program's pgid.
+    group is stopped (``scope.stop_grace_s``) before the interrupt propagates. ``on_spawn`` gets
+    a program's pgid.
     """
+    run_dir = scope.run_dir
     log_path = step_log_path(run_dir, workload, step)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     where = f"step {workload}.{step.name}"
     exit_code: int | None = None
     if isinstance(step.run, Command):
-        exit_code = _run_command(step, step.run, log_path, target, where, stop_grace_s, on_spawn, progress)
+        exit_code = _run_command(step, step.run, log_path, scope, where, on_spawn, progress)
     else:
         with open(log_path, "a", encoding="utf-8") as log:
-            ctx = StepContext(run_dir=run_dir, workload_dir=run_dir / workload, workload=workload, port=port,
-                              base_url=base_url, options=options, target=target, log=log, progress=progress)
+            ctx = StepContext(run_dir=run_dir, workload=workload, endpoint=scope.endpoint, options=options,
+                              target=scope.target, log=log, progress=progress)
             try:
                 step.run(ctx)
             except Exception as exc:
@@ -101,10 +111,11 @@ def _wait(proc: GroupProcess, timeout_s: float | None, relay: _ProgressRelay) ->
                 raise
 
 
-def _run_command(step: Step, cmd: Command, log_path: Path, target: TargetEnv, where: str, grace_s: float,
+def _run_command(step: Step, cmd: Command, log_path: Path, scope: StepScope, where: str,
                  on_spawn: Callable[[int], None], progress: Callable[[str], None]) -> int:
+    target, grace_s = scope.target, scope.stop_grace_s
     env = build_env(os.environ, {**target.env, **cmd.env}, target.unset)
-    proc = start_group(cmd.argv, log_path=log_path, env=env, cwd=cmd.cwd or target.cwd, cpus=target.cpus)
+    proc = start_group(cmd.argv, log_path=log_path, env=env, cwd=cmd.cwd or target.cwd, cpus=scope.cpus)
     relay = _ProgressRelay(log_path, progress)
     try:
         on_spawn(proc.pgid)

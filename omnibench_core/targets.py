@@ -1,72 +1,32 @@
 """The built-in targets: ``sglang-omni`` (a checkout and its venv) and ``local`` (embedded CPU).
 
+Each describes itself with :class:`~omnibench_core.records.TargetFacts`; workloads read the facts.
+
 Registered through the ``omnibench`` entry point ``targets``, like any third-party target.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .errors import SettingsError
+from .checkout import check_checkout, venv_env
 from .gitinfo import git_revision
 from .hookspecs import hookimpl
-from .records import ServeSpec, Target, TargetEnv, short_revision
+from .local.vision import METHOD as LOCAL_VIDEO_ANSWER
+from .records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
 from .settings import Settings
 
 # The runbook's shell block: `unset ...; export ...`.
 SGLANG_OMNI_UNSET = ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")
 
-
-def _setting_hint(name: str) -> str:
-    return (f"set omnibench.{name} in invoke.yaml, INVOKE_OMNIBENCH_{name.upper()} in the environment, "
-            f"or pass --{name.replace('_', '-')}")
-
-
-@dataclass(frozen=True)
-class Checkout:
-    """A checked sglang-omni checkout: its venv and the commit it is at."""
-
-    root: Path
-    venv: Path
-    revision: str
-    dirty: str
-
-    @property
-    def python(self) -> Path:
-        """The venv's python."""
-        return self.venv / "bin" / "python"
-
-
-def check_checkout(settings: Settings) -> Checkout:
-    """The checkout, its venv (``python`` and ``sgl-omni``) and commit, or a SettingsError naming
-    the setting to change."""
-    checkout = Path(settings.checkout).expanduser()
-    if not checkout.is_dir():
-        raise SettingsError(f"no sglang-omni checkout at {checkout}",
-                            evidence={"setting": "omnibench.checkout"},
-                            hint=_setting_hint("checkout") + " (clone sgl-project/sglang-omni there)")
-    venv = checkout / settings.venv  # an absolute venv path stays absolute
-    python, serve = venv / "bin" / "python", venv / "bin" / "sgl-omni"
-    for path in (python, serve):
-        if not os.access(path, os.X_OK):
-            raise SettingsError(f"the checkout's venv has no {path.name} at {path}",
-                                evidence={"setting": "omnibench.venv", "venv": str(venv)},
-                                hint="build it with `OMNI_CI_HOME=/root/omni_ci bash .github/scripts/"
-                                     "prepare_omni_venv.sh omni` in the checkout, or " + _setting_hint("venv"))
-    rev = git_revision(checkout, settings.git)
-    if rev is None:
-        raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
-                            hint="point omnibench.checkout at a clone of sglang-omni")
-    return Checkout(checkout, venv, rev[0], rev[1])
-
-
-def venv_env(venv: Path) -> dict[str, str]:
-    """What ``. omni/bin/activate`` sets."""
-    return {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+SGLANG_OMNI_FACTS = TargetFacts(own_clients=True, uses_gpu=True)
+LOCAL_FACTS = TargetFacts(own_clients=False, uses_gpu=False, substitutes={
+    "asr": "pocketsphinx 5.1.1 en-us (local substitute for Qwen3-ASR-1.7B)",
+    "video_answer": LOCAL_VIDEO_ANSWER,
+    "model": "hibari-tts 'heart' voice and pocketsphinx on CPU (local substitute for MiniCPM-o)",
+})
 
 
 def prepare_sglang_omni(settings: Settings) -> TargetEnv:
@@ -87,7 +47,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
-    return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, env=env,
+    return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=SGLANG_OMNI_FACTS, env=env,
                      unset=SGLANG_OMNI_UNSET, cwd=str(checkout), cpus=settings.cpu_list(), gpus=gpus,
                      revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
 
@@ -106,7 +66,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
         return [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
-    return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv,
+    return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.cpu_list(),
                      gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
                      details={"omnibench": __version__})
@@ -117,7 +77,7 @@ def omnibench_targets() -> list[Target]:
     """The two built-in targets."""
     return [
         Target("sglang-omni", "an sglang-omni checkout and its venv on a GPU host (the runbook's commands)",
-               prepare_sglang_omni),
+               prepare_sglang_omni, SGLANG_OMNI_FACTS),
         Target("local", "the embedded CPU target: real server processes on loopback, no GPU",
-               prepare_local),
+               prepare_local, LOCAL_FACTS),
     ]

@@ -154,7 +154,7 @@ def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
 def plan(ctx: RunContext) -> list[Step]:
     """The client step on a fresh self-test server."""
     out = ctx.workload_dir / "client.json"
-    argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", f"http://127.0.0.1:{ctx.port}",
+    argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", ctx.endpoint.base_url,
             "--requests", ctx.options["requests"], "--sleep", ctx.options["client_seconds"], "--out", str(out)]
     return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
                  outputs=(f"{ctx.workload}/client.json",))]
@@ -165,7 +165,7 @@ def _check_echoes(ctx: StepContext) -> None:
     results = []
     with requests.Session() as session:
         for row in rows:
-            reply = session.post(f"{ctx.base_url}/v1/check", json={"text": row["text"], "echo": row["echo"]}, timeout=30)
+            reply = session.post(ctx.endpoint.url("/v1/check"), json={"text": row["text"], "echo": row["echo"]}, timeout=30)
             reply.raise_for_status()
             results.append({"id": row["id"], "ok": bool(reply.json()["ok"])})
     ctx.progress(f"checked {len(results)} echoes")

@@ -57,6 +57,14 @@ def invoke_run_into(results: Path, *workloads: str, timeout: float = 900) -> sub
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(scope="session")
+def one_run(tmp_path_factory):
+    """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One
+    run, made once per session and shared by every module that reads a complete run."""
+    results = tmp_path_factory.mktemp("one-run")
+    return invoke_run_into(results, "videoamme", "seedtts"), results
+
+
 def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False) -> Path:
     """A fake `nvidia-smi`: prints the next value on each call (the last one repeats) and logs
     its argv to calls.log next to it."""

@@ -90,7 +90,7 @@ def test_registry_get_lists_known_names():
 def test_every_hook_has_a_docstring_and_is_documented_in_readme():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     specs = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("omnibench_")]
-    assert len(specs) == 6
+    assert len(specs) == 7
     for name in specs:
         assert (getattr(hookspecs, name).__doc__ or "").strip(), name
         assert name in readme, f"{name} is not in the README"
@@ -116,7 +116,7 @@ from omnibench_core.records import Collected, RuleResult, ServeSpec, Step, Workl
 def _client(ctx):
     import requests
     texts = ["one", "two", "three"]
-    out = [requests.post(ctx.base_url + "/v1/echo", json={"text": t}, timeout=10).json()["text"] for t in texts]
+    out = [requests.post(ctx.endpoint.url("/v1/echo"), json={"text": t}, timeout=10).json()["text"] for t in texts]
     (ctx.workload_dir / "echoes.json").write_text(json.dumps(out))
 
 def plan(ctx):
@@ -229,3 +229,75 @@ def test_target_record_is_validated():
 
     with pytest.raises(PluginError, match="invalid name 'Local'"):
         plugin_manager.load([("bad", BadTarget())])
+
+
+def test_a_plugin_may_yield_its_records_and_hooks_go_through_pluggy():
+    seen = []
+
+    class Yields:
+        @hookimpl
+        def omnibench_workloads(self):
+            yield _workload("yielded-one")
+            yield _workload("yielded-two")
+
+    class Watches:  # a hook wrapper sees every plugin's answer: the hook was called through pluggy
+        @hookimpl(wrapper=True)
+        def omnibench_workloads(self):
+            answers = yield
+            seen.extend(w.name for answer in answers for w in answer)
+            return answers
+
+    _, registry = plugin_manager.load([("yields", Yields()), ("watches", Watches())])
+    assert registry.workloads["yielded-two"].provider.plugin == "yields"
+    assert registry.workloads["seedtts"].provider.distribution == "omnibench"
+    assert {"yielded-one", "yielded-two", "seedtts", "videoamme"} <= set(seen)
+
+
+def test_a_generator_that_raises_names_its_plugin():
+    class Breaks:
+        @hookimpl
+        def omnibench_targets(self):
+            yield Target("half-made", "never finished", prepare=lambda s: None)
+            raise RuntimeError("no config")
+
+    with pytest.raises(PluginError, match=r"plugin breaks raised in omnibench_targets") as err:
+        plugin_manager.load([("breaks", Breaks())])
+    assert "no config" in str(err.value)
+
+
+def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_path, port):
+    """A target that is neither local nor sglang-omni: the workloads read its facts, not its name."""
+    from dataclasses import replace
+
+    from omnibench_core import api
+    from omnibench_core.records import Endpoint, RunContext, TargetFacts
+    from omnibench_core.settings import Settings
+    from omnibench_core.targets import prepare_local
+    from omnibench_plugins import seedtts, videoamme
+
+    facts = TargetFacts(own_clients=False, substitutes={"asr": "acme-asr 1.0"})
+
+    def prepare(settings):
+        return replace(prepare_local(settings), target="acme-remote", facts=facts, results_folder="acme")
+
+    class Acme:
+        @hookimpl
+        def omnibench_targets(self):
+            return [Target("acme-remote", "a third-party serving stack", prepare, facts)]
+
+    _, registry = plugin_manager.load([("acme", Acme())])
+    settings = Settings(results=str(tmp_path / "r"), port=port, target="acme-remote")
+    env = registry.get("target", "acme-remote").prepare(settings)
+    for workload in (seedtts, videoamme):
+        record = registry.get("workload", workload.NAME)
+        opts = dict(record.options)
+        ctx = RunContext(tmp_path / "run0", record.name, Endpoint(port), opts, env, settings)
+        steps = {s.name: s for s in api.plan_steps(registry, record, ctx)}
+        client = steps["generate"].run.argv
+        assert client[1:3] == ("-m", f"omnibench_plugins.{record.name}.client")  # omnibench's own client
+        wer = next(s for s in steps.values() if s.server is not None and s.server.label == "asr")
+        assert wer.run.argv[wer.run.argv.index("--asr-label") + 1] == "acme-asr 1.0"
+        if record.name == "videoamme":  # no local substitute claimed for a target that did not declare one
+            assert client[client.index("--answer-method") + 1] == ""
+    result = api.run(settings, ["selftest"], progress=lambda m: None, extra_plugins=[("acme", Acme())])
+    assert result.complete and result.run_dir.parent.name == "acme"

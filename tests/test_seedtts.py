@@ -11,17 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import free_port, invoke_run_into, make_fake_checkout
+from conftest import free_port, make_fake_checkout
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
-from omnibench_core.records import Command, RunContext
+from omnibench_core.records import Command, Endpoint, RunContext
+from omnibench_core.scoring import asr_wer
+from omnibench_core.scoring.asr_wer import WerJob
 from omnibench_core.scoring.audio_check import run_audio_summary
 from omnibench_core.settings import Settings
 from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import seedtts
 from omnibench_plugins.seedtts import metrics as collecting
-from omnibench_plugins.seedtts import score
 from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
 
 RUNBOOK_SEEDTTS_KEYS = {
@@ -34,10 +35,9 @@ RUNBOOK_SEEDTTS_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory):
-    """One complete `invoke run --workload seedtts` on the local target, shared by the tests below."""
-    results = tmp_path_factory.mktemp("seedtts-results")
-    return invoke_run_into(results, "seedtts"), results
+def full_run(one_run):
+    """The session's complete One run (videoamme and seedtts) on the local target: its seed-tts half."""
+    return one_run
 
 
 def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
@@ -46,8 +46,9 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     (run,) = results.glob("*/run0")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["complete"] is True and metrics["broken_rules"] == []
-    assert set(metrics["metrics"]) == RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan"}
-    assert metrics["metrics"]["audio.files"] == len(TARGET_SENTENCES)
+    assert {k for k in metrics["metrics"] if not k.startswith("videoamme.")} == \
+        RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan"}
+    assert metrics["metrics"]["audio.files"] == len(TARGET_SENTENCES) + 10  # and Video-AMME's ten
     m = metrics["metrics"]
     assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0
     assert m["seedtts.wer.wer_corpus"] < 0.3  # real speech, really recognised
@@ -57,12 +58,12 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     assert "seedtts.generate: requests" in done.stdout and "seedtts.wer.wer_corpus" in done.stdout
     assert "note: seedtts.sim: local substitute" in done.stdout
     manifest = json.loads((run / "manifest.json").read_text())
-    assert [s["step"] for s in manifest["steps"]] == ["seedtts.dataset", "seedtts.generate", "seedtts.transcribe",
-                                                      "seedtts.similarity", "seedtts.utmos"]
-    assert [s["label"] for s in manifest["servers"]] == ["seedtts", "asr"]
-    assert manifest["servers"][0]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
+    assert [s["step"] for s in manifest["steps"] if s["step"].startswith("seedtts.")] == [
+        "seedtts.dataset", "seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos"]
+    assert [s["label"] for s in manifest["servers"]] == ["videoamme", "seedtts", "asr"]
+    assert manifest["servers"][1]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
                                                    "--thinker.factory.max_seq_len", "8192", "--port",
-                                                   str(manifest["servers"][0]["port"])]
+                                                   str(manifest["servers"][1]["port"])]
 
 
 def test_result_files_have_sglang_omnis_fields(full_run):
@@ -118,8 +119,9 @@ def test_matched_audio_wer_is_far_below_a_mismatched_control(full_run, asr_serve
     for row, text in zip(rows, texts[1:] + texts[:1], strict=True):  # each WAV scored against another text
         row["target_text"] = text
     (control / "generated.json").write_text(json.dumps(rows))
-    good = score.transcribe(matched, port=asr_server, model="Qwen/Qwen3-ASR-1.7B")["summary"]["wer_corpus"]
-    bad = score.transcribe(control, port=asr_server, model="Qwen/Qwen3-ASR-1.7B")["summary"]["wer_corpus"]
+    job = WerJob.from_params(seedtts.WER.params)
+    good, bad = (asr_wer.score(job, folder, endpoint=Endpoint(asr_server), model="Qwen/Qwen3-ASR-1.7B")["wer_corpus"]
+                 for folder in (matched, control))
     assert good < 0.3 and bad > 0.8 and bad > 3 * good
 
 
@@ -208,7 +210,7 @@ def test_local_set_is_made_once_in_seedtts_format(tmp_path):
 
 def _plan(target_env, tmp_path, **options):
     opts = {**seedtts.OPTIONS, **options}
-    ctx = RunContext(tmp_path / "run0", "seedtts", 8000, opts, target_env, Settings())
+    ctx = RunContext(tmp_path / "run0", "seedtts", Endpoint(8000), opts, target_env, Settings())
     return {s.name: s for s in seedtts.plan(ctx)}, ctx
 
 
@@ -267,5 +269,5 @@ def test_native_client_on_sglang_omni_stages_the_pinned_split(tmp_path):
 def test_sglang_client_is_refused_off_sglang_omni(tmp_path):
     from omnibench_core.errors import SettingsError
 
-    with pytest.raises(SettingsError, match="only on the sglang-omni target"):
+    with pytest.raises(SettingsError, match="needs a target that brings its clients"):
         _plan(prepare_local(Settings()), tmp_path, client="sglang")

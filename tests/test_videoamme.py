@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port, invoke_run_into, make_fake_checkout
+from conftest import free_port, make_fake_checkout
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
-from omnibench_core.records import Command, RunContext
+from omnibench_core.records import Command, Endpoint, RunContext
 from omnibench_core.settings import Settings
 from omnibench_core.targets import prepare_sglang_omni
 from omnibench_plugins import videoamme
@@ -34,13 +34,6 @@ RUNBOOK_KEYS = {
                                                                 "n_above_50_pct_wer", "skipped")),
     "audio.files", "audio.empty_or_nan",
 }
-
-
-@pytest.fixture(scope="module")
-def one_run(tmp_path_factory):
-    """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One run."""
-    results = tmp_path_factory.mktemp("one-run")
-    return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
 def test_one_run_is_complete_with_exactly_the_runbooks_keys(one_run):
@@ -168,7 +161,7 @@ RUNBOOK_FLAGS = ("--model minicpmo --port 8000 --repo-id zhaochenyang20/Video_AM
 def test_sglang_omni_commands_are_the_runbooks(tmp_path):
     env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
     run_dir = tmp_path / "run0"
-    ctx = RunContext(run_dir, "videoamme", 8000, dict(videoamme.OPTIONS), env, Settings())
+    ctx = RunContext(run_dir, "videoamme", Endpoint(8000), dict(videoamme.OPTIONS), env, Settings())
     steps = {s.name: s for s in videoamme.plan(ctx)}
     generate, wer = steps["generate"].run, steps["wer"].run
     assert isinstance(generate, Command) and generate.argv[:2] == (env.python, "-c")

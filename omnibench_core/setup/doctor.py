@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checkout import check_checkout
 from ..errors import OmnibenchError
 from ..gpu import query_memory_used
 from ..ports import port_holder, port_in_use
 from ..settings import Settings
-from ..targets import check_checkout
 from .checkout import check_venv
 from .pins import load_pins, verify
 

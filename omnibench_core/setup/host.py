@@ -7,9 +7,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from ..checkout import check_checkout
 from ..errors import OmnibenchError
 from ..settings import Settings
-from ..targets import check_checkout
 from .checkout import build_venv, check_venv, checkout_commit
 from .container import ContainerPlan, create_container, plan_container, read_env_file
 from .cpus import CpuGroups, cpu_groups, read_topology

@@ -1,10 +1,10 @@
 """The seed-tts voice-clone workload: the runbook's seed-tts half, on any target.
 
-On ``sglang-omni`` it runs the runbook's exact commands (sglang-omni's client in its four modes,
-Qwen3-ASR for WER). On ``local`` it makes a small English set on first use and runs omnibench's
-native client and scorers against the embedded server; SIM and UTMOS there are local
-substitutes, named in their result files. ``--opt seedtts.client=native`` runs the native
-client against sglang-omni too.
+On a target that brings its own clients and scorers (``sglang-omni``) it runs the runbook's exact
+commands (sglang-omni's client in its four modes, Qwen3-ASR for WER). On any other target it makes
+a small English set on first use and runs omnibench's native client, the ``asr-wer`` scorer and
+omnibench's SIM and UTMOS substitutes, named in their result files. ``--opt
+seedtts.client=native`` runs the native client against sglang-omni too.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from omnibench_core.datasets import is_complete
 from omnibench_core.errors import SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
-from omnibench_core.records import Collected, Command, RunContext, Step, StepContext, Workload
-from omnibench_plugins.common import ASR_MODEL, ASR_SERVER, MODEL_NAME, asr_label, model_server
+from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
+from omnibench_core.scorers import ASR_SERVER
+from omnibench_plugins.common import MODEL_NAME, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
@@ -48,12 +50,14 @@ DEFAULTS_SGLANG_OMITS = {"max_new_tokens": "256", "temperature": "0.7"}  # the r
 def client_kind(ctx: RunContext) -> str:
     """``sglang`` or ``native`` for this run."""
     kind = ctx.options["client"]
+    own = ctx.target.facts.own_clients
     if kind == "auto":
-        return "sglang" if ctx.target.target == "sglang-omni" else "native"
+        return "sglang" if own else "native"
     if kind not in ("sglang", "native"):
         raise SettingsError(f"unknown seedtts client {kind!r}", hint="use --opt seedtts.client=native or sglang")
-    if kind == "sglang" and ctx.target.target != "sglang-omni":
-        raise SettingsError("sglang-omni's own client runs only on the sglang-omni target",
+    if kind == "sglang" and not own:
+        raise SettingsError(f"sglang-omni's own client needs a target that brings its clients; "
+                            f"{ctx.target.target!r} does not",
                             hint="use the native client (the default) on this target")
     return kind
 
@@ -69,7 +73,8 @@ def _write_dataset(ctx: StepContext, source: str, samples: int, **extra: object)
 def _local_data_step(ctx: RunContext, meta: Path, max_samples: int | None) -> Step:
     def make(step: StepContext) -> None:
         if not ctx.options["meta"]:
-            step.progress(f"making the local {SET_NAME} set in {meta.parent} (once)")
+            verb = "reading" if is_complete(meta.parent, SET_NAME) else "making (once)"
+            step.progress(f"{verb} the local {SET_NAME} set in {meta.parent}")
             ensure_local_set(meta.parent, step.progress)
         samples = load_meta(meta, max_samples)
         if not samples:
@@ -145,17 +150,14 @@ def _sglang_scoring(ctx: RunContext) -> list[Step]:
 
 
 def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
-    """Every other target: omnibench's own data, client and scorers."""
+    """A target without its own clients: omnibench's own data, client and scorers."""
     o = ctx.options
     meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"] or None) / "meta.lst"
     score = [sys.executable, "-m", "omnibench_plugins.seedtts.score"]
     out = ["--output-dir", str(ctx.workload_dir)]
-    transcribe = Command((*score, "transcribe", "--port", str(ctx.port), "--asr-model", ASR_MODEL, "--asr-label",
-                          asr_label(ctx.target.target), "--asr-concurrency", o["asr_concurrency"], *out))
-    return [
+    return [  # WER comes from the asr-wer scorer (see WER below)
         _local_data_step(ctx, meta, max_samples),
         _native_client(ctx, str(meta)),
-        Step("transcribe", transcribe, phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
         Step("similarity", Command((*score, "similarity", "--meta", str(meta), *out)), phase="score",
              outputs=(_rel(ctx, "similarity_results.json"),)),
         Step("utmos", Command((*score, "utmos", *out)), phase="score", outputs=(_rel(ctx, "utmos_results.json"),)),
@@ -166,7 +168,7 @@ def plan(ctx: RunContext) -> list[Step]:
     """The seed-tts steps for this target and client."""
     max_samples = int(ctx.options["max_samples"]) if ctx.options["max_samples"] else None
     kind = client_kind(ctx)
-    if ctx.target.target != "sglang-omni":
+    if not ctx.target.facts.own_clients:
         return _own_steps(ctx, max_samples)
     generate = _sglang_generate if kind == "sglang" else _staged_native_generate
     return generate(ctx, max_samples) + _sglang_scoring(ctx)
@@ -177,8 +179,13 @@ def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
     return metrics.collect(run_dir / NAME, NAME)
 
 
+# sglang-omni's --transcribe-only files: wer_results.json with summary, config and per_sample.
+WER = ScorerUse("asr-wer", {"step": "transcribe", "rows": "generated.json", "reference_field": "target_text",
+                            "output": "wer_results.json"})
+
+
 @hookimpl
 def omnibench_workloads() -> list[Workload]:
     """The seed-tts voice-clone workload."""
     return [Workload(NAME, "seed-tts voice clone: speech from text with a reference voice; WER, SIM, UTMOS",
-                     plan, collect, options=OPTIONS)]
+                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",))]

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from omnibench_core.records import Collected, RuleResult
-from omnibench_core.scoring.documents import field, load_doc, rule
+from omnibench_core.scoring.coverage import sample_rules, zero
+from omnibench_core.scoring.documents import field, load_doc
 from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
 FILES = {"speed": "speed_results.json", "wer": "wer_results.json", "sim": "similarity_results.json",
@@ -21,43 +22,50 @@ def collect(workload_dir: Path, prefix: str = "seedtts") -> Collected:
     """Metrics and RUN_COMPLETE rules for a seed-tts output folder.
 
     The expected sample count is the dataset's own (``dataset.json``), in place of the
-    runbook's 1088. Empty or NaN audio is a run-wide rule (the runner's).
+    runbook's 1088. Empty or NaN audio is the run-wide ``audio`` check's rule.
     """
     problems: list[RuleResult] = []
     docs = {key: load_doc(workload_dir, name, problems) for key, name in FILES.items()}
     speed, wer_doc, sim, ut = docs["speed"], docs["wer"], docs["sim"], docs["utmos"]
-    per_request = field(speed, "per_request") or []
+    per_request = _rows(field(speed, "per_request"))
     metrics: dict[str, Any] = {
         f"{prefix}.failed": field(speed, "summary", "failed_requests"),
         f"{prefix}.sim": field(sim, "summary", "speaker_similarity_mean"),
         f"{prefix}.sim_skipped": field(sim, "summary", "skipped"),
         f"{prefix}.utmos": field(ut, "summary", "utmos_mean"),
         f"{prefix}.utmos_skipped": field(ut, "summary", "skipped"),
-        f"{prefix}.completion_tokens_sum": sum(r.get("completion_tokens") or 0 for r in per_request) if speed else None,
+        f"{prefix}.completion_tokens_sum": _token_sum(per_request) if speed else None,
     }
     for key in SPEED_METRICS:
         metrics[f"{prefix}.{key}"] = field(speed, "summary", key)
     for key in WER_METRICS:
         metrics[f"{prefix}.wer.{key}"] = field(wer_doc, "summary", key)
     wavs = list((workload_dir / "audio").glob("*.wav"))
-    n = field(docs["dataset"], "samples")
-    ids = {r.get("id") for r in per_request}
-    evaluated = [field(speed, "summary", "completed_requests"), field(wer_doc, "summary", "evaluated"),
-                 field(sim, "summary", "evaluated"), field(ut, "summary", "evaluated")]
+    counts = {"requests": len(per_request), "completed": field(speed, "summary", "completed_requests"),
+              "WER evaluated": field(wer_doc, "summary", "evaluated"), "SIM evaluated": field(sim, "summary", "evaluated"),
+              "UTMOS evaluated": field(ut, "summary", "evaluated")}
     rules = [
-        rule("0 failed requests", lambda: metrics[f"{prefix}.failed"] == 0, f"failed_requests = {metrics[f'{prefix}.failed']}"),
-        rule("0 skipped in WER", lambda: metrics[f"{prefix}.wer.skipped"] == 0, f"skipped = {metrics[f'{prefix}.wer.skipped']}"),
-        rule("0 skipped in SIM", lambda: metrics[f"{prefix}.sim_skipped"] == 0, f"skipped = {metrics[f'{prefix}.sim_skipped']}"),
-        rule("0 skipped in UTMOS", lambda: metrics[f"{prefix}.utmos_skipped"] == 0,
-             f"skipped = {metrics[f'{prefix}.utmos_skipped']}"),
-        rule("unique sample ids", lambda: len(ids) == len(per_request) == n,
-             f"{len(ids)} unique ids in {len(per_request)} requests, {n} samples"),
-        rule("one WAV per sample", lambda: len(wavs) == n, f"{len(wavs)} WAVs for {n} samples"),
-        rule("every sample generated and scored", lambda: all(e == len(per_request) == n for e in evaluated),
-             f"requests {len(per_request)}, completed/WER/SIM/UTMOS {evaluated}, samples {n}"),
+        zero("failed requests", metrics[f"{prefix}.failed"], "failed_requests"),
+        zero("skipped in WER", metrics[f"{prefix}.wer.skipped"], "skipped"),
+        zero("skipped in SIM", metrics[f"{prefix}.sim_skipped"], "skipped"),
+        zero("skipped in UTMOS", metrics[f"{prefix}.utmos_skipped"], "skipped"),
+        *sample_rules(samples=field(docs["dataset"], "samples"), ids=[r.get("id") for r in per_request],
+                      wav_count=len(wavs), counts=counts),
     ]
     notes = [f"{prefix}.{key}: {text}" for key, text in (("wer", field(wer_doc, "config", "asr")),
                                                            ("sim", field(sim, "config", "method")),
                                                            ("utmos", field(ut, "config", "method")))
              if isinstance(text, str) and "substitute" in text]
     return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes))
+
+
+def _rows(value: object) -> list[dict[str, Any]]:
+    """The per-request rows that are objects; a malformed list breaks the rules, not collection."""
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
+
+
+def _token_sum(rows: list[dict[str, Any]]) -> int | None:
+    tokens = [r.get("completion_tokens") for r in rows]
+    if not all(t is None or (type(t) is int) for t in tokens):
+        return None
+    return sum(t or 0 for t in tokens)

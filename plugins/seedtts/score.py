@@ -1,8 +1,7 @@
-"""seed-tts scoring for targets without sglang-omni's scorers: WER through an ASR server, and
-the local SIM and UTMOS substitutes (see omnibench_core.scoring.voice). Same files and fields as
-sglang-omni's ``--transcribe-only``, ``--similarity-only`` and ``--utmos-only``.
+"""seed-tts scoring for targets without sglang-omni's scorers: the SIM and UTMOS substitutes
+(see omnibench_core.scoring.voice), with the same files and fields as sglang-omni's
+``--similarity-only`` and ``--utmos-only``. WER is the ``asr-wer`` scorer's.
 
-    python -m omnibench_plugins.seedtts.score transcribe --output-dir out --port 8000
     python -m omnibench_plugins.seedtts.score similarity --output-dir out --meta meta.lst
     python -m omnibench_plugins.seedtts.score utmos --output-dir out
 """
@@ -19,8 +18,7 @@ import numpy as np
 import soundfile as sf
 
 from omnibench_core.jsonio import read_json, write_json
-from omnibench_core.scoring import voice, wer
-from omnibench_core.scoring.asr_client import transcribe_files
+from omnibench_core.scoring import voice
 from omnibench_core.scoring.stats import mean, median, percentile
 
 from .data import load_meta
@@ -41,24 +39,6 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     """Mono float samples and rate."""
     samples, rate = sf.read(path, dtype="float32", always_2d=True)
     return samples.mean(axis=1), int(rate)
-
-
-def transcribe(output_dir: Path, *, port: int, model: str, lang: str = "en", concurrency: int = 4,
-               host: str = "127.0.0.1", asr_label: str = "") -> dict[str, Any]:
-    """Transcribe every generated WAV on the ASR server and score WER; writes ``wer_results.json``."""
-    rows = generated(output_dir)
-    heard = transcribe_files([wav_for(output_dir, r) if r.get("is_success") else None for r in rows],
-                             url=f"http://{host}:{port}/v1/audio/transcriptions", model=model, lang=lang,
-                             concurrency=concurrency)
-    counts, per_sample, skipped = wer.score_transcripts([
-        ({"id": row["sample_id"], "target_text": row["target_text"], "whisper_text": text}, row["target_text"], text, error)
-        for row, (text, error) in zip(rows, heard, strict=True)])
-    summary = wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang)
-    result = {"summary": summary, "config": {"asr_model": model, "asr": asr_label or model, "lang": lang,
-                                             "asr_concurrency": concurrency, "normalizer": "whisper English",
-                                             "aligner": "jiwer"}, "per_sample": per_sample}
-    write_json(output_dir / "wer_results.json", result)
-    return result
 
 
 def _score_each(output_dir: Path, key: str, compute: Callable[[dict[str, Any]], float | None],
@@ -111,26 +91,16 @@ def utmos(output_dir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``transcribe``, ``similarity`` or ``utmos`` on a client's output directory."""
+    """``similarity`` or ``utmos`` on a client's output directory."""
     parser = argparse.ArgumentParser(prog="python -m omnibench_plugins.seedtts.score")
     sub = parser.add_subparsers(dest="mode", required=True)
-    t = sub.add_parser("transcribe", help="WER through an ASR server's /v1/audio/transcriptions")
-    t.add_argument("--port", type=int, default=8000)
-    t.add_argument("--host", default="127.0.0.1")
-    t.add_argument("--asr-model", default="Qwen/Qwen3-ASR-1.7B")
-    t.add_argument("--asr-label", default="", help="what the ASR server really is, for the report")
-    t.add_argument("--lang", default="en")
-    t.add_argument("--asr-concurrency", type=int, default=4)
     s = sub.add_parser("similarity", help="speaker similarity to the references (local substitute)")
     s.add_argument("--meta", required=True)
     sub.add_parser("utmos", help="speech quality (local substitute)")
-    for p in (t, s, sub.choices["utmos"]):
+    for p in (s, sub.choices["utmos"]):
         p.add_argument("--output-dir", required=True, type=Path)
     a = parser.parse_args(argv)
-    if a.mode == "transcribe":
-        out = transcribe(a.output_dir, port=a.port, host=a.host, model=a.asr_model, lang=a.lang,
-                         concurrency=a.asr_concurrency, asr_label=a.asr_label)
-    elif a.mode == "similarity":
+    if a.mode == "similarity":
         out = similarity(a.output_dir, meta=a.meta)
     else:
         out = utmos(a.output_dir)

@@ -1,7 +1,8 @@
 """The Video-AMME Talker workload: video and a spoken question in, text and speech out.
 
-On ``sglang-omni`` it runs the runbook's exact client and text-audio consistency WER in the
-checkout's python; elsewhere a small local set, omnibench's native client and its WER scorer.
+On a target that brings its own clients (``sglang-omni``) it runs the runbook's exact client and
+text-audio consistency WER in the checkout's python; elsewhere a small local set, omnibench's
+native client and the ``asr-wer`` scorer.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from omnibench_core.datasets import is_complete
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
-from omnibench_core.local.vision import METHOD as LOCAL_ANSWER_METHOD
-from omnibench_core.records import Collected, Command, RunContext, Step, StepContext, Workload
-from omnibench_plugins.common import ASR_MODEL, ASR_SERVER, MODEL_NAME, asr_label, model_server
+from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
+from omnibench_core.scorers import ASR_SERVER
+from omnibench_plugins.common import MODEL_NAME, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_samples, local_set_dir
@@ -85,25 +87,22 @@ def _own_steps(ctx: RunContext) -> list[Step]:
     limit = int(ctx.options["max_samples"])
 
     def make(step: StepContext) -> None:
-        step.progress(f"making the local {SET_NAME} set in {folder} (once)")
+        verb = "reading" if is_complete(folder, SET_NAME) else "making (once)"
+        step.progress(f"{verb} the local {SET_NAME} set in {folder}")
         ensure_local_set(folder, step.progress)
         write_json(step.workload_dir / "dataset.json", {"source": str(folder), "name": SET_NAME,
                                                         "samples": len(load_samples(folder, limit))})
 
-    method = LOCAL_ANSWER_METHOD if ctx.target.target == "local" else ""
     client = Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(folder), "--model",
-                      MODEL_NAME, "--port", str(ctx.port), "--answer-method", method, *_flags(ctx)))
-    score = Command((sys.executable, "-m", "omnibench_plugins.videoamme.score", "--output-dir", str(ctx.workload_dir),
-                     "--port", str(ctx.port), "--asr-model", ASR_MODEL, "--asr-label", asr_label(ctx.target.target),
-                     "--asr-concurrency", ctx.options["asr_concurrency"]))
-    return [_dataset_step(ctx, make),
-            Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",)),
-            Step("wer", score, phase="score", server=ASR_SERVER, outputs=(f"{NAME}/wer_summary.json",))]
+                      MODEL_NAME, "--port", str(ctx.port), "--answer-method",
+                      ctx.target.facts.substitute("video_answer"), *_flags(ctx)))
+    return [_dataset_step(ctx, make),  # WER comes from the asr-wer scorer (see WER below)
+            Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",))]
 
 
 def plan(ctx: RunContext) -> list[Step]:
     """The Video-AMME steps for this target."""
-    return _sglang_steps(ctx) if ctx.target.target == "sglang-omni" else _own_steps(ctx)
+    return _sglang_steps(ctx) if ctx.target.facts.own_clients else _own_steps(ctx)
 
 
 def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
@@ -111,8 +110,16 @@ def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
     return metrics.collect(run_dir / NAME, NAME)
 
 
+# The runbook's text-audio consistency WER files: the reference is the model's own text reply;
+# wer_summary.json holds the WER fields at top level, wer_per_sample.json the samples.
+WER = ScorerUse("asr-wer", {"rows": "videoamme_results.json", "rows_key": "per_sample",
+                            "reference_field": "raw_response", "output": "wer_summary.json", "layout": "flat",
+                            "per_sample_output": "wer_per_sample.json", "record_id": "sample_id",
+                            "record_reference": "reference", "record_transcript": "transcript"})
+
+
 @hookimpl
 def omnibench_workloads() -> list[Workload]:
     """The Video-AMME Talker workload."""
     return [Workload(NAME, "Video-AMME Talker: video and a spoken question in, text and speech out; accuracy, WER",
-                     plan, collect, options=OPTIONS)]
+                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",))]

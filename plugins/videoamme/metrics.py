@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from omnibench_core.records import Collected, RuleResult
-from omnibench_core.scoring.documents import field, load_doc, rule
+from omnibench_core.scoring.coverage import sample_rules, zero
+from omnibench_core.scoring.documents import field, load_doc
 from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
 
@@ -23,19 +24,16 @@ def collect(workload_dir: Path, prefix: str = "videoamme") -> Collected:
         metrics[f"{prefix}.{key}"] = field(v, "speed", key)
     for key in WER_METRICS:
         metrics[f"{prefix}.wer.{key}"] = field(vw, key)
-    per = field(v, "per_sample") or []
-    ids = {r.get("sample_id") for r in per}
+    per = field(v, "per_sample")
+    per = [r for r in per if isinstance(r, dict)] if isinstance(per, list) else []
     wavs = list((workload_dir / "audio").glob("*.wav"))
-    total, evaluated = field(v, "summary", "total_samples"), field(vw, "evaluated")
+    counts = {"per_sample": len(per), "total_samples": field(v, "summary", "total_samples"),
+              "WER evaluated": field(vw, "evaluated")}
     rules = [
-        rule("0 failed requests", lambda: metrics[f"{prefix}.failed"] == 0, f"failed = {metrics[f'{prefix}.failed']}"),
-        rule("0 skipped in WER", lambda: metrics[f"{prefix}.wer.skipped"] == 0,
-             f"skipped = {metrics[f'{prefix}.wer.skipped']}"),
-        rule("unique sample ids", lambda: len(ids) == len(per) == n,
-             f"{len(ids)} unique ids in {len(per)} samples, {n} expected"),
-        rule("one WAV per sample", lambda: len(wavs) == n, f"{len(wavs)} WAVs for {n} samples"),
-        rule("every sample answered and scored", lambda: len(per) == total == evaluated == n,
-             f"per_sample {len(per)}, total_samples {total}, WER evaluated {evaluated}, samples {n}"),
+        zero("failed requests", metrics[f"{prefix}.failed"], "failed"),
+        zero("skipped in WER", metrics[f"{prefix}.wer.skipped"], "skipped"),
+        *sample_rules(samples=n, ids=[r.get("sample_id") for r in per], wav_count=len(wavs), counts=counts,
+                      scored_label="every sample answered and scored"),
     ]
     notes = []
     if isinstance(field(vw, "asr"), str) and "substitute" in field(vw, "asr"):

@@ -1,0 +1,65 @@
+"""An sglang-omni checkout as omnibench reads it: its root, its venv and the commit it is at.
+
+Used by the ``sglang-omni`` target, the CI stages, ``doctor`` and the host set-up; building a
+checkout or a venv is ``omnibench_core.setup``'s job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SettingsError
+from .gitinfo import git_revision
+from .settings import Settings
+
+
+def _setting_hint(name: str) -> str:
+    return (f"set omnibench.{name} in invoke.yaml, INVOKE_OMNIBENCH_{name.upper()} in the environment, "
+            f"or pass --{name.replace('_', '-')}")
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A checked sglang-omni checkout: its venv and the commit it is at."""
+
+    root: Path
+    venv: Path
+    revision: str
+    dirty: str
+
+    @property
+    def python(self) -> Path:
+        """The venv's python."""
+        return self.venv / "bin" / "python"
+
+
+def check_checkout(settings: Settings) -> Checkout:
+    """The checkout, its venv (``python`` and ``sgl-omni``) and commit, or a SettingsError naming
+    the setting to change."""
+    checkout = Path(settings.checkout).expanduser()
+    if not checkout.is_dir():
+        raise SettingsError(f"no sglang-omni checkout at {checkout}",
+                            evidence={"setting": "omnibench.checkout"},
+                            hint=_setting_hint("checkout") + " (clone sgl-project/sglang-omni there)")
+    venv = checkout / settings.venv  # an absolute venv path stays absolute
+    python, serve = venv / "bin" / "python", venv / "bin" / "sgl-omni"
+    for path in (python, serve):
+        if not os.access(path, os.X_OK):
+            raise SettingsError(f"the checkout's venv has no {path.name} at {path}",
+                                evidence={"setting": "omnibench.venv", "venv": str(venv)},
+                                hint="build it with `OMNI_CI_HOME=/root/omni_ci bash .github/scripts/"
+                                     "prepare_omni_venv.sh omni` in the checkout, or " + _setting_hint("venv"))
+    rev = git_revision(checkout, settings.git)
+    if rev is None:
+        raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
+                            hint="point omnibench.checkout at a clone of sglang-omni")
+    return Checkout(checkout, venv, rev[0], rev[1])
+
+
+def venv_env(venv: Path) -> dict[str, str]:
+    """What ``. omni/bin/activate`` sets."""
+    return {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+

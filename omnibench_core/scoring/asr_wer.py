@@ -1,0 +1,130 @@
+"""ASR WER scoring, one pipeline for every workload: read the rows a client wrote, transcribe
+each successful row's WAV on an ASR server, normalise, score with jiwer, summarise, write.
+
+Workloads differ only in where the rows are, which field is the reference and how the result
+files are laid out (sglang-omni's own names and fields, so its scripts read them); those are the
+parameters of a :class:`WerJob`. The ``asr-wer`` scorer (``omnibench_core.scorers``) plans it.
+
+    python -m omnibench_core.scoring.asr_wer --output-dir out --port 8000 --rows generated.json \
+        --reference-field target_text --output wer_results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from ..jsonio import read_json, write_json
+from ..records import Endpoint
+from . import wer
+from .asr_client import transcribe_files
+
+
+@dataclass(frozen=True)
+class WerJob:
+    """Where a workload's rows are and how its WER files are laid out.
+
+    ``rows``: the client's file, relative to the output folder; ``rows_key``: the list inside
+    it ("" when the file is the list). ``layout``: ``nested`` writes ``{summary, config,
+    per_sample}`` to ``output``; ``flat`` writes the summary's fields at top level and the
+    per-sample records to ``per_sample_output``. ``record_fields`` names the id, reference and
+    transcript fields of each per-sample record.
+    """
+
+    rows: str
+    reference_field: str
+    output: str
+    rows_key: str = ""
+    id_field: str = "sample_id"
+    layout: Literal["nested", "flat"] = "nested"
+    per_sample_output: str = ""
+    record_id: str = "id"
+    record_reference: str = "target_text"
+    record_transcript: str = "whisper_text"
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> WerJob:
+        """A job from a workload's scorer parameters (unknown keys are an error)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known - {"step", "lang"})
+        if unknown:
+            raise ValueError(f"unknown asr-wer parameter(s): {', '.join(unknown)}")
+        return cls(**{k: v for k, v in params.items() if k in known})
+
+    def argv(self) -> list[str]:
+        """The job as command-line flags of this module."""
+        out: list[str] = []
+        for f in fields(self):
+            out += [f"--{f.name.replace('_', '-')}", str(getattr(self, f.name))]
+        return out
+
+
+def _wav(output_dir: Path, row: Mapping[str, Any], id_field: str) -> Path | None:
+    """A successful row's WAV: ``wav_path`` if it exists, else ``audio/<id>.wav`` (a run moved aside)."""
+    if not row.get("is_success"):
+        return None
+    path = Path(row.get("wav_path") or "")
+    return path if row.get("wav_path") and path.is_file() else output_dir / "audio" / f"{row[id_field]}.wav"
+
+
+def score(job: WerJob, output_dir: Path, *, endpoint: Endpoint, model: str, lang: str = "en",
+          concurrency: int = 4, asr_label: str = "") -> dict[str, Any]:
+    """Transcribe and score every row; write the job's files; return the summary."""
+    doc = read_json(output_dir / job.rows)
+    rows = doc[job.rows_key] if job.rows_key else doc
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{output_dir / job.rows}: the rows are not a list of objects")
+    heard = transcribe_files([_wav(output_dir, r, job.id_field) for r in rows],
+                             url=endpoint.url("/v1/audio/transcriptions"), model=model, lang=lang,
+                             concurrency=concurrency)
+    counts, per_sample, skipped = wer.score_transcripts([
+        ({job.record_id: row.get(job.id_field), job.record_reference: row.get(job.reference_field),
+          job.record_transcript: text}, row.get(job.reference_field) or "", text, error)
+        for row, (text, error) in zip(rows, heard, strict=True)])
+    summary = wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang)
+    asr = asr_label or model
+    if job.layout == "flat":
+        summary = {**summary, "asr": asr}
+        write_json(output_dir / job.output, summary)
+        if job.per_sample_output:
+            write_json(output_dir / job.per_sample_output, per_sample)
+    else:
+        write_json(output_dir / job.output, {
+            "summary": summary,
+            "config": {"asr_model": model, "asr": asr, "lang": lang, "asr_concurrency": concurrency,
+                       "normalizer": "whisper English", "aligner": "jiwer"},
+            "per_sample": per_sample})
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Score one output folder on the ASR server at ``--port``."""
+    p = argparse.ArgumentParser(prog="python -m omnibench_core.scoring.asr_wer")
+    p.add_argument("--output-dir", required=True, type=Path)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--asr-model", required=True, help="the ASR server's --model-name")
+    p.add_argument("--asr-label", default="", help="what the ASR server really is, for the report")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--asr-concurrency", type=int, default=4)
+    defaults = {f.name: f.default for f in fields(WerJob)}
+    for f in fields(WerJob):
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(defaults[f.name], str):
+            p.add_argument(flag, default=defaults[f.name])
+        else:  # no default: required
+            p.add_argument(flag, required=True)
+    a = p.parse_args(argv)
+    job = WerJob(**{f.name: getattr(a, f.name) for f in fields(WerJob)})
+    summary = score(job, a.output_dir, endpoint=Endpoint(a.port, a.host), model=a.asr_model, lang=a.lang,
+                    concurrency=a.asr_concurrency, asr_label=a.asr_label)
+    print({k: v for k, v in summary.items() if not isinstance(v, str)}, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
