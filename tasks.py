@@ -11,6 +11,7 @@ from invoke import Collection, Context, Exit, task
 
 from omnibench_core import api, report
 from omnibench_core.errors import OmnibenchError, RunInterrupted
+from omnibench_core.report import emit
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.setup.doctor import diagnose
@@ -53,8 +54,8 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
     """Run workloads once: fresh server per workload, client, scoring, coverage, metrics.json."""
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
-        result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=print)
-    print(report.run_summary(result))
+        result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=emit)
+    emit(report.run_summary(result))
     if not result.complete:
         raise Exit(code=1)
 
@@ -69,9 +70,9 @@ def measure(c, workload, runs=3, opt=None, client=None, target=None, results=Non
     """A warm-up run, then --runs measured runs, then each metric's mean and spread (report.json)."""
     with reported():
         settings = settings_from(c, target=target, results=results, port=port)
-        path, spreads = api.measure(settings, workload, runs=int(runs), options=opt or [], client=client)
-    print(report.spread_table(spreads))
-    print(f"report: {path}")
+        path, spreads = api.measure(settings, workload, runs=int(runs), options=opt or [], client=client, progress=emit)
+    emit(report.spread_table(spreads))
+    emit(f"report: {path}")
 
 
 @task(help={"runs": "comma-separated run names (default: every complete runN except run0)",
@@ -81,8 +82,8 @@ def report_runs(c, runs="", target=None, results=None):
     with reported():
         path, spreads = api.report(settings_from(c, target=target, results=results),
                                    [r.strip() for r in runs.split(",") if r.strip()])
-    print(report.spread_table(spreads))
-    print(f"report: {path}")
+    emit(report.spread_table(spreads))
+    emit(f"report: {path}")
 
 
 @task
@@ -90,7 +91,7 @@ def plugins(c):
     """List every workload, target and scorer with the plugin and distribution providing it."""
     with reported():
         rows = api.list_plugins()
-    print(report.table(((r.kind, r.name, r.description, r.plugin, r.distribution, r.version) for r in rows),
+    emit(report.table(((r.kind, r.name, r.description, r.plugin, r.distribution, r.version) for r in rows),
                        ("kind", "name", "description", "plugin", "distribution", "version")))
 
 
@@ -103,7 +104,7 @@ def cpus(c, gpu_a=None, gpu_b=None, out=None, cores_per_gpu=None, skip_cores=Non
         groups = setup_host.make_cpu_groups(settings_from(c), gpu_a=gpu_a, gpu_b=gpu_b,
                                             cores_per_gpu=int(cores_per_gpu) if cores_per_gpu else None,
                                             skip_cores=skip_cores, out=Path(out) if out else None)
-    print(groups.env_text() + "CPUS_OK")
+    emit(groups.env_text() + "CPUS_OK")
 
 
 @task(help={"execute": "run docker run (default: print the commands for copying)",
@@ -113,8 +114,8 @@ def container(c, execute=False, env_file=None):
     with reported():
         plan = setup_host.container(settings_from(c), Path(env_file) if env_file else None)
         if execute:
-            print(f"started {setup_host.create_container(plan)[:12]}")
-    print(plan.shell_lines())
+            emit(f"started {setup_host.create_container(plan)[:12]}")
+    emit(plan.shell_lines())
 
 
 @task(help={"commit": "commit, tag or branch to detach at (default origin/main)"})
@@ -128,7 +129,7 @@ def checkout(c, commit=None):
 def venv(c):
     """Build the checkout's venv with CI's prepare_omni_venv.sh, then VENV_OK."""
     with reported():
-        print(f"VENV_OK {setup_host.venv(settings_from(c))}")
+        emit(f"VENV_OK {setup_host.venv(settings_from(c))}")
 
 
 @task
@@ -143,7 +144,7 @@ def verify(c):
     """REVISIONS_OK: every pin loads offline at its own revision; seed-tts has its count."""
     with reported():
         setup_host.verify_all(settings_from(c))
-    print("REVISIONS_OK")
+    emit("REVISIONS_OK")
 
 
 @task(default=True, help={"where": "host (CPU groups, container) or container (checkout, venv, downloads); "
@@ -158,7 +159,7 @@ def setup_all(c, where="auto"):
 def doctor(c):
     """Check every prerequisite of a run on this host: a table of OK/FAIL with the fix for each."""
     checks = diagnose(settings_from(c))
-    print(report.table(((k.name, "OK" if k.ok else "FAIL", k.detail, k.fix) for k in checks),
+    emit(report.table(((k.name, "OK" if k.ok else "FAIL", k.detail, k.fix) for k in checks),
                        ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if not k.ok]
     if failed:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import environment, layout, plugin_manager
-from .errors import OmnibenchError, SettingsError
+from . import environment, layout, ownership, plugin_manager
+from .errors import OmnibenchError, SettingsError, storage_error
 from .plugin_manager import Registry
 from .records import RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan
@@ -96,15 +96,25 @@ def run(
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
     slot = Slot(settings.port, gpus=target_env.gpus, cpus=settings.cpu_list())
-    run_dir = layout.run_dir(settings.results_root, target_env.folder, run_name)
-    steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
-                                                         settings)) for w in chosen}
-    plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
-                    for r in registry.table(t).values() if r.provider.distribution}
-    gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
-    plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
-                   steps=steps, options=opts, checks=run_checks(registry, chosen),
-                   environment=environment.capture(gpu_tool, sorted(plugin_dists)))
+    revision = layout.revision_dir(settings.results_root, target_env.folder)
+    try:
+        for moved in ownership.reclaim_abandoned(revision):
+            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
+        run_dir = ownership.claim_run_dir(revision, run_name)
+    except OSError as exc:
+        raise storage_error(f"claiming a run directory in {revision}", exc) from exc
+    try:
+        steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
+                                                             settings)) for w in chosen}
+        plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
+                        for r in registry.table(t).values() if r.provider.distribution}
+        gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
+        plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
+                       steps=steps, options=opts, checks=run_checks(registry, chosen),
+                       environment=environment.capture(gpu_tool, sorted(plugin_dists)))
+    except BaseException:
+        run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
+        raise
     runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
     try:
         return runner.execute()

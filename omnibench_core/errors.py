@@ -103,3 +103,34 @@ class Terminated(BaseException):
     A BaseException like KeyboardInterrupt, so ``except Exception`` in plugin code does not
     swallow it and every ``finally`` (server stop) still runs.
     """
+
+
+class StorageError(OmnibenchError):
+    """The results folder could not be written: read-only, full, out of inodes, not permitted.
+
+    Carries the first cause; later failures while cleaning up are added as evidence, never
+    raised in its place.
+    """
+
+
+_STORAGE_HINTS = {
+    "ENOSPC": "the disk is full: free space (df -h) or point omnibench.results at another disk",
+    "EDQUOT": "the disk quota is used up: free space or point omnibench.results elsewhere",
+    "EROFS": "the file system is read-only: point omnibench.results at a writable folder",
+    "EACCES": "omnibench may not write there: fix the folder's permissions or choose another --results",
+    "EPERM": "the folder or a file in it is immutable or protected (lsattr): lift that or choose another --results",
+}
+
+
+def storage_error(what: str, exc: OSError) -> StorageError:
+    """A :class:`StorageError` for an ``OSError`` met while ``what``, naming the errno and file."""
+    import errno as _errno
+
+    code = _errno.errorcode.get(exc.errno or 0, "")
+    evidence = {"error": f"{code or 'OSError'}: {exc.strerror or exc}"}
+    if exc.filename:
+        evidence["file"] = str(exc.filename)
+    if code == "ENOSPC" and exc.filename is None:
+        evidence["note"] = "no space left, or no free inodes (df -i)"
+    return StorageError(f"cannot write the results while {what}", evidence=evidence,
+                        hint=_STORAGE_HINTS.get(code, "check the results folder (df -h, df -i, ls -ld)"))

@@ -33,12 +33,18 @@ class GateRecord:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
-def check_run_ready(run_dir: Path, port: int) -> GateRecord:
-    """RUN_READY: the run directory must not exist and the port must be free.
+def check_run_ready(run_dir: Path, port: int, *, claimed: bool = False) -> GateRecord:
+    """RUN_READY: the run directory must not exist (``claimed``: must be the empty directory this
+    run just created) and the port must be free.
 
     A port held by another process is reported with that process; it is never touched.
     """
-    if run_dir.exists() or run_dir.is_symlink():
+    if claimed:
+        if not run_dir.is_dir() or any(run_dir.iterdir()):
+            raise RunNotReady(f"run directory {run_dir} is not the empty directory this run claimed",
+                              evidence={"run_dir": str(run_dir)},
+                              hint="another process wrote into it; move it away and repeat the run")
+    elif run_dir.exists() or run_dir.is_symlink():
         raise RunNotReady(
             f"run directory {run_dir} exists already",
             evidence={"run_dir": str(run_dir)},

@@ -19,12 +19,6 @@ def revision_dir(results_root: Path, folder: str) -> Path:
     return results_root / folder
 
 
-def run_dir(results_root: Path, folder: str, name: str | None = None) -> Path:
-    """``<results>/<folder>/<name or the next free runN>``."""
-    parent = revision_dir(results_root, folder)
-    return parent / (name or next_run_name(parent))
-
-
 def measured_runs(revision: Path) -> list[str]:
     """The ``runN`` folders of a revision but ``run0`` (the warm-up), in order."""
     names = [p.name for p in revision.glob("run*") if _RUN_RE.match(p.name) and p.name != "run0"]
@@ -67,5 +61,9 @@ def move_aside(run_dir: Path) -> Path:
             candidate = run_dir.with_name(f"{run_dir.name}-incomplete-{n}")
             n += 1
             continue
-        os.rename(run_dir, candidate)  # replaces the empty placeholder atomically
+        try:
+            os.rename(run_dir, candidate)  # replaces the empty placeholder atomically
+        except OSError:
+            candidate.rmdir()  # leave no empty -incomplete placeholder behind
+            raise
         return candidate

@@ -131,8 +131,8 @@ class Step:
     """One unit of a run.
 
     ``run`` is a :class:`Command` or a Python callable taking a :class:`StepContext`.
-    ``outputs`` are paths relative to the run directory that the step must leave; ``done``
-    (default: all outputs exist) tells whether the step already ran.
+    ``outputs`` are paths relative to the run directory that the step must write; the runner
+    records their sizes and hashes, and skips the step only when this run wrote them already.
     """
 
     name: str
@@ -140,14 +140,7 @@ class Step:
     phase: Phase = "generate"
     server: ServeSpec | None = None
     outputs: tuple[str, ...] = ()
-    done: Callable[[Path], bool] | None = None
     timeout_s: float | None = None
-
-    def is_done(self, run_dir: Path) -> bool:
-        """True when the step's done-check (or, by default, all its outputs) holds."""
-        if self.done is not None:
-            return bool(self.done(run_dir))
-        return bool(self.outputs) and all((run_dir / p).exists() for p in self.outputs)
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 
 from tabulate import tabulate
 
 from .records import RunResult
+
+
+def emit(text: str) -> None:
+    """Print a line for the user; a reader that went away (``invoke run | head``) is not an error.
+
+    After the first broken pipe, stdout points at /dev/null, so the run goes on and its exit code
+    still says how it ended.
+    """
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def table(rows: Iterable[Sequence[object]], headers: Sequence[str]) -> str:

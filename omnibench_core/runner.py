@@ -9,6 +9,7 @@ matrix can drive many runners, each on its own slot.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import threading
@@ -18,9 +19,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import gates
+from . import gates, ownership
 from .collection import collect_run, write_metrics
-from .errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
+from .errors import (
+    GateError,
+    OmnibenchError,
+    RunInterrupted,
+    RunNotReady,
+    StepFailed,
+    StorageError,
+    Terminated,
+    storage_error,
+)
 from .layout import move_aside
 from .manifest import Manifest, now_iso
 from .planning import Group, order_steps
@@ -82,6 +92,8 @@ class Runner:
         self.info = RunInfo(plan.run_dir, plan.target.target, tuple(w.name for w in plan.workloads),
                             plan.target.revision)
         self._t0 = time.monotonic()
+        self._current = ""  # the step running now, for "server died during step X"
+        self._left_running: list[str] = []  # servers a stop could not end
         self.scope = StepScope(plan.run_dir, plan.slot.endpoint, plan.target, plan.slot.cpus,
                                plan.settings.stop_grace_s)
         self.manifest: Manifest | None = None
@@ -89,34 +101,65 @@ class Runner:
 
     # -- progress --------------------------------------------------------------------------
     def say(self, message: str) -> None:
-        """Emit a progress line with the run's elapsed time."""
-        self.progress(f"[{time.monotonic() - self._t0:7.1f}s] {message}")
+        """Emit a progress line with the run's elapsed time.
+
+        A reader that went away (``invoke run | head``) must not fail the run: progress stops.
+        """
+        try:
+            self.progress(f"[{time.monotonic() - self._t0:7.1f}s] {message}")
+        except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
+            self.progress = _quiet
 
     # -- the run ---------------------------------------------------------------------------
     def execute(self) -> RunResult:
         """Run every gate and step; collect; move an incomplete run aside.
 
-        Raises a typed error (GateError, StepFailed, RunInterrupted...) whose evidence names the
-        ``-incomplete`` directory the run was moved to.
+        ``plan.run_dir`` is the empty directory this run claimed (:func:`ownership.claim_run_dir`).
+        Holds the slot's port lock for the whole run. Raises a typed error (GateError,
+        StepFailed, RunInterrupted, StorageError...) whose evidence names the ``-incomplete``
+        directory the run was moved to.
         """
         plan = self.plan
-        groups = order_steps(plan.steps)
-        ready = gates.check_run_ready(self.run_dir, plan.port)
-        self._create_run_dir()
-        manifest = self.manifest = Manifest(self.run_dir, {
-            "run": self.run_dir.name,
-            "target": plan.target.target,
-            "revision": plan.target.revision,
-            "dirty": bool(plan.target.dirty.strip()),
-            "target_details": dict(plan.target.details),
-            "workloads": [w.name for w in plan.workloads],
-            "options": {k: dict(v) for k, v in plan.options.items()},
-            "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
-            "settings": {k: str(v) for k, v in vars(plan.settings).items()},
-            "environment": dict(plan.environment),
-        })
-        manifest.gate(ready)
+        try:
+            groups = order_steps(plan.steps)
+            with ownership.port_lock(plan.port):
+                ready = gates.check_run_ready(self.run_dir, plan.port, claimed=True)
+                self._start_manifest(ready)
+                return self._run(groups)
+        except RunNotReady:
+            _remove_if_empty(self.run_dir)  # nothing ran: release the claimed name
+            raise
+        except StorageError:
+            if self.manifest is None:
+                _remove_if_empty(self.run_dir)
+            raise
+
+    def _start_manifest(self, ready: gates.GateRecord) -> None:
+        plan = self.plan
+        try:
+            self._write_run_files()
+            self.manifest = Manifest(self.run_dir, {
+                "run": self.run_dir.name,
+                "owner": ownership.Owner.me().as_record(),
+                "target": plan.target.target,
+                "revision": plan.target.revision,
+                "dirty": bool(plan.target.dirty.strip()),
+                "target_details": dict(plan.target.details),
+                "workloads": [w.name for w in plan.workloads],
+                "options": {k: dict(v) for k, v in plan.options.items()},
+                "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
+                "settings": {k: str(v) for k, v in vars(plan.settings).items()},
+                "environment": dict(plan.environment),
+            })
+            self.manifest.gate(ready)
+        except OSError as exc:
+            error = storage_error("creating the run directory's files", exc)
+            if self.manifest is not None:
+                self._fail("failed", error)
+            raise error from exc
         self.say(f"RUN_READY {self.run_dir}")
+
+    def _run(self, groups: list[Group]) -> RunResult:
         try:
             with sigterm_as_exception():
                 self.on_start(self.info)
@@ -125,20 +168,25 @@ class Runner:
                 return self._collect()
         except (KeyboardInterrupt, Terminated) as exc:
             why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
-            err = RunInterrupted(f"the run was interrupted by {why}; every server omnibench started was stopped")
+            stopped = "every server omnibench started was stopped" if not self._left_running else \
+                f"servers still running: {', '.join(self._left_running)}"
+            err = RunInterrupted(f"the run was interrupted by {why}; {stopped}")
             self._fail("interrupted", err)
             raise err from None
         except OmnibenchError as exc:
             self._fail("failed", exc)
             raise
+        except OSError as exc:
+            err = storage_error(f"running {self._current or 'the run'}", exc)
+            self._fail("failed", err)
+            raise err from exc
         except Exception as exc:
             err = OmnibenchError(f"the run failed: {type(exc).__name__}: {exc}",
                                  hint="this is likely a bug in a plugin or in omnibench; see the manifest")
             self._fail("failed", err)
             raise err from exc
 
-    def _create_run_dir(self) -> None:
-        self.run_dir.mkdir(parents=True)
+    def _write_run_files(self) -> None:
         (self.run_dir / "commit.txt").write_text(self.plan.target.revision + "\n")
         (self.run_dir / "dirty.txt").write_text(self.plan.target.dirty)
         for workload in self.plan.workloads:
@@ -153,19 +201,30 @@ class Runner:
         return moved
 
     def _fail(self, status: str, error: OmnibenchError) -> None:
+        """Record the failure and move the run aside. A second failure while doing so (a full
+        disk, say) is added to the first error's evidence; it never replaces it."""
         assert self.manifest is not None
-        if isinstance(error, GateError):
-            self.manifest.gate_failed(error.gate, error)
-        moved = self._move_aside()
-        _follow_move(error, self.plan.run_dir, moved)
-        error.evidence["run moved to"] = str(moved)
-        self.manifest.finish(status, error)
-        self.result = RunResult(moved, False, status, {}, (), (), self.manifest.path, error=error.message)
-        self.say(f"run {status}: moved to {moved}")
+        try:
+            if isinstance(error, GateError):
+                self.manifest.gate_failed(error.gate, error)
+        except OSError as exc:
+            error.evidence["manifest not updated"] = f"{type(exc).__name__}: {exc}"
+        try:
+            moved = self._move_aside()
+            _follow_move(error, self.plan.run_dir, moved)
+            error.evidence["run moved to"] = str(moved)
+        except OSError as exc:
+            error.evidence["run not moved aside"] = f"{type(exc).__name__}: {exc}; it stays at {self.run_dir}"
+        try:
+            self.manifest.finish(status, error)
+        except OSError as exc:
+            error.evidence["manifest not finished"] = f"{type(exc).__name__}: {exc}"
+        self.result = RunResult(self.run_dir, False, status, {}, (), (), self.manifest.path, error=error.message)
+        self.say(f"run {status}: {error.evidence.get('run moved to') or self.run_dir}")
 
     # -- groups and servers ----------------------------------------------------------------
     def _run_group(self, group: Group) -> None:
-        pending = [p for p in group.steps if not p.step.is_done(self.run_dir)]
+        pending = [p for p in group.steps if not self._done_by_this_run(p.workload, p.step)]
         for p in group.steps:
             if p not in pending:
                 self._record_skipped(p.workload, p.step)
@@ -191,12 +250,14 @@ class Runner:
         log_path = self._server_log(spec.label)
         env = build_env(os.environ, {**plan.target.env, "SGLANG_OMNI_STRICT_PORT": "1"}, plan.target.unset)
         self.say(f"{spec.label}: starting server (log {log_path.relative_to(self.run_dir)})")
-        proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus)
-        entry = self.manifest.server({"label": spec.label, "phase": group.phase, "argv": argv, "pid": proc.pid,
-                                      "pgid": proc.pgid, "port": plan.port, "log": str(log_path.relative_to(self.run_dir)),
-                                      "cpus": list(plan.slot.cpus), "started": now_iso(),
-                                      "ready": None, "stopped": None, "stop": None})
-        try:
+        entry: dict[str, Any] = {"label": spec.label, "phase": group.phase, "argv": argv, "port": plan.port,
+                                 "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
+                                 "started": now_iso(), "ready": None, "stopped": None, "stop": None}
+        proc = None
+        try:  # the start is inside the cleanup scope: a failed manifest write cannot orphan it
+            proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus)
+            entry.update(pid=proc.pid, pgid=proc.pgid)
+            self.manifest.server(entry)
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
                                      interval_s=plan.settings.health_interval_s)
             entry["ready"] = now_iso()
@@ -204,10 +265,8 @@ class Runner:
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
             yield
         finally:
-            how = proc.stop(plan.settings.stop_grace_s)
-            entry.update(stopped=now_iso(), stop=how, exit_code=proc.popen.returncode)
-            self.manifest.save()
-            self.say(f"{spec.label}: server stopped ({how})")
+            if proc is not None:
+                self._stop_server(proc, entry)
         # GPU_FREE only after a clean group: after a failure the run is already incomplete and
         # the original error is what the user needs to see.
         free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
@@ -218,6 +277,24 @@ class Runner:
         if free.status == "passed":
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
 
+    def _stop_server(self, proc: Any, entry: dict[str, Any]) -> None:
+        """Stop the server's group and record what happened, from the facts."""
+        assert self.manifest is not None
+        label = entry["label"]
+        if proc.exited() is not None and entry.get("ready"):
+            entry["died"] = f"during step {self._current}" if self._current else "between steps"
+            self.say(f"{label}: the server had exited ({entry['died']}) with code {proc.popen.returncode}")
+        else:
+            self.say(f"{label}: stopping the server (SIGTERM, then SIGKILL after at most "
+                     f"{self.plan.settings.stop_grace_s:g} s)")
+        how = proc.stop(self.plan.settings.stop_grace_s)
+        entry.update(stopped=now_iso(), stop=how, exit_code=proc.popen.returncode)
+        try:
+            self.manifest.save()
+        except OSError:
+            pass  # the error that ends the run reports the disk; the stop itself is done
+        self.say(f"{label}: server stopped ({how})")
+
     def _server_log(self, label: str) -> Path:
         path, n = self.run_dir / f"{label}.log", 2
         while path.exists():  # a second start of the same label keeps the first log
@@ -225,10 +302,23 @@ class Runner:
         return path
 
     # -- steps -----------------------------------------------------------------------------
+    def _done_by_this_run(self, workload: str, step: Step) -> bool:
+        """True when this run's manifest records the step done and its outputs are unchanged.
+
+        A file found on disk proves nothing: only outputs this run wrote, with the sizes and
+        hashes it recorded, let a step be skipped.
+        """
+        assert self.manifest is not None
+        key = f"{workload}.{step.name}"
+        done = [s for s in self.manifest.data["steps"] if s.get("step") == key and s.get("status") == "ok"]
+        if not done or not step.outputs:
+            return False
+        return done[-1].get("outputs") == output_records(self.run_dir, step.outputs)
+
     def _record_skipped(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
         self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": "skipped",
-                            "reason": "its outputs are already complete"})
+                            "reason": "this run wrote its outputs already (sizes and hashes match)"})
 
     def _run_one(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
@@ -242,6 +332,7 @@ class Runner:
         })
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
+        self._current = f"{workload}.{step.name}"
         try:
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
@@ -254,7 +345,9 @@ class Runner:
             entry.update(status="interrupted", ended=now_iso())
             self.manifest.save()
             raise
-        entry.update(status="ok", ended=now_iso(), exit_code=code)
+        finally:
+            self._current = ""
+        entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
@@ -283,6 +376,29 @@ class Runner:
                                 collection.metrics, collection.rates, collection.broken, self.manifest.path,
                                 notes=collection.notes)
         return self.result
+
+
+def output_records(run_dir: Path, outputs: Sequence[str]) -> dict[str, Any]:
+    """Size and SHA-256 of each output file (None for a missing one), for the manifest."""
+    records: dict[str, Any] = {}
+    for rel in outputs:
+        path = run_dir / rel
+        try:
+            records[rel] = {"size": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        except OSError:
+            records[rel] = None
+    return records
+
+
+def _quiet(message: str) -> None:
+    """Progress after the terminal's reader left."""
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
 
 
 def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:

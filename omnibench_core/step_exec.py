@@ -28,6 +28,10 @@ class StepScope:
     stop_grace_s: float = 30.0
 
 
+# File times come from a coarse kernel clock that can lag time.time_ns() by a tick.
+_MTIME_SLACK_NS = 50_000_000
+
+
 def step_log_path(run_dir: Path, workload: str, step: Step) -> Path:
     """``<run>/logs/<workload>.<step>.log``."""
     return run_dir / "logs" / f"{workload}.{step.name}.log"
@@ -53,6 +57,7 @@ def run_step(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     where = f"step {workload}.{step.name}"
     exit_code: int | None = None
+    started_ns = time.time_ns() - _MTIME_SLACK_NS
     if isinstance(step.run, Command):
         exit_code = _run_command(step, step.run, log_path, scope, where, on_spawn, progress)
     else:
@@ -75,6 +80,13 @@ def run_step(
             f"{where} finished but did not leave {', '.join(missing)}",
             evidence={"run_dir": str(run_dir), "log": str(log_path), "log tail": log_tail(log_path)},
             hint="read the step's log for why the file was not written",
+        )
+    stale = [p for p in step.outputs if (run_dir / p).stat().st_mtime_ns < started_ns]
+    if stale:  # a file that was there before the step (planted, or left over) is not its output
+        raise StepFailed(
+            f"{where} finished but did not write {', '.join(stale)}: the file is older than the step",
+            evidence={"run_dir": str(run_dir), "log": str(log_path), "log tail": log_tail(log_path)},
+            hint="the step must write its outputs itself; remove the old files and repeat the run",
         )
     return exit_code
 

@@ -1,0 +1,145 @@
+"""Who owns a run, and its port: the claim of ``runN``, the port lock, and runs whose owner died.
+
+A run directory is claimed with an exclusive ``mkdir`` (two runs at once never get the same
+``runN``); a port is held by an ``flock`` for the whole run (two runs never share a port, and
+the kernel drops the lock when the owner dies, even by SIGKILL). The manifest records the owner
+(host, pid and the pid's start time, so a reused pid is not mistaken for the owner); a ``runN``
+still "running" whose owner is gone is moved aside by the next run on that revision.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import RunNotReady
+from .jsonio import read_json, write_json
+from .layout import move_aside, next_run_name
+
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that runs a run."""
+
+    host: str
+    pid: int
+    pid_started: int  # the pid's start time in clock ticks since boot (/proc/<pid>/stat field 22)
+
+    @classmethod
+    def me(cls) -> Owner:
+        """This process."""
+        return cls(socket.gethostname(), os.getpid(), pid_start_time(os.getpid()))
+
+    def as_record(self) -> dict[str, Any]:
+        """For the manifest."""
+        return asdict(self)
+
+
+def pid_start_time(pid: int, proc: Path = Path("/proc")) -> int:
+    """When ``pid`` started (clock ticks since boot), or -1 when there is no such process."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return -1
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def owner_alive(record: Any, proc: Path = Path("/proc")) -> bool:
+    """False only when the recorded owner is known to be gone: this host, and its pid dead or reused.
+
+    An owner on another host cannot be checked from here, and a manifest without an owner
+    record (an older omnibench) tells nothing: both count as alive, so nothing is moved wrongly.
+    """
+    if not isinstance(record, dict) or record.get("host") != socket.gethostname():
+        return True
+    pid, started = record.get("pid"), record.get("pid_started")
+    if not isinstance(pid, int):
+        return True
+    now = pid_start_time(pid, proc)
+    return now != -1 and now == started
+
+
+def reclaim_abandoned(revision_dir: Path, proc: Path = Path("/proc")) -> list[Path]:
+    """Move aside every ``runN`` of ``revision_dir`` left "running" by an owner that died.
+
+    Its manifest gets status ``abandoned`` and the reason; returns the new paths.
+    """
+    moved = []
+    if not revision_dir.is_dir():
+        return moved
+    for run in sorted(revision_dir.glob("run*")):
+        manifest = run / MANIFEST_NAME
+        if run.name.startswith("run") and run.name[3:].isdigit() and manifest.is_file():
+            try:
+                data = read_json(manifest)
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict) or data.get("status") != "running" or owner_alive(data.get("owner"), proc):
+                continue
+            owner = data.get("owner") or {}
+            new = move_aside(run)
+            data.update(status="abandoned", reason=f"its owner (pid {owner.get('pid')} on {owner.get('host')}) "
+                                                   "died while the run was running; moved aside by a later run")
+            write_json(new / MANIFEST_NAME, data)
+            moved.append(new)
+    return moved
+
+
+def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 20) -> Path:
+    """Create the run directory atomically: ``name``, or the next free ``runN``.
+
+    A named run that exists is a :class:`RunNotReady`; for an automatic name, a run that took
+    the same ``runN`` a moment earlier makes this one take the next.
+    """
+    revision_dir.mkdir(parents=True, exist_ok=True)
+    for _ in range(attempts):
+        run_dir = revision_dir / (name or next_run_name(revision_dir))
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            if name:
+                raise RunNotReady(f"run directory {run_dir} exists already", evidence={"run_dir": str(run_dir)},
+                                  hint="omnibench never overwrites a run: pick another --run-name or move "
+                                       "that directory") from None
+    raise RunNotReady(f"could not claim a run directory in {revision_dir} after {attempts} tries",
+                      hint="many runs are starting in this folder at once; repeat the command")
+
+
+def lock_dir() -> Path:
+    """Where port locks live: ``$OMNIBENCH_LOCK_DIR``, else a per-user folder in the temp dir."""
+    configured = os.environ.get("OMNIBENCH_LOCK_DIR")
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / f"omnibench-locks-{os.getuid()}"
+
+
+@contextmanager
+def port_lock(port: int, folder: Path | None = None) -> Iterator[Path]:
+    """Hold ``port`` for this run; a port another omnibench run holds is a :class:`RunNotReady`."""
+    folder = folder or lock_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"port-{port}.lock"
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunNotReady(f"port {port} is held by another omnibench run", evidence={"held by": holder,
+                              "lock": str(path)}, hint="wait for that run to end, or pass another --port") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        yield path
+    finally:
+        handle.close()  # closing drops the lock
