@@ -13,7 +13,7 @@ def load_settings(project_dir: str | Path) -> Settings:
     """The ``omnibench`` settings as ``invoke`` would see them in ``project_dir``: defaults, the
     system and user files, ``invoke.yaml`` there, then ``INVOKE_OMNIBENCH_*`` variables."""
     config = Config(defaults={**Config.global_defaults(), "omnibench": Settings.defaults()},
-                    project_location=str(project_dir))
+                    project_location=Path(project_dir))
     config.load_project()
     config.load_shell_env()
     return Settings.from_mapping(dict(config.omnibench))

@@ -73,7 +73,7 @@ def reclaim_abandoned(revision_dir: Path, proc: Path = Path("/proc")) -> list[Pa
 
     Its manifest gets status ``abandoned`` and the reason; returns the new paths.
     """
-    moved = []
+    moved: list[Path] = []
     if not revision_dir.is_dir():
         return moved
     for run in sorted(revision_dir.glob("run*")):

@@ -105,10 +105,12 @@ class PluginManager:
             for impl in caller.get_hookimpls():
                 if impl.plugin_name != name or impl.hookwrapper or impl.wrapper:
                     continue
+                # pluggy declares HookImpl.function Final; rebinding it is the one wrap point pluggy
+                # leaves (a wrapper hookimpl would see only the combined answers).
                 if caller.name in _REGISTRATION_HOOKS:
-                    impl.function = _tagging(impl.function, caller.name, provider)
+                    impl.function = _tagging(impl.function, caller.name, provider)  # type: ignore[misc]
                 elif caller.name == "omnibench_run_finish":
-                    impl.function = _reporting(impl.function, name)
+                    impl.function = _reporting(impl.function, name)  # type: ignore[misc]
 
     def load_entry_points(self, entry_points: Iterable[md.EntryPoint] | None = None) -> None:
         """Register every ``omnibench`` entry point: omnibench's own first, then the others."""
@@ -249,9 +251,10 @@ def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> 
             f"plugin {provider} returned a {type(record).__name__} where a {record_type.__name__} belongs",
             hint=f"return omnibench_core.records.{record_type.__name__} records",
         )
-    if not isinstance(record.name, str) or not NAME_RE.match(record.name):
+    name = getattr(record, "name", None)
+    if not isinstance(name, str) or not NAME_RE.match(name):
         raise PluginError(
-            f"plugin {provider} registers a {kind} with the invalid name {record.name!r}",
+            f"plugin {provider} registers a {kind} with the invalid name {name!r}",
             hint="names are lower-case: a letter, then letters, digits, '_', '-' or '.'",
         )
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import gates, ownership
 from .collection import collect_run, write_metrics
@@ -170,16 +170,16 @@ class Runner:
             why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
             stopped = "every server omnibench started was stopped" if not self._left_running else \
                 f"servers still running: {', '.join(self._left_running)}"
-            err = RunInterrupted(f"the run was interrupted by {why}; {stopped}")
-            self._fail("interrupted", err)
-            raise err from None
+            interrupted = RunInterrupted(f"the run was interrupted by {why}; {stopped}")
+            self._fail("interrupted", interrupted)
+            raise interrupted from None
         except OmnibenchError as exc:
             self._fail("failed", exc)
             raise
         except OSError as exc:
-            err = storage_error(f"running {self._current or 'the run'}", exc)
-            self._fail("failed", err)
-            raise err from exc
+            storage = storage_error(f"running {self._current or 'the run'}", exc)
+            self._fail("failed", storage)
+            raise storage from exc
         except Exception as exc:
             err = OmnibenchError(f"the run failed: {type(exc).__name__}: {exc}",
                                  hint="this is likely a bug in a plugin or in omnibench; see the manifest")
@@ -200,7 +200,7 @@ class Runner:
         self.scope = replace(self.scope, run_dir=moved)
         return moved
 
-    def _fail(self, status: str, error: OmnibenchError) -> None:
+    def _fail(self, status: Literal["failed", "interrupted"], error: OmnibenchError) -> None:
         """Record the failure and move the run aside. A second failure while doing so (a full
         disk, say) is added to the first error's evidence; it never replaces it."""
         assert self.manifest is not None
@@ -313,7 +313,7 @@ class Runner:
         done = [s for s in self.manifest.data["steps"] if s.get("step") == key and s.get("status") == "ok"]
         if not done or not step.outputs:
             return False
-        return done[-1].get("outputs") == output_records(self.run_dir, step.outputs)
+        return bool(done[-1].get("outputs") == output_records(self.run_dir, step.outputs))
 
     def _record_skipped(self, workload: str, step: Step) -> None:
         assert self.manifest is not None

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from .hookspecs import hookimpl
@@ -42,13 +43,13 @@ def collect_audio(run_dir: Path) -> Collected:
 
 
 @hookimpl
-def omnibench_scorers():
+def omnibench_scorers() -> Iterator[Scorer]:
     """The ASR WER scorer."""
     yield Scorer("asr-wer", "WER of the workload's speech through an ASR server (one start per run)", plan_asr_wer)
 
 
 @hookimpl
-def omnibench_run_checks():
+def omnibench_run_checks() -> Iterator[RunCheck]:
     """The run-wide audio check."""
     yield RunCheck("audio", "every WAV of the run readable, not empty, not NaN; audio.files and rates",
                    collect_audio)

@@ -20,6 +20,7 @@ async def _all(paths: Sequence[Path | None], url: str, model: str, lang: str, co
         if path is None:
             progress.tick(False)
             return None, "generation failed"
+        result: tuple[str | None, str]
         async with gate:
             try:
                 form = aiohttp.FormData()

@@ -74,7 +74,9 @@ def download(pins: Pins, *, cache_dir: str | None = None, downloader: Callable[.
              progress: Callable[[str], None] = print) -> list[str]:
     """Download every pin at its revision (huggingface_hub shows progress), then write its ref."""
     if downloader is None:
-        from huggingface_hub import snapshot_download as downloader
+        from huggingface_hub import snapshot_download
+
+        downloader = snapshot_download
     cache = hub_cache(cache_dir)
     paths = []
     for i, pin in enumerate(pins.pins, start=1):
