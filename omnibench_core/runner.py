@@ -39,6 +39,8 @@ from .processes import build_env, start_group
 from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
 from .settings import Settings
 from .step_exec import StepScope, run_step, step_log_path
+from .telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
+from .telemetry.sampler import Sampler
 
 Progress = Callable[[str], None]
 
@@ -94,6 +96,7 @@ class Runner:
         self._t0 = time.monotonic()
         self._current = ""  # the step running now, for "server died during step X"
         self._left_running: list[str] = []  # servers a stop could not end
+        self._windows: list[StepWindow] = []  # the steps run on the current server, for telemetry
         self.scope = StepScope(plan.run_dir, plan.slot.endpoint, plan.target, plan.slot.cpus,
                                plan.settings.stop_grace_s)
         self.manifest: Manifest | None = None
@@ -205,6 +208,10 @@ class Runner:
         disk, say) is added to the first error's evidence; it never replaces it."""
         assert self.manifest is not None
         try:
+            self._write_telemetry()  # what the GPUs did up to the failure is evidence too
+        except OSError:
+            pass
+        try:
             if isinstance(error, GateError):
                 self.manifest.gate_failed(error.gate, error)
         except OSError as exc:
@@ -254,7 +261,12 @@ class Runner:
                                  "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
                                  "started": now_iso(), "ready": None, "stopped": None, "stop": None}
         proc = None
+        sampler = self._sampler(log_path.stem)
+        self._windows = []
         try:  # the start is inside the cleanup scope: a failed manifest write cannot orphan it
+            if sampler is not None:
+                sampler.start()
+            started = time.time()
             proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus)
             entry.update(pid=proc.pid, pgid=proc.pgid)
             self.manifest.server(entry)
@@ -267,6 +279,9 @@ class Runner:
         finally:
             if proc is not None:
                 self._stop_server(proc, entry)
+            if sampler is not None:
+                entry["telemetry"] = server_summary(sampler.stop(), plan.slot.gpus, started, time.time(),
+                                                    self._windows)
         # GPU_FREE only after a clean group: after a failure the run is already incomplete and
         # the original error is what the user needs to see.
         free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
@@ -276,6 +291,14 @@ class Runner:
         self.manifest.gate(free, spec.label)
         if free.status == "passed":
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
+
+    def _sampler(self, name: str) -> Sampler | None:
+        """A GPU telemetry sampler for a server, where the target uses GPUs (else None)."""
+        plan = self.plan
+        if not (plan.target.facts.uses_gpu and plan.slot.gpus):
+            return None
+        return Sampler(plan.slot.gpus, self.run_dir / "telemetry" / f"{name}.csv",
+                       interval_s=plan.settings.telemetry_interval_s, nvml_module=plan.settings.nvml_module)
 
     def _stop_server(self, proc: Any, entry: dict[str, Any]) -> None:
         """Stop the server's group and record what happened, from the facts."""
@@ -333,6 +356,7 @@ class Runner:
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
+        began = time.time()
         try:
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
@@ -347,6 +371,8 @@ class Runner:
             raise
         finally:
             self._current = ""
+            self._windows.append(StepWindow(f"{workload}.{step.name}", began, time.time(),
+                                            timed=step.phase == "generate" and step.server is not None))
         entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
@@ -357,11 +383,18 @@ class Runner:
         self.manifest.save()
 
     # -- collection ------------------------------------------------------------------------
+    def _write_telemetry(self) -> None:
+        assert self.manifest is not None
+        uses_gpu = self.plan.target.facts.uses_gpu and bool(self.plan.slot.gpus)
+        write_run_telemetry(self.run_dir, self.manifest.data["servers"], applies=uses_gpu,
+                            reason="" if uses_gpu else f"the {self.plan.target.target} target uses no GPU")
+
     def _collect(self) -> RunResult:
         assert self.manifest is not None
         plan = self.plan
         collection = collect_run(self.run_dir, plan.workloads, plan.options, plan.checks)
         write_metrics(self.run_dir, collection, plan.target.target)
+        self._write_telemetry()
         self.manifest.data["coverage"] = [{"rule": r.name, "ok": r.ok, "detail": r.detail} for r in collection.rules]
         if collection.complete:
             self.say("RUN_COMPLETE")

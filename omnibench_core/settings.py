@@ -35,6 +35,9 @@ class Settings:
     gpu_poll_interval_s: float = 0.1
     nvidia_smi: str = "nvidia-smi"
     git: str = "git"
+    # GPU telemetry while servers are up (targets that use GPUs): sampling interval, NVML module.
+    telemetry_interval_s: float = 0.2
+    nvml_module: str = "pynvml"
     # The model-CI stages (`nox -s ci_stages`): the GPU pair, CI's home, attempts and limits.
     ci_gpus: str = "0,1"
     omni_ci_home: str = "/root/omni_ci"

@@ -1,0 +1,115 @@
+"""One telemetry sample of a GPU through NVML, and the throttle-reason names.
+
+The NVML module is imported by name (default ``pynvml``, which ``nvidia-ml-py`` installs), so
+tests can put a scripted module in its place. A reading the GPU does not support is left empty;
+an NVML that cannot start makes the sampler record "not available", never a failed run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+# NVML's clocks-throttle (clocks-event) reason bits.
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+# Reasons that make a timed window's numbers incomparable: the GPU was held back by power or heat.
+POWER_OR_HEAT = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                           "hw_power_brake_slowdown"})
+NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+FIELDS = ("gpu_util_pct", "mem_util_pct", "mem_used_mib", "power_w", "sm_clock_mhz", "mem_clock_mhz",
+          "temperature_c", "throttle_reasons", "energy_mj")
+
+
+class NvmlUnavailable(RuntimeError):
+    """NVML could not be loaded or started, or a GPU could not be opened."""
+
+
+def reason_names(mask: int) -> list[str]:
+    """The names of the bits set in a throttle-reason mask."""
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+@dataclass
+class Nvml:
+    """An initialised NVML and the handles of the GPUs it watches."""
+
+    module: ModuleType
+    handles: dict[str, Any]
+
+    @classmethod
+    def open(cls, gpus: tuple[str, ...], module_name: str = "pynvml") -> Nvml:
+        """Import and initialise NVML and open each GPU (by its index, as CUDA_VISIBLE_DEVICES names it)."""
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise NvmlUnavailable(f"{module_name} is not installed (pip install -e '.[telemetry]')") from exc
+        try:
+            module.nvmlInit()
+            handles = {gpu: module.nvmlDeviceGetHandleByIndex(int(gpu)) for gpu in gpus}
+        except Exception as exc:  # NVMLError and its many subclasses; a non-numeric id
+            raise NvmlUnavailable(f"NVML could not open GPUs {','.join(gpus)}: {exc}") from exc
+        return cls(module, handles)
+
+    def close(self) -> None:
+        """Shut NVML down."""
+        try:
+            self.module.nvmlShutdown()
+        except Exception:
+            pass
+
+    def _read(self, fn: str, *args: Any) -> Any:
+        try:
+            return getattr(self.module, fn)(*args)
+        except Exception:  # not supported on this GPU, or a passing error: leave the field empty
+            return None
+
+    def sample(self, gpu: str) -> dict[str, Any]:
+        """Every reading of one GPU now; a reading it cannot give is None."""
+        h = self.handles[gpu]
+        util = self._read("nvmlDeviceGetUtilizationRates", h)
+        memory = self._read("nvmlDeviceGetMemoryInfo", h)
+        power = self._read("nvmlDeviceGetPowerUsage", h)
+        reasons = self._read("nvmlDeviceGetCurrentClocksEventReasons", h)
+        if reasons is None:  # older drivers name it "throttle reasons"
+            reasons = self._read("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+        return {
+            "gpu_util_pct": getattr(util, "gpu", None),
+            "mem_util_pct": getattr(util, "memory", None),
+            "mem_used_mib": round(memory.used / 2**20, 1) if memory is not None else None,
+            "power_w": power / 1000.0 if power is not None else None,
+            "sm_clock_mhz": self._read("nvmlDeviceGetClockInfo", h, NVML_CLOCK_SM),
+            "mem_clock_mhz": self._read("nvmlDeviceGetClockInfo", h, NVML_CLOCK_MEM),
+            "temperature_c": self._read("nvmlDeviceGetTemperature", h, NVML_TEMPERATURE_GPU),
+            "throttle_reasons": reasons,
+            "energy_mj": self._read("nvmlDeviceGetTotalEnergyConsumption", h),
+        }
+
+    def processes(self, gpu: str) -> list[dict[str, Any]]:
+        """The compute processes holding memory on ``gpu``: pid, MiB and command line."""
+        running = self._read("nvmlDeviceGetComputeRunningProcesses", self.handles[gpu]) or []
+        out = []
+        for p in running:
+            used = getattr(p, "usedGpuMemory", None)
+            out.append({"pid": p.pid, "used_mib": round(used / 2**20, 1) if used else None,
+                        "command": _command(p.pid)})
+        return out
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return "unknown"

@@ -1,0 +1,127 @@
+"""GPU telemetry with a scripted NVML (tests/fake_nvml.py in place of pynvml): the CSV, the
+summaries per server and step window, energy, throttling, the comparability warnings, and a GPU
+NVML cannot read recorded as "not available", never a failed run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import write_fake_nvidia_smi
+
+from omnibench_core import api
+from omnibench_core.hookspecs import hookimpl
+from omnibench_core.records import Target, TargetFacts
+from omnibench_core.settings import Settings
+from omnibench_core.targets import prepare_local
+from omnibench_core.telemetry.nvml import reason_names
+from omnibench_core.telemetry.run_summary import run_warnings
+from omnibench_core.telemetry.sampler import COLUMNS, Sampler
+from omnibench_core.telemetry.summary import window
+
+GPU_FACTS = TargetFacts(uses_gpu=True)
+
+
+class GpuSim:
+    """A third-party target that says it uses GPU 0 (the GPU gates read a fake nvidia-smi)."""
+
+    @hookimpl
+    def omnibench_targets(self):
+        def prepare(settings):
+            return replace(prepare_local(settings), target="gpu-sim", facts=GPU_FACTS, gpus=("0",),
+                           results_folder="gpu-sim")
+
+        return [Target("gpu-sim", "local server, GPU facts", prepare, GPU_FACTS)]
+
+
+def _run(tmp_path, port, script: dict, monkeypatch):
+    path = tmp_path / "nvml.json"
+    path.write_text(json.dumps(script))
+    monkeypatch.setenv("FAKE_NVML_SCRIPT", str(path))
+    smi = write_fake_nvidia_smi(tmp_path / "smi", [10])
+    settings = Settings(results=str(tmp_path / "r"), port=port, target="gpu-sim", nvidia_smi=str(smi),
+                        nvml_module="fake_nvml", telemetry_interval_s=0.05)
+    return api.run(settings, ["selftest"], options=["selftest.client_seconds=0.6"], progress=lambda m: None,
+                   extra_plugins=[("gpu-sim", GpuSim())])
+
+
+BUSY = {"phases": [{"until_s": 0.2, "util": 0, "power_w": 80, "reasons": 1},
+                   {"until_s": 1000, "util": 97, "power_w": 640, "reasons": 4}],
+        "processes": [{"pid": 1, "used_mib": 2048}]}
+
+
+def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monkeypatch):
+    result = _run(tmp_path, port, BUSY, monkeypatch)
+    assert result.complete
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    server = next(s for s in manifest["servers"] if s["label"] == "selftest")
+    tele = server["telemetry"]
+    assert tele["available"] and tele["samples"] > 5
+    rows = list(csv.DictReader(open(result.run_dir / "telemetry" / tele["csv"])))
+    assert tuple(rows[0]) == COLUMNS and {r["gpu"] for r in rows} == {"0"}
+    client = tele["steps"]["selftest.client"][0]
+    assert client["gpu_util_mean"] > 90 and 600 < client["power_mean_w"] <= 640
+    assert client["energy_source"] == "counter" and client["energy_j"] == pytest.approx(640 * client["seconds"], rel=0.25)
+    assert client["throttled_s"]["sw_power_cap"] > 0.3
+    doc = json.loads((result.run_dir / "telemetry.json").read_text())
+    assert doc["applies"] and doc["workloads"]["selftest"]["window"] == "selftest.client"
+    warned = run_warnings(result.run_dir)
+    assert any("throttled during the timed window: sw_power_cap" in w for w in warned)
+    assert any("another process held 2048.0 MiB on GPU 0" in w and "pid 1" in w for w in warned)
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    assert not any(k.startswith("telemetry") for k in metrics["metrics"])  # metrics.json keeps the runbook's keys
+
+
+def test_an_unreadable_gpu_is_recorded_not_fatal(tmp_path, port, monkeypatch):
+    result = _run(tmp_path, port, {"phases": [{"until_s": 1, "util": 0, "power_w": 0}], "fail_init": True},
+                  monkeypatch)
+    assert result.complete
+    doc = json.loads((result.run_dir / "telemetry.json").read_text())
+    assert doc["servers"][0]["available"] is False and "Driver Not Loaded" in doc["servers"][0]["reason"]
+    assert any("not available" in w for w in doc["warnings"])
+
+
+def test_the_local_target_says_telemetry_did_not_apply(tmp_path, port):
+    result = api.run(Settings(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
+    doc = json.loads((result.run_dir / "telemetry.json").read_text())
+    assert doc == {"applies": False, "reason": "the local target uses no GPU", "servers": [], "workloads": {},
+                   "warnings": []}
+    assert not (result.run_dir / "telemetry").exists()
+
+
+def _rows(power: list[float], energy: list[float | None], reasons: list[int]) -> list[dict]:
+    return [{"gpu": "0", "time_unix": float(i), "power_w": p, "energy_mj": e, "throttle_reasons": r,
+             "gpu_util_pct": 50.0, "mem_used_mib": 10.0 * i, "mem_util_pct": 5.0, "temperature_c": 50.0}
+            for i, (p, e, r) in enumerate(zip(power, energy, reasons, strict=True))]
+
+
+def test_energy_prefers_the_counter_and_integrates_power_without_it():
+    rows = _rows([100, 300, 300, 100], [0, 250_000, 550_000, 700_000], [0, 4, 4, 0])
+    counted = window(rows, "0", 0, 3)
+    assert counted.energy_source == "counter" and counted.energy_j == 700.0
+    assert counted.throttled_s == {"sw_power_cap": 2.0} and counted.mem_used_max_mib == 30.0
+    integrated = window(_rows([100, 300, 300, 100], [None] * 4, [0] * 4), "0", 0, 3)
+    assert integrated.energy_source == "power integral" and integrated.energy_j == 200 + 300 + 200
+    assert window(rows, "0", 1, 2).samples == 2 and window(rows, "1", 0, 3).samples == 0
+
+
+def test_throttle_reason_names():
+    assert reason_names(0x1) == ["gpu_idle"]
+    assert reason_names(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert reason_names(0) == []
+
+
+def test_telemetry_files_are_real_csv(tmp_path, monkeypatch):
+    path = tmp_path / "nvml.json"
+    path.write_text(json.dumps({"phases": [{"until_s": 9, "util": 10, "power_w": 90}]}))
+    monkeypatch.setenv("FAKE_NVML_SCRIPT", str(path))
+    sampler = Sampler(("0", "1"), tmp_path / "t" / "s.csv", interval_s=0.01, nvml_module="fake_nvml")
+    assert sampler.start().available
+    time.sleep(0.2)
+    result = sampler.stop()
+    assert result.samples >= 6 and result.samples % 2 == 0 and result.cpu_fraction is not None
+    assert Path(result.csv).read_text().startswith(",".join(COLUMNS))
