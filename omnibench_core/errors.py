@@ -89,6 +89,10 @@ class GpuQueryError(GateError):
     gate = "GPU_FREE"
 
 
+class GpuQueryTimeout(GpuQueryError):
+    """GPU_FREE: ``nvidia-smi`` hung (its call was killed), up to the gate's deadline."""
+
+
 class StepFailed(OmnibenchError):
     """A step's program exited non-zero, raised, timed out, or left no expected output."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import requests
 
-from .errors import GpuNotFree, RunNotReady, ServerDied, ServerNotReady
+from .errors import GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
 from .gpu import query_memory_used
 from .ports import port_holder, port_in_use
 from .processes import GroupProcess, log_tail
@@ -118,23 +118,50 @@ def wait_gpu_free(
     interval_s: float = 0.1,
     nvidia_smi: str = "nvidia-smi",
     clock: Callable[[], float] = time.monotonic,
+    call_timeout_s: float = 30.0,
 ) -> GateRecord:
     """GPU_FREE: poll nvidia-smi until every GPU in ``gpus`` uses less than ``threshold_mib``.
 
-    With no GPUs (a CPU target) the gate does not apply and says so.
+    The deadline holds even when nvidia-smi hangs: each call may take at most the time left
+    (and ``call_timeout_s``), a hung call is killed with its process group and retried, and at
+    the deadline the gate fails with :class:`GpuQueryTimeout` (the last call hung) or
+    :class:`GpuNotFree`. With no GPUs (a CPU target) the gate does not apply and says so.
     """
     if not gpus:
         return GateRecord("GPU_FREE", "not_applicable", evidence={"reason": "the target uses no GPU"})
     start = clock()
+    hung: GpuQueryTimeout | None = None
+    hangs = 0
+    used: dict[str, int] | None = None
     while True:
-        used = query_memory_used(gpus, nvidia_smi)
-        if all(v < threshold_mib for v in used.values()):
-            return GateRecord("GPU_FREE", "passed", clock() - start,
-                              {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)})
+        left = timeout_s - (clock() - start)
+        try:
+            # At least a moment per call, so a deadline already reached still gets one answer.
+            used = query_memory_used(gpus, nvidia_smi, timeout_s=min(call_timeout_s, max(left, 0.5)))
+            hung = None
+        except GpuQueryTimeout as exc:
+            hung, hangs = exc, hangs + 1
+        if hung is None and used is not None and all(v < threshold_mib for v in used.values()):
+            evidence = {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)}
+            if hangs:
+                evidence["hung nvidia-smi calls"] = str(hangs)
+            return GateRecord("GPU_FREE", "passed", clock() - start, evidence)
         if clock() - start >= timeout_s:
+            if hung is not None:
+                raise GpuQueryTimeout(
+                    f"{nvidia_smi} hung until the GPU_FREE deadline ({timeout_s:g} s)",
+                    evidence={**hung.evidence, "hung calls": str(hangs), "gpus": ",".join(gpus),
+                              "last memory.used MiB": json.dumps(used) if used is not None else "never answered"},
+                    hint="nvidia-smi hangs when the driver is stuck: check `nvidia-smi` and dmesg by hand "
+                    "before the next run",
+                )
+            assert used is not None
+            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)}
+            if hangs:
+                evidence["hung nvidia-smi calls"] = str(hangs)
             raise GpuNotFree(
                 f"GPU memory stayed at or above {threshold_mib} MiB for {timeout_s:g} s after the server stopped",
-                evidence={"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)},
+                evidence=evidence,
                 hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run",
             )
-        time.sleep(interval_s)
+        time.sleep(max(0.0, min(interval_s, timeout_s - (clock() - start))))

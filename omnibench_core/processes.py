@@ -400,3 +400,29 @@ def start_group(
         raise OSError(f"the watchdog for {argv[0]} exited with {watchdog.returncode} (log {log_path})")
     return GroupProcess(tuple(argv), link, log_path, time.time(), watchdog=watchdog, token=token)
 
+
+def run_bounded(argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in its own process group and capture its text output, for at most ``timeout_s``.
+
+    On timeout the whole group is SIGKILLed (a hung tool's helpers too) and
+    :class:`subprocess.TimeoutExpired` is raised with what it printed; nothing is left running.
+    """
+    if isinstance(argv, str):
+        raise TypeError("argv must be a list of arguments, not a shell string")
+    popen = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True, env=None if env is None else dict(env))
+    try:
+        out, err = popen.communicate(timeout=max(timeout_s, 0.0))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        try:  # the pipes close once every member is dead
+            out, err = popen.communicate(timeout=2)
+        except subprocess.TimeoutExpired:  # something outside the group holds them: give up on the output
+            out, err = "", ""
+            for pipe in (popen.stdout, popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+            popen.wait()
+        raise subprocess.TimeoutExpired(list(argv), timeout_s, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(list(argv), popen.returncode, out, err)

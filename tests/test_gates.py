@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import socket
 import sys
+import textwrap
+import time
 
 import pytest
 from conftest import fake_calls, write_fake_nvidia_smi
+from proc_helpers import PY, wait_for
 
 from omnibench_core import gates
-from omnibench_core.errors import GpuNotFree, GpuQueryError, RunNotReady, ServerDied, ServerNotReady
+from omnibench_core.errors import GpuNotFree, GpuQueryError, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
 from omnibench_core.processes import start_group
+from omnibench_core.proctree import alive, cmdline, snapshot
 
 
 @pytest.mark.parametrize(
@@ -103,3 +107,56 @@ def test_gpu_free_reports_a_missing_nvidia_smi(tmp_path):
 def test_gpu_free_does_not_apply_without_gpus():
     record = gates.wait_gpu_free([], nvidia_smi="/nonexistent")
     assert record.status == "not_applicable"
+
+
+# -- GPU_FREE holds its deadline when nvidia-smi hangs -------------------------------------------
+
+def _hanging_nvidia_smi(folder, hang_calls: int = 10**6):
+    """A fake nvidia-smi that, for its first ``hang_calls`` calls, starts a sleeping helper, notes
+    both pids in pids.<pid> and sleeps; later calls answer 0 MiB."""
+    script = folder / "nvidia-smi"
+    script.write_text(textwrap.dedent(f"""\
+        #!{PY}
+        import os, pathlib, subprocess, sys, time
+        here = pathlib.Path(__file__).parent
+        calls = here / "calls"
+        with calls.open("a") as f:
+            f.write("call\\n")
+        if len(calls.read_text().splitlines()) > {hang_calls}:
+            print(0)
+            sys.exit(0)
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        (here / f"pids.{{os.getpid()}}").write_text(f"{{os.getpid()}} {{helper.pid}}")
+        time.sleep(600)
+        """))
+    script.chmod(0o755)
+    return script
+
+
+def _hung_pids(folder) -> set[int]:
+    return {int(p) for f in folder.glob("pids.*") for p in f.read_text().split()}
+
+
+def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
+    smi = _hanging_nvidia_smi(tmp_path)
+    begin = time.monotonic()
+    with pytest.raises(GpuQueryTimeout) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=2, interval_s=0.1)
+    took = time.monotonic() - begin
+    assert took < 2 + 10  # returned near the deadline, not after nvidia-smi's 30 s per call
+    assert err.value.gate == "GPU_FREE"
+    assert int(err.value.evidence["hung calls"]) >= 1
+    assert err.value.evidence["last memory.used MiB"] == "never answered"
+    hung = _hung_pids(tmp_path)
+    assert hung, "the fake nvidia-smi never got to start its helper"
+    wait_for(lambda: not any(alive(p) for p in hung), timeout_s=5, what="the hung calls to end")
+    assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # process scan: nothing of it left
+
+
+def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
+    smi = _hanging_nvidia_smi(tmp_path, hang_calls=1)
+    record = gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=60, interval_s=0, call_timeout_s=1)
+    assert record.status == "passed"
+    assert record.evidence["hung nvidia-smi calls"] == "1"
+    hung = _hung_pids(tmp_path)
+    wait_for(lambda: not any(alive(p) for p in hung), timeout_s=5, what="the hung call to end")
