@@ -101,6 +101,7 @@ class WatchedPopen:
         self.final: StopRecord | None = None  # the watchdog's last word: "stopped" or "done"
         self.lost = False  # the report pipe closed without a final record
         self.error: dict | None = None  # the watchdog could not start the program: errno, where
+        self.taken = False  # a stop has returned ``final`` already
         self._ctl, self._report, self._buffer = ctl, report, b""
         self._closed = False
 
@@ -220,7 +221,7 @@ def _signals_hurry(on_signal: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_DFL if old is None else old)  # None: set outside Python
 
 
 @dataclass
@@ -295,8 +296,8 @@ class GroupProcess:
         shield = _signals_hurry(on_signal) if hurry_on_signals else contextlib.nullcontext()
         with shield:
             record = self._ask_watchdog(link, grace_s, grace_s + extra_wait_s) if link is not None else None
-            if record is None:  # no watchdog, or it is gone: do it here
-                record = self._stop_here(grace_s, hurry, lost=link is not None)
+            if record is None:  # no watchdog, it is gone, or this is a second stop: do it here
+                record = self._stop_here(grace_s, hurry, lost=link is not None and not link.taken)
         if received:
             shortened = received[0] if record.shortened_by is not None else None
             record = dataclasses.replace(
@@ -306,6 +307,9 @@ class GroupProcess:
         return record
 
     def _ask_watchdog(self, link: WatchedPopen, grace_s: float, limit_s: float) -> StopRecord | None:
+        """The watchdog's record of the stop; None when it is gone or was asked before."""
+        if link.taken:  # a second stop: the watchdog has exited; look again from here
+            return None
         if link.final is None and not link.closed:
             link.send(f"stop {grace_s:g}")
             deadline = time.monotonic() + limit_s
@@ -319,26 +323,26 @@ class GroupProcess:
                 link.watchdog.kill()
                 link.watchdog.wait()
             return None
+        link.taken = True
         final = link.final
-        if final.how == "exited" and final.grace_s != grace_s:  # "done" earlier: nothing was left
+        if final.how == "exited":  # "done" earlier: nothing was left, whatever the grace
             final = dataclasses.replace(final, grace_s=grace_s)
-        link.final = dataclasses.replace(final, how="exited", signals=(), shortened_by=None, seconds=0.0,
-                                         leftover=(), notes=("stopped before",))  # a second stop
         return final
 
     def _stop_here(self, grace_s: float, hurry: Callable[[], str | None], *, lost: bool) -> StopRecord:
         tree, cache = self.tree(), {}
-        if lost:  # its descendants were reparented away: find them by group, session and token
+        if self.watchdog is not None:  # it has exited (its pid may be reused): find by group, session, token
             tree = dataclasses.replace(tree, root=None)
         popen = self.popen
 
         def reap() -> None:
             popen.poll()
 
-        notes = ("the watchdog was gone: omnibench stopped the program itself",) if lost else ()
         record = stop_members(lambda: tree.members(cache=cache), grace_s, pgid=self.pgid, hurry=hurry, reap=reap,
                               exit_code=popen.poll, by="owner")
-        return dataclasses.replace(record, notes=notes) if notes else record
+        if lost:
+            record = dataclasses.replace(record, notes=("the watchdog was gone: omnibench stopped the program itself",))
+        return record
 
 
 def start_group(

@@ -92,7 +92,7 @@ def stop_members(
     hurry: Callable[[], str | None] = lambda: None,
     reap: Callable[[], None] = lambda: None,
     exit_code: Callable[[], int | None] = lambda: None,
-    poll_s: float = 0.02,
+    poll_s: float = 0.05,
     kill_wait_s: float = 10.0,
     by: str = "watchdog",
 ) -> StopRecord:
