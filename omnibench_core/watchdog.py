@@ -169,9 +169,12 @@ class Watchdog:
         checks = 0
         while True:
             self.reap()
-            for line in self.ctl.read(POLL_S):
+            lines = self.ctl.read(POLL_S)
+            for i, line in enumerate(lines):
                 word, _, arg = line.strip().partition(" ")
                 if word == "stop":
+                    # A "kill" read in the same chunk would be lost to hurry(): note it now.
+                    self.kill_asked = any(later.strip() == "kill" for later in lines[i + 1:])
                     record = self.stop(float(arg or 0))
                     self.say("stopped " + json.dumps(record.as_dict()))
                     return 0

@@ -98,6 +98,15 @@ def test_a_second_signal_cuts_the_grace_short_but_never_the_stop(tmp_path, port,
         owner.stdout.close()
 
 
+def test_a_hurry_sent_with_the_stop_request_is_not_lost(tmp_path, port):
+    proc = start_group(_server(port, "stubborn"), log_path=tmp_path / "server.log", env=dict(os.environ))
+    log_line(tmp_path / "server.log", "ready ")
+    proc.popen.send("stop 120\nkill")  # both in one write, as when a signal comes right after the stop began
+    record = proc.stop_tree(grace_s=120)
+    assert (record.how, record.shortened_by) == ("killed", "request")
+    assert not leftovers(pids={proc.pid}, pgid=proc.pgid, token=proc.token, port=port)
+
+
 def test_stop_ends_children_that_called_setsid(tmp_path, port):
     proc = start_group(_server(port), log_path=tmp_path / "server.log", env=dict(os.environ))
     kids = json.loads(log_line(tmp_path / "server.log", "ready ").split(" ", 1)[1])
