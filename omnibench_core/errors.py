@@ -89,6 +89,19 @@ class GpuQueryError(GateError):
     gate = "GPU_FREE"
 
 
+class GpuQueryTimeout(GpuQueryError):
+    """GPU_FREE: ``nvidia-smi`` hung (its call was killed), up to the gate's deadline."""
+
+
+class ForeignListener(GateError):
+    """READY: the process listening on the server's port is not one omnibench started.
+
+    Its answers would be measured as the server's; it is reported and left alone.
+    """
+
+    gate = "READY"
+
+
 class StepFailed(OmnibenchError):
     """A step's program exited non-zero, raised, timed out, or left no expected output."""
 

@@ -2,6 +2,7 @@
 
 RUN_READY (run directory new, port free), READY (``/health`` 200 with ``healthy``), GPU_FREE
 (used memory below the threshold on the GPUs in use).
+READY passes only when the listener on the port is a process of the server omnibench started.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 
-from .errors import GpuNotFree, RunNotReady, ServerDied, ServerNotReady
+from .errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
 from .gpu import query_memory_used
-from .ports import port_holder, port_in_use
+from .ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from .processes import GroupProcess, log_tail
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
@@ -73,6 +75,47 @@ def is_healthy(status_code: int, body: str) -> bool:
     return bool(_HEALTHY_WORD.search(body))
 
 
+class _ListenerCheck:
+    """READY's guard: whoever listens on the port must belong to the server's process tree.
+
+    A socket once proven ours is not looked up again, and the environment reads behind
+    membership are cached, so polling stays cheap while a model loads.
+    """
+
+    def __init__(self, server: GroupProcess, port: int, proc: Path):
+        self.server, self.port, self.proc = server, port, proc
+        self.trusted: set[str] = set()
+        self.cache: dict[int, bool] = {}
+
+    def foreign(self) -> dict[str, set[int]]:
+        found = self._look()
+        if found:  # look once more: a listener of ours may have been changing hands mid-scan
+            found = self._look()
+        return found
+
+    def _look(self) -> dict[str, set[int]]:
+        inodes = listener_inodes(self.port, self.proc)
+        if not inodes or inodes <= self.trusted:
+            return {}
+        ours = self.server.tree().members(self.proc, cache=self.cache)
+        found = foreign_listeners(self.port, ours, self.proc)
+        self.trusted |= inodes - set(found)
+        return found
+
+    def fail(self, found: dict[str, set[int]]) -> ForeignListener:
+        pids = sorted(set().union(*found.values()))
+        who = "; ".join(describe_pid(p, self.proc) for p in pids) or "a process not visible from here (another user or container)"
+        return ForeignListener(
+            f"port {self.port} is held by a process that omnibench did not start",
+            evidence={"port": str(self.port), "foreign listener": who,
+                      "foreign pids": ",".join(map(str, pids)) or "unknown",
+                      "our server": f"pid {self.server.pid} ({' '.join(self.server.argv)[:200]})",
+                      "log": str(self.server.log_path)},
+            hint="its answers would be measured as the server's: stop that process (omnibench leaves it "
+            "alone) or pass another --port, then repeat the run",
+        )
+
+
 def wait_ready(
     server: GroupProcess,
     url: str,
@@ -80,14 +123,24 @@ def wait_ready(
     timeout_s: float,
     interval_s: float = 0.05,
     clock: Callable[[], float] = time.monotonic,
+    check_listener: bool = True,
+    port: int | None = None,
+    proc: Path = Path("/proc"),
 ) -> GateRecord:
     """READY: poll ``url`` until healthy; fail at once if the server process exits.
 
-    Raises :class:`ServerDied` (with exit code and log tail) or :class:`ServerNotReady` after
-    ``timeout_s`` (with the last answer and log tail).
+    With ``check_listener`` (the default) the process listening on ``port`` (default: the URL's)
+    must belong to ``server`` (its leader, group, session, a descendant or a carrier of its
+    token); else :class:`ForeignListener` names it, and it is left alone. Turn the check off for
+    a server on another host. Raises :class:`ServerDied` (with exit code and log tail) or
+    :class:`ServerNotReady` after ``timeout_s`` (with the last answer and log tail).
     """
     start = clock()
     last = "no answer yet"
+    if port is None:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    guard = _ListenerCheck(server, port, proc) if check_listener else None
     with requests.Session() as session:
         while True:
             code = server.exited()
@@ -98,13 +151,20 @@ def wait_ready(
                               "log tail": log_tail(server.log_path)},
                     hint="read the log tail above; fix the server's arguments or environment",
                 )
+            healthy = False
             try:
                 answer = session.get(url, timeout=max(interval_s * 20, 1.0))
-                if is_healthy(answer.status_code, answer.text):
-                    return GateRecord("READY", "passed", clock() - start, {"url": url})
+                healthy = is_healthy(answer.status_code, answer.text)
                 last = f"HTTP {answer.status_code}: {answer.text[:200]}"
             except requests.RequestException as exc:
                 last = type(exc).__name__  # connection refused while the model loads
+            if guard is not None and (found := guard.foreign()):
+                raise guard.fail(found)
+            if healthy:
+                evidence = {"url": url}
+                if guard is not None:
+                    evidence["listener"] = "a process of the server (checked)"
+                return GateRecord("READY", "passed", clock() - start, evidence)
             if clock() - start >= timeout_s:
                 raise ServerNotReady(
                     f"the server was not healthy after {timeout_s:g} s",
@@ -124,23 +184,50 @@ def wait_gpu_free(
     interval_s: float = 0.1,
     nvidia_smi: str = "nvidia-smi",
     clock: Callable[[], float] = time.monotonic,
+    call_timeout_s: float = 30.0,
 ) -> GateRecord:
     """GPU_FREE: poll nvidia-smi until every GPU in ``gpus`` uses less than ``threshold_mib``.
 
-    With no GPUs (a CPU target) the gate does not apply and says so.
+    The deadline holds even when nvidia-smi hangs: each call may take at most the time left
+    (and ``call_timeout_s``), a hung call is killed with its process group and retried, and at
+    the deadline the gate fails with :class:`GpuQueryTimeout` (the last call hung) or
+    :class:`GpuNotFree`. With no GPUs (a CPU target) the gate does not apply and says so.
     """
     if not gpus:
         return GateRecord("GPU_FREE", "not_applicable", evidence={"reason": "the target uses no GPU"})
     start = clock()
+    hung: GpuQueryTimeout | None = None
+    hangs = 0
+    used: dict[str, int] | None = None
     while True:
-        used = query_memory_used(gpus, nvidia_smi)
-        if all(v < threshold_mib for v in used.values()):
-            return GateRecord("GPU_FREE", "passed", clock() - start,
-                              {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)})
+        left = timeout_s - (clock() - start)
+        try:
+            # At least a moment per call, so a deadline already reached still gets one answer.
+            used = query_memory_used(gpus, nvidia_smi, timeout_s=min(call_timeout_s, max(left, 0.5)))
+            hung = None
+        except GpuQueryTimeout as exc:
+            hung, hangs = exc, hangs + 1
+        if hung is None and used is not None and all(v < threshold_mib for v in used.values()):
+            evidence = {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)}
+            if hangs:
+                evidence["hung nvidia-smi calls"] = str(hangs)
+            return GateRecord("GPU_FREE", "passed", clock() - start, evidence)
         if clock() - start >= timeout_s:
+            if hung is not None:
+                raise GpuQueryTimeout(
+                    f"{nvidia_smi} hung until the GPU_FREE deadline ({timeout_s:g} s)",
+                    evidence={**hung.evidence, "hung calls": str(hangs), "gpus": ",".join(gpus),
+                              "last memory.used MiB": json.dumps(used) if used is not None else "never answered"},
+                    hint="nvidia-smi hangs when the driver is stuck: check `nvidia-smi` and dmesg by hand "
+                    "before the next run",
+                )
+            assert used is not None
+            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)}
+            if hangs:
+                evidence["hung nvidia-smi calls"] = str(hangs)
             raise GpuNotFree(
                 f"GPU memory stayed at or above {threshold_mib} MiB for {timeout_s:g} s after the server stopped",
-                evidence={"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)},
+                evidence=evidence,
                 hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run",
             )
-        time.sleep(interval_s)
+        time.sleep(max(0.0, min(interval_s, timeout_s - (clock() - start))))

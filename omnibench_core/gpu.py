@@ -1,22 +1,23 @@
-"""GPU facts from ``nvidia-smi``: used memory per GPU, and a description for manifests."""
+"""GPU facts from ``nvidia-smi``: used memory per GPU, the compute processes, and a description for manifests.
+
+Every call runs nvidia-smi in its own process group with a timeout; a hung call is killed with
+everything it started (see :func:`omnibench_core.processes.run_bounded`).
+"""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from .errors import GpuQueryError
+from .errors import GpuQueryError, GpuQueryTimeout
+from .processes import run_bounded
 
 
-def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> dict[str, int]:
-    """Used memory in MiB for each GPU, as the runbook's GPU_FREE check reads it.
-
-    Runs ``nvidia-smi -i <ids> --query-gpu=memory.used --format=csv,noheader,nounits``.
-    """
-    argv = [nvidia_smi, "-i", ",".join(gpus), "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
+def _run(argv: list[str], nvidia_smi: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        done = run_bounded(argv, timeout_s)
     except FileNotFoundError as exc:
         raise GpuQueryError(
             f"{nvidia_smi} was not found",
@@ -24,13 +25,28 @@ def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeo
             hint="install the NVIDIA driver tools, or set omnibench.nvidia_smi to its path",
         ) from exc
     except subprocess.TimeoutExpired as exc:
-        raise GpuQueryError(f"{nvidia_smi} did not answer in {timeout_s} s", evidence={"command": " ".join(argv)}) from exc
+        raise GpuQueryTimeout(
+            f"{nvidia_smi} did not answer in {timeout_s:.3g} s and was killed",
+            evidence={"command": " ".join(argv), "timeout s": f"{timeout_s:.3g}"},
+            hint="nvidia-smi hangs when the driver is stuck: check `nvidia-smi` by hand and dmesg",
+        ) from exc
     if done.returncode != 0:
         raise GpuQueryError(
             f"{nvidia_smi} exited with {done.returncode}",
             evidence={"command": " ".join(argv), "output": (done.stdout + done.stderr).strip()},
             hint="check that the GPU ids in omnibench.gpus exist on this host (nvidia-smi -L)",
         )
+    return done
+
+
+def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> dict[str, int]:
+    """Used memory in MiB for each GPU, as the runbook's GPU_FREE check reads it.
+
+    Runs ``nvidia-smi -i <ids> --query-gpu=memory.used --format=csv,noheader,nounits``; raises
+    :class:`GpuQueryTimeout` when it does not answer within ``timeout_s``.
+    """
+    argv = [nvidia_smi, "-i", ",".join(gpus), "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
+    done = _run(argv, nvidia_smi, timeout_s)
     values = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if len(values) != len(gpus):
         raise GpuQueryError(
@@ -46,16 +62,43 @@ def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeo
         ) from exc
 
 
-def describe_gpus(nvidia_smi: str = "nvidia-smi") -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class ComputeApp:
+    """A process nvidia-smi lists as using a GPU (``used_mib`` None when it prints ``[N/A]``)."""
+
+    pid: int
+    used_mib: int | None
+
+
+def query_compute_apps(gpus: Sequence[str] = (), nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> list[ComputeApp]:
+    """The compute processes on ``gpus`` (all GPUs when empty).
+
+    Runs ``nvidia-smi [-i <ids>] --query-compute-apps=pid,used_memory --format=csv,noheader,nounits``.
+    The pids are the host's: in a container some may not be visible in /proc.
+    """
+    argv = [nvidia_smi, *(["-i", ",".join(gpus)] if gpus else []),
+            "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+    done = _run(argv, nvidia_smi, timeout_s)
+    apps = []
+    for line in done.stdout.splitlines():
+        cols = [c.strip() for c in line.split(",")]
+        if not cols[0]:
+            continue
+        if not cols[0].isdigit():
+            raise GpuQueryError(f"{nvidia_smi} printed a compute process line that has no pid",
+                                evidence={"command": " ".join(argv), "output": done.stdout.strip()})
+        used = cols[1] if len(cols) > 1 else ""
+        apps.append(ComputeApp(int(cols[0]), int(float(used)) if used.replace(".", "", 1).isdigit() else None))
+    return apps
+
+
+def describe_gpus(nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> list[dict[str, str]]:
     """Index, name, driver and total memory of every GPU; ``[]`` where there is no nvidia-smi."""
     if shutil.which(nvidia_smi) is None:
         return []
     fields = ["index", "name", "driver_version", "memory.total", "pci.bus_id"]
     try:
-        done = subprocess.run(
-            [nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )
+        done = run_bounded([nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"], timeout_s)
     except (OSError, subprocess.TimeoutExpired):
         return []
     if done.returncode != 0:

@@ -1,19 +1,34 @@
-"""Start programs in their own process group and stop the whole group.
+"""Start programs in their own process group under a watchdog, and stop every process they started.
 
 Both servers and client programs run in a new session, so that Ctrl-C on a terminal reaches
 omnibench alone, and omnibench stops every process a program spawned (orphaned children that
-hold GPU memory are a known failure mode of the servers).
+hold GPU memory are a known failure mode of the servers). Each program runs under a small
+watchdog process (:mod:`omnibench_core.watchdog`) that stops the whole tree when omnibench asks,
+and also when omnibench dies, even by SIGKILL. A stop cannot be interrupted halfway: SIGINT and
+SIGTERM during a stop only cut its grace short.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import os
+import secrets
+import select
 import signal
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .proctree import Tree, add_token, alive
+from .stopping import StopRecord, stop_members
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # so the watchdog imports this very package
 
 
 def build_env(base: Mapping[str, str], set_: Mapping[str, str], unset: Sequence[str]) -> dict[str, str]:
@@ -70,14 +85,162 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+
+class WatchedPopen:
+    """The program under a watchdog, seen like a :class:`subprocess.Popen` of its leader.
+
+    ``pid`` is the leader's pid; ``poll()``, ``wait()`` and ``returncode`` give the leader's exit
+    code (negative: killed by that signal), as the watchdog, its parent, reports it.
+    """
+
+    def __init__(self, args: Sequence[str], watchdog: subprocess.Popen[bytes], ctl: int, report: int):
+        self.args = list(args)
+        self.watchdog = watchdog
+        self.pid = 0
+        self.returncode: int | None = None
+        self.final: StopRecord | None = None  # the watchdog's last word: "stopped" or "done"
+        self.lost = False  # the report pipe closed without a final record
+        self.error: dict | None = None  # the watchdog could not start the program: errno, where
+        self.taken = False  # a stop has returned ``final`` already
+        self._ctl, self._report, self._buffer = ctl, report, b""
+        self._closed = False
+
+    # -- the pipes -----------------------------------------------------------------------
+    def send(self, line: str) -> bool:
+        """Write one control line; False when the watchdog is gone. Safe in a signal handler."""
+        if self._ctl < 0:
+            return False
+        try:
+            os.write(self._ctl, (line + "\n").encode())
+            return True
+        except OSError:
+            return False
+
+    def pump(self, timeout: float | None) -> None:
+        """Read and apply what the watchdog reported, waiting up to ``timeout`` for something."""
+        if self._closed:
+            return
+        ready, _, _ = select.select([self._report], [], [], timeout)
+        if not ready:
+            return
+        data = os.read(self._report, 65536)
+        if not data:
+            self._close()
+            return
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            self._apply(line.decode())
+
+    def _apply(self, line: str) -> None:
+        word, _, rest = line.partition(" ")
+        if word == "started":
+            self.pid = int(rest)
+        elif word == "exit":
+            self.returncode = int(rest)
+        elif word in ("stopped", "done"):
+            self.final = StopRecord.from_dict(json.loads(rest))
+            if self.final.exit_code is not None and self.returncode is None:
+                self.returncode = self.final.exit_code
+        elif word == "error":
+            self.error = json.loads(rest)
+
+    def _close(self) -> None:
+        self._closed = True
+        os.close(self._report)
+        if self.final is None:
+            self.lost = True
+        if self._ctl >= 0:
+            os.close(self._ctl)
+            self._ctl = -1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.watchdog.wait(timeout=5)  # it exits right after its last word
+
+    @property
+    def closed(self) -> bool:
+        """True once the watchdog closed its report pipe (it exited)."""
+        return self._closed
+
+    # -- Popen's interface ---------------------------------------------------------------
+    def poll(self) -> int | None:
+        """The leader's exit code once it exited, else None."""
+        while not self._closed and self.returncode is None:
+            before = (self.returncode, self._closed, len(self._buffer))
+            self.pump(0)
+            if (self.returncode, self._closed, len(self._buffer)) == before:
+                break
+        if self.returncode is None and self._closed and self.pid and not alive(self.pid):
+            # The watchdog died without saying (SIGKILL); its death signal killed the leader.
+            self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the leader to exit; :class:`subprocess.TimeoutExpired` after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.pump(0.1 if left is None else min(0.1, left))
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """Signal the leader (not its group) while it runs."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        """SIGTERM to the leader."""
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL to the leader."""
+        self.send_signal(signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _signals_hurry(on_signal: Callable[[str], None]) -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM call ``on_signal(name)`` instead of raising.
+
+    Only the main thread can set handlers; elsewhere this does nothing (signals are delivered to
+    the main thread anyway).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(signum: int, frame: object) -> None:
+        on_signal(signal.Signals(signum).name)
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)  # None: set outside Python
+
+
 @dataclass
 class GroupProcess:
-    """A running program that leads its own process group."""
+    """A running program that leads its own process group, under a watchdog.
+
+    ``popen`` is the leader as a Popen-like object (:class:`WatchedPopen`, or a plain
+    :class:`subprocess.Popen` for a GroupProcess built without a watchdog). ``token`` is carried
+    in the environment of every process the program starts. ``last_stop`` is the record of the
+    latest stop.
+    """
 
     argv: tuple[str, ...]
-    popen: subprocess.Popen[bytes]
+    popen: WatchedPopen | subprocess.Popen[bytes]
     log_path: Path
     started_at: float
+    watchdog: subprocess.Popen[bytes] | None = None
+    token: str = ""
+    last_stop: StopRecord | None = None
 
     @property
     def pid(self) -> int:
@@ -93,37 +256,93 @@ class GroupProcess:
         """The leader's exit code once it exited, else None."""
         return self.popen.poll()
 
+    def tree(self) -> Tree:
+        """How to recognise this program's processes (below the watchdog, group, session, token)."""
+        root = self.watchdog.pid if self.watchdog is not None else self.pid
+        return Tree(root=root, pgid=self.pgid, token=self.token)
+
+    def members(self, proc: Path = Path("/proc")) -> set[int]:
+        """The live pids of this program now (the watchdog itself not included)."""
+        return self.tree().members(proc)
+
     def stop(self, grace_s: float) -> str:
-        """SIGTERM the whole group, wait up to ``grace_s``, then SIGKILL what is left.
+        """SIGTERM every process of the program, wait up to ``grace_s``, then SIGKILL what is left.
 
         Returns how it ended: ``"exited"`` (nothing left to stop), ``"terminated"`` or
-        ``"killed"``.
+        ``"killed"``. :meth:`stop_tree` returns the full record (also kept in ``last_stop``).
         """
-        self.popen.poll()  # reap the leader if it already exited, so it does not count
-        if not group_alive(self.pgid):
-            return "exited"
-        _signal_group(self.pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            self.popen.poll()
-            if not group_alive(self.pgid):
-                return "terminated"
-            time.sleep(0.02)
-        _signal_group(self.pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            self.popen.poll()
-            if not group_alive(self.pgid):
-                break
-            time.sleep(0.02)
-        return "killed"
+        return self.stop_tree(grace_s).how
 
+    def stop_tree(self, grace_s: float, *, hurry_on_signals: bool = True, extra_wait_s: float = 30.0) -> StopRecord:
+        """Stop every process of the program and return what happened.
 
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
+        The stop always completes: with ``hurry_on_signals`` (the default), SIGINT and SIGTERM to
+        omnibench during the stop do not raise; they end the grace at once (SIGKILL) and are
+        named in ``shortened_by`` (and ``notes``). Nothing is re-raised: the caller decides from
+        the record whether the run goes on. If the watchdog is gone, or does not answer within
+        ``grace_s + extra_wait_s``, omnibench stops the program's processes itself.
+        """
+        received: list[str] = []
+        link = self.popen if isinstance(self.popen, WatchedPopen) else None
+
+        def on_signal(name: str) -> None:
+            received.append(name)
+            if link is not None:
+                link.send("kill")
+
+        def hurry() -> str | None:
+            return received[0] if received else None
+
+        shield = _signals_hurry(on_signal) if hurry_on_signals else contextlib.nullcontext()
+        with shield:
+            record = self._ask_watchdog(link, grace_s, grace_s + extra_wait_s) if link is not None else None
+            if record is None:  # no watchdog, it is gone, or this is a second stop: do it here
+                record = self._stop_here(grace_s, hurry, lost=link is not None and not link.taken)
+        if received:
+            shortened = received[0] if record.shortened_by is not None else None
+            record = dataclasses.replace(
+                record, shortened_by=shortened,
+                notes=(*record.notes, f"received during the stop: {', '.join(received)}"))
+        self.last_stop = record
+        return record
+
+    def _ask_watchdog(self, link: WatchedPopen, grace_s: float, limit_s: float) -> StopRecord | None:
+        """The watchdog's record of the stop; None when it is gone or was asked before."""
+        if link.taken:  # a second stop: the watchdog has exited; look again from here
+            return None
+        if link.final is None and not link.closed:
+            link.send(f"stop {grace_s:g}")
+            deadline = time.monotonic() + limit_s
+            while link.final is None and not link.closed and time.monotonic() < deadline:
+                link.pump(0.1)
+        exit_deadline = time.monotonic() + 5
+        while not link.closed and time.monotonic() < exit_deadline:  # it exits right after its last word
+            link.pump(0.1)
+        if link.final is None:
+            if link.watchdog.poll() is None:  # hung: it cannot be trusted to finish the stop
+                link.watchdog.kill()
+                link.watchdog.wait()
+            return None
+        link.taken = True
+        final = link.final
+        if final.how == "exited":  # "done" earlier: nothing was left, whatever the grace
+            final = dataclasses.replace(final, grace_s=grace_s)
+        return final
+
+    def _stop_here(self, grace_s: float, hurry: Callable[[], str | None], *, lost: bool) -> StopRecord:
+        tree, cache = self.tree(), {}
+        if self.watchdog is not None:  # it has exited (its pid may be reused): find by group, session, token
+            tree = dataclasses.replace(tree, root=None)
+        popen = self.popen
+
+        def reap() -> None:
+            popen.poll()
+
+        record = stop_members(lambda: tree.members(cache=cache), grace_s, pgid=self.pgid, hurry=hurry, reap=reap,
+                              exit_code=popen.poll, by="owner")
+        if lost:
+            record = dataclasses.replace(record, notes=("the watchdog was gone: omnibench stopped the program itself",))
+        return record
 
 
 def start_group(
@@ -133,26 +352,81 @@ def start_group(
     env: Mapping[str, str],
     cwd: str | None = None,
     cpus: Sequence[int] = (),
+    orphan_grace_s: float = 5.0,
+    python: str = sys.executable,
+    start_timeout_s: float = 60.0,
 ) -> GroupProcess:
-    """Start ``argv`` in a new session, stdout and stderr to ``log_path``, pinned to ``cpus``."""
+    """Start ``argv`` in a new session under a watchdog, stdout and stderr to ``log_path``, pinned to ``cpus``.
+
+    The watchdog (run with ``python``, omnibench's own interpreter) stops every process of the
+    program when :meth:`GroupProcess.stop_tree` asks, or ``orphan_grace_s`` after SIGTERM when
+    omnibench dies. Raises :class:`OSError` (e.g. FileNotFoundError) when the program cannot be
+    started, as :class:`subprocess.Popen` does.
+    """
     if isinstance(argv, str):
         raise TypeError("argv must be a list of arguments, not a shell string")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    cpu_set = set(cpus)
+    token = secrets.token_hex(8)
+    spec = {"argv": list(argv), "env": add_token(dict(env), token), "cwd": cwd, "cpus": sorted(set(cpus)),
+            "token": token, "orphan_grace_s": orphan_grace_s}
+    ctl_r, ctl_w = os.pipe()
+    report_r, report_w = os.pipe()
+    dog_env = dict(os.environ)
+    dog_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, dog_env.get("PYTHONPATH", "")) if p)
+    try:
+        with open(log_path, "ab") as log:
+            watchdog = subprocess.Popen(
+                [python, "-m", "omnibench_core.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dog_env, cwd="/",
+                pass_fds=(ctl_r, report_w),
+                start_new_session=True,  # Ctrl-C on the terminal is for omnibench only
+            )
+    except BaseException:
+        for fd in (ctl_r, ctl_w, report_r, report_w):
+            os.close(fd)
+        raise
+    os.close(ctl_r)
+    os.close(report_w)
+    link = WatchedPopen(argv, watchdog, ctl_w, report_r)
+    link.send(json.dumps(spec))
+    deadline = time.monotonic() + start_timeout_s
+    while not link.pid and not link.closed and link.error is None:
+        if time.monotonic() >= deadline:
+            watchdog.kill()
+            watchdog.wait()
+            raise OSError(f"the watchdog for {argv[0]} did not start within {start_timeout_s:g} s (log {log_path})")
+        link.pump(0.1)
+    if not link.pid:
+        failure = link.error
+        watchdog.wait()
+        if failure:
+            raise OSError(failure["errno"], os.strerror(failure["errno"]), failure["where"])
+        raise OSError(f"the watchdog for {argv[0]} exited with {watchdog.returncode} (log {log_path})")
+    return GroupProcess(tuple(argv), link, log_path, time.time(), watchdog=watchdog, token=token)
 
-    def pin() -> None:  # runs in the child before exec: every descendant inherits the mask
-        if cpu_set:
-            os.sched_setaffinity(0, cpu_set)
 
-    with open(log_path, "ab") as log:
-        popen = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=pin if cpu_set else None,
-        )
-    return GroupProcess(tuple(argv), popen, log_path, time.time())
+def run_bounded(argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in its own process group and capture its text output, for at most ``timeout_s``.
+
+    On timeout the whole group is SIGKILLed (a hung tool's helpers too) and
+    :class:`subprocess.TimeoutExpired` is raised with what it printed; nothing is left running.
+    """
+    if isinstance(argv, str):
+        raise TypeError("argv must be a list of arguments, not a shell string")
+    popen = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True, env=None if env is None else dict(env))
+    try:
+        out, err = popen.communicate(timeout=max(timeout_s, 0.0))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        try:  # the pipes close once every member is dead
+            out, err = popen.communicate(timeout=2)
+        except subprocess.TimeoutExpired:  # something outside the group holds them: give up on the output
+            out, err = "", ""
+            for pipe in (popen.stdout, popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+            popen.wait()
+        raise subprocess.TimeoutExpired(list(argv), timeout_s, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(list(argv), popen.returncode, out, err)

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
+import textwrap
+import time
 
 import pytest
 from conftest import fake_calls, write_fake_nvidia_smi
+from proc_helpers import HEALTH, PY, leftovers, log_line, wait_for
 
 from omnibench_core import gates
-from omnibench_core.errors import GpuNotFree, GpuQueryError, RunNotReady, ServerDied, ServerNotReady
+from omnibench_core.errors import (
+    ForeignListener,
+    GpuNotFree,
+    GpuQueryError,
+    GpuQueryTimeout,
+    RunNotReady,
+    ServerDied,
+    ServerNotReady,
+)
 from omnibench_core.processes import start_group
+from omnibench_core.proctree import alive, cmdline, snapshot
 
 
 @pytest.mark.parametrize(
@@ -103,3 +117,111 @@ def test_gpu_free_reports_a_missing_nvidia_smi(tmp_path):
 def test_gpu_free_does_not_apply_without_gpus():
     record = gates.wait_gpu_free([], nvidia_smi="/nonexistent")
     assert record.status == "not_applicable"
+
+
+# -- READY trusts only our server ------------------------------------------------------------
+
+def _foreign_health_server(port: int, log) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as out:
+        foreign = subprocess.Popen([PY, "-c", HEALTH, str(port)], stdout=out, stderr=subprocess.STDOUT)
+    log_line(log, "listening")
+    return foreign
+
+
+def test_ready_refuses_a_foreign_listener_and_leaves_it_alone(tmp_path, port):
+    # Our "server" is still loading (it never binds); someone else answers /health on its port.
+    ours = start_group([PY, "-c", "print('loading', flush=True); import time; time.sleep(600)"],
+                       log_path=tmp_path / "s.log", env=dict(os.environ))
+    foreign = _foreign_health_server(port, tmp_path / "foreign.log")
+    try:
+        with pytest.raises(ForeignListener) as err:
+            gates.wait_ready(ours, f"http://127.0.0.1:{port}/health", timeout_s=60, interval_s=0.02)
+        assert err.value.gate == "READY"
+        assert err.value.evidence["foreign pids"] == str(foreign.pid)
+        assert err.value.evidence["foreign listener"].startswith(f"pid {foreign.pid} (")
+        assert HEALTH.strip()[:20] in err.value.evidence["foreign listener"]
+        assert ours.stop(5) == "terminated"
+        assert foreign.poll() is None  # reported, never touched
+        # The check can be turned off (a server on another host): then the answer is taken.
+        again = start_group([PY, "-c", "import time; time.sleep(600)"], log_path=tmp_path / "s2.log",
+                            env=dict(os.environ))
+        record = gates.wait_ready(again, f"http://127.0.0.1:{port}/health", timeout_s=60, check_listener=False)
+        assert record.status == "passed"
+        again.stop(5)
+        assert foreign.poll() is None
+    finally:
+        ours.stop(5)
+        foreign.kill()
+        foreign.wait()
+
+
+def test_ready_accepts_a_listener_that_is_a_setsid_descendant(tmp_path, port):
+    # The leader hands serving to a child that leaves its session: still ours.
+    leader = textwrap.dedent(f"""\
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import os; os.setsid(); exec(open({str(tmp_path / 'health.py')!r}).read())",
+                          "{port}"])
+        time.sleep(600)
+        """)
+    (tmp_path / "health.py").write_text(HEALTH)
+    proc = start_group([PY, "-c", leader], log_path=tmp_path / "s.log", env=dict(os.environ))
+    try:
+        record = gates.wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=60, interval_s=0.02)
+        assert record.status == "passed"
+        assert "checked" in record.evidence["listener"]
+    finally:
+        proc.stop(5)
+    assert not leftovers(pids={proc.pid}, pgid=proc.pgid, token=proc.token, port=port)
+
+
+# -- GPU_FREE holds its deadline when nvidia-smi hangs -------------------------------------------
+
+def _hanging_nvidia_smi(folder, hang_calls: int = 10**6):
+    """A fake nvidia-smi that, for its first ``hang_calls`` calls, starts a sleeping helper, notes
+    both pids in pids.<pid> and sleeps; later calls answer 0 MiB."""
+    script = folder / "nvidia-smi"
+    script.write_text(textwrap.dedent(f"""\
+        #!{PY}
+        import os, pathlib, subprocess, sys, time
+        here = pathlib.Path(__file__).parent
+        calls = here / "calls"
+        with calls.open("a") as f:
+            f.write("call\\n")
+        if len(calls.read_text().splitlines()) > {hang_calls}:
+            print(0)
+            sys.exit(0)
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        (here / f"pids.{{os.getpid()}}").write_text(f"{{os.getpid()}} {{helper.pid}}")
+        time.sleep(600)
+        """))
+    script.chmod(0o755)
+    return script
+
+
+def _hung_pids(folder) -> set[int]:
+    return {int(p) for f in folder.glob("pids.*") for p in f.read_text().split()}
+
+
+def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
+    smi = _hanging_nvidia_smi(tmp_path)
+    begin = time.monotonic()
+    with pytest.raises(GpuQueryTimeout) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=2, interval_s=0.1)
+    took = time.monotonic() - begin
+    assert took < 2 + 10  # returned near the deadline, not after nvidia-smi's 30 s per call
+    assert err.value.gate == "GPU_FREE"
+    assert int(err.value.evidence["hung calls"]) >= 1
+    assert err.value.evidence["last memory.used MiB"] == "never answered"
+    hung = _hung_pids(tmp_path)
+    assert hung, "the fake nvidia-smi never got to start its helper"
+    wait_for(lambda: not any(alive(p) for p in hung), timeout_s=5, what="the hung calls to end")
+    assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # process scan: nothing of it left
+
+
+def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
+    smi = _hanging_nvidia_smi(tmp_path, hang_calls=1)
+    record = gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=60, interval_s=0, call_timeout_s=1)
+    assert record.status == "passed"
+    assert record.evidence["hung nvidia-smi calls"] == "1"
+    hung = _hung_pids(tmp_path)
+    wait_for(lambda: not any(alive(p) for p in hung), timeout_s=5, what="the hung call to end")

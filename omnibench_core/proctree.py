@@ -1,0 +1,150 @@
+"""Which live processes belong to a program omnibench started, read from /proc.
+
+A program's processes are found four ways, because each way alone misses some: the descendants
+of a root pid (the watchdog, a child subreaper, so orphans that called ``setsid`` stay below it),
+the program's process group and its session (both equal to the leader's pid), and the processes
+whose environment carries the program's token (inherited by every descendant, kept across
+``setsid`` and reparenting to init). Only the standard library is imported: the watchdog imports
+this module and starts once per program.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_VAR = "OMNIBENCH_TREE"  # space-separated tokens: a nested omnibench adds its own
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One process's identity fields from ``/proc/<pid>/stat``."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+
+
+def snapshot(proc: Path = Path("/proc")) -> dict[int, ProcInfo]:
+    """Every live (non-zombie) process, by pid.
+
+    Zombies are left out: they hold no memory or port, and are reaped by their parent (or by the
+    watchdog, which is a subreaper).
+    """
+    found: dict[int, ProcInfo] = {}
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        info = read_stat(int(entry.name), proc)
+        if info is not None and info.state not in ("Z", "X"):
+            found[info.pid] = info
+    return found
+
+
+def read_stat(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
+    """``/proc/<pid>/stat`` parsed, or None when the process is gone."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses; the fields after it are fixed.
+    fields = stat[stat.rindex(")") + 2:].split()
+    return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0])
+
+
+def alive(pid: int, proc: Path = Path("/proc")) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    info = read_stat(pid, proc)
+    return info is not None and info.state not in ("Z", "X")
+
+
+def descendants(root: int, snap: dict[int, ProcInfo]) -> set[int]:
+    """Pids below ``root`` by ppid links (``root`` itself not included)."""
+    children: dict[int, list[int]] = {}
+    for info in snap.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def environ_has_token(pid: int, token: str, proc: Path = Path("/proc")) -> bool:
+    """True when ``pid`` was started with ``token`` in :data:`TOKEN_VAR` (unreadable counts as no)."""
+    try:
+        data = (proc / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    prefix = TOKEN_VAR.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(prefix):
+            return token.encode() in item[len(prefix):].split()
+    return False
+
+
+def add_token(env: dict[str, str], token: str) -> dict[str, str]:
+    """``env`` with ``token`` appended to :data:`TOKEN_VAR` (an outer omnibench's token is kept)."""
+    tokens = env.get(TOKEN_VAR, "").split()
+    return {**env, TOKEN_VAR: " ".join([*tokens, token])}
+
+
+@dataclass(frozen=True)
+class Tree:
+    """How to recognise one program's processes: any of these facts makes a process ours."""
+
+    root: int | None = None  # descendants of this pid (the watchdog); the root itself excluded
+    pgid: int | None = None  # the program's process group and session (the leader's pid)
+    token: str = ""  # carried in the environment of every process the program started
+    exclude: frozenset[int] = frozenset()
+
+    def members(self, proc: Path = Path("/proc"), snap: dict[int, ProcInfo] | None = None,
+                cache: dict[int, bool] | None = None) -> set[int]:
+        """The live pids that belong to the program now.
+
+        ``cache`` (pid -> carries the token) spares re-reading every process's environment on
+        each poll: an environment only changes on exec, and only our processes exec with ours.
+        """
+        snap = snapshot(proc) if snap is None else snap
+        cache = {} if cache is None else cache
+        found = descendants(self.root, snap) if self.root is not None else set()
+        for info in snap.values():
+            if info.pid in found:
+                continue
+            if self.pgid is not None and (info.pgid == self.pgid or info.sid == self.pgid):
+                found.add(info.pid)
+            elif self.token:
+                if info.pid not in cache:
+                    cache[info.pid] = environ_has_token(info.pid, self.token, proc)
+                if cache[info.pid]:
+                    found.add(info.pid)
+        found.discard(os.getpid())  # never ourselves, whatever our environment says
+        return found - self.exclude
+
+    def owns(self, pids: Iterable[int], proc: Path = Path("/proc")) -> bool:
+        """True when any of ``pids`` belongs to the program."""
+        wanted = set(pids)
+        if not wanted:
+            return False
+        snap = snapshot(proc)
+        return bool(wanted & self.members(proc, snap))
+
+
+def cmdline(pid: int, proc: Path = Path("/proc"), limit: int = 200) -> str:
+    """The command line of ``pid`` for a message, "" when unknown."""
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:limit]

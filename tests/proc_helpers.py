@@ -1,0 +1,104 @@
+"""Helpers for the process tests: small real programs, and looking for what is left of them in /proc."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from omnibench_core.ports import port_in_use
+from omnibench_core.processes import group_members
+from omnibench_core.proctree import alive, environ_has_token, snapshot
+
+PY = sys.executable
+
+# A server: a child that calls setsid and sleeps, a double-forked daemon (its parent exits, so
+# it is reparented to the nearest subreaper), and /health on argv[1]. With "stubborn" as argv[2]
+# everything ignores SIGTERM (and says so in the log when it gets one).
+SERVER = r'''
+import http.server, json, os, signal, subprocess, sys, time
+port, stubborn = int(sys.argv[1]), len(sys.argv) > 2 and sys.argv[2] == "stubborn"
+IGNORE = "import signal; signal.signal(signal.SIGTERM, lambda s, f: print('got SIGTERM, ignoring', flush=True)); " if stubborn else ""
+if stubborn:
+    signal.signal(signal.SIGTERM, lambda s, f: print("got SIGTERM, ignoring", flush=True))
+escapee = subprocess.Popen([sys.executable, "-c", IGNORE + "import os, time; os.setsid(); time.sleep(600)"])
+r, w = os.pipe()
+middle = os.fork()
+if middle == 0:
+    if os.fork() == 0:
+        os.setsid()
+        os.write(w, str(os.getpid()).encode())
+        time.sleep(600)
+    os._exit(0)
+os.waitpid(middle, 0)
+daemon = int(os.read(r, 64))
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"status": "healthy"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", port), Health)
+print("ready " + json.dumps({"escapee": escapee.pid, "daemon": daemon}), flush=True)
+server.serve_forever()
+'''
+
+# A /health server and nothing else (a foreign listener, or one started by a descendant).
+HEALTH = r'''
+import http.server, sys
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"status": "healthy"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health)
+print("listening", flush=True)
+server.serve_forever()
+'''
+
+
+def wait_for(check: Callable[[], object], timeout_s: float = 20.0, what: str = "") -> object:
+    """Poll ``check`` until it returns something true; fail with ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def log_line(path: Path, prefix: str) -> str:
+    """The first line of the log at ``path`` starting with ``prefix`` (waits for it)."""
+    def find() -> str:
+        text = path.read_text() if path.exists() else ""
+        return next((line for line in text.splitlines() if line.startswith(prefix)), "")
+    return str(wait_for(find, what=f"{prefix!r} in {path}"))
+
+
+def token_carriers(token: str) -> set[int]:
+    """Live processes whose environment carries ``token`` (a process scan of /proc)."""
+    return {pid for pid in snapshot() if pid != os.getpid() and environ_has_token(pid, token)}
+
+
+def leftovers(*, pids: set[int], pgid: int | None, token: str, port: int | None) -> list[str]:
+    """What is left of a program: by pid, by group, by token scan, by port. [] when nothing."""
+    left = [f"pid {p}" for p in sorted(pids) if alive(p)]
+    if pgid is not None:
+        left += [f"group member {p}" for p in group_members(pgid)]
+    left += [f"token carrier {p}" for p in sorted(token_carriers(token))]
+    if port is not None and port_in_use(port, "127.0.0.1"):
+        left.append(f"port {port} in use")
+    return left
