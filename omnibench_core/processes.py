@@ -180,7 +180,7 @@ class WatchedPopen:
         while self.poll() is None:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(self.args, timeout)
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
             self.pump(0.1 if left is None else min(0.1, left))
         assert self.returncode is not None
         return self.returncode
@@ -330,7 +330,7 @@ class GroupProcess:
         return final
 
     def _stop_here(self, grace_s: float, hurry: Callable[[], str | None], *, lost: bool) -> StopRecord:
-        tree, cache = self.tree(), {}
+        tree, cache = self.tree(), dict[int, bool]()
         if self.watchdog is not None:  # it has exited (its pid may be reused): find by group, session, token
             tree = dataclasses.replace(tree, root=None)
         popen = self.popen

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,10 +36,11 @@ from .layout import move_aside
 from .manifest import Manifest, now_iso
 from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
-from .processes import build_env, start_group
+from .processes import GroupProcess, build_env, start_group
 from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
 from .settings import Settings
 from .step_exec import StepScope, run_step, step_log_path
+from .strays import find_strays, stop_strays
 from .telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from .telemetry.sampler import Sampler
 
@@ -267,11 +269,12 @@ class Runner:
             if sampler is not None:
                 sampler.start()
             started = time.time()
-            proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus)
-            entry.update(pid=proc.pid, pgid=proc.pgid)
+            proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus,
+                               orphan_grace_s=plan.settings.stop_grace_s)
+            entry.update(pid=proc.pid, pgid=proc.pgid, tree_token=proc.token)
             self.manifest.server(entry)
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
-                                     interval_s=plan.settings.health_interval_s)
+                                     interval_s=plan.settings.health_interval_s, port=plan.port)
             entry["ready"] = now_iso()
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
@@ -300,23 +303,42 @@ class Runner:
         return Sampler(plan.slot.gpus, self.run_dir / "telemetry" / f"{name}.csv",
                        interval_s=plan.settings.telemetry_interval_s, nvml_module=plan.settings.nvml_module)
 
-    def _stop_server(self, proc: Any, entry: dict[str, Any]) -> None:
-        """Stop the server's group and record what happened, from the facts."""
+    def _stop_server(self, proc: GroupProcess, entry: dict[str, Any]) -> None:
+        """Stop the server's whole tree, find what it left (by tree, port and GPU), and record
+        what actually happened. A signal during the stop only shortens the grace; once the stop
+        is done and recorded, it interrupts the run as it would have."""
         assert self.manifest is not None
-        label = entry["label"]
+        label, grace = entry["label"], self.plan.settings.stop_grace_s
         if proc.exited() is not None and entry.get("ready"):
             entry["died"] = f"during step {self._current}" if self._current else "between steps"
             self.say(f"{label}: the server had exited ({entry['died']}) with code {proc.popen.returncode}")
         else:
-            self.say(f"{label}: stopping the server (SIGTERM, then SIGKILL after at most "
-                     f"{self.plan.settings.stop_grace_s:g} s)")
-        how = proc.stop(self.plan.settings.stop_grace_s)
-        entry.update(stopped=now_iso(), stop=how, exit_code=proc.popen.returncode)
+            self.say(f"{label}: stopping the server (SIGTERM, then SIGKILL after at most {grace:g} s; "
+                     "a second Ctrl-C cuts the wait short)")
+        record = proc.stop_tree(grace)
+        entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
+        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.settings.nvidia_smi)
+        left = list(record.leftover)
+        if scan.strays:
+            entry["strays"] = scan.as_dict()
+            if scan.ours:
+                stray_stop = stop_strays(scan.ours, grace)
+                entry["strays_stop"] = stray_stop.as_dict()
+                left += stray_stop.leftover
+        if left:
+            self._left_running.append(f"{label} (pids {', '.join(map(str, sorted(set(left))))})")
         try:
             self.manifest.save()
         except OSError:
             pass  # the error that ends the run reports the disk; the stop itself is done
-        self.say(f"{label}: server stopped ({how})")
+        self.say(f"{label}: server {record.describe()}")
+        foreign = [s for s in scan.strays if not s.ours]
+        if foreign:
+            self.say(f"{label}: not ours, left alone: " + "; ".join(f"pid {s.pid} ({', '.join(s.reasons)})"
+                                                                  for s in foreign))
+        if record.shortened_by in ("SIGINT", "SIGTERM") and sys.exc_info()[0] is None:
+            # The signal arrived while nothing else was unwinding: it still means "stop the run".
+            raise KeyboardInterrupt if record.shortened_by == "SIGINT" else Terminated()
 
     def _server_log(self, label: str) -> Path:
         path, n = self.run_dir / f"{label}.log", 2

@@ -160,7 +160,7 @@ class Watchdog:
         return "SIGTERM to the watchdog" if self.terminated >= 2 else None
 
     def stop(self, grace_s: float) -> StopRecord:
-        tree, cache = self.tree(), {}
+        tree, cache = self.tree(), dict[int, bool]()
         return stop_members(lambda: tree.members(cache=cache), grace_s, pgid=self.leader, hurry=self.hurry, reap=self.reap,
                             exit_code=lambda: self.code)
 

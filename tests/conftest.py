@@ -66,8 +66,8 @@ def one_run(tmp_path_factory):
 
 
 def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False) -> Path:
-    """A fake `nvidia-smi`: prints the next value on each call (the last one repeats) and logs
-    its argv to calls.log next to it."""
+    """A fake `nvidia-smi`: prints the next memory value on each memory query (the last one
+    repeats), no compute processes, and logs its argv to calls.log next to it."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
     script.write_text(textwrap.dedent(f"""\
@@ -77,7 +77,7 @@ def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = F
         calls = here / "calls.log"
         with calls.open("a") as f:
             f.write(json.dumps(sys.argv[1:]) + "\\n")
-        n = len(calls.read_text().splitlines()) - 1
+        n = sum("--query-gpu=memory.used" in line for line in calls.read_text().splitlines()) - 1
         values = {json.dumps(values_mib)}
         if {fail!r}:
             print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", file=sys.stderr)
@@ -86,6 +86,8 @@ def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = F
             ids = sys.argv[sys.argv.index("-i") + 1].split(",")
             for _ in ids:
                 print(values[min(n, len(values) - 1)])
+        elif any(a.startswith("--query-compute-apps") for a in sys.argv):
+            pass  # no compute process on the GPUs
         else:
             sys.exit(6)
         """))

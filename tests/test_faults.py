@@ -262,3 +262,35 @@ def test_a_failed_steps_log_path_points_where_the_run_went(tmp_path, port):
 
 
 _ = testing  # the selftest workload these tests run is omnibench_core.testing's
+
+
+# -- the owner dies --------------------------------------------------------------------------
+@pytest.mark.parametrize("when", ["startup", "client"])
+def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path, port, when):
+    from proc_helpers import leftovers, wait_for
+
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "r")}
+    slow = "selftest.client_seconds=30" if when == "client" else "selftest.delay=30"
+    owner = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--workload", "selftest", "--port", str(port),
+                              "--opt", slow], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def reached():
+        for manifest in (tmp_path / "r").glob("*/run0/manifest.json"):
+            data = json.loads(manifest.read_text())
+            if when == "startup" and data["servers"] and not data["servers"][0]["ready"]:
+                return data  # the server is loading, its port still closed
+            if any(s["step"] == "selftest.client" and s["status"] == "running" for s in data["steps"]):
+                return data
+        return None
+
+    data = wait_for(reached, 60, when)
+    owner.kill()  # kill -9: no finally, no handler runs in omnibench
+    owner.wait()
+    servers = data["servers"]
+    assert servers
+    for server in servers:
+        wait_for(lambda s=server: not leftovers(pids={s["pid"]}, pgid=s["pgid"], token=s["tree_token"], port=port),
+                 20, f"server {server['label']} gone")
+    assert not port_in_use(port)
+    nxt = api.run(Settings(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
+    assert nxt.complete and nxt.run_dir.name == "run0"
+    assert json.loads((nxt.run_dir.parent / "run0-incomplete" / "manifest.json").read_text())["status"] == "abandoned"
