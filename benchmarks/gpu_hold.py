@@ -10,6 +10,7 @@ Needs PyTorch with CUDA.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -20,11 +21,16 @@ def main() -> int:
     parser.add_argument("--gpu", type=int, required=True)
     parser.add_argument("--child-gpu", type=int)
     parser.add_argument("--gib", type=float, default=8.0)
+    parser.add_argument("--setsid-child", action="store_true", help="the child leaves the group (os.setsid)")
+    parser.add_argument("--setsid", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.setsid:
+        os.setsid()  # escape the server's process group, as a careless pipeline stage might
     import torch
 
     if args.child_gpu is not None:
-        subprocess.Popen([sys.executable, __file__, "--gpu", str(args.child_gpu), "--gib", str(args.gib)])
+        child = [sys.executable, __file__, "--gpu", str(args.child_gpu), "--gib", str(args.gib)]
+        subprocess.Popen(child + (["--setsid"] if args.setsid_child else []))
     block = torch.empty(int(args.gib * 2**30), dtype=torch.uint8, device=f"cuda:{args.gpu}")
     block.fill_(1)
     torch.cuda.synchronize(args.gpu)

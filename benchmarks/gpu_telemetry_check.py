@@ -43,18 +43,22 @@ def main() -> int:
     sampler = Sampler((a.gpu,), a.out / "telemetry.csv", interval_s=a.interval_s)
     started = sampler.start()
     print("sampler:", started.available, started.reason, "processes at start:", started.processes_at_start)
-    done = subprocess.run([sys.executable, "-c", LOAD, str(a.idle_s), str(a.busy_s)], capture_output=True, text=True,
-                          env={"CUDA_VISIBLE_DEVICES": a.gpu, "PATH": "/usr/bin:/bin"})
+    load = subprocess.Popen([sys.executable, "-c", LOAD, str(a.idle_s), str(a.busy_s)], stdout=subprocess.PIPE,
+                            text=True, env={"CUDA_VISIBLE_DEVICES": a.gpu, "PATH": "/usr/bin:/bin"})
+    assert load.stdout is not None
+    marks = {}
+    for line in load.stdout:  # each phase edge is a sampler mark, as the runner marks step edges
+        if line.startswith("phase"):
+            marks[line.split()[1]] = sampler.mark()
+    load.wait()
     time.sleep(1.0)
     result = sampler.stop()
-    marks = {line.split()[1]: float(line.split()[2]) for line in done.stdout.splitlines() if line.startswith("phase")}
-    print(done.stderr[-2000:])
     rows = read_samples(Path(result.csv))
     phases = {"idle": (marks["idle"], marks["busy"]), "busy": (marks["busy"], marks["idle2"]),
               "idle2": (marks["idle2"], marks["end"])}
-    summary = {name: window(rows, a.gpu, lo + 0.5, hi - 0.2).as_record() for name, (lo, hi) in phases.items()}
-    busy = window(rows, a.gpu, marks["busy"] + 0.5, marks["idle2"] - 0.2)
-    powered = [r for r in rows if marks["busy"] + 0.5 <= r["time_unix"] <= marks["idle2"] - 0.2]
+    summary = {name: window(rows, a.gpu, lo, hi).as_record() for name, (lo, hi) in phases.items()}
+    busy = window(rows, a.gpu, marks["busy"], marks["idle2"])
+    powered = [r for r in rows if marks["busy"] <= r["time_unix"] <= marks["idle2"]]
     integral = sum((y["time_unix"] - x["time_unix"]) * (x["power_w"] + y["power_w"]) / 2
                    for x, y in zip(powered, powered[1:], strict=False))
     report = {"samples": result.samples, "seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 4),
@@ -62,8 +66,10 @@ def main() -> int:
               "phases": summary, "busy_energy_counter_j": busy.energy_j, "busy_power_integral_j": integral}
     (a.out / "telemetry_check.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
-    ok = (summary["busy"]["gpu_util_mean"] or 0) > 80 and (summary["idle"]["gpu_util_mean"] or 100) < 10 \
-        and (summary["busy"]["power_mean_w"] or 0) > 2 * (summary["idle"]["power_mean_w"] or 1e9)
+    busy_s, idle_s = summary["busy"], summary["idle"]
+    ok = None not in (busy_s["gpu_util_mean"], idle_s["gpu_util_mean"], busy_s["power_mean_w"], idle_s["power_mean_w"]) \
+        and busy_s["gpu_util_mean"] > 80 and idle_s["gpu_util_mean"] < 10 \
+        and busy_s["power_mean_w"] > 2 * idle_s["power_mean_w"]
     print("PHASES_FOLLOWED" if ok else "PHASES_NOT_FOLLOWED")
     return 0 if ok else 1
 

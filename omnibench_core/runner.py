@@ -99,6 +99,7 @@ class Runner:
         self._current = ""  # the step running now, for "server died during step X"
         self._left_running: list[str] = []  # servers a stop could not end
         self._windows: list[StepWindow] = []  # the steps run on the current server, for telemetry
+        self._sampler_now: Sampler | None = None
         self.scope = StepScope(plan.run_dir, plan.slot.endpoint, plan.target, plan.slot.cpus,
                                plan.settings.stop_grace_s)
         self.manifest: Manifest | None = None
@@ -263,12 +264,12 @@ class Runner:
                                  "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
                                  "started": now_iso(), "ready": None, "stopped": None, "stop": None}
         proc = None
-        sampler = self._sampler(log_path.stem)
+        sampler = self._sampler_now = self._sampler(log_path.stem)
         self._windows = []
         try:  # the start is inside the cleanup scope: a failed manifest write cannot orphan it
+            started = time.time()
             if sampler is not None:
                 sampler.start()
-            started = time.time()
             proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus,
                                orphan_grace_s=plan.settings.stop_grace_s)
             entry.update(pid=proc.pid, pgid=proc.pgid, tree_token=proc.token)
@@ -283,6 +284,7 @@ class Runner:
             if proc is not None:
                 self._stop_server(proc, entry)
             if sampler is not None:
+                self._sampler_now = None
                 entry["telemetry"] = server_summary(sampler.stop(), plan.slot.gpus, started, time.time(),
                                                     self._windows)
         # GPU_FREE only after a clean group: after a failure the run is already incomplete and
@@ -294,6 +296,10 @@ class Runner:
         self.manifest.gate(free, spec.label)
         if free.status == "passed":
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
+
+    def _mark(self) -> float:
+        """Now, as a window edge: with a telemetry sampler running, a full sample is taken."""
+        return self._sampler_now.mark() if self._sampler_now is not None else time.time()
 
     def _sampler(self, name: str) -> Sampler | None:
         """A GPU telemetry sampler for a server, where the target uses GPUs (else None)."""
@@ -378,7 +384,7 @@ class Runner:
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
-        began = time.time()
+        began = self._mark()
         try:
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
@@ -393,7 +399,7 @@ class Runner:
             raise
         finally:
             self._current = ""
-            self._windows.append(StepWindow(f"{workload}.{step.name}", began, time.time(),
+            self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(),
                                             timed=step.phase == "generate" and step.server is not None))
         entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()

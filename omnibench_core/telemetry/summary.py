@@ -1,8 +1,9 @@
 """Figures from telemetry samples over a time window: utilisation, memory, power, energy,
 throttling.
 
-Energy comes from the GPU's total-energy counter where it has one (on an H200 the counter and a
-0.1 s power integral differed by 6 % over 8 s of load), else from integrating the power samples.
+Energy comes from the GPU's total-energy counter where it has one and it was read at both ends
+of the window (on an H200 the counter and a 0.1 s power integral differed by 6 % over 8 s of
+load), else from integrating the power samples.
 """
 
 from __future__ import annotations
@@ -66,11 +67,16 @@ def _values(rows: Sequence[dict[str, Any]], key: str) -> list[float]:
 
 def window(rows: Sequence[dict[str, Any]], gpu: str, start: float, end: float) -> GpuWindow:
     """Figures of ``gpu`` between unix times ``start`` and ``end``."""
-    inside = [r for r in rows if r["gpu"] == gpu and start <= r["time_unix"] <= end]
+    # Marks and the sampling thread write concurrently, so rows are put in time order here.
+    inside = sorted((r for r in rows if r["gpu"] == gpu and start <= r["time_unix"] <= end),
+                    key=lambda r: r["time_unix"])
     seconds = inside[-1]["time_unix"] - inside[0]["time_unix"] if len(inside) > 1 else 0.0
     energy, source = None, "none"
     counter = [r for r in inside if r.get("energy_mj") is not None]
-    if len(counter) > 1:
+    # The counter is read now and then and at window edges (marks): it gives the window's energy
+    # only when it was read at both of the window's ends.
+    if len(counter) > 1 and counter[0]["time_unix"] == inside[0]["time_unix"] \
+            and counter[-1]["time_unix"] == inside[-1]["time_unix"]:
         energy, source = (counter[-1]["energy_mj"] - counter[0]["energy_mj"]) / 1000.0, "counter"
     else:
         powered = [r for r in inside if r.get("power_w") is not None]
