@@ -6,6 +6,7 @@ them. They hold data and callables only: no record reaches back into the runner.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,49 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 Phase = Literal["generate", "score", "collect"]
 PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
+
+
+OptionValue = int | float | str | bool | None
+OPTION_TYPES: tuple[type, ...] = (int, float, str, bool)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One workload option a user sets with ``--opt WORKLOAD.NAME=VALUE``: its schema.
+
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``; ``choices`` (strings) restricts a ``str``
+    option to those words. ``min``/``max`` bound a number (inclusive unless ``min_exclusive`` /
+    ``max_exclusive``). ``optional``: the option may be unset (``None``, written as an empty
+    value ``--opt w.seed=``); ``unset`` says in words what unset means. ``default`` is a typed
+    value (``None`` for an optional option left unset). :mod:`omnibench_core.options` checks
+    values against this record; ``invoke plugins`` lists it.
+    """
+
+    name: str
+    type: builtins.type = str
+    default: OptionValue = None
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    min_exclusive: bool = False
+    max_exclusive: bool = False
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+    unset: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(self.choices))
+
+
+def options_schema(options: Sequence[Option] | Mapping[str, Any]) -> tuple[Option, ...]:
+    """A workload's options as :class:`Option` records.
+
+    A plain ``{name: "default"}`` mapping (the form before option schemas) gives ``str``
+    options with no range, whose values reach the plugin as the strings given.
+    """
+    if isinstance(options, Mapping):
+        return tuple(Option(str(name), str, "" if default is None else str(default)) for name, default in options.items())
+    return tuple(options)
 
 
 @dataclass(frozen=True)
@@ -317,8 +361,11 @@ class Workload:
     ``plan(ctx)`` returns its steps for one run; ``scorers`` are registered scorers whose steps
     are added (a name, or a :class:`ScorerUse` with parameters); ``checks`` names run-wide
     checks (:class:`RunCheck`); ``collect(run_dir, options)`` reads the files and returns its
-    metrics and coverage rules. ``options`` are defaults a user can override with
-    ``--opt NAME.KEY=VALUE``. ``targets`` lists the targets it supports (empty: any).
+    metrics and coverage rules. ``options`` is its option schema, :class:`Option` records a user
+    sets with ``--opt NAME.KEY=VALUE``; plans and ``collect`` receive the checked, typed values.
+    A plain ``{name: "default"}`` mapping is still accepted (str options, no range; see
+    :func:`options_schema`) and is stored as records. ``targets`` lists the targets it supports
+    (empty: any).
     """
 
     name: str
@@ -326,9 +373,17 @@ class Workload:
     plan: Callable[[RunContext], Sequence[Step]]
     collect: Callable[[Path, Mapping[str, Any]], Collected] | None = None
     scorers: tuple[str | ScorerUse, ...] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Sequence[Option] | Mapping[str, Any] = ()
     targets: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", options_schema(self.options))
+
+    @property
+    def schema(self) -> tuple[Option, ...]:
+        """The option records (``options``, always records once built)."""
+        return options_schema(self.options)
 
     def scorer_uses(self) -> tuple[ScorerUse, ...]:
         """``scorers`` with plain names turned into :class:`ScorerUse` records."""

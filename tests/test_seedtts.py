@@ -209,7 +209,7 @@ def test_local_set_is_made_once_in_seedtts_format(tmp_path):
 
 
 def _plan(target_env, tmp_path, **options):
-    opts = {**seedtts.OPTIONS, **options}
+    opts = {**seedtts.DEFAULTS, **options}
     ctx = RunContext(tmp_path / "run0", "seedtts", Endpoint(8000), opts, target_env, Settings())
     return {s.name: s for s in seedtts.plan(ctx)}, ctx
 

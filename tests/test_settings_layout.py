@@ -48,7 +48,7 @@ def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     (manifest,) = (tmp_path / "results").glob("*/run0/manifest.json")
     data = json.loads(manifest.read_text())
     assert {s["port"] for s in data["servers"]} == {port}
-    assert data["options"]["selftest"]["requests"] == "3"
+    assert data["options"]["selftest"]["requests"] == 3  # typed by the schema
 
 
 def test_bad_option_is_explained(invoke):
@@ -118,7 +118,7 @@ def test_client_flag_sets_every_workload_client_option():
     from omnibench_core.api import parse_options
     from omnibench_core.records import Workload
 
-    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})
+    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})  # the plain-dict form
     without = Workload("b", "", plan=lambda ctx: [], options={})
     assert parse_options([], [with_client, without], client="native") == {"a": {"client": "native"}, "b": {}}
     assert parse_options(["a.client=sglang"], [with_client], client="native")["a"]["client"] == "sglang"

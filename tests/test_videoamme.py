@@ -161,7 +161,7 @@ RUNBOOK_FLAGS = ("--model minicpmo --port 8000 --repo-id zhaochenyang20/Video_AM
 def test_sglang_omni_commands_are_the_runbooks(tmp_path):
     env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
     run_dir = tmp_path / "run0"
-    ctx = RunContext(run_dir, "videoamme", Endpoint(8000), dict(videoamme.OPTIONS), env, Settings())
+    ctx = RunContext(run_dir, "videoamme", Endpoint(8000), dict(videoamme.DEFAULTS), env, Settings())
     steps = {s.name: s for s in videoamme.plan(ctx)}
     generate, wer = steps["generate"].run, steps["wer"].run
     assert isinstance(generate, Command) and generate.argv[:2] == (env.python, "-c")
