@@ -13,7 +13,7 @@ import argparse
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .errors import SettingsError
 from .records import OPTION_TYPES, Option, OptionValue, Workload
@@ -119,7 +119,8 @@ def check(opt: Option, value: Any) -> OptionValue:
     if opt.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, opt.type) or (opt.type is int and isinstance(value, bool)):
-        raise OptionValueError(f"{value!r} is a {type(value).__name__}, not {_TYPE_WORDS.get(opt.type, opt.type.__name__)}")
+        wanted = _TYPE_WORDS.get(opt.type, opt.type.__name__)
+        raise OptionValueError(f"{value!r} is a {type(value).__name__}, not {wanted}")
     if isinstance(value, float) and not math.isfinite(value):
         raise OptionValueError(f"{value!r} is not a finite number")
     if opt.choices and value not in opt.choices:
@@ -129,7 +130,7 @@ def check(opt: Option, value: Any) -> OptionValue:
         high = opt.max is not None and (value >= opt.max if opt.max_exclusive else value > opt.max)
         if low or high:
             raise OptionValueError(f"{format_value(value)} is out of range ({range_text(opt)})")
-    return value
+    return cast(OptionValue, value)  # one of OPTION_TYPES: checked above
 
 
 def refusal(workload: str, opt: Option, text: str, reason: str, given: str = "") -> SettingsError:
