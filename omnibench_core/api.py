@@ -85,24 +85,24 @@ def run(
     if len(set(workloads)) != len(workloads):
         raise SettingsError("a workload is named twice", evidence={"workloads": ", ".join(workloads)})
     manager, registry = plugin_manager.load(extra_plugins)
-    target = registry.get("target", settings.target)
+    target = registry.get("target", settings.run.target)
     chosen: list[Workload] = [registry.get("workload", name) for name in workloads]
     for w in chosen:
-        if w.targets and settings.target not in w.targets:
-            raise SettingsError(f"workload {w.name!r} does not run on target {settings.target!r}",
+        if w.targets and settings.run.target not in w.targets:
+            raise SettingsError(f"workload {w.name!r} does not run on target {settings.run.target!r}",
                                 hint=f"use --target {' or '.join(w.targets)}")
     # Every option is checked before the target is prepared and before the run directory exists:
     # a bad value must never start a server or leave a run behind.
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
-    slot = Slot(settings.port, gpus=target_env.gpus, cpus=settings.cpu_list())
-    run_dir = layout.run_dir(settings.results_root, target_env.folder, run_name)
+    slot = Slot(settings.run.port, gpus=target_env.gpus, cpus=settings.run.cpu_list())
+    run_dir = layout.run_dir(settings.run.results_root, target_env.folder, run_name)
     steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
-                                                         settings)) for w in chosen}
+                                                         settings.run)) for w in chosen}
     plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
                     for r in registry.table(t).values() if r.provider.distribution}
-    gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
-    plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
+    gpu_tool = settings.tools.nvidia_smi if target_env.facts.uses_gpu else ""
+    plan = RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot, workloads=tuple(chosen),
                    steps=steps, options=opts, checks=run_checks(registry, chosen),
                    environment=environment.capture(gpu_tool, sorted(plugin_dists)))
     runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
@@ -134,12 +134,12 @@ def run_checks(registry: Registry, workloads: Sequence[Workload]) -> tuple[RunCh
 def prepare_target(settings: Settings) -> TargetEnv:
     """The configured target, prepared (its checks run, its revision found)."""
     _, registry = plugin_manager.load()
-    return registry.get("target", settings.target).prepare(settings)
+    return registry.get("target", settings.run.target).prepare(settings)
 
 
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
-    return layout.revision_dir(settings.results_root, prepare_target(settings).folder)
+    return layout.revision_dir(settings.run.results_root, prepare_target(settings).folder)
 
 
 def report(settings: Settings, runs: Sequence[str] = (), folder: Path | None = None

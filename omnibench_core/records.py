@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from .settings import RunSettings, Settings
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
@@ -61,7 +61,8 @@ def options_schema(options: Sequence[Option] | Mapping[str, Any]) -> tuple[Optio
     options with no range, whose values reach the plugin as the strings given.
     """
     if isinstance(options, Mapping):
-        return tuple(Option(str(name), str, "" if default is None else str(default)) for name, default in options.items())
+        return tuple(Option(str(name), str, "" if default is None else str(default))
+                     for name, default in options.items())
     return tuple(options)
 
 
@@ -279,7 +280,8 @@ class Target:
     """Where the system under test comes from (``sglang-omni`` checkout, ``local`` server...).
 
     ``prepare(settings)`` checks the target's prerequisites (raising a typed error that names
-    the setting to change) and returns a :class:`TargetEnv` carrying the same ``facts``.
+    the setting to change) and returns a :class:`TargetEnv` carrying the same ``facts``. It gets
+    the whole :class:`~omnibench_core.settings.Settings`: the run section and the tools (``git``).
     """
 
     name: str
@@ -293,7 +295,9 @@ class RunContext:
     """What a workload's or scorer's ``plan`` receives to build its steps.
 
     ``options`` are the workload's checked option values (typed by its schema); ``params``
-    are what the workload passes to a scorer it uses (see :class:`ScorerUse`).
+    are what the workload passes to a scorer it uses (see :class:`ScorerUse`). ``settings`` is
+    the run section of the settings only (results, port, GPUs, CPUs, limits): a workload needs
+    nothing of the CI, host set-up or tool settings.
     """
 
     run_dir: Path
@@ -301,7 +305,7 @@ class RunContext:
     endpoint: Endpoint
     options: Mapping[str, Any]
     target: TargetEnv
-    settings: Settings
+    settings: RunSettings
     params: Mapping[str, Any] = field(default_factory=dict)
 
     @property

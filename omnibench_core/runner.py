@@ -27,7 +27,7 @@ from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
 from .processes import build_env, start_group
 from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
-from .settings import Settings
+from .settings import RunSettings, ToolSettings
 from .step_exec import StepScope, run_step, step_log_path
 
 Progress = Callable[[str], None]
@@ -38,7 +38,8 @@ class RunPlan:
     """Everything the runner needs for one run, resolved from the registry by the caller."""
 
     run_dir: Path
-    settings: Settings
+    settings: RunSettings  # the run section only
+    tools: ToolSettings
     target: TargetEnv
     slot: Slot
     workloads: tuple[Workload, ...]
@@ -112,7 +113,7 @@ class Runner:
             "workloads": [w.name for w in plan.workloads],
             "options": {k: dict(v) for k, v in plan.options.items()},
             "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
-            "settings": {k: str(v) for k, v in vars(plan.settings).items()},
+            "settings": {k: str(v) for k, v in {**vars(plan.settings), **vars(plan.tools)}.items()},
             "environment": dict(plan.environment),
         })
         manifest.gate(ready)
@@ -213,7 +214,7 @@ class Runner:
         free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
                                    timeout_s=plan.settings.gpu_free_timeout_s,
                                    interval_s=plan.settings.gpu_poll_interval_s,
-                                   nvidia_smi=plan.settings.nvidia_smi)
+                                   nvidia_smi=plan.tools.nvidia_smi)
         self.manifest.gate(free, spec.label)
         if free.status == "passed":
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")

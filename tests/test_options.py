@@ -12,7 +12,7 @@ from omnibench_core import api, options, plugin_manager, testing
 from omnibench_core.errors import PluginError, SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Option, Target, Workload
-from omnibench_core.settings import Settings
+from omnibench_core.settings import RunSettings, Settings
 from omnibench_plugins.seedtts import client as seedtts_client
 from omnibench_plugins.seedtts.options import OPTIONS as SEEDTTS
 from omnibench_plugins.videoamme import client as videoamme_client
@@ -52,7 +52,7 @@ class Probe:
     @hookimpl
     def omnibench_targets(self):
         def prepare(settings):
-            Probe.prepared.append(settings.target)
+            Probe.prepared.append(settings.run.target)
             raise AssertionError("the target was prepared before the options were checked")
 
         return [Target("probe", "records prepare calls", prepare)]
@@ -82,7 +82,7 @@ def test_every_option_of_every_builtin_workload_has_bad_values_to_try():
 @pytest.mark.parametrize(("workload", "opt", "value"), CASES)
 def test_every_bad_value_is_refused_before_anything_starts(workload, opt, value, tmp_path, no_processes):
     results = tmp_path / "results"
-    settings = Settings(results=str(results), target="probe")
+    settings = Settings.of(results=str(results), target="probe")
     with pytest.raises(SettingsError) as err:
         api.run(settings, [workload], options=[f"{workload}.{opt.name}={value}"], progress=lambda m: None,
                 extra_plugins=[("probe", Probe())])
@@ -131,7 +131,7 @@ def test_the_sglang_commands_get_the_typed_values_back_as_text(tmp_path):
 
     w = Workload("videoamme", "", plan=videoamme.plan, options=VIDEOAMME)
     values = options.parse(["videoamme.video_fps=2.5", "videoamme.max_samples=3"], [w])["videoamme"]
-    ctx = RunContext(tmp_path, "videoamme", Endpoint(8000), values, prepare_local(Settings()), Settings())
+    ctx = RunContext(tmp_path, "videoamme", Endpoint(8000), values, prepare_local(Settings()), RunSettings())
     argv = next(s for s in videoamme.plan(ctx) if s.name == "generate").run.argv
     assert argv[argv.index("--video-fps") + 1] == "2.5" and argv[argv.index("--max-samples") + 1] == "3"
     assert argv[argv.index("--temperature") + 1] == "0"  # the runbook's "0", not "0.0"

@@ -192,7 +192,7 @@ def test_run_hooks_are_called_with_the_final_result(tmp_path, port):
         def omnibench_run_finish(self, run, result):
             seen.append(("finish", result.run_dir.name, result.status))
 
-    settings = Settings(results=str(tmp_path / "r"), port=port)
+    settings = Settings.of(results=str(tmp_path / "r"), port=port)
     result = api.run(settings, ["selftest"], progress=lambda m: None, extra_plugins=[("telemetry", Telemetry())])
     assert result.complete
     assert seen == [("start", "run0", ("selftest",)), ("finish", "run0", "complete")]
@@ -211,7 +211,7 @@ def test_incomplete_coverage_moves_the_run_aside(tmp_path, port):
         def omnibench_workloads(self):
             return [Workload("half", "breaks a rule", testing.plan, collect, options=testing.OPTIONS)]
 
-    settings = Settings(results=str(tmp_path / "r"), port=port)
+    settings = Settings.of(results=str(tmp_path / "r"), port=port)
     result = api.run(settings, ["half"], progress=lambda m: None, extra_plugins=[("half", Half())])
     assert not result.complete and result.status == "incomplete"
     assert result.run_dir.name == "run0-incomplete"
@@ -286,7 +286,7 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
             return [Target("acme-remote", "a third-party serving stack", prepare, facts)]
 
     _, registry = plugin_manager.load([("acme", Acme())])
-    settings = Settings(results=str(tmp_path / "r"), port=port, target="acme-remote")
+    settings = Settings.of(results=str(tmp_path / "r"), port=port, target="acme-remote")
     env = registry.get("target", "acme-remote").prepare(settings)
     for workload in (seedtts, videoamme):
         record = registry.get("workload", workload.NAME)
