@@ -42,7 +42,8 @@ def settings_from(c: Context, **flags: object) -> Settings:
         "results": "results root; the run goes to RESULTS/<revision>/runN",
         "port": "port of every server the run starts (default 8000)",
         "run-name": "run directory name (default: the next free runN)",
-        "opt": "workload option WORKLOAD.KEY=VALUE (repeatable; see `invoke plugins`)",
+        "opt": "workload option WORKLOAD.KEY=VALUE (repeatable); `invoke plugins` lists each workload's options "
+               "with type, range and default; a bad value is refused before any server starts",
         "checkout": "sglang-omni checkout (target sglang-omni)",
         "gpus": "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)",
         "cpus": "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)",
@@ -63,7 +64,7 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
 @task(iterable=["workload", "opt"], help={
     "workload": "workload to measure (repeat for several)",
     "runs": "measured runs after the warm-up run (default 3, as the runbook)",
-    "opt": "workload option WORKLOAD.KEY=VALUE (repeatable)",
+    "opt": "workload option WORKLOAD.KEY=VALUE (repeatable; `invoke plugins` lists them)",
     "client": "native or sglang",
     "target": "local or sglang-omni", "results": "results root", "port": "server port"})
 def measure(c, workload, runs=3, opt=None, client=None, target=None, results=None, port=None):
@@ -86,13 +87,16 @@ def report_runs(c, runs="", target=None, results=None):
     emit(f"report: {path}")
 
 
-@task
-def plugins(c):
-    """List every workload, target and scorer with the plugin and distribution providing it."""
+@task(help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
+def plugins(c, options=False):
+    """List every workload, target and scorer with who provides it, then each workload's options."""
     with reported():
-        rows = api.list_plugins()
-    emit(report.table(((r.kind, r.name, r.description, r.plugin, r.distribution, r.version) for r in rows),
-                       ("kind", "name", "description", "plugin", "distribution", "version")))
+        rows = [] if options else api.list_plugins()
+        option_rows = api.list_options()
+    if rows:
+        emit(report.plugins_table(rows))
+        emit("\nworkload options (--opt WORKLOAD.KEY=VALUE):")
+    emit(report.options_table(option_rows))
 
 
 @task(help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",

@@ -7,9 +7,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import environment, layout, ownership, plugin_manager
+from . import options as workload_options
 from .errors import OmnibenchError, SettingsError, storage_error
 from .plugin_manager import Registry
-from .records import RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
+from .records import OptionValue, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan
 from .settings import Settings
 from .summary import MetricSpread, summarize_runs, write_report
@@ -38,33 +39,30 @@ def list_plugins(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Plugi
     return rows
 
 
-def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
-                  ) -> dict[str, dict[str, str]]:
-    """Turn ``["seedtts.max_concurrency=8", ...]`` into per-workload options over the defaults.
+@dataclass(frozen=True)
+class OptionRow:
+    """One workload option in ``invoke plugins``: what ``--opt WORKLOAD.NAME=VALUE`` accepts."""
 
-    ``client`` sets the ``client`` option of every workload that has one (``--client``).
-    """
-    by_name = {w.name: w for w in workloads}
-    options = {w.name: dict(w.options) for w in workloads}
-    if client is not None:
-        having = [w.name for w in workloads if "client" in w.options]
-        if not having:
-            raise SettingsError("--client was given but no workload of this run has a client choice")
-        for name in having:
-            options[name]["client"] = client
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        workload, dot, option = key.partition(".")
-        if not sep or not dot:
-            raise SettingsError(f"cannot read option {pair!r}", hint="write options as WORKLOAD.KEY=VALUE")
-        if workload not in by_name:
-            raise SettingsError(f"option {pair!r} names workload {workload!r}, which is not in this run",
-                                hint=f"workloads in this run: {', '.join(by_name)}")
-        if option not in by_name[workload].options:
-            known = ", ".join(sorted(by_name[workload].options)) or "none"
-            raise SettingsError(f"workload {workload!r} has no option {option!r}", evidence={"known options": known})
-        options[workload][option] = value
-    return options
+    workload: str
+    name: str
+    type: str
+    default: str
+    range: str
+    help: str
+
+
+def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[OptionRow]:
+    """Every workload's options with their type, default, range and help, by workload name."""
+    _, registry = plugin_manager.load(extra_plugins)
+    return [OptionRow(*row) for name, reg in sorted(registry.table("workload").items())
+            for row in workload_options.rows(name, reg.record.schema)]
+
+
+def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
+                  ) -> dict[str, dict[str, OptionValue]]:
+    """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the
+    defaults (see :func:`omnibench_core.options.parse`); a bad one raises SettingsError."""
+    return workload_options.parse(pairs, workloads, client)
 
 
 def run(
@@ -87,16 +85,18 @@ def run(
     if len(set(workloads)) != len(workloads):
         raise SettingsError("a workload is named twice", evidence={"workloads": ", ".join(workloads)})
     manager, registry = plugin_manager.load(extra_plugins)
-    target = registry.get("target", settings.target)
+    target = registry.get("target", settings.run.target)
     chosen: list[Workload] = [registry.get("workload", name) for name in workloads]
     for w in chosen:
-        if w.targets and settings.target not in w.targets:
-            raise SettingsError(f"workload {w.name!r} does not run on target {settings.target!r}",
+        if w.targets and settings.run.target not in w.targets:
+            raise SettingsError(f"workload {w.name!r} does not run on target {settings.run.target!r}",
                                 hint=f"use --target {' or '.join(w.targets)}")
+    # Every option is checked before the target is prepared and before the run directory exists:
+    # a bad value must never start a server or leave a run behind.
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
-    slot = Slot(settings.port, gpus=target_env.gpus, cpus=settings.cpu_list())
-    revision = layout.revision_dir(settings.results_root, target_env.folder)
+    slot = Slot(settings.run.port, gpus=target_env.gpus, cpus=settings.run.cpu_list())
+    revision = layout.revision_dir(settings.run.results_root, target_env.folder)
     try:
         for moved in ownership.reclaim_abandoned(revision):
             progress(f"moved aside {moved.name}: its omnibench process died while it was running")
@@ -105,12 +105,12 @@ def run(
         raise storage_error(f"claiming a run directory in {revision}", exc) from exc
     try:
         steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
-                                                             settings)) for w in chosen}
+                                                             settings.run)) for w in chosen}
         plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
                         for r in registry.table(t).values() if r.provider.distribution}
-        gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
-        plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
-                       steps=steps, options=opts, checks=run_checks(registry, chosen),
+        gpu_tool = settings.tools.nvidia_smi if target_env.facts.uses_gpu else ""
+        plan = RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot,
+                       workloads=tuple(chosen), steps=steps, options=opts, checks=run_checks(registry, chosen),
                        environment=environment.capture(gpu_tool, sorted(plugin_dists)))
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
@@ -144,12 +144,12 @@ def run_checks(registry: Registry, workloads: Sequence[Workload]) -> tuple[RunCh
 def prepare_target(settings: Settings) -> TargetEnv:
     """The configured target, prepared (its checks run, its revision found)."""
     _, registry = plugin_manager.load()
-    return registry.get("target", settings.target).prepare(settings)
+    return registry.get("target", settings.run.target).prepare(settings)
 
 
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
-    return layout.revision_dir(settings.results_root, prepare_target(settings).folder)
+    return layout.revision_dir(settings.run.results_root, prepare_target(settings).folder)
 
 
 def report(settings: Settings, runs: Sequence[str] = (), folder: Path | None = None

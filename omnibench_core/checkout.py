@@ -38,12 +38,12 @@ class Checkout:
 def check_checkout(settings: Settings) -> Checkout:
     """The checkout, its venv (``python`` and ``sgl-omni``) and commit, or a SettingsError naming
     the setting to change."""
-    checkout = Path(settings.checkout).expanduser()
+    checkout = Path(settings.run.checkout).expanduser()
     if not checkout.is_dir():
         raise SettingsError(f"no sglang-omni checkout at {checkout}",
                             evidence={"setting": "omnibench.checkout"},
                             hint=_setting_hint("checkout") + " (clone sgl-project/sglang-omni there)")
-    venv = checkout / settings.venv  # an absolute venv path stays absolute
+    venv = checkout / settings.run.venv  # an absolute venv path stays absolute
     python, serve = venv / "bin" / "python", venv / "bin" / "sgl-omni"
     for path in (python, serve):
         if not os.access(path, os.X_OK):
@@ -51,7 +51,7 @@ def check_checkout(settings: Settings) -> Checkout:
                                 evidence={"setting": "omnibench.venv", "venv": str(venv)},
                                 hint="build it with `OMNI_CI_HOME=/root/omni_ci bash .github/scripts/"
                                      "prepare_omni_venv.sh omni` in the checkout, or " + _setting_hint("venv"))
-    rev = git_revision(checkout, settings.git)
+    rev = git_revision(checkout, settings.tools.git)
     if rev is None:
         raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
                             hint="point omnibench.checkout at a clone of sglang-omni")

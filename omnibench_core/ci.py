@@ -69,7 +69,7 @@ def parse_accuracy(log_text: str) -> tuple[float | None, str]:
 def prepare_env(settings: Settings, checkout: Path, venv: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     """The runbook's prepare block on top of this process's environment (router path added later)."""
     base = dict(os.environ if base is None else base)
-    home = settings.omni_ci_home
+    home = settings.ci.omni_ci_home
     try:
         cpuset = format_cpu_list(sorted(os.sched_getaffinity(0)))  # taskset -pc $$, read back
     except AttributeError:
@@ -78,7 +78,7 @@ def prepare_env(settings: Settings, checkout: Path, venv: Path, base: dict[str, 
         **venv_env(venv),
         "OMNI_CI_MODEL": "minicpmo",
         "SGLANG_OMNI_TORCH_COMPILE_DEFAULT": "0",
-        "CUDA_VISIBLE_DEVICES": settings.ci_gpus,
+        "CUDA_VISIBLE_DEVICES": settings.ci.ci_gpus,
         "HF_HUB_OFFLINE": "1",
         "OMNI_CI_CPUSET": cpuset,
         "OMNI_CI_HOME": home,
@@ -100,7 +100,7 @@ class CiRun:
         co = check_checkout(settings)
         self.checkout, self.python, self.revision = co.root, co.python, co.revision
         self.env = prepare_env(settings, co.root, co.venv)
-        ci_root = ci_dir(settings.results_root, short_revision(co.revision))
+        ci_root = ci_dir(settings.run.results_root, short_revision(co.revision))
         self.out_dir = out_dir or ci_root / next_run_name(ci_root)
         self.env["SGLANG_OMNI_ROUTER_BIN"] = self._router()
         if self.out_dir.exists():
@@ -143,7 +143,7 @@ class CiRun:
     def run_stage(self, stage: CiStage, *, attempts: int | None = None, retry_delay_s: float | None = None,
                   timeout_s: float | None = None) -> StageResult:
         """Run one stage (retrying like CI's flaky wrapper if asked), clean up, record it."""
-        s = self.settings
+        s = self.settings.ci
         attempts = max(1, attempts or s.ci_attempts)
         delay = s.ci_retry_delay_s if retry_delay_s is None else retry_delay_s
         limit = timeout_s or s.ci_stage_timeout_s

@@ -12,6 +12,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
+from .options import schema_problems
 from .records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 
 OWN_DISTRIBUTION = "omnibench"
@@ -257,6 +258,14 @@ def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> 
             f"plugin {provider} registers a {kind} with the invalid name {name!r}",
             hint="names are lower-case: a letter, then letters, digits, '_', '-' or '.'",
         )
+    if isinstance(record, Workload):
+        problems = schema_problems(record.schema)
+        if problems:
+            raise PluginError(
+                f"plugin {provider} registers workload {record.name!r} with a broken option schema",
+                evidence={"problems": "\n".join(problems)},
+                hint="declare options as omnibench_core.records.Option(name, type, default, help, min=..., ...)",
+            )
 
 
 _LOADED: list[tuple[PluginManager, Registry]] = []  # this process's plugins, once loaded

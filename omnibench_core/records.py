@@ -6,6 +6,7 @@ them. They hold data and callables only: no record reaches back into the runner.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,12 +14,56 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from .settings import RunSettings, Settings
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 Phase = Literal["generate", "score", "collect"]
 PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
+
+
+OptionValue = int | float | str | bool | None
+OPTION_TYPES: tuple[type, ...] = (int, float, str, bool)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One workload option a user sets with ``--opt WORKLOAD.NAME=VALUE``: its schema.
+
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``; ``choices`` (strings) restricts a ``str``
+    option to those words. ``min``/``max`` bound a number (inclusive unless ``min_exclusive`` /
+    ``max_exclusive``). ``optional``: the option may be unset (``None``, written as an empty
+    value ``--opt w.seed=``); ``unset`` says in words what unset means. ``default`` is a typed
+    value (``None`` for an optional option left unset). :mod:`omnibench_core.options` checks
+    values against this record; ``invoke plugins`` lists it.
+    """
+
+    name: str
+    type: builtins.type = str
+    default: OptionValue = None
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    min_exclusive: bool = False
+    max_exclusive: bool = False
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+    unset: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(self.choices))
+
+
+def options_schema(options: Sequence[Option] | Mapping[str, Any]) -> tuple[Option, ...]:
+    """A workload's options as :class:`Option` records.
+
+    A plain ``{name: "default"}`` mapping (the form before option schemas) gives ``str``
+    options with no range, whose values reach the plugin as the strings given.
+    """
+    if isinstance(options, Mapping):
+        return tuple(Option(str(name), str, "" if default is None else str(default))
+                     for name, default in options.items())
+    return tuple(options)
 
 
 @dataclass(frozen=True)
@@ -228,7 +273,8 @@ class Target:
     """Where the system under test comes from (``sglang-omni`` checkout, ``local`` server...).
 
     ``prepare(settings)`` checks the target's prerequisites (raising a typed error that names
-    the setting to change) and returns a :class:`TargetEnv` carrying the same ``facts``.
+    the setting to change) and returns a :class:`TargetEnv` carrying the same ``facts``. It gets
+    the whole :class:`~omnibench_core.settings.Settings`: the run section and the tools (``git``).
     """
 
     name: str
@@ -242,7 +288,9 @@ class RunContext:
     """What a workload's or scorer's ``plan`` receives to build its steps.
 
     ``options`` are the workload's checked option values (typed by its schema); ``params``
-    are what the workload passes to a scorer it uses (see :class:`ScorerUse`).
+    are what the workload passes to a scorer it uses (see :class:`ScorerUse`). ``settings`` is
+    the run section of the settings only (results, port, GPUs, CPUs, limits): a workload needs
+    nothing of the CI, host set-up or tool settings.
     """
 
     run_dir: Path
@@ -250,7 +298,7 @@ class RunContext:
     endpoint: Endpoint
     options: Mapping[str, Any]
     target: TargetEnv
-    settings: Settings
+    settings: RunSettings
     params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -310,8 +358,11 @@ class Workload:
     ``plan(ctx)`` returns its steps for one run; ``scorers`` are registered scorers whose steps
     are added (a name, or a :class:`ScorerUse` with parameters); ``checks`` names run-wide
     checks (:class:`RunCheck`); ``collect(run_dir, options)`` reads the files and returns its
-    metrics and coverage rules. ``options`` are defaults a user can override with
-    ``--opt NAME.KEY=VALUE``. ``targets`` lists the targets it supports (empty: any).
+    metrics and coverage rules. ``options`` is its option schema, :class:`Option` records a user
+    sets with ``--opt NAME.KEY=VALUE``; plans and ``collect`` receive the checked, typed values.
+    A plain ``{name: "default"}`` mapping is still accepted (str options, no range; see
+    :func:`options_schema`) and is stored as records. ``targets`` lists the targets it supports
+    (empty: any).
     """
 
     name: str
@@ -319,9 +370,17 @@ class Workload:
     plan: Callable[[RunContext], Sequence[Step]]
     collect: Callable[[Path, Mapping[str, Any]], Collected] | None = None
     scorers: tuple[str | ScorerUse, ...] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Sequence[Option] | Mapping[str, Any] = ()
     targets: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", options_schema(self.options))
+
+    @property
+    def schema(self) -> tuple[Option, ...]:
+        """The option records (``options``, always records once built)."""
+        return options_schema(self.options)
 
     def scorer_uses(self) -> tuple[ScorerUse, ...]:
         """``scorers`` with plain names turned into :class:`ScorerUse` records."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from tabulate import tabulate
 
@@ -28,6 +29,18 @@ def emit(text: str) -> None:
 def table(rows: Iterable[Sequence[object]], headers: Sequence[str]) -> str:
     """A plain-text table."""
     return tabulate(list(rows), headers=list(headers), tablefmt="simple", disable_numparse=True)
+
+
+def plugins_table(rows: Iterable[Any]) -> str:
+    """``invoke plugins``: kind, name, description and who provides it (``api.PluginRow``)."""
+    return table(((r.kind, r.name, r.description, r.plugin, r.distribution, r.version) for r in rows),
+                 ("kind", "name", "description", "plugin", "distribution", "version"))
+
+
+def options_table(rows: Iterable[Any]) -> str:
+    """``invoke plugins``'s second table: each workload option (``api.OptionRow``)."""
+    return table(((o.workload, o.name, o.type, o.default, o.range, o.help) for o in rows),
+                 ("workload", "option", "type", "default", "range", "help"))
 
 
 def _fmt(value: object) -> str:

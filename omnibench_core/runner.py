@@ -38,7 +38,7 @@ from .planning import Group, order_steps
 from .ports import port_holder, port_in_use
 from .processes import GroupProcess, build_env, start_group
 from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
-from .settings import Settings
+from .settings import RunSettings, ToolSettings
 from .step_exec import StepScope, run_step, step_log_path
 from .strays import find_strays, stop_strays
 from .telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
@@ -52,7 +52,8 @@ class RunPlan:
     """Everything the runner needs for one run, resolved from the registry by the caller."""
 
     run_dir: Path
-    settings: Settings
+    settings: RunSettings  # the run section only
+    tools: ToolSettings
     target: TargetEnv
     slot: Slot
     workloads: tuple[Workload, ...]
@@ -154,7 +155,7 @@ class Runner:
                 "workloads": [w.name for w in plan.workloads],
                 "options": {k: dict(v) for k, v in plan.options.items()},
                 "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
-                "settings": {k: str(v) for k, v in vars(plan.settings).items()},
+                "settings": {k: str(v) for k, v in {**vars(plan.settings), **vars(plan.tools)}.items()},
                 "environment": dict(plan.environment),
             })
             self.manifest.gate(ready)
@@ -292,7 +293,7 @@ class Runner:
         free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
                                    timeout_s=plan.settings.gpu_free_timeout_s,
                                    interval_s=plan.settings.gpu_poll_interval_s,
-                                   nvidia_smi=plan.settings.nvidia_smi)
+                                   nvidia_smi=plan.tools.nvidia_smi)
         self.manifest.gate(free, spec.label)
         if free.status == "passed":
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
@@ -307,7 +308,7 @@ class Runner:
         if not (plan.target.facts.uses_gpu and plan.slot.gpus):
             return None
         return Sampler(plan.slot.gpus, self.run_dir / "telemetry" / f"{name}.csv",
-                       interval_s=plan.settings.telemetry_interval_s, nvml_module=plan.settings.nvml_module)
+                       interval_s=plan.settings.telemetry_interval_s, nvml_module=plan.tools.nvml_module)
 
     def _stop_server(self, proc: GroupProcess, entry: dict[str, Any]) -> None:
         """Stop the server's whole tree, find what it left (by tree, port and GPU), and record
@@ -323,7 +324,7 @@ class Runner:
                      "a second Ctrl-C cuts the wait short)")
         record = proc.stop_tree(grace)
         entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
-        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.settings.nvidia_smi)
+        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.tools.nvidia_smi)
         left = list(record.leftover)
         if scan.strays:
             entry["strays"] = scan.as_dict()

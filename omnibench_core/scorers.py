@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .hookspecs import hookimpl
+from .options import format_value
 from .records import Collected, Command, RuleResult, RunCheck, RunContext, Scorer, ServeSpec, Step
 from .scoring.asr_wer import WerJob
 from .scoring.audio_check import run_audio_summary
@@ -31,7 +32,7 @@ def plan_asr_wer(ctx: RunContext) -> list[Step]:
     argv = [sys.executable, "-m", "omnibench_core.scoring.asr_wer", "--output-dir", str(ctx.workload_dir),
             "--port", str(ctx.port), "--asr-model", ASR_MODEL, "--asr-label", ctx.target.facts.substitute("asr"),
             "--lang", str(ctx.params.get("lang", "en")),
-            "--asr-concurrency", str(ctx.options.get("asr_concurrency", 4)), *job.argv()]
+            "--asr-concurrency", format_value(ctx.options.get("asr_concurrency", 4)), *job.argv()]
     return [Step(str(ctx.params.get("step", "wer")), Command(tuple(argv)), phase="score", server=ASR_SERVER,
                  outputs=(f"{ctx.workload}/{job.output}",))]
 

@@ -1,15 +1,21 @@
-"""Settings of a run, with the runbook's values as defaults.
+"""Settings, with the runbook's values as defaults, in four sections.
 
 Users set them through Invoke's configuration (``invoke.yaml``, ``INVOKE_OMNIBENCH_*``
-environment variables, task flags); :meth:`Settings.from_mapping` turns that mapping into a
-checked record.
+environment variables, task flags) as one flat ``omnibench`` mapping of keys (``port``,
+``ci_gpus``, ``bench_dir``, ``git``...). :meth:`Settings.from_mapping` checks that mapping and
+sorts each key into its section; each key names exactly one field of one section, so the keys
+users write never change when the code moves a setting between sections.
+
+- :class:`RunSettings` (``settings.run``): what a run needs; workloads get only this section.
+- :class:`CiSettings` (``settings.ci``): the model-CI stages (``nox -s ci_stages``).
+- :class:`HostSettings` (``settings.host``): the GPU-host set-up tasks and ``doctor``.
+- :class:`ToolSettings` (``settings.tools``): the commands omnibench runs, so tests can use fakes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +23,8 @@ from .errors import SettingsError
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Everything a run needs to know about this host. Defaults follow the runbook."""
+class RunSettings:
+    """What a run needs: results, target, port, checkout, GPUs, CPUs, limits and poll intervals."""
 
     results: str = "results"  # the runbook's /results inside the container
     target: str = "local"
@@ -33,64 +39,7 @@ class Settings:
     stop_grace_s: float = 30.0
     health_interval_s: float = 0.05
     gpu_poll_interval_s: float = 0.1
-    nvidia_smi: str = "nvidia-smi"
-    git: str = "git"
-    # GPU telemetry while servers are up (targets that use GPUs): sampling interval, NVML module.
-    telemetry_interval_s: float = 0.2
-    nvml_module: str = "pynvml"
-    # The model-CI stages (`nox -s ci_stages`): the GPU pair, CI's home, attempts and limits.
-    ci_gpus: str = "0,1"
-    omni_ci_home: str = "/root/omni_ci"
-    ci_attempts: int = 1  # the runbook's local block; CI's flaky wrapper uses 3
-    ci_retry_delay_s: float = 10.0
-    ci_stage_timeout_s: float = 7200.0
-    # GPU-host set-up (`invoke setup`, `invoke doctor`), as in the runbook's Setup section.
-    bench_dir: str = "/data/omni-bench"
-    gpu_a: str = "0"
-    gpu_b: str = "1"
-    cores_per_gpu: int = 14
-    skip_cores: str = "0,1"
-    image: str = "hongccc/sglang-omni@sha256:ebe4239e29a764ee3a2806385c061c5fd438a26f01458e503d3822dcba5790df"
-    container_name: str = "omni-bench"
-    repo_url: str = "https://github.com/sgl-project/sglang-omni.git"
-    commit: str = "origin/main"
-    hf_cache: str = ""  # default: huggingface_hub's (HF_HOME / HF_HUB_CACHE)
-    pins_file: str = ""  # default: the runbook's pins, shipped in omnibench_core/setup/pins.json
-    lscpu: str = "lscpu"
-    docker: str = "docker"
-    bash: str = "bash"
-    sysfs: str = "/sys"
-
-    @classmethod
-    def defaults(cls) -> dict[str, Any]:
-        """The defaults as a plain mapping, for Invoke's configuration tree."""
-        return dataclasses.asdict(cls())
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> Settings:
-        """Build settings from a config mapping; unknown keys and bad values raise SettingsError."""
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(mapping) - set(known))
-        if unknown:
-            raise SettingsError(
-                f"unknown omnibench setting(s): {', '.join(unknown)}",
-                hint=f"known settings: {', '.join(sorted(known))}",
-            )
-        values: dict[str, Any] = {}
-        for name, value in mapping.items():
-            kind = type(getattr(cls(), name))
-            try:
-                values[name] = kind(value) if value is not None else getattr(cls(), name)
-            except (TypeError, ValueError) as exc:
-                raise SettingsError(
-                    f"setting {name!r} must be a {kind.__name__}, got {value!r}",
-                    hint=f"fix omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()}",
-                ) from exc
-        settings = cls(**values)
-        settings.cpu_list()  # validate early
-        if not 0 < settings.port < 65536:
-            raise SettingsError(f"port {settings.port} is out of range", hint="use 1..65535")
-        return settings
+    telemetry_interval_s: float = 0.2  # GPU telemetry sampling while servers are up (GPU targets)
 
     @property
     def results_root(self) -> Path:
@@ -104,6 +53,107 @@ class Settings:
     def cpu_list(self) -> tuple[int, ...]:
         """The CPU set as numbers; accepts taskset's list format ``2-15,66-79``."""
         return parse_cpu_list(self.cpus)
+
+
+@dataclass(frozen=True)
+class CiSettings:
+    """The model-CI stages (``nox -s ci_stages``): the GPU pair, CI's home, attempts and limits."""
+
+    ci_gpus: str = "0,1"
+    omni_ci_home: str = "/root/omni_ci"  # also where `invoke setup venv` builds CI's venv
+    ci_attempts: int = 1  # the runbook's local block; CI's flaky wrapper uses 3
+    ci_retry_delay_s: float = 10.0
+    ci_stage_timeout_s: float = 7200.0
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """GPU-host set-up (``invoke setup``, ``invoke doctor``), as in the runbook's Setup section."""
+
+    bench_dir: str = "/data/omni-bench"
+    gpu_a: str = "0"
+    gpu_b: str = "1"
+    cores_per_gpu: int = 14
+    skip_cores: str = "0,1"
+    image: str = "hongccc/sglang-omni@sha256:ebe4239e29a764ee3a2806385c061c5fd438a26f01458e503d3822dcba5790df"
+    container_name: str = "omni-bench"
+    repo_url: str = "https://github.com/sgl-project/sglang-omni.git"
+    commit: str = "origin/main"
+    hf_cache: str = ""  # default: huggingface_hub's (HF_HOME / HF_HUB_CACHE)
+    pins_file: str = ""  # default: the runbook's pins, shipped in omnibench_core/setup/pins.json
+    sysfs: str = "/sys"
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """The commands omnibench runs (names on PATH or paths), so tests can point them at fakes."""
+
+    nvidia_smi: str = "nvidia-smi"
+    git: str = "git"
+    lscpu: str = "lscpu"
+    docker: str = "docker"
+    bash: str = "bash"
+    nvml_module: str = "pynvml"  # the NVML bindings telemetry imports (nvidia-ml-py's module)
+
+
+SECTIONS: dict[str, type] = {"run": RunSettings, "ci": CiSettings, "host": HostSettings, "tools": ToolSettings}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of this host, by section. Defaults follow the runbook."""
+
+    run: RunSettings = field(default_factory=RunSettings)
+    ci: CiSettings = field(default_factory=CiSettings)
+    host: HostSettings = field(default_factory=HostSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+
+    @staticmethod
+    def keys() -> dict[str, str]:
+        """Each user-facing key and the section that holds it: ``{"port": "run", ...}``."""
+        return {f.name: section for section, record in SECTIONS.items() for f in fields(record)}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The defaults as one flat mapping, for Invoke's configuration tree."""
+        return cls().flat()
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its user-facing key, as Invoke's configuration holds them."""
+        return {key: value for section in SECTIONS for key, value in asdict(getattr(self, section)).items()}
+
+    @classmethod
+    def of(cls, **values: Any) -> Settings:
+        """Settings from user-facing keys (``Settings.of(port=8001, git="/fake/git")``), checked
+        like a configuration mapping."""
+        return cls.from_mapping(values)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> Settings:
+        """Build settings from a flat config mapping; unknown keys and bad values raise SettingsError."""
+        keys = cls.keys()
+        unknown = sorted(set(mapping) - set(keys))
+        if unknown:
+            raise SettingsError(
+                f"unknown omnibench setting(s): {', '.join(unknown)}",
+                hint=f"known settings: {', '.join(sorted(keys))}",
+            )
+        by_section: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
+        for name, value in mapping.items():
+            default = getattr(SECTIONS[keys[name]](), name)
+            kind = type(default)
+            try:
+                by_section[keys[name]][name] = kind(value) if value is not None else default
+            except (TypeError, ValueError) as exc:
+                raise SettingsError(
+                    f"setting {name!r} must be a {kind.__name__}, got {value!r}",
+                    hint=f"fix omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()}",
+                ) from exc
+        settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
+        settings.run.cpu_list()  # validate early
+        if not 0 < settings.run.port < 65536:
+            raise SettingsError(f"port {settings.run.port} is out of range", hint="use 1..65535")
+        return settings
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

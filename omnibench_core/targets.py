@@ -34,13 +34,13 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     co = check_checkout(settings)
     checkout, venv = co.root, co.venv
     serve = venv / "bin" / "sgl-omni"
-    gpus = settings.gpu_list()
+    gpus = settings.run.gpu_list()
     env = {
         **venv_env(venv),
         "CUDA_VISIBLE_DEVICES": ",".join(gpus),
         "HF_HUB_OFFLINE": "1",
         "SGLANG_OMNI_STRICT_PORT": "1",
-        "SGLANG_OMNI_STARTUP_TIMEOUT": str(int(settings.ready_timeout_s)),
+        "SGLANG_OMNI_STARTUP_TIMEOUT": str(int(settings.run.ready_timeout_s)),
     }
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
@@ -48,7 +48,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
     return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=SGLANG_OMNI_FACTS, env=env,
-                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), cpus=settings.cpu_list(), gpus=gpus,
+                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), cpus=settings.run.cpu_list(), gpus=gpus,
                      revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
 
 
@@ -58,7 +58,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
     Results go under ``local-<omnibench commit>``.
     """
     source = Path(__file__).resolve().parent.parent
-    rev = git_revision(source, settings.git)
+    rev = git_revision(source, settings.tools.git)
     revision, dirty = rev if rev else (f"omnibench-{__version__}", "")
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
@@ -67,7 +67,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
-                     env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.cpu_list(),
+                     env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.run.cpu_list(),
                      gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
                      details={"omnibench": __version__})
 

@@ -28,17 +28,19 @@ import requests
 
 from .hookspecs import hookimpl
 from .jsonio import read_json, write_json
-from .records import Collected, Command, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
+from .options import defaults, format_value
+from .records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
 
 NAME = "selftest"
-DEFAULT_OPTIONS = {
-    "delay": "0.3",  # seconds the server "loads" with its port closed
-    "requests": "8",  # requests the client sends
-    "client_seconds": "0",  # extra seconds the client runs (to test interrupts)
-    "die": "0",  # 1: the server exits with an error during startup
-    "never_healthy": "0",  # 1: the server answers /health with 503 unhealthy forever
-    "children": "1",  # helper processes the server spawns into its group
-}
+OPTIONS = (
+    Option("delay", float, 0.3, "seconds the server 'loads' with its port closed", min=0),
+    Option("requests", int, 8, "requests the client sends", min=1),
+    Option("client_seconds", float, 0.0, "extra seconds the client runs (to test interrupts)", min=0),
+    Option("die", bool, False, "the server exits with an error during startup"),
+    Option("never_healthy", bool, False, "the server answers /health with 503 unhealthy forever"),
+    Option("children", int, 1, "helper processes the server spawns into its group", min=0),
+)
+DEFAULT_OPTIONS = defaults(OPTIONS)
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -143,10 +145,10 @@ def client(argv: list[str] | None = None) -> int:
 def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
     o = ctx.options
     argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(ctx.port),
-            "--delay", o["delay"], "--children", o["children"]]
-    if o["die"] == "1":
+            "--delay", format_value(o["delay"]), "--children", format_value(o["children"])]
+    if o["die"]:
         argv.append("--die")
-    if o["never_healthy"] == "1":
+    if o["never_healthy"]:
         argv.append("--never-healthy")
     return ServeSpec(label=label, argv=tuple(argv))
 
@@ -155,7 +157,8 @@ def plan(ctx: RunContext) -> list[Step]:
     """The client step on a fresh self-test server."""
     out = ctx.workload_dir / "client.json"
     argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", ctx.endpoint.base_url,
-            "--requests", ctx.options["requests"], "--sleep", ctx.options["client_seconds"], "--out", str(out)]
+            "--requests", format_value(ctx.options["requests"]), "--sleep", format_value(ctx.options["client_seconds"]),
+            "--out", str(out)]
     return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
                  outputs=(f"{ctx.workload}/client.json",))]
 
@@ -176,17 +179,17 @@ def _check_echoes(ctx: StepContext) -> None:
 def score_plan(ctx: RunContext) -> list[Step]:
     """The echo-check scorer: one shared scoring server checks every echo of the workload."""
     # The scoring server ignores the workload's failure options: it is another server.
-    spec = _server_spec(replace(ctx, options={**DEFAULT_OPTIONS, "children": "0"}), "echo-scorer")
+    spec = _server_spec(replace(ctx, options={**DEFAULT_OPTIONS, "children": 0}), "echo-scorer")
     return [Step("echo-check", _check_echoes, phase="score", server=spec, outputs=(f"{ctx.workload}/score.json",))]
 
 
-def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
+def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
     """Metrics and coverage rules of the self-test."""
     wdir = run_dir / NAME
     rows = read_json(wdir / "client.json")["per_request"]
     score = read_json(wdir / "score.json")
     ok = [r for r in rows if r["is_success"]]
-    expected = int(options["requests"])
+    expected = options["requests"]
     metrics = {
         f"{NAME}.requests": len(rows),
         f"{NAME}.failed": len(rows) - len(ok),
@@ -207,7 +210,7 @@ def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
 def omnibench_workloads() -> list[Workload]:
     """The self-test workload."""
     return [Workload(NAME, "harness self-test: a loopback echo server, client, shared scoring server",
-                     plan, collect, scorers=("echo-check",), options=DEFAULT_OPTIONS)]
+                     plan, collect, scorers=("echo-check",), options=OPTIONS)]
 
 
 @hookimpl

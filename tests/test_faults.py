@@ -27,7 +27,7 @@ from omnibench_plugins.seedtts import metrics as seedtts_metrics
 
 
 def _run(tmp_path: Path, port: int, *plugins, workload: str = "selftest", results: Path | None = None, **kw):
-    settings = Settings(results=str(results or tmp_path / "r"), port=port)
+    settings = Settings.of(results=str(results or tmp_path / "r"), port=port)
     return api.run(settings, [workload], progress=lambda m: None, extra_plugins=list(plugins), **kw)
 
 
@@ -58,7 +58,7 @@ def test_a_run_whose_owner_died_is_moved_aside_by_the_next_run(tmp_path, port):
     write_json(left / "manifest.json", {**manifest, "run": "run1", "status": "running",
                                         "owner": {**manifest["owner"], "pid": int(dead.stdout)}})
     lines: list[str] = []
-    second = api.run(Settings(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lines.append)
+    second = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lines.append)
     assert second.complete and second.run_dir.name == "run1"  # the abandoned run1 freed its name
     moved = json.loads((revision / "run1-incomplete" / "manifest.json").read_text())
     assert moved["status"] == "abandoned" and f"pid {int(dead.stdout)}" in moved["reason"]
@@ -291,6 +291,6 @@ def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path
         wait_for(lambda s=server: not leftovers(pids={s["pid"]}, pgid=s["pgid"], token=s["tree_token"], port=port),
                  20, f"server {server['label']} gone")
     assert not port_in_use(port)
-    nxt = api.run(Settings(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
+    nxt = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     assert nxt.complete and nxt.run_dir.name == "run0"
     assert json.loads((nxt.run_dir.parent / "run0-incomplete" / "manifest.json").read_text())["status"] == "abandoned"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from omnibench_core import hookspecs, plugin_manager
+from omnibench_core import hookspecs, options, plugin_manager
 from omnibench_core.errors import PluginError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Target, Workload
@@ -99,7 +99,7 @@ def test_every_hook_has_a_docstring_and_is_documented_in_readme():
 def test_invoke_plugins_lists_everything(invoke):
     done = invoke("plugins")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = done.stdout.split("\n\n")[0].splitlines()  # the first table; the options follow
     assert lines[0].split()[:3] == ["kind", "name", "description"]
     rows = {tuple(line.split()[:2]) for line in lines[2:]}
     assert {("workload", "selftest"), ("target", "local"), ("target", "sglang-omni"), ("scorer", "echo-check")} <= rows
@@ -192,7 +192,7 @@ def test_run_hooks_are_called_with_the_final_result(tmp_path, port):
         def omnibench_run_finish(self, run, result):
             seen.append(("finish", result.run_dir.name, result.status))
 
-    settings = Settings(results=str(tmp_path / "r"), port=port)
+    settings = Settings.of(results=str(tmp_path / "r"), port=port)
     result = api.run(settings, ["selftest"], progress=lambda m: None, extra_plugins=[("telemetry", Telemetry())])
     assert result.complete
     assert seen == [("start", "run0", ("selftest",)), ("finish", "run0", "complete")]
@@ -209,9 +209,9 @@ def test_incomplete_coverage_moves_the_run_aside(tmp_path, port):
     class Half:
         @hookimpl
         def omnibench_workloads(self):
-            return [Workload("half", "breaks a rule", testing.plan, collect, options=testing.DEFAULT_OPTIONS)]
+            return [Workload("half", "breaks a rule", testing.plan, collect, options=testing.OPTIONS)]
 
-    settings = Settings(results=str(tmp_path / "r"), port=port)
+    settings = Settings.of(results=str(tmp_path / "r"), port=port)
     result = api.run(settings, ["half"], progress=lambda m: None, extra_plugins=[("half", Half())])
     assert not result.complete and result.status == "incomplete"
     assert result.run_dir.name == "run0-incomplete"
@@ -286,12 +286,12 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
             return [Target("acme-remote", "a third-party serving stack", prepare, facts)]
 
     _, registry = plugin_manager.load([("acme", Acme())])
-    settings = Settings(results=str(tmp_path / "r"), port=port, target="acme-remote")
+    settings = Settings.of(results=str(tmp_path / "r"), port=port, target="acme-remote")
     env = registry.get("target", "acme-remote").prepare(settings)
     for workload in (seedtts, videoamme):
         record = registry.get("workload", workload.NAME)
-        opts = dict(record.options)
-        ctx = RunContext(tmp_path / "run0", record.name, Endpoint(port), opts, env, settings)
+        opts = options.defaults(record.schema)
+        ctx = RunContext(tmp_path / "run0", record.name, Endpoint(port), opts, env, settings.run)
         steps = {s.name: s for s in api.plan_steps(registry, record, ctx)}
         client = steps["generate"].run.argv
         assert client[1:3] == ("-m", f"omnibench_plugins.{record.name}.client")  # omnibench's own client

@@ -19,7 +19,7 @@ from omnibench_core.records import Command, Endpoint, RunContext
 from omnibench_core.scoring import asr_wer
 from omnibench_core.scoring.asr_wer import WerJob
 from omnibench_core.scoring.audio_check import run_audio_summary
-from omnibench_core.settings import Settings
+from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import seedtts
 from omnibench_plugins.seedtts import metrics as collecting
@@ -209,8 +209,8 @@ def test_local_set_is_made_once_in_seedtts_format(tmp_path):
 
 
 def _plan(target_env, tmp_path, **options):
-    opts = {**seedtts.OPTIONS, **options}
-    ctx = RunContext(tmp_path / "run0", "seedtts", Endpoint(8000), opts, target_env, Settings())
+    opts = {**seedtts.DEFAULTS, **options}
+    ctx = RunContext(tmp_path / "run0", "seedtts", Endpoint(8000), opts, target_env, RunSettings())
     return {s.name: s for s in seedtts.plan(ctx)}, ctx
 
 
@@ -238,7 +238,7 @@ def _as_runbook(argv, ctx) -> str:
 
 
 def test_sglang_omni_commands_are_the_runbooks(tmp_path):
-    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    env = prepare_sglang_omni(Settings.of(checkout=str(make_fake_checkout(tmp_path / "co"))))
     steps, ctx = _plan(env, tmp_path)
     assert list(steps) == ["dataset", "generate", "transcribe", "similarity", "utmos"]
     for name, expected in RUNBOOK_CLIENT.items():
@@ -253,7 +253,7 @@ def test_sglang_omni_commands_are_the_runbooks(tmp_path):
 
 
 def test_native_client_on_sglang_omni_stages_the_pinned_split(tmp_path):
-    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    env = prepare_sglang_omni(Settings.of(checkout=str(make_fake_checkout(tmp_path / "co"))))
     steps, ctx = _plan(env, tmp_path, client="native")
     assert list(steps) == ["stage-data", "dataset", "generate", "transcribe", "similarity", "utmos"]
     stage = steps["stage-data"].run.argv

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 
@@ -11,18 +12,38 @@ from omnibench_core.jsonio import read_json, write_json
 from omnibench_core.layout import move_aside, next_run_name
 from omnibench_core.planning import order_steps
 from omnibench_core.records import Command, ServeSpec, Step
-from omnibench_core.settings import Settings, format_cpu_list, parse_cpu_list
+from omnibench_core.settings import SECTIONS, Settings, format_cpu_list, parse_cpu_list
 
 
 def test_defaults_follow_the_runbook():
-    s = Settings()
+    s = Settings().run
     assert (s.port, s.ready_timeout_s, s.gpu_free_timeout_s, s.gpu_free_mib) == (8000, 1800, 600, 1024)
     assert s.health_interval_s < 5  # the runbook's 5 s sleeps are what omnibench replaces
 
 
+FLAT_KEYS = ("results target port checkout venv gpus cpus ready_timeout_s gpu_free_timeout_s gpu_free_mib stop_grace_s "
+             "health_interval_s gpu_poll_interval_s nvidia_smi git ci_gpus omni_ci_home ci_attempts ci_retry_delay_s "
+             "ci_stage_timeout_s bench_dir gpu_a gpu_b cores_per_gpu skip_cores image container_name repo_url commit "
+             "hf_cache pins_file lscpu docker bash sysfs telemetry_interval_s nvml_module").split()
+
+
+def test_the_flat_keys_users_write_are_unchanged_and_each_lives_in_one_section():
+    keys = Settings.keys()
+    assert set(keys) == set(FLAT_KEYS)  # exactly the keys of the flat settings before the sections
+    assert len(keys) == sum(len(fields(record)) for record in SECTIONS.values())  # no key in two sections
+    assert {k for k, section in keys.items() if section == "tools"} == {"nvidia_smi", "git", "lscpu", "docker", "bash",
+                                                                        "nvml_module"}
+    assert {k for k, section in keys.items() if section == "ci"} == {"ci_gpus", "omni_ci_home", "ci_attempts",
+                                                                     "ci_retry_delay_s", "ci_stage_timeout_s"}
+    assert keys["port"] == keys["results"] == keys["stop_grace_s"] == "run" and keys["bench_dir"] == "host"
+    s = Settings.from_mapping({"port": "9001", "ci_gpus": "2,3", "bench_dir": "/b", "git": "/fake/git"})
+    assert (s.run.port, s.ci.ci_gpus, s.host.bench_dir, s.tools.git) == (9001, "2,3", "/b", "/fake/git")
+    assert Settings.from_mapping(s.flat()) == s and set(Settings.defaults()) == set(keys)
+
+
 def test_from_mapping_converts_and_validates():
     s = Settings.from_mapping({"port": "9001", "ready_timeout_s": "12.5", "cpus": "2-4,8"})
-    assert s.port == 9001 and s.ready_timeout_s == 12.5 and s.cpu_list() == (2, 3, 4, 8)
+    assert s.run.port == 9001 and s.run.ready_timeout_s == 12.5 and s.run.cpu_list() == (2, 3, 4, 8)
     with pytest.raises(SettingsError, match="unknown omnibench setting"):
         Settings.from_mapping({"prot": 1})
     with pytest.raises(SettingsError, match="must be a int"):
@@ -48,7 +69,7 @@ def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     (manifest,) = (tmp_path / "results").glob("*/run0/manifest.json")
     data = json.loads(manifest.read_text())
     assert {s["port"] for s in data["servers"]} == {port}
-    assert data["options"]["selftest"]["requests"] == "3"
+    assert data["options"]["selftest"]["requests"] == 3  # typed by the schema
 
 
 def test_bad_option_is_explained(invoke):
@@ -118,7 +139,7 @@ def test_client_flag_sets_every_workload_client_option():
     from omnibench_core.api import parse_options
     from omnibench_core.records import Workload
 
-    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})
+    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})  # the plain-dict form
     without = Workload("b", "", plan=lambda ctx: [], options={})
     assert parse_options([], [with_client, without], client="native") == {"a": {"client": "native"}, "b": {}}
     assert parse_options(["a.client=sglang"], [with_client], client="native")["a"]["client"] == "sglang"

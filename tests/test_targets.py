@@ -15,7 +15,7 @@ from omnibench_core.targets import prepare_local, prepare_sglang_omni
 
 def test_missing_checkout_names_the_setting(tmp_path):
     with pytest.raises(SettingsError) as err:
-        prepare_sglang_omni(Settings(checkout=str(tmp_path / "nope")))
+        prepare_sglang_omni(Settings.of(checkout=str(tmp_path / "nope")))
     assert err.value.evidence["setting"] == "omnibench.checkout"
     assert "INVOKE_OMNIBENCH_CHECKOUT" in err.value.hint
 
@@ -23,7 +23,7 @@ def test_missing_checkout_names_the_setting(tmp_path):
 def test_missing_venv_says_how_to_build_it(tmp_path):
     checkout = make_fake_checkout(tmp_path / "co")
     with pytest.raises(SettingsError) as err:
-        prepare_sglang_omni(Settings(checkout=str(checkout), venv="other"))
+        prepare_sglang_omni(Settings.of(checkout=str(checkout), venv="other"))
     assert err.value.evidence["setting"] == "omnibench.venv"
     assert "prepare_omni_venv.sh omni" in err.value.hint
 
@@ -32,13 +32,13 @@ def test_checkout_must_be_a_git_work_tree(tmp_path):
     checkout = make_fake_checkout(tmp_path / "co")
     (checkout / ".git").rename(tmp_path / "moved-git")
     with pytest.raises(SettingsError, match="not a git work tree"):
-        prepare_sglang_omni(Settings(checkout=str(checkout)))
+        prepare_sglang_omni(Settings.of(checkout=str(checkout)))
 
 
 def test_sglang_omni_applies_the_runbook_shell_block(tmp_path):
     checkout = make_fake_checkout(tmp_path / "co")
     (checkout / "dirty.txt").write_text("x")
-    env = prepare_sglang_omni(Settings(checkout=str(checkout), gpus="0", cpus="2-15,66-79"))
+    env = prepare_sglang_omni(Settings.of(checkout=str(checkout), gpus="0", cpus="2-15,66-79"))
     assert env.python == str(checkout / "omni" / "bin" / "python")
     assert env.cwd == str(checkout)
     assert env.unset == ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")
@@ -55,7 +55,7 @@ def test_sglang_omni_applies_the_runbook_shell_block(tmp_path):
 
 def test_sglang_omni_serve_argv_is_the_runbooks(tmp_path):
     checkout = make_fake_checkout(tmp_path / "co")
-    env = prepare_sglang_omni(Settings(checkout=str(checkout)))
+    env = prepare_sglang_omni(Settings.of(checkout=str(checkout)))
     spec = ServeSpec("videoamme", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo",
                      args=("--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static",
                            "0.15", "--thinker.factory.max_seq_len", "32768"))
@@ -71,7 +71,7 @@ def test_sglang_omni_serve_argv_is_the_runbooks(tmp_path):
 
 
 def test_local_target_uses_no_gpu_and_serves_with_the_same_flags():
-    env = prepare_local(Settings(gpus="0,1"))
+    env = prepare_local(Settings.of(gpus="0,1"))
     assert env.gpus == () and env.python == sys.executable
     assert env.folder.startswith("local-")
     spec = ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo",

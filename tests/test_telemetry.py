@@ -43,7 +43,7 @@ def _run(tmp_path, port, script: dict, monkeypatch):
     path.write_text(json.dumps(script))
     monkeypatch.setenv("FAKE_NVML_SCRIPT", str(path))
     smi = write_fake_nvidia_smi(tmp_path / "smi", [10])
-    settings = Settings(results=str(tmp_path / "r"), port=port, target="gpu-sim", nvidia_smi=str(smi),
+    settings = Settings.of(results=str(tmp_path / "r"), port=port, target="gpu-sim", nvidia_smi=str(smi),
                         nvml_module="fake_nvml", telemetry_interval_s=0.05)
     return api.run(settings, ["selftest"], options=["selftest.client_seconds=0.6"], progress=lambda m: None,
                    extra_plugins=[("gpu-sim", GpuSim())])
@@ -86,7 +86,7 @@ def test_an_unreadable_gpu_is_recorded_not_fatal(tmp_path, port, monkeypatch):
 
 
 def test_the_local_target_says_telemetry_did_not_apply(tmp_path, port):
-    result = api.run(Settings(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
+    result = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     doc = json.loads((result.run_dir / "telemetry.json").read_text())
     assert doc == {"applies": False, "reason": "the local target uses no GPU", "servers": [], "workloads": {},
                    "warnings": []}

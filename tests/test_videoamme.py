@@ -17,7 +17,7 @@ from conftest import free_port, make_fake_checkout
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
 from omnibench_core.records import Command, Endpoint, RunContext
-from omnibench_core.settings import Settings
+from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.targets import prepare_sglang_omni
 from omnibench_plugins import videoamme
 from omnibench_plugins.videoamme.client import parse_letter
@@ -159,9 +159,9 @@ RUNBOOK_FLAGS = ("--model minicpmo --port 8000 --repo-id zhaochenyang20/Video_AM
 
 
 def test_sglang_omni_commands_are_the_runbooks(tmp_path):
-    env = prepare_sglang_omni(Settings(checkout=str(make_fake_checkout(tmp_path / "co"))))
+    env = prepare_sglang_omni(Settings.of(checkout=str(make_fake_checkout(tmp_path / "co"))))
     run_dir = tmp_path / "run0"
-    ctx = RunContext(run_dir, "videoamme", Endpoint(8000), dict(videoamme.OPTIONS), env, Settings())
+    ctx = RunContext(run_dir, "videoamme", Endpoint(8000), dict(videoamme.DEFAULTS), env, RunSettings())
     steps = {s.name: s for s in videoamme.plan(ctx)}
     generate, wer = steps["generate"].run, steps["wer"].run
     assert isinstance(generate, Command) and generate.argv[:2] == (env.python, "-c")

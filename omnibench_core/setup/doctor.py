@@ -45,9 +45,9 @@ def diagnose(settings: Settings) -> list[Check]:
     checks = [
         Check("python3", sys.version_info >= (3, 10), sys.version.split()[0],
               "" if sys.version_info >= (3, 10) else "use Python 3.10 or newer"),
-        _tool("lscpu", settings.lscpu, "install util-linux"),
-        _tool("nvidia-smi", settings.nvidia_smi, "install the NVIDIA driver tools (or run inside the container)"),
-        _tool("docker", settings.docker, "install Docker with the NVIDIA container runtime (host only)"),
+        _tool("lscpu", settings.tools.lscpu, "install util-linux"),
+        _tool("nvidia-smi", settings.tools.nvidia_smi, "install the NVIDIA driver tools (or run inside the container)"),
+        _tool("docker", settings.tools.docker, "install Docker with the NVIDIA container runtime (host only)"),
     ]
     co = None
     try:
@@ -58,12 +58,12 @@ def diagnose(settings: Settings) -> list[Check]:
         checks.append(Check("checkout and commit", False, exc.message, exc.hint))
     if co is not None:
         checks.append(_guard("venv hash (VENV_OK)", "invoke setup.venv",
-                             lambda: check_venv(co.root, Path(settings.omni_ci_home), settings.bash)[:16]))
+                             lambda: check_venv(co.root, Path(settings.ci.omni_ci_home), settings.tools.bash)[:16]))
     checks.append(_guard("model and data pins (REVISIONS_OK)", "invoke setup.download",
-                         lambda: f"{len(verify(load_pins(settings.pins_file or None), cache_dir=settings.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
-    busy = port_in_use(settings.port)
-    checks.append(Check(f"port {settings.port} free", not busy,
-                        port_holder(settings.port) or "held" if busy else "free",
+                         lambda: f"{len(verify(load_pins(settings.host.pins_file or None), cache_dir=settings.host.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
+    busy = port_in_use(settings.run.port)
+    checks.append(Check(f"port {settings.run.port} free", not busy,
+                        port_holder(settings.run.port) or "held" if busy else "free",
                         "stop the server holding it, or set omnibench.port" if busy else ""))
     checks.append(_guard("GPU memory free", "stop what holds the GPU (nvidia-smi), or set omnibench.gpus",
                          lambda: _gpu_memory(settings)))
@@ -72,16 +72,16 @@ def diagnose(settings: Settings) -> list[Check]:
 
 
 def _gpu_memory(settings: Settings) -> str:
-    used = query_memory_used(settings.gpu_list(), settings.nvidia_smi)
-    busy = {g: v for g, v in used.items() if v >= settings.gpu_free_mib}
+    used = query_memory_used(settings.run.gpu_list(), settings.tools.nvidia_smi)
+    busy = {g: v for g, v in used.items() if v >= settings.run.gpu_free_mib}
     if busy:
-        raise OmnibenchError(f"GPU memory in use: {busy} MiB (limit {settings.gpu_free_mib})",
+        raise OmnibenchError(f"GPU memory in use: {busy} MiB (limit {settings.run.gpu_free_mib})",
                              hint="stop what holds the GPU (nvidia-smi shows it)")
     return ", ".join(f"GPU {g}: {v} MiB" for g, v in used.items())
 
 
 def _cpu_set(settings: Settings) -> Check:
-    wanted = set(settings.cpu_list())
+    wanted = set(settings.run.cpu_list())
     if not wanted:
         return Check("CPU set (BENCH_CPUS)", False, "omnibench.cpus is empty",
                      "invoke setup.cpus, then set omnibench.cpus to its BENCH_CPUS")
@@ -90,4 +90,4 @@ def _cpu_set(settings: Settings) -> Check:
     if outside:
         return Check("CPU set (BENCH_CPUS)", False, f"CPUs {outside[:8]} are outside this process's CPU set",
                      "run inside the container started with CI_CPUS, or fix omnibench.cpus")
-    return Check("CPU set (BENCH_CPUS)", True, f"{len(wanted)} CPUs: {settings.cpus}")
+    return Check("CPU set (BENCH_CPUS)", True, f"{len(wanted)} CPUs: {settings.run.cpus}")

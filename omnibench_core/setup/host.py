@@ -20,17 +20,17 @@ Progress = Callable[[str], None]
 
 def cpus_env_path(settings: Settings) -> Path:
     """``$BENCH_DIR/cpus.env``."""
-    return Path(settings.bench_dir) / "cpus.env"
+    return Path(settings.host.bench_dir) / "cpus.env"
 
 
 def make_cpu_groups(settings: Settings, *, gpu_a: str | None = None, gpu_b: str | None = None,
                     cores_per_gpu: int | None = None, skip_cores: str | None = None,
                     out: Path | None = None) -> CpuGroups:
     """CPUS_OK: compute the pair's groups from this host and write ``BENCH_CPUS``/``CI_CPUS`` to ``out``."""
-    topo = read_topology(lscpu=settings.lscpu, nvidia_smi=settings.nvidia_smi, sysfs=settings.sysfs)
-    skip = [int(c) for c in (skip_cores if skip_cores is not None else settings.skip_cores).split(",") if c.strip()]
-    groups = cpu_groups(topo, gpu_a or settings.gpu_a, gpu_b or settings.gpu_b,
-                        cores_per_gpu or settings.cores_per_gpu, skip)
+    topo = read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=settings.host.sysfs)
+    skip = [int(c) for c in (skip_cores if skip_cores is not None else settings.host.skip_cores).split(",") if c.strip()]
+    groups = cpu_groups(topo, gpu_a or settings.host.gpu_a, gpu_b or settings.host.gpu_b,
+                        cores_per_gpu or settings.host.cores_per_gpu, skip)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp")
@@ -45,14 +45,15 @@ def container(settings: Settings, env_file: Path | None = None) -> ContainerPlan
     ci_cpus = read_env_file(env_file).get("CI_CPUS", "")
     if not ci_cpus:
         raise OmnibenchError(f"{env_file} has no CI_CPUS", hint="make it: invoke setup.cpus --out " + str(env_file))
-    return plan_container(bench_dir=settings.bench_dir, gpu_a=settings.gpu_a, gpu_b=settings.gpu_b, ci_cpus=ci_cpus,
-                          env_file=env_file, image=settings.image, name=settings.container_name, docker=settings.docker)
+    host = settings.host
+    return plan_container(bench_dir=host.bench_dir, gpu_a=host.gpu_a, gpu_b=host.gpu_b, ci_cpus=ci_cpus,
+                          env_file=env_file, image=host.image, name=host.container_name, docker=settings.tools.docker)
 
 
 def container_running(settings: Settings) -> bool:
     """True when the container exists and runs (``docker inspect``)."""
     try:
-        done = subprocess.run([settings.docker, "inspect", "-f", "{{.State.Running}}", settings.container_name],
+        done = subprocess.run([settings.tools.docker, "inspect", "-f", "{{.State.Running}}", settings.host.container_name],
                               capture_output=True, text=True, timeout=60, check=False)
     except FileNotFoundError:
         return False
@@ -61,47 +62,47 @@ def container_running(settings: Settings) -> bool:
 
 def checkout(settings: Settings, commit: str | None = None, progress: Progress = print) -> str:
     """Clone or fetch the checkout and detach at the commit."""
-    return checkout_commit(Path(settings.checkout), commit or settings.commit, repo_url=settings.repo_url,
-                           git=settings.git, progress=progress)
+    return checkout_commit(Path(settings.run.checkout), commit or settings.host.commit, repo_url=settings.host.repo_url,
+                           git=settings.tools.git, progress=progress)
 
 
 def at_commit(settings: Settings, commit: str | None = None) -> bool:
     """True when the checkout exists and HEAD is ``commit``."""
-    path = Path(settings.checkout)
+    path = Path(settings.run.checkout)
     if not (path / ".git").exists():
         return False
-    args = [settings.git, "-C", str(path), "rev-parse"]
+    args = [settings.tools.git, "-C", str(path), "rev-parse"]
     head = subprocess.run([*args, "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    want = subprocess.run([*args, commit or settings.commit], capture_output=True, text=True, check=False).stdout.strip()
+    want = subprocess.run([*args, commit or settings.host.commit], capture_output=True, text=True, check=False).stdout.strip()
     return bool(head) and head == want
 
 
 def venv(settings: Settings, progress: Progress = print) -> str:
     """Build the venv with CI's script, then VENV_OK."""
-    root = Path(settings.checkout)
-    log = Path(settings.bench_dir) / "logs" / "prepare_omni_venv.log"
-    progress(f"building the venv in {settings.omni_ci_home} (log {log}); this takes a while")
-    build_venv(root, Path(settings.omni_ci_home), bash=settings.bash, log=log)
-    return check_venv(root, Path(settings.omni_ci_home), settings.bash)
+    root = Path(settings.run.checkout)
+    log = Path(settings.host.bench_dir) / "logs" / "prepare_omni_venv.log"
+    progress(f"building the venv in {settings.ci.omni_ci_home} (log {log}); this takes a while")
+    build_venv(root, Path(settings.ci.omni_ci_home), bash=settings.tools.bash, log=log)
+    return check_venv(root, Path(settings.ci.omni_ci_home), settings.tools.bash)
 
 
 def venv_ok(settings: Settings) -> str:
     """VENV_OK alone."""
-    return check_venv(Path(settings.checkout), Path(settings.omni_ci_home), settings.bash)
+    return check_venv(Path(settings.run.checkout), Path(settings.ci.omni_ci_home), settings.tools.bash)
 
 
 def download_all(settings: Settings, progress: Progress = print) -> None:
     """Pinned downloads, refs/main, then the checkout's preparation commands."""
-    pins = load_pins(settings.pins_file or None)
-    download(pins, cache_dir=settings.hf_cache or None, progress=progress)
+    pins = load_pins(settings.host.pins_file or None)
+    download(pins, cache_dir=settings.host.hf_cache or None, progress=progress)
     co = check_checkout(settings)
-    run_prepare(pins, python=co.python, checkout=co.root, logs=Path(settings.bench_dir) / "logs", progress=progress)
+    run_prepare(pins, python=co.python, checkout=co.root, logs=Path(settings.host.bench_dir) / "logs", progress=progress)
 
 
 def verify_all(settings: Settings, progress: Progress = print) -> list[str]:
     """REVISIONS_OK, with the seed-tts count from the checkout's loader."""
     co = check_checkout(settings)
-    return verify(load_pins(settings.pins_file or None), cache_dir=settings.hf_cache or None, python=co.python,
+    return verify(load_pins(settings.host.pins_file or None), cache_dir=settings.host.hf_cache or None, python=co.python,
                   checkout=co.root, progress=progress)
 
 
@@ -121,12 +122,12 @@ def setup_all(settings: Settings, where: str = "auto", progress: Progress = prin
         else:
             progress(make_cpu_groups(settings, out=env_file).env_text().rstrip() + "\nCPUS_OK")
         if container_running(settings):
-            progress(f"container {settings.container_name} is running")
+            progress(f"container {settings.host.container_name} is running")
         else:
             progress(f"container {create_container(container(settings))[:12]} started")
         return
     if at_commit(settings):
-        progress(f"checkout at {settings.commit} already")
+        progress(f"checkout at {settings.host.commit} already")
     else:
         checkout(settings, progress=progress)
     try:

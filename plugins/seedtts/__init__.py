@@ -17,12 +17,14 @@ from omnibench_core.datasets import is_complete
 from omnibench_core.errors import SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
+from omnibench_core.options import defaults, format_value
 from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
 from omnibench_core.scorers import ASR_SERVER
 from omnibench_plugins.common import MODEL_NAME, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
+from .options import OPTIONS
 
 NAME = "seedtts"
 HF_META = "zhaochenyang20/seed-tts-eval-arrow"
@@ -31,20 +33,9 @@ RUNBOOK_SAMPLES = 1088  # the EN full set at HF_REVISION
 SGLANG_CLIENT = "benchmarks.eval.benchmark_omni_seedtts"
 SERVER = model_server(NAME, 8192)  # CI stage 2's server parameters, as in the runbook
 
-OPTIONS = {
-    "client": "auto",  # auto: sglang-omni's own client on sglang-omni, the native one elsewhere
-    "max_concurrency": "16",
-    "max_new_tokens": "256",
-    "temperature": "0.7",
-    "seed": "",
-    "warmup": "",  # default: max_concurrency
-    "max_samples": "",
-    "timeout_s": "300",
-    "asr_concurrency": "4",
-    "meta": "",  # a meta.lst to use instead of the default data
-    "data_dir": "",  # where the local set is made (default ~/.cache/omnibench/seedtts-local-v1)
-}
-DEFAULTS_SGLANG_OMITS = {"max_new_tokens": "256", "temperature": "0.7"}  # the runbook leaves them at default
+# The runbook leaves these at sglang-omni's defaults, which are ours: pass them only when changed.
+SGLANG_OMITS_AT_DEFAULT = ("max_new_tokens", "temperature")
+DEFAULTS = defaults(OPTIONS)
 
 
 def client_kind(ctx: RunContext) -> str:
@@ -53,8 +44,6 @@ def client_kind(ctx: RunContext) -> str:
     own = ctx.target.facts.own_clients
     if kind == "auto":
         return "sglang" if own else "native"
-    if kind not in ("sglang", "native"):
-        raise SettingsError(f"unknown seedtts client {kind!r}", hint="use --opt seedtts.client=native or sglang")
     if kind == "sglang" and not own:
         raise SettingsError(f"sglang-omni's own client needs a target that brings its clients; "
                             f"{ctx.target.target!r} does not",
@@ -88,11 +77,12 @@ def _native_client(ctx: RunContext, meta: str) -> Step:
     o = ctx.options
     argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", meta, "--model", MODEL_NAME,
             "--port", str(ctx.port), "--voice-clone", "--reference-audio-field", "audio.ref_audio",
-            "--max-concurrency", o["max_concurrency"], "--max-new-tokens", o["max_new_tokens"],
-            "--temperature", o["temperature"], "--timeout-s", o["timeout_s"], "--output-dir", str(ctx.workload_dir)]
+            "--max-concurrency", format_value(o["max_concurrency"]), "--max-new-tokens",
+            format_value(o["max_new_tokens"]), "--temperature", format_value(o["temperature"]),
+            "--timeout-s", format_value(o["timeout_s"]), "--output-dir", str(ctx.workload_dir)]
     for flag, key in (("--seed", "seed"), ("--warmup", "warmup"), ("--max-samples", "max_samples")):
-        if o[key]:
-            argv += [flag, o[key]]
+        if o[key] is not None:
+            argv += [flag, format_value(o[key])]
     return Step("generate", Command(tuple(argv)), server=SERVER,
                 outputs=(_rel(ctx, "speed_results.json"), _rel(ctx, "generated.json")))
 
@@ -111,14 +101,14 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
         _write_dataset(step, HF_META, max_samples or RUNBOOK_SAMPLES, revision=HF_REVISION, split="en")
 
     extra = []
-    for key, default in DEFAULTS_SGLANG_OMITS.items():
-        if o[key] != default:
-            extra += [f"--{key.replace('_', '-')}", o[key]]
+    for key in SGLANG_OMITS_AT_DEFAULT:
+        if o[key] != DEFAULTS[key]:
+            extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
     for key in ("seed", "warmup", "max_samples"):
-        if o[key]:
-            extra += [f"--{key.replace('_', '-')}", o[key]]
+        if o[key] is not None:
+            extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
-                            "audio.ref_audio", "--max-concurrency", o["max_concurrency"], *extra)
+                            "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra)
     return [Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
             Step("generate", client, server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
 
@@ -128,7 +118,7 @@ def _staged_native_generate(ctx: RunContext, max_samples: int | None) -> list[St
     staged = ctx.workload_dir / "data"
     stage = [ctx.target.python, str(Path(__file__).with_name("stage_hf.py")), "--repo", HF_META,
              "--split", "en", "--revision", HF_REVISION, "--out", str(staged)]
-    if max_samples:
+    if max_samples is not None:
         stage += ["--max-samples", str(max_samples)]
 
     def record(step: StepContext) -> None:
@@ -142,7 +132,7 @@ def _staged_native_generate(ctx: RunContext, max_samples: int | None) -> list[St
 def _sglang_scoring(ctx: RunContext) -> list[Step]:
     """The runbook's scoring: Qwen3-ASR WER, then SIM and UTMOS without a server."""
     transcribe = _sglang_client(ctx, "transcribe-only", "--port", str(ctx.port), "--asr-concurrency",
-                                ctx.options["asr_concurrency"])
+                                format_value(ctx.options["asr_concurrency"]))
     return [Step("transcribe", transcribe, phase="score", server=ASR_SERVER, outputs=(_rel(ctx, "wer_results.json"),)),
             Step("similarity", _sglang_client(ctx, "similarity-only"), phase="score",
                  outputs=(_rel(ctx, "similarity_results.json"),)),
@@ -152,7 +142,7 @@ def _sglang_scoring(ctx: RunContext) -> list[Step]:
 def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
     """A target without its own clients: omnibench's own data, client and scorers."""
     o = ctx.options
-    meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"] or None) / "meta.lst"
+    meta = Path(o["meta"]).expanduser().resolve() if o["meta"] else local_set_dir(o["data_dir"]) / "meta.lst"
     score = [sys.executable, "-m", "omnibench_plugins.seedtts.score"]
     out = ["--output-dir", str(ctx.workload_dir)]
     return [  # WER comes from the asr-wer scorer (see WER below)
@@ -166,7 +156,7 @@ def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
 
 def plan(ctx: RunContext) -> list[Step]:
     """The seed-tts steps for this target and client."""
-    max_samples = int(ctx.options["max_samples"]) if ctx.options["max_samples"] else None
+    max_samples = ctx.options["max_samples"]  # an int >= 1, or None for all (checked by the schema)
     kind = client_kind(ctx)
     if not ctx.target.facts.own_clients:
         return _own_steps(ctx, max_samples)
@@ -174,7 +164,7 @@ def plan(ctx: RunContext) -> list[Step]:
     return generate(ctx, max_samples) + _sglang_scoring(ctx)
 
 
-def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
+def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
     """The runbook's ``seedtts.*`` metrics and coverage rules."""
     return metrics.collect(run_dir / NAME, NAME)
 

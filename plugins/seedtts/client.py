@@ -24,9 +24,13 @@ import aiohttp
 from omnibench_core.audio import wav_data_uri, wav_duration_s
 from omnibench_core.clients import Progress, post_chat
 from omnibench_core.jsonio import write_json
+from omnibench_core.options import add_argument, by_name, default_of
 from omnibench_core.scoring.speed import speed_summary
 
 from .data import Sample, load_meta
+from .options import OPTIONS
+
+OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 
 PROMPT = "Please read the following text out loud in English: "
 
@@ -46,13 +50,13 @@ class ClientConfig:
     port: int = 8000
     voice_clone: bool = True
     reference_audio_field: str = "audio.ref_audio"
-    max_concurrency: int = 16
-    max_new_tokens: int = 256
-    temperature: float = 0.7
+    max_concurrency: int = default_of(OPTION, "max_concurrency", int)
+    max_new_tokens: int = default_of(OPTION, "max_new_tokens", int)
+    temperature: float = default_of(OPTION, "temperature", float)
     seed: int | None = None
     warmup: int | None = None  # None: max_concurrency, as sglang-omni
     max_samples: int | None = None
-    timeout_s: float = 300.0
+    timeout_s: float = default_of(OPTION, "timeout_s", float)
 
     @property
     def url(self) -> str:
@@ -185,13 +189,8 @@ def parse_args(argv: list[str] | None = None) -> ClientConfig:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--voice-clone", action="store_true")
     p.add_argument("--reference-audio-field", default="audio.ref_audio")
-    p.add_argument("--max-concurrency", type=int, default=16)
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--warmup", type=int, help="warmup requests (default: --max-concurrency)")
-    p.add_argument("--max-samples", type=int)
-    p.add_argument("--timeout-s", type=float, default=300.0)
+    for name in ("max_concurrency", "max_new_tokens", "temperature", "seed", "warmup", "max_samples", "timeout_s"):
+        add_argument(p, OPTION[name])
     a = p.parse_args(argv)
     return ClientConfig(meta=a.meta, output_dir=a.output_dir, model=a.model, host=a.host, port=a.port,
                         voice_clone=a.voice_clone, reference_audio_field=a.reference_audio_field,

@@ -14,29 +14,20 @@ from pathlib import Path
 from omnibench_core.datasets import is_complete
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
+from omnibench_core.options import defaults, format_value
 from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
 from omnibench_core.scorers import ASR_SERVER
 from omnibench_plugins.common import MODEL_NAME, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_samples, local_set_dir
+from .options import CLIENT_FLAGS, OPTIONS
 
 NAME = "videoamme"
 REPO_ID = "zhaochenyang20/Video_AMME_ci"
 REVISION = "7a37507f1b53416b9cb6641378e5a098ea535ab8"
 SERVER = model_server(NAME, 32768)  # CI stage 10's server parameters, as in the runbook
-OPTIONS = {
-    "max_samples": "10",
-    "video_fps": "2",
-    "video_max_frames": "128",
-    "video_max_pixels": "401408",
-    "max_tokens": "256",
-    "temperature": "0",
-    "timeout_s": "500",
-    "max_concurrency": "16",
-    "asr_concurrency": "4",
-    "data_dir": "",  # where the local set is made (default ~/.cache/omnibench/videoamme-local-v1)
-}
+DEFAULTS = defaults(OPTIONS)
 # The runbook's client block, run as `python -c` with the runbook's flags after it.
 RUNBOOK_CLIENT = """\
 import argparse, asyncio
@@ -58,11 +49,10 @@ json.dump(wer["summary"], open(f"{d}/wer_summary.json", "w"), indent=2)
 
 
 def _flags(ctx: RunContext) -> list[str]:
-    o = ctx.options
-    return ["--max-samples", o["max_samples"], "--video-fps", o["video_fps"], "--video-max-frames",
-            o["video_max_frames"], "--video-max-pixels", o["video_max_pixels"], "--max-tokens", o["max_tokens"],
-            "--temperature", o["temperature"], "--timeout-s", o["timeout_s"], "--max-concurrency",
-            o["max_concurrency"], "--enable-audio", "--output-dir", str(ctx.workload_dir)]
+    flags = []
+    for key in CLIENT_FLAGS:
+        flags += [f"--{key.replace('_', '-')}", format_value(ctx.options[key])]
+    return [*flags, "--enable-audio", "--output-dir", str(ctx.workload_dir)]
 
 
 def _dataset_step(ctx: RunContext, make) -> Step:
@@ -72,7 +62,7 @@ def _dataset_step(ctx: RunContext, make) -> Step:
 def _sglang_steps(ctx: RunContext) -> list[Step]:
     def record(step: StepContext) -> None:
         write_json(step.workload_dir / "dataset.json", {"source": REPO_ID, "revision": REVISION,
-                                                        "samples": int(ctx.options["max_samples"])})
+                                                        "samples": ctx.options["max_samples"]})
 
     client = Command((ctx.target.python, "-c", RUNBOOK_CLIENT, "--model", MODEL_NAME, "--port", str(ctx.port),
                       "--repo-id", REPO_ID, *_flags(ctx)))
@@ -83,8 +73,8 @@ def _sglang_steps(ctx: RunContext) -> list[Step]:
 
 
 def _own_steps(ctx: RunContext) -> list[Step]:
-    folder = local_set_dir(ctx.options["data_dir"] or None)
-    limit = int(ctx.options["max_samples"])
+    folder = local_set_dir(ctx.options["data_dir"])
+    limit = ctx.options["max_samples"]
 
     def make(step: StepContext) -> None:
         verb = "reading" if is_complete(folder, SET_NAME) else "making (once)"
@@ -105,7 +95,7 @@ def plan(ctx: RunContext) -> list[Step]:
     return _sglang_steps(ctx) if ctx.target.facts.own_clients else _own_steps(ctx)
 
 
-def collect(run_dir: Path, options: Mapping[str, str]) -> Collected:
+def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
     """The runbook's ``videoamme.*`` metrics and coverage rules."""
     return metrics.collect(run_dir / NAME, NAME)
 

@@ -1,6 +1,7 @@
 """omnibench's native Video-AMME client: ``videoamme_results.json`` with sglang-omni's fields and
-``audio/<sample_id>.wav``. Temperature 0, concurrency 16, no warmup (video's default); a failed
-request or a reply without audio is counted as failed (and wrong), never fatal.
+``audio/<sample_id>.wav``. No warmup (video's default); the other defaults are the workload's
+options (``options.py``: the runbook's flags). A failed request or a reply without audio is counted
+as failed (and wrong), never fatal.
 
     python -m omnibench_plugins.videoamme.client --data DIR --port 8000 --output-dir out
 """
@@ -21,9 +22,13 @@ import aiohttp
 from omnibench_core.audio import wav_duration_s
 from omnibench_core.clients import Progress, post_chat
 from omnibench_core.jsonio import write_json
+from omnibench_core.options import add_argument, by_name, default_of
 from omnibench_core.scoring.speed import speed_summary
 
 from .data import VideoSample, load_samples
+from .options import CLIENT_FLAGS, OPTIONS
+
+OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 
 PROMPT = ("Watch the video and listen to the spoken question, then choose the best option. "
           "End your reply with 'Answer: $LETTER' where LETTER is one of A, B, C or D.")
@@ -40,14 +45,14 @@ class VideoClientConfig:
     model: str = "minicpmo"
     host: str = "127.0.0.1"
     port: int = 8000
-    max_samples: int | None = None
-    video_fps: float = 2.0
-    video_max_frames: int = 128
-    video_max_pixels: int = 401408
-    max_tokens: int = 256
-    temperature: float = 0.0
-    timeout_s: float = 500.0
-    max_concurrency: int = 16
+    max_samples: int | None = default_of(OPTION, "max_samples", int)
+    video_fps: float = default_of(OPTION, "video_fps", float)
+    video_max_frames: int = default_of(OPTION, "video_max_frames", int)
+    video_max_pixels: int = default_of(OPTION, "video_max_pixels", int)
+    max_tokens: int = default_of(OPTION, "max_tokens", int)
+    temperature: float = default_of(OPTION, "temperature", float)
+    timeout_s: float = default_of(OPTION, "timeout_s", float)
+    max_concurrency: int = default_of(OPTION, "max_concurrency", int)
     enable_audio: bool = True
     answer_method: str = ""  # how the server picks answers, when known (the local target's substitute)
 
@@ -140,14 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="minicpmo")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-samples", type=int)
-    p.add_argument("--video-fps", type=float, default=2.0)
-    p.add_argument("--video-max-frames", type=int, default=128)
-    p.add_argument("--video-max-pixels", type=int, default=401408)
-    p.add_argument("--max-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--timeout-s", type=float, default=500.0)
-    p.add_argument("--max-concurrency", type=int, default=16)
+    for name in CLIENT_FLAGS:
+        add_argument(p, OPTION[name])
     p.add_argument("--enable-audio", action="store_true")
     p.add_argument("--answer-method", default="", help="recorded in config: how the server answers, if known")
     a = p.parse_args(argv)

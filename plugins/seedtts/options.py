@@ -1,0 +1,27 @@
+"""The seed-tts workload's options: the one place their types, ranges and defaults live.
+
+The workload plans with them (``--opt seedtts.KEY=VALUE``) and the native client takes its
+argparse defaults and checks from them, so a default is written once.
+"""
+
+from __future__ import annotations
+
+from omnibench_core.records import Option
+
+OPTIONS = (
+    Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",
+           choices=("auto", "native", "sglang")),
+    Option("max_concurrency", int, 16, "requests in flight at once", min=1),
+    Option("max_new_tokens", int, 256, "max_tokens of each request", min=1),
+    Option("temperature", float, 0.7, "sampling temperature of each request", min=0),
+    Option("seed", int, None, "seed sent with each request", min=0, optional=True, unset="no seed sent"),
+    Option("warmup", int, None, "untimed warmup requests before the timed window", min=0, optional=True,
+           unset="max_concurrency"),
+    Option("max_samples", int, None, "the first N samples only", min=1, optional=True, unset="all samples"),
+    Option("timeout_s", float, 300.0, "seconds one request may take", min=0, min_exclusive=True),
+    Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
+    Option("meta", str, None, "a seed-tts meta.lst to use instead of the default data", optional=True,
+           unset="the target's default set"),
+    Option("data_dir", str, None, "where the local set is made", optional=True,
+           unset="~/.cache/omnibench/seedtts-local-v1"),
+)

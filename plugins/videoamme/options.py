@@ -1,0 +1,28 @@
+"""The Video-AMME workload's options: the one place their types, ranges and defaults live.
+
+The workload plans with them (``--opt videoamme.KEY=VALUE``) and the native client takes its
+argparse defaults and checks from them, so a default is written once. The defaults are the
+runbook's client flags.
+"""
+
+from __future__ import annotations
+
+from omnibench_core.records import Option
+
+OPTIONS = (
+    Option("max_samples", int, 10, "the first N samples only", min=1),
+    Option("video_fps", float, 2.0, "frames per second sampled from each video", min=0, min_exclusive=True),
+    Option("video_max_frames", int, 128, "at most this many frames per video", min=1),
+    Option("video_max_pixels", int, 401408, "at most this many pixels per frame", min=1),
+    Option("max_tokens", int, 256, "max_tokens of each request", min=1),
+    Option("temperature", float, 0.0, "sampling temperature of each request", min=0),
+    Option("timeout_s", float, 500.0, "seconds one request may take", min=0, min_exclusive=True),
+    Option("max_concurrency", int, 16, "requests in flight at once", min=1),
+    Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
+    Option("data_dir", str, None, "where the local set is made", optional=True,
+           unset="~/.cache/omnibench/videoamme-local-v1"),
+)
+# The runbook's client flags, in its order: ``--max-samples`` ... ``--max-concurrency``, each the option
+# of the same name with dashes (both clients, sglang-omni's and the native one, take them).
+CLIENT_FLAGS = ("max_samples", "video_fps", "video_max_frames", "video_max_pixels", "max_tokens", "temperature",
+                "timeout_s", "max_concurrency")
