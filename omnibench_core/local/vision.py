@@ -14,11 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-PALETTE = {"red": (220, 40, 40), "green": (40, 170, 70), "blue": (40, 80, 220), "yellow": (230, 200, 40),
-           "purple": (140, 60, 180), "orange": (240, 140, 30)}
-LETTERS = "ABCD"
+from ..synthetic import LETTERS, PALETTE
+
 TOKENS_PER_FRAME = 64  # the local target's count of video tokens per sampled frame
-METHOD = "local substitute: mean frame colour + the colour options heard in the spoken question (not a video model)"
 
 
 class VideoError(ValueError):

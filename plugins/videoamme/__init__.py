@@ -12,8 +12,8 @@ from pathlib import Path
 
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
-from omnibench_core.local.vision import METHOD as LOCAL_ANSWER_METHOD
 from omnibench_core.records import Collected, Command, RunContext, Step, StepContext, Workload
+from omnibench_core.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_ANSWER_METHOD
 from omnibench_plugins.common import ASR_MODEL, ASR_SERVER, MODEL_NAME, asr_label, model_server
 
 from . import metrics
