@@ -78,7 +78,10 @@ def server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("vserver") / "server.log"
     proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo", "--port",
-                        str(port), "--thinker.factory.max_seq_len", "32768"], log_path=log, env=dict(os.environ))
+                        str(port), "--thinker.factory.max_seq_len", "32768",
+                        # the tests' temporary folders hold the data cache and the tests' own files
+                        "--allowed-local-media-path", str(tmp_path_factory.getbasetemp())],
+                       log_path=log, env=dict(os.environ))
     wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
     yield port
     proc.stop(10)
@@ -101,9 +104,9 @@ def test_local_server_video_inputs(server, data_cache, tmp_path):
     garbage = tmp_path / "broken.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42 not really a video")
     cases = [
-        ({"videos": [str(tmp_path / "missing.mp4")], "audios": [sample.audio]}, "video file not found"),
+        ({"videos": [str(tmp_path / "missing.mp4")], "audios": [sample.audio]}, "not an allowed local media file"),
         ({"videos": [str(garbage)], "audios": [sample.audio]}, "video"),
-        ({"videos": [sample.video], "audios": [str(tmp_path / "missing.wav")]}, "audio file not found"),
+        ({"videos": [sample.video], "audios": [str(tmp_path / "missing.wav")]}, "not an allowed local media file"),
         ({"videos": [sample.video], "audios": [sample.video]}, "not a WAV file"),
         ({"videos": [sample.video], "video_fps": "fast"}, "'video_fps' must be a number"),
         ({"videos": "one.mp4"}, "'videos' must be a list"),
@@ -136,7 +139,7 @@ def test_a_missing_video_is_a_counted_failure(server, data_cache, tmp_path):
     doc = json.loads((out / "videoamme_results.json").read_text())
     assert doc["summary"]["failed"] == 1 and doc["summary"]["total_samples"] == 3
     failed = next(r for r in doc["per_sample"] if not r["is_success"])
-    assert failed["sample_id"] == first.sample_id and "video file not found" in failed["error"]
+    assert failed["sample_id"] == first.sample_id and "not an allowed local media file" in failed["error"]
     assert failed["is_correct"] is False  # failures count as wrong
     assert doc["summary"]["accuracy"] == doc["summary"]["correct"] / 3
     assert len(list((out / "audio").glob("*.wav"))) == 2

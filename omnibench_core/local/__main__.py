@@ -4,6 +4,12 @@ Like ``sgl-omni serve``, the port stays closed while the engines load, a taken p
 (always strict), and SIGTERM stops it. sglang-omni's engine flags (``--thinker.*``,
 ``--talker.*``) are accepted; ``--thinker.factory.max_seq_len`` sets the context length and the
 others are logged and ignored.
+
+Safety flags (the server is safe to leave running on a shared machine; see the README):
+``--allowed-local-media-path DIR`` (repeatable; default the omnibench cache folder, where the
+local data sets live), ``--max-media-mb``, ``--max-audio-seconds``, ``--idle-timeout``,
+``--body-timeout``. ``--read-aloud-prefix TEXT`` (repeatable) replaces the prompt prefixes after
+which the reply is the text to read; the default is sglang-omni's seed-tts prompt.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import time
 
 from aiohttp import web
 
+from ..datasets import default_cache_dir
+from .protocol import DEFAULT_READ_ALOUD_PREFIXES
 from .server import ServerConfig, build_app
 from .speech import Recognizer, Synthesizer
+from .wav import AudioLimits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,12 +32,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m omnibench_core.local")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve sglang-omni's HTTP API on CPU speech engines")
-    serve.add_argument("--model-name", required=True, help="the name /v1/models reports and requests must use")
+    serve.add_argument("--model-name", required=True,
+                       help="the name /v1/models reports and replies carry, whatever model a request names")
     serve.add_argument("--model-path", default="", help="accepted for sglang-omni compatibility; recorded only")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-seq-len", "--thinker.factory.max_seq_len", dest="max_seq_len", type=int, default=8192)
     serve.add_argument("--workers", type=int, default=2, help="synthesis/recognition threads")
+    serve.add_argument("--read-aloud-prefix", action="append", metavar="TEXT",
+                       help="a prompt starting with TEXT is answered with the rest (repeatable; replaces the "
+                            f"default, sglang-omni's seed-tts prompt {DEFAULT_READ_ALOUD_PREFIXES[0]!r}; "
+                            "'' for none: the reply is the prompt)")
+    serve.add_argument("--allowed-local-media-path", action="append", metavar="DIR",
+                       help="folder whose files requests may name in 'videos'/'audios' (repeatable; default: "
+                            "the omnibench cache folder, $OMNIBENCH_CACHE or ~/.cache/omnibench)")
+    serve.add_argument("--max-media-mb", type=int, default=256, help="largest media file a request may name")
+    serve.add_argument("--max-audio-seconds", type=float, default=600.0, help="longest input audio")
+    serve.add_argument("--idle-timeout", type=float, default=30.0,
+                       help="seconds before a connection that sends no request is closed")
+    serve.add_argument("--body-timeout", type=float, default=60.0,
+                       help="seconds a request body may take to arrive (else 408)")
     args, ignored = parser.parse_known_args(argv)
     unknown = [a for a in ignored if a.startswith("--") and not a.startswith(("--thinker.", "--talker."))]
     if unknown:
@@ -39,11 +62,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loading speech engines for {args.model_name!r} (model path {args.model_path or '-'})", flush=True)
     synth, recog = Synthesizer(args.workers), Recognizer(args.workers)
     print(f"engines loaded in {time.monotonic() - t0:.2f} s; voice pitch {synth.voice_f0:.0f} Hz", flush=True)
+    prefixes = DEFAULT_READ_ALOUD_PREFIXES if args.read_aloud_prefix is None else tuple(
+        p for p in args.read_aloud_prefix if p.strip())
+    roots = tuple(args.allowed_local_media_path or [str(default_cache_dir())])
     config = ServerConfig(model_name=args.model_name, host=args.host, port=args.port, max_seq_len=args.max_seq_len,
-                          workers=args.workers)
+                          workers=args.workers, read_aloud_prefixes=prefixes, media_roots=roots,
+                          max_media_mb=args.max_media_mb, idle_timeout_s=args.idle_timeout,
+                          body_timeout_s=args.body_timeout,
+                          audio_limits=AudioLimits(max_seconds=args.max_audio_seconds))
+    print(f"local media allowed under: {', '.join(roots)}", flush=True)
     try:
         web.run_app(build_app(config, synth, recog), host=config.host, port=config.port, print=None,
-                    access_log=None, handle_signals=True)
+                    access_log=None, handle_signals=True, keepalive_timeout=config.idle_timeout_s)
     except OSError as exc:
         print(f"cannot serve on {config.host}:{config.port}: {exc}", file=sys.stderr, flush=True)
         return 1

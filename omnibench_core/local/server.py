@@ -9,21 +9,24 @@ import time
 import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from aiohttp import web
 
-from ..audio import AudioError, read_wav_bytes, to_wav_bytes
+from ..audio import to_wav_bytes
 from . import multimodal, protocol
-from .protocol import RequestError
+from .errors import RequestError
+from .media import MediaPolicy
 from .speech import TTS_RATE, Recognizer, Synthesizer
+from .stats import ModelNames
+from .wav import AudioLimits, decode_wav
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """How the local server runs."""
+    """How the local server runs (see ``__main__`` for the flags)."""
 
     model_name: str
     host: str = "127.0.0.1"
@@ -31,10 +34,19 @@ class ServerConfig:
     max_seq_len: int = 8192
     workers: int = 2
     max_body_mb: int = 256
+    read_aloud_prefixes: tuple[str, ...] = protocol.DEFAULT_READ_ALOUD_PREFIXES
+    media_roots: tuple[str, ...] = ()  # allowed folders for request media files; none: no file is allowed
+    max_media_mb: int = 256
+    idle_timeout_s: float = 30.0  # a connection that sends no request for this long is closed
+    body_timeout_s: float = 60.0  # a request body must arrive within this
+    audio_limits: AudioLimits = field(default_factory=AudioLimits)
 
 
 def _error(status: int, detail: str) -> web.Response:
-    return web.json_response({"detail": detail}, status=status)
+    response = web.json_response({"detail": detail}, status=status)
+    if status in (408, 413):
+        response.force_close()  # the unread rest of the body must not be parsed as a next request
+    return response
 
 
 @web.middleware
@@ -63,6 +75,8 @@ class Handlers:
         self.synth = synth
         self.recog = recog
         self.pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="speech")
+        self.media = MediaPolicy.of(config.media_roots, config.max_media_mb * 2**20)
+        self.stats = ModelNames(config.model_name)
 
     async def _run(self, fn, *args, **kwargs):
         return await asyncio.get_running_loop().run_in_executor(self.pool, lambda: fn(*args, **kwargs))
@@ -75,16 +89,45 @@ class Handlers:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "root": name, "created": 0, "owned_by": "omnibench-local"}]})
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
+    async def stats_view(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.as_json())
+
+    def _record(self, route: str, asked: str | None) -> None:
+        line = self.stats.record(route, asked)
+        if line:
+            print(line, flush=True)
+
+    async def _body(self, reader) -> Any:
+        """``await reader`` under the body timeout: a stalled body is a 408, not a held worker."""
         try:
-            body = await request.json(loads=json.loads)
-        except (ValueError, UnicodeDecodeError) as exc:
+            return await asyncio.wait_for(reader, self.config.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestError(408, f"the request body did not arrive within {self.config.body_timeout_s:g} s") from None
+
+    async def _json(self, request: web.Request) -> Any:
+        raw = await self._body(request.read())
+        try:
+            text = raw.decode(request.charset or "utf-8")
+        except LookupError:
+            raise RequestError(400, f"unknown charset {(request.charset or '')[:40]!r} in Content-Type") from None
+        except UnicodeDecodeError as exc:
             raise RequestError(400, f"request body is not valid JSON: {exc}") from exc
-        req = protocol.parse_chat(body, model_name=self.config.model_name, max_seq_len=self.config.max_seq_len)
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise RequestError(400, f"request body is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise RequestError(400, "request body is not valid JSON: nested too deeply") from None
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._json(request)
+        cfg = self.config
+        req = protocol.parse_chat(body, max_seq_len=cfg.max_seq_len, limits=cfg.audio_limits)
+        self._record("chat", req.model)
         if multimodal.is_multimodal(req):
-            reply = await self._run(multimodal.answer, req, self.recog, self.config.max_seq_len)
+            reply = await self._run(multimodal.answer, req, self.recog, cfg.max_seq_len, self.media, cfg.audio_limits)
         else:
-            reply = protocol.reply_text(req)
+            reply = protocol.reply_text(req, cfg.read_aloud_prefixes)
         text, cut = protocol.truncate_tokens(reply, req.max_tokens)
         seed = 0 if req.temperature == 0 and req.seed is None else req.seed
         factor = 1.0
@@ -133,30 +176,33 @@ class Handlers:
         await response.write_eof()
         return response
 
-    async def transcriptions(self, request: web.Request) -> web.Response:
+    async def _form(self, request: web.Request):
         if not request.content_type.startswith("multipart/"):
             raise RequestError(400, "send a multipart/form-data body with 'file' and 'model'")
-        form = await request.post()
+        try:
+            return await self._body(request.post())
+        except (RequestError, web.HTTPException):
+            raise
+        except Exception as exc:  # whatever aiohttp's parser trips on, the body came from the client
+            raise RequestError(400, f"malformed multipart body ({type(exc).__name__})") from exc
+
+    async def transcriptions(self, request: web.Request) -> web.Response:
+        form = await self._form(request)
         model = form.get("model")
-        if model is None:
-            raise RequestError(400, "'model' is required")
-        if model != self.config.model_name:
-            raise RequestError(404, f"model {model!r} is not served here; this server serves {self.config.model_name!r}")
+        if not isinstance(model, str):
+            raise RequestError(400, "'model' is required (a form field)")
+        self._record("transcriptions", model)
         language = form.get("language") or "en"
         if language != "en":
-            raise RequestError(400, f"language {language!r} is not supported by the local recogniser (en only)")
+            shown = language[:40] if isinstance(language, str) else "(a file)"
+            raise RequestError(400, f"language {shown!r} is not supported by the local recogniser (en only)")
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise RequestError(400, "'file' is required and must be an uploaded file")
         data = upload.file.read()
         if not data:
             raise RequestError(400, "'file' is empty")
-        try:
-            samples, rate = read_wav_bytes(data)
-        except AudioError as exc:
-            raise RequestError(400, f"'file': {exc}") from exc
-        if samples.size == 0:
-            raise RequestError(400, "'file' holds no audio samples")
+        samples, rate = decode_wav(data, "'file'", self.config.audio_limits)
         text = await self._run(self.recog.transcribe, samples, rate)
         if form.get("response_format") == "text":
             return web.Response(text=text)
@@ -164,11 +210,12 @@ class Handlers:
 
 
 def build_app(config: ServerConfig, synth: Synthesizer, recog: Recognizer) -> web.Application:
-    """The aiohttp application with sglang-omni's routes."""
+    """The aiohttp application with sglang-omni's routes, and ``GET /local/stats``."""
     handlers = Handlers(config, synth, recog)
     app = web.Application(middlewares=[_errors_as_json], client_max_size=config.max_body_mb * 2**20)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/v1/models", handlers.models)
     app.router.add_post("/v1/chat/completions", handlers.chat)
     app.router.add_post("/v1/audio/transcriptions", handlers.transcriptions)
+    app.router.add_get("/local/stats", handlers.stats_view)
     return app

@@ -8,8 +8,10 @@ MiniCPM-o clones a voice from reference audio; no CPU model here can. The local 
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +21,7 @@ TTS_RATE = 24000  # MiniCPM-o's output rate too
 ASR_RATE = 16000
 VOICE_MATCH_RANGE = (0.8, 1.25)
 VOICE_MATCH_METHOD = "median-F0 pitch shift of hibari-tts 'heart' toward the reference (0.8..1.25x)"
+REFERENCE_PITCH_SECONDS = 60.0  # a median pitch needs no more; bounds the work a long reference costs
 
 
 def estimate_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
@@ -61,13 +64,13 @@ def shift_pitch(samples: np.ndarray, factor: float) -> np.ndarray:
 class _Pool:
     """A fixed set of engine instances shared by request threads (engines are not thread-safe)."""
 
-    def __init__(self, make, size: int):
-        self._items: queue.Queue = queue.Queue()
+    def __init__(self, make: Callable[[], Any], size: int):
+        self._items: queue.Queue[Any] = queue.Queue()
         for _ in range(size):
             self._items.put(make())
 
     @contextmanager
-    def take(self) -> Iterator[object]:
+    def take(self) -> Iterator[Any]:  # the engines are untyped C extensions
         item = self._items.get()
         try:
             yield item
@@ -91,8 +94,8 @@ class Synthesizer:
         return np.asarray(audio, dtype=np.float32)
 
     def match_factor(self, reference: np.ndarray, rate: int) -> float:
-        """The pitch factor that moves this voice toward the reference's median pitch."""
-        f0 = estimate_f0(reference, rate)
+        """The pitch factor that moves this voice toward the reference's median pitch (its first minute)."""
+        f0 = estimate_f0(reference[:int(REFERENCE_PITCH_SECONDS * rate)], rate)
         if f0 is None:
             return 1.0
         return float(np.clip(f0 / self.voice_f0, *VOICE_MATCH_RANGE))
@@ -105,18 +108,37 @@ class Synthesizer:
 
 
 class Recognizer:
-    """pocketsphinx with its bundled en-us model, one decoder per worker thread."""
+    """pocketsphinx with its bundled en-us model, one decoder per worker thread.
+
+    Deterministic: the same audio gives the same text whichever pooled decoder gets it and
+    whatever it heard before. A decoder carries state between utterances: its noise-removal
+    statistics (the cause of most differences measured here) and its cepstral mean. Both are
+    put back to a fresh decoder's before each utterance, which costs microseconds; a fresh
+    decoder per request would cost about 0.25 s. Digital silence (every 16-bit sample zero) is
+    answered with '' without decoding: it gives pocketsphinx NaN features, and then words that
+    depend on what the decoder heard before.
+    """
 
     def __init__(self, workers: int = 2):
         from pocketsphinx import Decoder
 
+        # start_stream() is the only public way to reset the noise statistics in 5.1.1; it
+        # warns that it is "unnecessary", which is untrue for utterances from unrelated sources.
+        warnings.filterwarnings("ignore", message=r"start_stream\(\) is deprecated", category=DeprecationWarning)
         self._pool = _Pool(lambda: Decoder(samprate=ASR_RATE, loglevel="FATAL"), workers)
+        with self._pool.take() as decoder:
+            self._initial_cmn = decoder.get_cmn(False)
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """Lower-case English words heard in the audio ('' for silence)."""
         x = resample(samples, rate, ASR_RATE)
-        pcm = (np.clip(x, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        pcm16 = (np.clip(x, -1.0, 1.0) * 32767).astype("<i2")
+        if not pcm16.any():
+            return ""
+        pcm = pcm16.tobytes()
         with self._pool.take() as decoder:
+            decoder.start_stream()
+            decoder.set_cmn(self._initial_cmn)
             decoder.start_utt()
             decoder.process_raw(pcm, full_utt=True)
             decoder.end_utt()

@@ -61,7 +61,7 @@ REFERENCE_SENTENCES = (
     "Let me tell you a short story about my grandmother.",
 )
 
-# Six reference "speakers": the local voice at six pitches (see omnibench_core.local.speech).
+# Six reference "speakers": the local voice at six pitches (omnibench_core.synthetic.Speaker).
 SPEAKER_PITCH = (0.86, 0.91, 0.96, 1.0, 1.05, 1.1)
 REFERENCE_RATE = 16000
 
@@ -100,18 +100,18 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
 
     def build(work: Path) -> int:
         from omnibench_core.audio import resample
-        from omnibench_core.local.speech import TTS_RATE, Synthesizer  # the local speech stack
+        from omnibench_core.synthetic import SPEECH_RATE, Speaker  # loads a voice: only when building
 
         (work / "wavs").mkdir()
-        synth = Synthesizer(workers=1)
+        speaker_voice = Speaker()
         lines = []
         for i, target in enumerate(TARGET_SENTENCES):
             sample_id = f"local_en_{i:03d}"
             speaker = i % len(SPEAKER_PITCH)
             ref_text = REFERENCE_SENTENCES[speaker]
-            audio = synth.speak_like(ref_text, SPEAKER_PITCH[speaker], seed=i)
+            audio = speaker_voice.say(ref_text, pitch=SPEAKER_PITCH[speaker], seed=i)
             rel = f"wavs/{sample_id}_ref.wav"
-            sf.write(work / rel, resample(audio, TTS_RATE, REFERENCE_RATE), REFERENCE_RATE, subtype="PCM_16")
+            sf.write(work / rel, resample(audio, SPEECH_RATE, REFERENCE_RATE), REFERENCE_RATE, subtype="PCM_16")
             lines.append(f"{sample_id}|{ref_text}|{rel}|{target}")
             if (i + 1) % 10 == 0:
                 progress(f"made reference {i + 1}/{len(TARGET_SENTENCES)}")

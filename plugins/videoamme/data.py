@@ -15,7 +15,7 @@ import numpy as np
 import soundfile as sf
 
 from omnibench_core.datasets import build_once, default_cache_dir
-from omnibench_core.local.vision import LETTERS, PALETTE
+from omnibench_core.synthetic import LETTERS, PALETTE, write_color_video
 
 SET_NAME = "videoamme-local-v1"
 SAMPLES = 10
@@ -51,31 +51,18 @@ def load_samples(folder: Path, max_samples: int | None = None) -> list[VideoSamp
 
 def write_video(path: Path, rgb: tuple[int, int, int]) -> None:
     """A 3 s, 8 fps, 160x120 H.264 MP4: the colour, and a white square crossing it."""
-    import av
-
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("h264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        for i in range(FPS * SECONDS):
-            img = np.empty((HEIGHT, WIDTH, 3), np.uint8)
-            img[:] = rgb
-            x = 5 + i * (WIDTH - 40) // (FPS * SECONDS)
-            img[45:75, x:x + 30] = 255
-            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    write_color_video(path, rgb, fps=FPS, seconds=SECONDS, width=WIDTH, height=HEIGHT)
 
 
 def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
     """Make the set unless a complete one is there; returns the folder."""
 
     def build(work: Path) -> int:
-        from omnibench_core.local.speech import TTS_RATE, Synthesizer
+        from omnibench_core.synthetic import SPEECH_RATE, Speaker  # loads a voice: only when building
 
         (work / "videos").mkdir()
         (work / "questions").mkdir()
-        synth, colors, rows = Synthesizer(workers=1), list(PALETTE), []
+        voice, colors, rows = Speaker(), list(PALETTE), []
         rng = np.random.default_rng(7)
         for i in range(SAMPLES):
             color = colors[i % len(colors)]
@@ -86,7 +73,7 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
                         + " ".join(f"{letter}, {name}." for letter, name in zip(LETTERS, options, strict=True)))
             sample_id = f"local_vamme_{i:03d}"
             write_video(work / "videos" / f"{sample_id}.mp4", PALETTE[color])
-            sf.write(work / "questions" / f"{sample_id}.wav", synth.synthesize(question, seed=i), TTS_RATE,
+            sf.write(work / "questions" / f"{sample_id}.wav", voice.say(question, seed=i), SPEECH_RATE,
                      subtype="PCM_16")
             rows.append({"sample_id": sample_id, "video": f"videos/{sample_id}.mp4",
                          "audio": f"questions/{sample_id}.wav", "question": question, "options": list(options),
