@@ -294,3 +294,15 @@ def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path
     nxt = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     assert nxt.complete and nxt.run_dir.name == "run0"
     assert json.loads((nxt.run_dir.parent / "run0-incomplete" / "manifest.json").read_text())["status"] == "abandoned"
+
+
+def test_the_local_target_never_runs_nvidia_smi(tmp_path, port, monkeypatch):
+    from conftest import fake_calls, write_fake_nvidia_smi
+
+    write_fake_nvidia_smi(tmp_path / "bin", [0])
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    result = _run(tmp_path, port)
+    assert result.complete and fake_calls(tmp_path / "bin") == []
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["environment"]["gpus"].startswith("not applicable")
+    assert [g["status"] for g in manifest["gates"] if g["gate"] == "GPU_FREE"] == ["not_applicable"] * 2
