@@ -35,6 +35,7 @@ class Settings:
     gpu_poll_interval_s: float = 0.1
     nvidia_smi: str = "nvidia-smi"
     git: str = "git"
+    local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
     # The model-CI stages (`nox -s ci_stages`): the GPU pair, CI's home, attempts and limits.
     ci_gpus: str = "0,1"
     omni_ci_home: str = "/root/omni_ci"

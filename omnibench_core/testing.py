@@ -44,6 +44,7 @@ DEFAULT_OPTIONS = {
 # -- the server ------------------------------------------------------------------------------
 class _Handler(BaseHTTPRequestHandler):
     healthy = True
+    echo_delay_s = 0.0  # added latency per echo (the local target's local_delay_ms)
 
     def log_message(self, fmt: str, *args: object) -> None:  # keep the log readable
         sys.stdout.write(f"{self.address_string()} {fmt % args}\n")
@@ -74,6 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, {"detail": "body is not JSON"})
             return
         if self.path == "/v1/echo":
+            time.sleep(self.echo_delay_s)
             text = str(data.get("text", ""))
             self._reply(200, {"text": text, "length": len(text)})
         elif self.path == "/v1/check":
@@ -91,6 +93,7 @@ def serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--die", action="store_true", help="exit with code 3 after the delay")
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--children", type=int, default=0, help="sleeping helpers in the same group")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="added latency per echo request")
     parser.add_argument("--ready-file", help="write the wall-clock time the port opened here (benchmarks)")
     args = parser.parse_args(argv)
     # What the runner applied, so tests and users can check it in the server's log.
@@ -103,6 +106,7 @@ def serve(argv: list[str] | None = None) -> int:
         print("fatal: simulated startup failure", flush=True)
         return 3
     _Handler.healthy = not args.never_healthy
+    _Handler.echo_delay_s = args.delay_ms / 1000
     server = ThreadingHTTPServer((args.host, args.port), _Handler)
     if args.ready_file:
         Path(args.ready_file).write_text(repr(time.time()))
@@ -148,6 +152,8 @@ def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
         argv.append("--die")
     if o["never_healthy"] == "1":
         argv.append("--never-healthy")
+    if ctx.settings.local_delay_ms:  # the planted regression of the local target, as its server does
+        argv += ["--delay-ms", f"{ctx.settings.local_delay_ms:g}"]
     return ServeSpec(label=label, argv=tuple(argv))
 
 

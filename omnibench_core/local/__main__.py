@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-seq-len", "--thinker.factory.max_seq_len", dest="max_seq_len", type=int, default=8192)
     serve.add_argument("--workers", type=int, default=2, help="synthesis/recognition threads")
+    serve.add_argument("--delay-ms", type=float, default=0.0,
+                       help="added latency per chat/transcription request, slept asynchronously (a planted regression)")
     args, ignored = parser.parse_known_args(argv)
     unknown = [a for a in ignored if a.startswith("--") and not a.startswith(("--thinker.", "--talker."))]
     if unknown:
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     synth, recog = Synthesizer(args.workers), Recognizer(args.workers)
     print(f"engines loaded in {time.monotonic() - t0:.2f} s; voice pitch {synth.voice_f0:.0f} Hz", flush=True)
     config = ServerConfig(model_name=args.model_name, host=args.host, port=args.port, max_seq_len=args.max_seq_len,
-                          workers=args.workers)
+                          workers=args.workers, delay_ms=args.delay_ms)
     try:
         web.run_app(build_app(config, synth, recog), host=config.host, port=config.port, print=None,
                     access_log=None, handle_signals=True)

@@ -31,6 +31,7 @@ class ServerConfig:
     max_seq_len: int = 8192
     workers: int = 2
     max_body_mb: int = 256
+    delay_ms: float = 0.0  # added per chat/transcription request before answering
 
 
 def _error(status: int, detail: str) -> web.Response:
@@ -75,7 +76,12 @@ class Handlers:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "root": name, "created": 0, "owned_by": "omnibench-local"}]})
 
+    async def _delay(self) -> None:
+        if self.config.delay_ms > 0:
+            await asyncio.sleep(self.config.delay_ms / 1000)
+
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        await self._delay()
         try:
             body = await request.json(loads=json.loads)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -134,6 +140,7 @@ class Handlers:
         return response
 
     async def transcriptions(self, request: web.Request) -> web.Response:
+        await self._delay()
         if not request.content_type.startswith("multipart/"):
             raise RequestError(400, "send a multipart/form-data body with 'file' and 'model'")
         form = await request.post()
