@@ -9,8 +9,8 @@ from pathlib import Path
 from . import environment, layout, ownership, plugin_manager
 from .errors import OmnibenchError, SettingsError, storage_error
 from .plugin_manager import Registry
-from .records import RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
-from .runner import Runner, RunPlan
+from .records import PHASES, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
+from .runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .summary import MetricSpread, summarize_runs, write_report
 
@@ -76,12 +76,68 @@ def run(
     client: str | None = None,
     progress: Callable[[str], None] = print,
     extra_plugins: Iterable[tuple[str, object]] = (),
+    phases: Sequence[Phase] = PHASES,
 ) -> RunResult:
     """Run the named workloads once on the configured target: the runbook's "One run".
 
     The run goes to ``<results>/<revision>/<run_name or next free runN>``. Raises a typed
     error when a gate or step fails; the run directory is then moved aside as ``-incomplete``.
+    ``phases=("generate",)`` stops after generation and leaves the run ``generated``, for
+    :func:`score_runs` to score with other runs on one scoring server start.
     """
+    manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    revision = layout.revision_dir(settings.results_root, target_env.folder)
+    try:
+        for moved in ownership.reclaim_abandoned(revision):
+            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
+        run_dir = ownership.claim_run_dir(revision, run_name)
+    except OSError as exc:
+        raise storage_error(f"claiming a run directory in {revision}", exc) from exc
+    try:
+        plan = _plan(registry, settings, chosen, opts, target_env, slot, run_dir)
+    except BaseException:
+        run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
+        raise
+    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
+    try:
+        return runner.execute(phases)
+    finally:
+        if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
+            for problem in manager.notify_run_finish(runner.info, runner.result):
+                progress(f"warning: a run-finish hook failed: {problem}")
+
+
+def score_runs(
+    settings: Settings,
+    workloads: Sequence[str],
+    run_dirs: Sequence[Path],
+    *,
+    options: Sequence[str] = (),
+    client: str | None = None,
+    progress: Callable[[str], None] = print,
+    extra_plugins: Iterable[tuple[str, object]] = (),
+) -> list[RunResult]:
+    """Score and collect ``generated`` runs (made by :func:`run` with ``phases=("generate",)``)
+    together: each scoring server starts once for all of them (deferred scoring).
+
+    The runs must have been made with the same workloads, options and settings as given here.
+    Returns one result per run that ended (complete, incomplete or failed), in order.
+    """
+    manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    runners = [Runner(_plan(registry, settings, chosen, opts, target_env, slot, Path(d)),
+                      progress=progress, on_start=manager.notify_run_start) for d in run_dirs]
+    try:
+        return score_together(runners)
+    finally:
+        for runner in runners:
+            if runner.result is not None and runner.result.status != "generated":
+                for problem in manager.notify_run_finish(runner.info, runner.result):
+                    progress(f"warning: a run-finish hook failed: {problem}")
+
+
+def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,
+             extra_plugins: Iterable[tuple[str, object]]):
+    """The plugins, the chosen workloads with their checked options, the prepared target and the slot."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     if len(set(workloads)) != len(workloads):
@@ -96,32 +152,19 @@ def run(
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
     slot = Slot(settings.port, gpus=target_env.gpus, cpus=settings.cpu_list())
-    revision = layout.revision_dir(settings.results_root, target_env.folder)
-    try:
-        for moved in ownership.reclaim_abandoned(revision):
-            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
-        run_dir = ownership.claim_run_dir(revision, run_name)
-    except OSError as exc:
-        raise storage_error(f"claiming a run directory in {revision}", exc) from exc
-    try:
-        steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
-                                                             settings)) for w in chosen}
-        plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
-                        for r in registry.table(t).values() if r.provider.distribution}
-        gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
-        plan = RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
-                       steps=steps, options=opts, checks=run_checks(registry, chosen),
-                       environment=environment.capture(gpu_tool, sorted(plugin_dists)))
-    except BaseException:
-        run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
-        raise
-    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
-    try:
-        return runner.execute()
-    finally:
-        if runner.result is not None:  # None: RUN_READY failed, the run never started
-            for problem in manager.notify_run_finish(runner.info, runner.result):
-                progress(f"warning: a run-finish hook failed: {problem}")
+    return manager, registry, chosen, opts, target_env, slot
+
+
+def _plan(registry: Registry, settings: Settings, chosen: Sequence[Workload], opts: dict[str, dict[str, str]],
+          target_env: TargetEnv, slot: Slot, run_dir: Path) -> RunPlan:
+    steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
+                                                         settings)) for w in chosen}
+    plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
+                    for r in registry.table(t).values() if r.provider.distribution}
+    gpu_tool = settings.nvidia_smi if target_env.facts.uses_gpu else ""
+    return RunPlan(run_dir=run_dir, settings=settings, target=target_env, slot=slot, workloads=tuple(chosen),
+                   steps=steps, options=opts, checks=run_checks(registry, chosen),
+                   environment=environment.capture(gpu_tool, sorted(plugin_dists)))
 
 
 

@@ -117,6 +117,7 @@ class Recognizer:
         x = resample(samples, rate, ASR_RATE)
         pcm = (np.clip(x, -1.0, 1.0) * 32767).astype("<i2").tobytes()
         with self._pool.take() as decoder:
+            decoder.reinit_feat()  # no feature state (CMN) from earlier requests: same audio, same words
             decoder.start_utt()
             decoder.process_raw(pcm, full_utt=True)
             decoder.end_utt()
