@@ -34,16 +34,17 @@ def test_an_incomplete_run_is_refused(tmp_path):
     assert "run2" in err.value.evidence["runs"]
 
 
-def test_measure_runs_warm_up_then_measured_runs_and_reports(invoke, tmp_path, port):
+def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     done = invoke("measure", "--workload", "selftest", "--runs", "2", "--port", str(port))
     assert done.returncode == 0, done.stdout + done.stderr
     (folder,) = (tmp_path / "results").glob("local-*")
-    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["run0", "run1", "run2"]
-    report = json.loads((folder / "report.json").read_text())
-    assert [r.rsplit("/", 1)[1] for r in report["runs"]] == ["run1", "run2"]  # run0 is the warm-up
-    assert report["metrics"]["selftest.requests"] == {"mean": 8, "stdev": 0, "values": [8, 8]}
-    assert "warm-up run (discarded)" in done.stdout and "selftest.latency_mean_s" in done.stdout
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["campaigns", "run0", "run1", "run2"]
+    report = json.loads((folder / "campaigns" / "selftest_local" / "report.json").read_text())
+    assert report["runs"] == ["run1", "run2"]  # run0 is the warm-up
+    assert report["metrics"]["selftest.requests"]["values"] == {"run1": 8, "run2": 8}
+    assert "run 1 of 3 (run0 warm-up, discarded)" in done.stdout and "selftest.latency_mean_s" in done.stdout
     (folder / "run3-incomplete").mkdir()  # moved aside: never part of a report
     again = invoke("report")
     assert again.returncode == 0, again.stderr
-    assert json.loads((folder / "report.json").read_text())["runs"] == report["runs"]
+    assert "report-2.md" in again.stdout and "an earlier report is kept" in again.stdout
+    assert json.loads((folder / "campaigns" / "selftest_local" / "report-2.json").read_text())["runs"] == ["run1", "run2"]
