@@ -38,6 +38,7 @@ DEFAULT_OPTIONS = {
     "die": "0",  # 1: the server exits with an error during startup
     "never_healthy": "0",  # 1: the server answers /health with 503 unhealthy forever
     "children": "1",  # helper processes the server spawns into its group
+    "fail_once": "",  # a path: the first client to find it missing creates it and fails (a retried run)
 }
 
 
@@ -123,7 +124,12 @@ def client(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--fail-once", default="", help="fail if this file is missing, creating it")
     args = parser.parse_args(argv)
+    if args.fail_once and not Path(args.fail_once).exists():
+        Path(args.fail_once).write_text("failed once\n")
+        print(f"simulated client failure (once: {args.fail_once} now exists)", flush=True)
+        return 1
     rows = []
     with requests.Session() as session:
         for i in range(args.requests):
@@ -162,6 +168,8 @@ def plan(ctx: RunContext) -> list[Step]:
     out = ctx.workload_dir / "client.json"
     argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", ctx.endpoint.base_url,
             "--requests", ctx.options["requests"], "--sleep", ctx.options["client_seconds"], "--out", str(out)]
+    if ctx.options["fail_once"]:
+        argv += ["--fail-once", ctx.options["fail_once"]]
     return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
                  outputs=(f"{ctx.workload}/client.json",))]
 
