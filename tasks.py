@@ -110,7 +110,7 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
             "alpha": "significance level of Welch's t-test (default 0.05)",
             "fail-on": "exit 1 when any metric's verdict is this (e.g. worse), for CI",
             "target": "local or sglang-omni", "results": "results root"})
-def compare(c, a, b, force=False, min_effect=5.0, alpha=0.05, fail_on="", target=None, results=None):
+def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", target=None, results=None):
     """Compare two campaigns (A is the base): per metric a verdict better, worse or no significant change."""
     with reported():
         settings = settings_from(c, target=target, results=results)
