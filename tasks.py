@@ -9,7 +9,7 @@ from pathlib import Path
 
 from invoke import Collection, Context, Exit, task
 
-from omnibench_core import api, report
+from omnibench_core import api, campaign, report
 from omnibench_core.errors import OmnibenchError, RunInterrupted
 from omnibench_core.report import emit
 from omnibench_core.settings import Settings
@@ -61,30 +61,64 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
         raise Exit(code=1)
 
 
+RUN_FLAGS_HELP = {
+    "target": "where the system under test comes from: local (default) or sglang-omni",
+    "results": "results root; runs go to RESULTS/<revision>/runN",
+    "port": "port of every server the runs start (default 8000)",
+    "opt": "workload option WORKLOAD.KEY=VALUE (repeatable; see `invoke plugins`)",
+    "checkout": "sglang-omni checkout (target sglang-omni)",
+    "gpus": "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)",
+    "cpus": "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)",
+    "client": "which client the workloads use: native (omnibench's) or sglang (the checkout's own)",
+}
+
+
+# The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l).
 @task(iterable=["workload", "opt"], help={
     "workload": "workload to measure (repeat for several)",
-    "runs": "measured runs after the warm-up run (default 3, as the runbook)",
-    "opt": "workload option WORKLOAD.KEY=VALUE (repeatable; `invoke plugins` lists them)",
-    "client": "native or sglang",
-    "target": "local or sglang-omni", "results": "results root", "port": "server port"})
-def measure(c, workload, runs=3, opt=None, client=None, target=None, results=None, port=None):
-    """A warm-up run, then --runs measured runs, then each metric's mean and spread (report.json)."""
+    "runs": "measured runs after the warm-up run0 (default 3, as the runbook)",
+    "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
+    "scoring": "deferred (default: every run generated, then one scoring server start for all) or per-run",
+    "name": "campaign name (default: from the workloads, options and target; the same command resumes it)",
+    **RUN_FLAGS_HELP})
+def measure(c, workload, target=None, results=None, port=None, runs=3, opt=None, checkout=None, gpus=None,
+            cpus=None, client=None, retries=2, scoring="deferred", name=None):
+    """A campaign: warm-up run0, then --runs measured runs, resumed by the same command; then its report."""
     with reported():
-        settings = settings_from(c, target=target, results=results, port=port)
-        path, spreads = api.measure(settings, workload, runs=int(runs), options=opt or [], client=client, progress=emit)
-    emit(report.spread_table(spreads))
-    emit(f"report: {path}")
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        asked = campaign.asked_from(settings, workload, opt or [], client, int(runs), int(retries), scoring)
+        outcome = campaign.measure(settings, asked, name=name, progress=emit)
+        made = campaign.report(settings, outcome.campaign.name)
+    emit(campaign.report_text(made))
 
 
-@task(help={"runs": "comma-separated run names (default: every complete runN except run0)",
+@task(help={"name": "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the revision folder; Invoke has no optional positionals, so --name)",
+            "runs": "report these complete runs instead of a campaign, comma-separated (they must match)",
+            "target": "local or sglang-omni (which revision folder)", "results": "results root",
+            "checkout": "sglang-omni checkout (its commit names the revision folder)"})
+def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
+    """A campaign's report: each metric's mean, sample sd, values by run, direction, spread and flags."""
+    with reported():
+        settings = settings_from(c, target=target, results=results, checkout=checkout)
+        made = campaign.report(settings, name or None, runs=[r.strip() for r in runs.split(",") if r.strip()])
+    emit(campaign.report_text(made))
+
+
+@task(help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file",
+            "b": "the campaign compared with A, named the same ways",
+            "force": "compare even when the setups differ (each difference is still named)",
+            "min-effect": "smallest relative change that counts, in percent (default 5)",
+            "alpha": "significance level of Welch's t-test (default 0.05)",
+            "fail-on": "exit 1 when any metric's verdict is this (e.g. worse), for CI",
             "target": "local or sglang-omni", "results": "results root"})
-def report_runs(c, runs="", target=None, results=None):
-    """Each metric's mean, sample standard deviation and values over complete runs (report.json)."""
+def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", target=None, results=None):
+    """Compare two campaigns (A is the base): per metric a verdict better, worse or no significant change."""
     with reported():
-        path, spreads = api.report(settings_from(c, target=target, results=results),
-                                   [r.strip() for r in runs.split(",") if r.strip()])
-    emit(report.spread_table(spreads))
-    emit(f"report: {path}")
+        settings = settings_from(c, target=target, results=results)
+        made = campaign.compare(settings, a, b, force=force, min_effect=float(min_effect) / 100, alpha=float(alpha))
+    emit(campaign.compare_text(made))
+    if fail_on and any(m.verdict == fail_on for m in made.comparison.metrics):
+        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
 
 
 @task(help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
@@ -172,6 +206,6 @@ def doctor(c):
 
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, plugins, doctor, setup)
+ns = Collection(run, measure, compare, plugins, doctor, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.defaults()})

@@ -8,12 +8,11 @@ from pathlib import Path
 
 from . import environment, layout, ownership, plugin_manager
 from . import options as workload_options
-from .errors import OmnibenchError, SettingsError, storage_error
+from .errors import SettingsError, storage_error
 from .plugin_manager import Registry
-from .records import OptionValue, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
-from .runner import Runner, RunPlan
+from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
+from .runner import Runner, RunPlan, score_together
 from .settings import Settings
-from .summary import MetricSpread, summarize_runs, write_report
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,8 @@ def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: s
     return workload_options.parse(pairs, workloads, client)
 
 
+
+
 def run(
     settings: Settings,
     workloads: Sequence[str],
@@ -74,12 +75,68 @@ def run(
     client: str | None = None,
     progress: Callable[[str], None] = print,
     extra_plugins: Iterable[tuple[str, object]] = (),
+    phases: Sequence[Phase] = PHASES,
 ) -> RunResult:
     """Run the named workloads once on the configured target: the runbook's "One run".
 
     The run goes to ``<results>/<revision>/<run_name or next free runN>``. Raises a typed
     error when a gate or step fails; the run directory is then moved aside as ``-incomplete``.
+    ``phases=("generate",)`` stops after generation and leaves the run ``generated``, for
+    :func:`score_runs` to score with other runs on one scoring server start.
     """
+    manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    revision = layout.revision_dir(settings.run.results_root, target_env.folder)
+    try:
+        for moved in ownership.reclaim_abandoned(revision):
+            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
+        run_dir = ownership.claim_run_dir(revision, run_name)
+    except OSError as exc:
+        raise storage_error(f"claiming a run directory in {revision}", exc) from exc
+    try:
+        plan = _plan(registry, settings, chosen, opts, target_env, slot, run_dir)
+    except BaseException:
+        run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
+        raise
+    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
+    try:
+        return runner.execute(phases)
+    finally:
+        if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
+            for problem in manager.notify_run_finish(runner.info, runner.result):
+                progress(f"warning: a run-finish hook failed: {problem}")
+
+
+def score_runs(
+    settings: Settings,
+    workloads: Sequence[str],
+    run_dirs: Sequence[Path],
+    *,
+    options: Sequence[str] = (),
+    client: str | None = None,
+    progress: Callable[[str], None] = print,
+    extra_plugins: Iterable[tuple[str, object]] = (),
+) -> list[RunResult]:
+    """Score and collect ``generated`` runs (made by :func:`run` with ``phases=("generate",)``)
+    together: each scoring server starts once for all of them (deferred scoring).
+
+    The runs must have been made with the same workloads, options and settings as given here.
+    Returns one result per run that ended (complete, incomplete or failed), in order.
+    """
+    manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    runners = [Runner(_plan(registry, settings, chosen, opts, target_env, slot, Path(d)),
+                      progress=progress, on_start=manager.notify_run_start) for d in run_dirs]
+    try:
+        return score_together(runners)
+    finally:
+        for runner in runners:
+            if runner.result is not None and runner.result.status != "generated":
+                for problem in manager.notify_run_finish(runner.info, runner.result):
+                    progress(f"warning: a run-finish hook failed: {problem}")
+
+
+def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,
+             extra_plugins: Iterable[tuple[str, object]]):
+    """The plugins, the chosen workloads with their checked options, the prepared target and the slot."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     if len(set(workloads)) != len(workloads):
@@ -96,32 +153,19 @@ def run(
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
     slot = Slot(settings.run.port, gpus=target_env.gpus, cpus=settings.run.cpu_list())
-    revision = layout.revision_dir(settings.run.results_root, target_env.folder)
-    try:
-        for moved in ownership.reclaim_abandoned(revision):
-            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
-        run_dir = ownership.claim_run_dir(revision, run_name)
-    except OSError as exc:
-        raise storage_error(f"claiming a run directory in {revision}", exc) from exc
-    try:
-        steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
-                                                             settings.run)) for w in chosen}
-        plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
-                        for r in registry.table(t).values() if r.provider.distribution}
-        gpu_tool = settings.tools.nvidia_smi if target_env.facts.uses_gpu else ""
-        plan = RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot,
-                       workloads=tuple(chosen), steps=steps, options=opts, checks=run_checks(registry, chosen),
-                       environment=environment.capture(gpu_tool, sorted(plugin_dists)))
-    except BaseException:
-        run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
-        raise
-    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
-    try:
-        return runner.execute()
-    finally:
-        if runner.result is not None:  # None: RUN_READY failed, the run never started
-            for problem in manager.notify_run_finish(runner.info, runner.result):
-                progress(f"warning: a run-finish hook failed: {problem}")
+    return manager, registry, chosen, opts, target_env, slot
+
+
+def _plan(registry: Registry, settings: Settings, chosen: Sequence[Workload], opts: dict[str, dict[str, OptionValue]],
+          target_env: TargetEnv, slot: Slot, run_dir: Path) -> RunPlan:
+    steps = {w.name: plan_steps(registry, w, RunContext(run_dir, w.name, slot.endpoint, opts[w.name], target_env,
+                                                         settings.run)) for w in chosen}
+    plugin_dists = {r.provider.distribution for t in ("workload", "target", "scorer", "check")
+                    for r in registry.table(t).values() if r.provider.distribution}
+    gpu_tool = settings.tools.nvidia_smi if target_env.facts.uses_gpu else ""
+    return RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot, workloads=tuple(chosen),
+                   steps=steps, options=opts, checks=run_checks(registry, chosen),
+                   environment=environment.capture(gpu_tool, sorted(plugin_dists)))
 
 
 
@@ -150,34 +194,3 @@ def prepare_target(settings: Settings) -> TargetEnv:
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
     return layout.revision_dir(settings.run.results_root, prepare_target(settings).folder)
-
-
-def report(settings: Settings, runs: Sequence[str] = (), folder: Path | None = None
-           ) -> tuple[Path, list[MetricSpread]]:
-    """Mean and spread of ``runs`` (default: every complete ``runN`` but ``run0``, the warm-up).
-
-    ``folder`` is the revision folder (default: the configured target's).
-    """
-    folder = folder or revision_dir(settings)
-    run_dirs = [folder / name for name in (list(runs) or layout.measured_runs(folder))]
-    spreads = summarize_runs(run_dirs)
-    return write_report(folder / layout.REPORT_NAME, run_dirs, spreads), spreads
-
-
-def measure(settings: Settings, workloads: Sequence[str], *, runs: int = 3, options: Sequence[str] = (),
-            client: str | None = None, progress: Callable[[str], None] = print) -> tuple[Path, list[MetricSpread]]:
-    """The runbook's "Measuring accurately": a warm-up run (run0 on a fresh revision), then ``runs``
-    measured runs, then their mean and spread. Stops at the first run that is not complete."""
-    if runs < 2:
-        raise SettingsError("--runs must be at least 2 for a spread", hint="the runbook uses 3")
-    done: list[str] = []
-    for i in range(runs + 1):
-        label = "warm-up run (discarded)" if i == 0 else f"measured run {i}/{runs}"
-        progress(f"=== {label}")
-        result = run(settings, workloads, options=options, client=client, progress=progress)
-        if not result.complete:
-            raise OmnibenchError(f"{result.run_dir.name} is incomplete, so the measurement stops",
-                                 evidence={"run": str(result.run_dir)}, hint="fix the cause, then run measure again")
-        if i > 0:
-            done.append(result.run_dir.name)
-    return report(settings, done, folder=result.run_dir.parent)

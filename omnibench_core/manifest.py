@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .gates import GateRecord
-from .jsonio import write_json
+from .jsonio import read_json, write_json
 
 MANIFEST_NAME = "manifest.json"
 
@@ -35,6 +35,17 @@ class Manifest:
             "steps": [],
             "error": None,
         }
+
+    @classmethod
+    def reopen(cls, run_dir: Path, owner: dict[str, Any], phases: tuple[str, ...]) -> Manifest:
+        """Continue the manifest of a ``generated`` run (its later phases run now, by ``owner``)."""
+        manifest = cls(run_dir, {})
+        manifest.data = read_json(run_dir / MANIFEST_NAME)
+        manifest.data.setdefault("resumes", []).append({"at": now_iso(), "phases": list(phases),
+                                                        "previous_owner": manifest.data.get("owner")})
+        manifest.data.update(status="running", ended=None, owner=owner)
+        manifest.save()
+        return manifest
 
     @property
     def path(self) -> Path:

@@ -415,11 +415,14 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a finished (or failed) run left behind."""
+    """What a finished (or failed) run left behind.
+
+    ``generated``: the run stopped after its generate phase on purpose (``phases``); its score
+    and collect phases run later, e.g. for several runs on one scoring server."""
 
     run_dir: Path
     complete: bool
-    status: Literal["complete", "incomplete", "failed", "interrupted"]
+    status: Literal["complete", "incomplete", "failed", "interrupted", "generated"]
     metrics: Mapping[str, Any]
     rates: tuple[int, ...]
     broken_rules: tuple[RuleResult, ...]

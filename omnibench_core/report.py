@@ -65,9 +65,3 @@ def run_summary(result: RunResult) -> str:
     lines.append(f"{'RUN_COMPLETE' if result.complete else 'RUN_INCOMPLETE'}: {result.run_dir}")
     lines.append(f"manifest: {result.manifest}")
     return "\n".join(lines)
-
-
-def spread_table(spreads) -> str:
-    """Metric, mean, sample standard deviation, values: the runbook's mean-and-spread lines."""
-    return table(((s.name, _fmt(s.mean) if s.mean is not None else "-", _fmt(s.stdev) if s.stdev is not None else "-",
-                   ", ".join(_fmt(v) for v in s.values)) for s in spreads), ("metric", "mean", "stdev", "values"))

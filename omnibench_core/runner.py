@@ -27,17 +27,19 @@ from .errors import (
     OmnibenchError,
     RunInterrupted,
     RunNotReady,
+    SettingsError,
     StepFailed,
     StorageError,
     Terminated,
     storage_error,
 )
+from .jsonio import read_json
 from .layout import move_aside
 from .manifest import Manifest, now_iso
-from .planning import Group, order_steps
+from .planning import Group, PlannedStep, order_steps
 from .ports import port_holder, port_in_use
 from .processes import GroupProcess, build_env, start_group
-from .records import RunCheck, RunInfo, RunResult, Slot, Step, TargetEnv, Workload
+from .records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
 from .settings import RunSettings, ToolSettings
 from .step_exec import StepScope, run_step, step_log_path
 from .strays import find_strays, stop_strays
@@ -118,21 +120,28 @@ class Runner:
             self.progress = _quiet
 
     # -- the run ---------------------------------------------------------------------------
-    def execute(self) -> RunResult:
+    def execute(self, phases: Sequence[Phase] = PHASES) -> RunResult:
         """Run every gate and step; collect; move an incomplete run aside.
 
         ``plan.run_dir`` is the empty directory this run claimed (:func:`ownership.claim_run_dir`).
         Holds the slot's port lock for the whole run. Raises a typed error (GateError,
         StepFailed, RunInterrupted, StorageError...) whose evidence names the ``-incomplete``
         directory the run was moved to.
+
+        ``phases=("generate",)`` stops after the generate phase: the run is left ``generated``
+        (not moved aside) for :func:`score_together` to score later.
         """
         plan = self.plan
+        unknown = [p for p in phases if p not in PHASES]
+        if unknown or "generate" not in phases or ("collect" in phases) != ("score" in phases):
+            raise SettingsError(f"cannot run the phases {', '.join(phases)}",
+                                hint="a new run does every phase, or generate alone (its scoring comes later)")
         try:
-            groups = order_steps(plan.steps)
+            groups = [g for g in order_steps(plan.steps) if g.phase in phases]
             with ownership.port_lock(plan.port):
                 ready = gates.check_run_ready(self.run_dir, plan.port, claimed=True)
                 self._start_manifest(ready)
-                return self._run(groups)
+                return self._run(groups, collect="collect" in phases)
         except RunNotReady:
             _remove_if_empty(self.run_dir)  # nothing ran: release the claimed name
             raise
@@ -166,20 +175,29 @@ class Runner:
             raise error from exc
         self.say(f"RUN_READY {self.run_dir}")
 
-    def _run(self, groups: list[Group]) -> RunResult:
+    def _run(self, groups: list[Group], collect: bool = True) -> RunResult:
         try:
-            with sigterm_as_exception():
+            with sigterm_as_exception(), self._failures_recorded():
                 self.on_start(self.info)
                 for group in groups:
                     self._run_group(group)
-                return self._collect()
+                return self._collect() if collect else self._generated()
         except (KeyboardInterrupt, Terminated) as exc:
-            why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
-            stopped = "every server omnibench started was stopped" if not self._left_running else \
-                f"servers still running: {', '.join(self._left_running)}"
-            interrupted = RunInterrupted(f"the run was interrupted by {why}; {stopped}")
-            self._fail("interrupted", interrupted)
-            raise interrupted from None
+            err = self._interrupted(exc)
+            self._fail("interrupted", err)
+            raise err from None
+
+    def _interrupted(self, exc: BaseException) -> RunInterrupted:
+        why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
+        stopped = "every server omnibench started was stopped" if not self._left_running else \
+            f"servers still running: {', '.join(self._left_running)}"
+        return RunInterrupted(f"the run was interrupted by {why}; {stopped}")
+
+    @contextlib.contextmanager
+    def _failures_recorded(self) -> Iterator[None]:
+        """A failure inside fails the run (recorded, moved aside) and is raised as a typed error."""
+        try:
+            yield
         except OmnibenchError as exc:
             self._fail("failed", exc)
             raise
@@ -192,6 +210,36 @@ class Runner:
                                  hint="this is likely a bug in a plugin or in omnibench; see the manifest")
             self._fail("failed", err)
             raise err from exc
+
+    def _generated(self) -> RunResult:
+        assert self.manifest is not None
+        self.manifest.finish("generated")
+        self.say("RUN_GENERATED: generation done; scoring and collection come later")
+        self.result = RunResult(self.run_dir, False, "generated", {}, (), (), self.manifest.path)
+        return self.result
+
+    def _reopen(self, phases: tuple[str, ...]) -> None:
+        """Continue a ``generated`` run: its manifest, now owned by this process."""
+        try:
+            status = read_json(self.run_dir / ownership.MANIFEST_NAME).get("status")
+        except (OSError, ValueError) as exc:
+            raise RunNotReady(f"cannot read the manifest of {self.run_dir}: {exc}",
+                              hint="only a run made with phases=('generate',) can be scored later") from exc
+        if status != "generated":
+            raise RunNotReady(f"{self.run_dir.name} is {status}, not generated, so it cannot be scored now",
+                              evidence={"run": str(self.run_dir)},
+                              hint="score only runs left generated; a complete run is not scored again")
+        self.manifest = Manifest.reopen(self.run_dir, ownership.Owner.me().as_record(), phases)
+        name, outer = self.run_dir.name, self.progress
+        self.progress = lambda message: outer(f"{name} {message}")  # several runs speak in turn now
+        self.say(f"{self.run_dir.name}: continuing with {' and '.join(phases)}")
+
+    def _pause(self, error: RunInterrupted) -> None:
+        """An interrupt during later phases: the run stays ``generated``, resumable, its done steps kept."""
+        assert self.manifest is not None
+        self.manifest.finish("generated", interrupted=error.message)
+        self.result = RunResult(self.run_dir, False, "generated", {}, (), (), self.manifest.path, error=error.message)
+        self.say(f"{self.run_dir.name}: left generated (resumable): {error.message}")
 
     def _write_run_files(self) -> None:
         (self.run_dir / "commit.txt").write_text(self.plan.target.revision + "\n")
@@ -234,11 +282,16 @@ class Runner:
         self.say(f"run {status}: {error.evidence.get('run moved to') or self.run_dir}")
 
     # -- groups and servers ----------------------------------------------------------------
-    def _run_group(self, group: Group) -> None:
+    def _pending(self, group: Group) -> list[PlannedStep]:
+        """The group's steps not yet done by this run; the done ones are recorded as skipped."""
         pending = [p for p in group.steps if not self._done_by_this_run(p.workload, p.step)]
         for p in group.steps:
             if p not in pending:
                 self._record_skipped(p.workload, p.step)
+        return pending
+
+    def _run_group(self, group: Group) -> None:
+        pending = self._pending(group)
         if not pending:
             return
         if group.server is None:
@@ -250,7 +303,7 @@ class Runner:
                 self._run_one(p.workload, p.step)
 
     @contextlib.contextmanager
-    def _server(self, group: Group) -> Iterator[None]:
+    def _server(self, group: Group, shared_with: Sequence[str] = ()) -> Iterator[None]:
         plan, spec = self.plan, group.server
         assert spec is not None and self.manifest is not None
         argv = list(spec.argv) or plan.target.serve_argv(spec, plan.port)
@@ -264,6 +317,8 @@ class Runner:
         entry: dict[str, Any] = {"label": spec.label, "phase": group.phase, "argv": argv, "port": plan.port,
                                  "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
                                  "started": now_iso(), "ready": None, "stopped": None, "stop": None}
+        if shared_with:
+            entry["shared_with"] = list(shared_with)
         proc = None
         sampler = self._sampler_now = self._sampler(log_path.stem)
         self._windows = []
@@ -468,3 +523,71 @@ def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:
     for key, value in error.evidence.items():
         if isinstance(value, str) and value.startswith(str(old)):
             error.evidence[key] = str(new) + value[len(str(old)):]
+
+
+def score_together(runners: Sequence[Runner]) -> list[RunResult]:
+    """The score and collect phases of several ``generated`` runs, one start per scoring server.
+
+    Each runner's plan is its run's (re-planned on the run directory); all share one port.
+    Scoring steps with equal :class:`ServeSpec` across the runs share one server start: the first
+    run's folder holds its log and its manifest the start (``shared_with``); the others record a
+    server entry ``started_in`` that run. Serverless scoring and collection then run per run.
+    A run whose step fails is failed and moved aside alone; the others go on. Ctrl-C or SIGTERM
+    leaves every unfinished run ``generated`` (done steps kept) and raises RunInterrupted.
+    """
+    if not runners:
+        return []
+    ports = {r.plan.port for r in runners}
+    if len(ports) != 1:
+        raise SettingsError("runs scored together must share one port", evidence={"ports": sorted(ports)})
+    with ownership.port_lock(ports.pop()), sigterm_as_exception():
+        opened: list[Runner] = []
+        try:
+            for runner in runners:
+                runner._reopen(("score", "collect"))
+                opened.append(runner)
+            _score_shared(opened)
+            for runner in opened:
+                if runner.result is None:
+                    with contextlib.suppress(OmnibenchError), runner._failures_recorded():
+                        for group in order_steps(runner.plan.steps):
+                            if group.phase != "generate" and not (group.phase == "score" and group.server):
+                                runner._run_group(group)
+                        runner._collect()
+        except (KeyboardInterrupt, Terminated) as exc:
+            err = opened[0]._interrupted(exc) if opened else RunInterrupted("interrupted before scoring began")
+            for runner in opened:
+                if runner.result is None:
+                    runner._pause(err)
+            raise err from None
+    return [r.result for r in runners if r.result is not None]
+
+
+def _score_shared(runners: Sequence[Runner]) -> None:
+    """Each scoring server spec started once for every run that has pending steps on it."""
+    by_spec: dict[ServeSpec, list[tuple[Runner, Group]]] = {}
+    for runner in runners:
+        for group in order_steps(runner.plan.steps):
+            if group.phase == "score" and group.server is not None:
+                by_spec.setdefault(group.server, []).append((runner, group))
+    for spec, members in by_spec.items():
+        live = [(r, r._pending(g)) for r, g in members if r.result is None]
+        live = [(r, pending) for r, pending in live if pending]
+        if not live:
+            continue
+        host = live[0][0]
+        group = Group("score", spec, tuple(p for _, pending in live for p in pending))
+        try:
+            with host._server(group, shared_with=[r.run_dir.name for r, _ in live[1:]]):
+                for runner, pending in live:
+                    if runner is not host:
+                        assert runner.manifest is not None
+                        runner.manifest.server({"label": spec.label, "phase": "score",
+                                                "started_in": host.run_dir.name, "at": now_iso()})
+                    with contextlib.suppress(OmnibenchError), runner._failures_recorded():
+                        for p in pending:
+                            runner._run_one(p.workload, p.step)
+        except OmnibenchError as exc:  # the shared server did not start, died or left the GPU busy
+            for runner, _ in live:
+                if runner.result is None:
+                    runner._fail("failed", type(exc)(exc.message, hint=exc.hint, evidence=dict(exc.evidence)))

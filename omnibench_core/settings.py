@@ -40,6 +40,7 @@ class RunSettings:
     health_interval_s: float = 0.05
     gpu_poll_interval_s: float = 0.1
     telemetry_interval_s: float = 0.2  # GPU telemetry sampling while servers are up (GPU targets)
+    local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
 
     @property
     def results_root(self) -> Path:

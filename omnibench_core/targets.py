@@ -60,11 +60,12 @@ def prepare_local(settings: Settings) -> TargetEnv:
     source = Path(__file__).resolve().parent.parent
     rev = git_revision(source, settings.tools.git)
     revision, dirty = rev if rev else (f"omnibench-{__version__}", "")
+    delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
         # The same flags as `sgl-omni serve`; the local server ignores the GPU engine ones.
         return [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", spec.model_path,
-                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
+                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port), *delay]
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.run.cpu_list(),

@@ -39,6 +39,7 @@ OPTIONS = (
     Option("die", bool, False, "the server exits with an error during startup"),
     Option("never_healthy", bool, False, "the server answers /health with 503 unhealthy forever"),
     Option("children", int, 1, "helper processes the server spawns into its group", min=0),
+    Option("fail_once", str, "", "a path: the first client to find it missing creates it and fails (a retried run)"),
 )
 DEFAULT_OPTIONS = defaults(OPTIONS)
 
@@ -46,6 +47,7 @@ DEFAULT_OPTIONS = defaults(OPTIONS)
 # -- the server ------------------------------------------------------------------------------
 class _Handler(BaseHTTPRequestHandler):
     healthy = True
+    echo_delay_s = 0.0  # added latency per echo (the local target's local_delay_ms)
 
     def log_message(self, fmt: str, *args: object) -> None:  # keep the log readable
         sys.stdout.write(f"{self.address_string()} {fmt % args}\n")
@@ -76,6 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, {"detail": "body is not JSON"})
             return
         if self.path == "/v1/echo":
+            time.sleep(self.echo_delay_s)
             text = str(data.get("text", ""))
             self._reply(200, {"text": text, "length": len(text)})
         elif self.path == "/v1/check":
@@ -93,6 +96,7 @@ def serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--die", action="store_true", help="exit with code 3 after the delay")
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--children", type=int, default=0, help="sleeping helpers in the same group")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="added latency per echo request")
     parser.add_argument("--ready-file", help="write the wall-clock time the port opened here (benchmarks)")
     args = parser.parse_args(argv)
     # What the runner applied, so tests and users can check it in the server's log.
@@ -105,6 +109,7 @@ def serve(argv: list[str] | None = None) -> int:
         print("fatal: simulated startup failure", flush=True)
         return 3
     _Handler.healthy = not args.never_healthy
+    _Handler.echo_delay_s = args.delay_ms / 1000
     server = ThreadingHTTPServer((args.host, args.port), _Handler)
     if args.ready_file:
         Path(args.ready_file).write_text(repr(time.time()))
@@ -121,7 +126,12 @@ def client(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--fail-once", default="", help="fail if this file is missing, creating it")
     args = parser.parse_args(argv)
+    if args.fail_once and not Path(args.fail_once).exists():
+        Path(args.fail_once).write_text("failed once\n")
+        print(f"simulated client failure (once: {args.fail_once} now exists)", flush=True)
+        return 1
     rows = []
     with requests.Session() as session:
         for i in range(args.requests):
@@ -150,6 +160,8 @@ def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
         argv.append("--die")
     if o["never_healthy"]:
         argv.append("--never-healthy")
+    if ctx.settings.local_delay_ms:  # the planted regression of the local target, as its server does
+        argv += ["--delay-ms", f"{ctx.settings.local_delay_ms:g}"]
     return ServeSpec(label=label, argv=tuple(argv))
 
 
@@ -159,6 +171,8 @@ def plan(ctx: RunContext) -> list[Step]:
     argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", ctx.endpoint.base_url,
             "--requests", format_value(ctx.options["requests"]), "--sleep", format_value(ctx.options["client_seconds"]),
             "--out", str(out)]
+    if ctx.options["fail_once"]:
+        argv += ["--fail-once", str(ctx.options["fail_once"])]
     return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
                  outputs=(f"{ctx.workload}/client.json",))]
 

@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="seconds before a connection that sends no request is closed")
     serve.add_argument("--body-timeout", type=float, default=60.0,
                        help="seconds a request body may take to arrive (else 408)")
+    serve.add_argument("--delay-ms", type=float, default=0.0,
+                       help="added latency per chat/transcription request, slept asynchronously (a planted regression)")
     args, ignored = parser.parse_known_args(argv)
     unknown = [a for a in ignored if a.startswith("--") and not a.startswith(("--thinker.", "--talker."))]
     if unknown:
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     config = ServerConfig(model_name=args.model_name, host=args.host, port=args.port, max_seq_len=args.max_seq_len,
                           workers=args.workers, read_aloud_prefixes=prefixes, media_roots=roots,
                           max_media_mb=args.max_media_mb, idle_timeout_s=args.idle_timeout,
-                          body_timeout_s=args.body_timeout,
+                          body_timeout_s=args.body_timeout, delay_ms=args.delay_ms,
                           audio_limits=AudioLimits(max_seconds=args.max_audio_seconds))
     print(f"local media allowed under: {', '.join(roots)}", flush=True)
     try:

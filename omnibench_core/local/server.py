@@ -40,6 +40,7 @@ class ServerConfig:
     idle_timeout_s: float = 30.0  # a connection that sends no request for this long is closed
     body_timeout_s: float = 60.0  # a request body must arrive within this
     audio_limits: AudioLimits = field(default_factory=AudioLimits)
+    delay_ms: float = 0.0  # added per chat/transcription request before answering (a planted regression)
 
 
 def _error(status: int, detail: str) -> web.Response:
@@ -89,6 +90,10 @@ class Handlers:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "root": name, "created": 0, "owned_by": "omnibench-local"}]})
 
+    async def _delay(self) -> None:
+        if self.config.delay_ms > 0:
+            await asyncio.sleep(self.config.delay_ms / 1000)
+
     async def stats_view(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats.as_json())
 
@@ -120,6 +125,7 @@ class Handlers:
             raise RequestError(400, "request body is not valid JSON: nested too deeply") from None
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        await self._delay()
         body = await self._json(request)
         cfg = self.config
         req = protocol.parse_chat(body, max_seq_len=cfg.max_seq_len, limits=cfg.audio_limits)
@@ -187,6 +193,7 @@ class Handlers:
             raise RequestError(400, f"malformed multipart body ({type(exc).__name__})") from exc
 
     async def transcriptions(self, request: web.Request) -> web.Response:
+        await self._delay()
         form = await self._form(request)
         model = form.get("model")
         if not isinstance(model, str):

@@ -1,0 +1,52 @@
+"""Benchmark (not a test): a run0 + 3 campaign of both workloads on the local target, deferred
+scoring against per-run scoring, side by side in one run: wall time and server starts.
+
+    python benchmarks/bench_campaign.py [--max-samples 4] [--runs 3] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from omnibench_core import campaign
+from omnibench_core.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--max-samples", type=int, default=4, help="seed-tts samples per run")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for scoring in ("per-run", "deferred"):  # per-run first: it also makes the local data sets
+            settings = Settings(results=str(Path(tmp) / scoring), port=free_port())
+            asked = campaign.asked_from(settings, ["videoamme", "seedtts"], [f"seedtts.max_samples={args.max_samples}"],
+                                        None, args.runs, 0, scoring)
+            t0 = time.monotonic()
+            outcome = campaign.measure(settings, asked, progress=lambda m: None)
+            rows.append({"scoring": scoring, "wall_s": round(time.monotonic() - t0, 1),
+                         "server_starts": outcome.campaign.server_starts,
+                         "runs": len(outcome.campaign.measured()) + 1})
+            print(json.dumps(rows[-1]), flush=True)
+    print(f"{'scoring':<10} {'wall s':>8} {'server starts':>14} {'runs':>5}")
+    for r in rows:
+        print(f"{r['scoring']:<10} {r['wall_s']:>8} {r['server_starts']:>14} {r['runs']:>5}")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""The campaign layer: run0 + N runs of one revision, resumed and retried, then reported and
+compared. It drives the run layer only through :mod:`omnibench_core.api` (``run``,
+``score_runs``) and the files runs leave (manifests, ``metrics.json``); nothing in the run layer
+imports it.
+
+- :mod:`.record`    the campaign file: what was asked, the environment, every run attempt
+- :mod:`.execute`   measure: resume, retries, per-run or deferred scoring
+- :mod:`.progress`  "run k of N", elapsed, estimate left, a line at least every 10 s
+- :mod:`.stats`     mean, sample sd, Welch's t-test (its t distribution, tested)
+- :mod:`.metrics`   the runbook's directions and notes, applied as flags
+- :mod:`.summary`   a campaign's (or named runs') statistics; refuses mixed runs
+- :mod:`.compare`   two campaigns: comparability guard and verdicts
+- :mod:`.writing`   report.md/json, compare.md/json, never overwriting
+- :mod:`.plots`     PNG plots with the optional matplotlib extra
+"""
+
+from .commands import Compared, Reported, compare, compare_text, report, report_text
+from .execute import CampaignStopped, Outcome, asked_from, measure
+
+__all__ = ["CampaignStopped", "Compared", "Outcome", "Reported", "asked_from", "compare", "compare_text", "measure",
+           "report", "report_text"]

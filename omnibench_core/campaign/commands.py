@@ -1,0 +1,134 @@
+"""The campaign layer's front door, called by the Invoke tasks: report and compare (measure is in
+:mod:`.execute`). Each returns data; the ``*_text`` functions render it for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import api
+from ..errors import OmnibenchError
+from ..report import table
+from ..settings import Settings
+from . import record, references
+from .compare import Comparison
+from .compare import compare as compare_stats
+from .execute import environment_of
+from .summary import RunSetStats, stats_of
+from .writing import COMPARE_HEADERS, REPORT_HEADERS, Written, compare_rows, report_rows, write_compare, write_report
+
+
+@dataclass(frozen=True)
+class Reported:
+    """A report made."""
+
+    stats: RunSetStats
+    written: Written
+    campaign: record.Campaign | None
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A comparison made."""
+
+    comparison: Comparison
+    written: Written
+
+
+def find_campaign(settings: Settings, ref: str | None) -> Path:
+    """A campaign file from NAME (this revision folder), REVISION/NAME, a file path, or None (the latest)."""
+    if ref and Path(ref).is_file():
+        return Path(ref)
+    if ref and "/" in ref:
+        revision_name, name = ref.rsplit("/", 1)
+        path = record.campaign_path(settings.run.results_root / revision_name, name)
+    else:
+        revision = api.revision_dir(settings)
+        found = record.campaign_path(revision, ref) if ref else record.latest_campaign(revision)
+        if found is None:
+            raise OmnibenchError(f"no campaign in {revision}", hint="run one: invoke measure --workload NAME")
+        path = found
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+        raise OmnibenchError(f"no campaign {ref!r} at {path}", evidence={"campaigns there": ", ".join(known) or "none"},
+                             hint="name a campaign listed there, REVISION/NAME, or a campaign file")
+    return path
+
+
+def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
+    """A campaign and the statistics of its complete measured runs."""
+    c = record.load(path)
+    revision = path.parent.parent
+    measured = c.measured()
+    notes = []
+    if c.status != "complete" or len(measured) < c.asked.runs:
+        notes.append(f"campaign is {c.status}: {len(measured)} of {c.asked.runs} measured runs complete"
+                     + (f" ({c.reason})" if c.reason else ""))
+    env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})
+    stats = stats_of(f"{c.revision}/{c.name}", [revision / a.run for a in measured], env, notes)
+    return c, stats
+
+
+def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] = ()) -> Reported:
+    """Report one campaign (default: the latest of the revision folder), or named complete runs."""
+    if runs:
+        revision = api.revision_dir(settings)
+        dirs = [revision / r for r in runs]
+        stats = stats_of(f"{revision.name} runs {', '.join(runs)}", dirs, environment_of(dirs[0]))
+        written = write_report(revision / "reports", stats, {"revision": revision.name, "runs named": ", ".join(runs)})
+        return Reported(stats, written, None)
+    path = find_campaign(settings, name)
+    c, stats = campaign_stats(path)
+    header = {"campaign": c.name, "revision": c.revision, "status": c.status, "target": c.asked.settings.get("target"),
+              "workloads": ", ".join(c.asked.workloads), "options": ", ".join(c.asked.options) or "defaults",
+              "scoring": c.asked.scoring, "server starts": c.server_starts, "campaign file": str(path)}
+    written = write_report(path.parent / c.name, stats, header)
+    return Reported(stats, written, c)
+
+
+def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = 0.05,
+            alpha: float = 0.05) -> Compared:
+    """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``."""
+    pa, pb = find_campaign(settings, a), find_campaign(settings, b)
+    (ca, sa), (cb, sb) = campaign_stats(pa), campaign_stats(pb)
+    comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force)
+    values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
+    folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
+    return Compared(comparison, write_compare(folder, comparison, values))
+
+
+def _files(w: Written, what: str) -> list[str]:
+    lines = [f"{what}: {w.markdown}", f"{what} data: {w.json}"]
+    if w.numbered:
+        lines.append(f"(an earlier {what} is kept; this one got the next number)")
+    lines.append(f"plots: {len(w.plots)} in {w.plots[0].parent}" if w.plots else w.plots_note)
+    return lines
+
+
+def report_text(made: Reported) -> str:
+    """What ``invoke report`` and ``invoke measure`` print."""
+    s = made.stats
+    lines = [f"report of {s.title}: runs {', '.join(s.runs)}", table(report_rows(s), REPORT_HEADERS)]
+    lines += [f"FLAG {m.name}: {f}" for m in s.metrics for f in m.flags]
+    lines += [f"note: {n}" for n in s.notes]
+    if references.for_workloads(list(s.identity.get("workloads") or [])):
+        lines.append("the runbook's reference results (OTHER setups, not comparable) are in the report file")
+    return "\n".join(lines + _files(made.written, "report"))
+
+
+def compare_text(made: Compared) -> str:
+    """What ``invoke compare`` prints."""
+    c = made.comparison
+    lines = [f"A (base) {c.a}  vs  B {c.b}: {c.test}, alpha {c.alpha:g}, minimum effect {c.min_effect:.0%}"]
+    lines += [f"SETUP DIFFERS (--force): {d}" for d in c.differences]
+    lines.append(table(compare_rows(c), COMPARE_HEADERS))
+    lines += [f"note: {n}" for n in c.notes]
+    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items()))
+    return "\n".join(lines + _files(made.written, "comparison"))
+
+
+def _numbers(stats: RunSetStats, name: str) -> list[float]:
+    """A compared metric's run values (every compared metric is in both sets)."""
+    metric = stats.metric(name)
+    return list(metric.numbers) if metric is not None else []

@@ -1,0 +1,249 @@
+"""``measure``: one campaign, resumed by the same command. run0 (the warm-up) once, then the
+measured runs; a run that misses a gate or a coverage rule (the run layer moves it aside) is tried
+again up to ``retries`` times; with deferred scoring every run is generated first and one start of
+each scoring server scores them all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import api
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed
+from ..jsonio import read_json
+from ..records import PHASES, Phase
+from ..settings import Settings
+from ..setup.pins import load_pins
+from . import record
+from .progress import CampaignProgress
+from .record import Asked, Attempt, Campaign
+
+MANIFEST = "manifest.json"
+
+
+class CampaignStopped(OmnibenchError):
+    """A slot of the campaign missed its gates or coverage more often than ``--retries`` allows."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a campaign stands after ``measure``."""
+
+    path: Path
+    campaign: Campaign
+
+
+def asked_from(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,
+               runs: int, retries: int, scoring: str) -> Asked:
+    """The campaign's request, checked."""
+    if runs < 2:
+        raise SettingsError("--runs must be at least 2 for a spread", hint="the runbook uses 3")
+    if retries < 0:
+        raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
+    if scoring not in record.SCORINGS:
+        raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(record.SCORINGS)}")
+    if not workloads:
+        raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
+    flat = settings.flat()
+    values = {k: str(flat[k]) for k in record.RESULT_SETTINGS}
+    return Asked(tuple(workloads), record.sorted_options(options), client, values, runs, retries, scoring)
+
+
+def measure(settings: Settings, asked: Asked, *, name: str | None = None,
+            progress: Callable[[str], None] = print) -> Outcome:
+    """Run (or continue) the campaign; raises CampaignStopped, RunInterrupted or a setup error."""
+    revision = api.revision_dir(settings)
+    name = name or asked.default_name()
+    path = record.campaign_path(revision, name)
+    if path.exists():
+        campaign = record.load(path)
+        record.check_same(campaign, asked)
+        campaign = replace(campaign, asked=asked, status="running", reason="")
+    else:
+        campaign = Campaign(name=name, revision=revision.name, asked=asked)
+    campaign = record.save(path, campaign)
+    driver = _Driver(settings, path, campaign, progress)
+    return Outcome(path, driver.go())
+
+
+class _Driver:
+    def __init__(self, settings: Settings, path: Path, campaign: Campaign, progress: Callable[[str], None]):
+        self.settings, self.path, self.campaign = settings, path, campaign
+        self.revision = path.parent.parent
+        durations = [a.seconds for a in campaign.attempts if a.status in ("complete", "generated") and a.seconds]
+        self.progress = CampaignProgress(progress, campaign.slots, durations)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
+        if attempt is not None:
+            self.campaign = self.campaign.with_attempt(attempt)
+        self.campaign = record.save(self.path, replace(self.campaign, **changes))
+
+    def _run_status(self, attempt: Attempt) -> str:
+        """What the run's own manifest says now ("" when the run is gone or unreadable)."""
+        try:
+            return read_json(self.revision / attempt.run / MANIFEST).get("status", "")
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def _done(self, slot: int) -> bool:
+        last = self.campaign.latest(slot)
+        if last is None or not last.run:
+            return False
+        wanted = ("complete", "generated") if self.campaign.asked.scoring == "deferred" else ("complete",)
+        return last.status in wanted and self._run_status(last) == last.status
+
+    # -- the campaign ----------------------------------------------------------------------
+    def go(self) -> Campaign:
+        c = self.campaign
+        with self.progress:
+            self.progress.say(f"campaign {c.name}: run0 (warm-up) + {c.asked.runs} runs of "
+                              f"{', '.join(c.asked.workloads)}, {c.asked.scoring} scoring, up to {c.asked.retries} "
+                              f"retries a run; file {self.path}")
+            try:
+                while True:
+                    for slot in range(c.slots):
+                        self._fill(slot)
+                    if self.campaign.asked.scoring == "deferred":
+                        self._score_generated()
+                    if all(self._complete(s) for s in range(c.slots)):
+                        break
+            except RunInterrupted as exc:
+                self.save(status="interrupted", reason=exc.message)
+                self.progress.say(f"campaign interrupted; the same command resumes it ({self.path})")
+                raise
+            except CampaignStopped as exc:
+                self.save(status="stopped", reason=exc.message)
+                raise
+            self.save(status="complete", reason="")
+            self.progress.say(f"campaign complete: {len(self.campaign.measured())} measured runs, "
+                              f"{self.campaign.server_starts} server starts in all")
+        return self.campaign
+
+    def _complete(self, slot: int) -> bool:
+        last = self.campaign.latest(slot)
+        return last is not None and last.status == "complete" and self._run_status(last) == "complete"
+
+    def _fill(self, slot: int) -> None:
+        """Make ``slot`` done (complete, or generated for deferred scoring), retrying misses."""
+        c = self.campaign
+        label = "run0 warm-up, discarded" if slot == 0 else f"measured run {slot} of {c.asked.runs}"
+        while not self._done(slot):
+            last = c.latest(slot)
+            if last is not None and last.status in ("complete", "generated"):  # its run vanished or changed
+                self.progress.say(f"{last.run} of slot {slot} is no longer {last.status}; it is done again")
+            if self.campaign.failures(slot) > c.asked.retries:
+                errors = [f"{a.run or '-'}: {a.status}: {a.error}" for a in self.campaign.attempts if a.slot == slot]
+                raise CampaignStopped(f"slot {slot} ({label}) missed its gates or coverage "
+                                      f"{self.campaign.failures(slot)} times; --retries {c.asked.retries} is spent",
+                                      evidence={"attempts": "\n".join(errors), "campaign": str(self.path)},
+                                      hint="fix the cause, then repeat the command (or raise --retries): "
+                                           "complete runs are kept")
+            self._attempt(slot, label)
+
+    def _attempt(self, slot: int, label: str) -> None:
+        c, settings = self.campaign, self.settings
+        tries = self.campaign.failures(slot)
+        self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""))
+        phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
+        started, t0 = record.now_iso(), time.monotonic()
+        attempt = Attempt(slot, "", "running", started)
+        self.save(attempt)
+        try:
+            result = api.run(settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
+                             progress=self.progress, phases=phases)
+        except RunInterrupted as exc:
+            moved = str(exc.evidence.get("run moved to", ""))
+            self.save(replace(attempt, status="interrupted", seconds=time.monotonic() - t0, error=exc.message,
+                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved))
+            raise
+        except (GateError, StepFailed) as exc:
+            if isinstance(exc, RunNotReady):
+                raise  # the port or folder is not ready: a retry would miss the same way
+            moved = str(exc.evidence.get("run moved to", ""))
+            self.save(replace(attempt, status="failed", seconds=time.monotonic() - t0, error=exc.message,
+                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved,
+                              server_starts=_starts(Path(moved)) if moved else 0))
+            self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
+            return
+        seconds = time.monotonic() - t0
+        moved = str(result.run_dir) if result.status == "incomplete" else ""
+        run = result.run_dir.name.split("-incomplete")[0]
+        error = "; ".join(f"{r.name}: {r.detail}" for r in result.broken_rules)
+        self.save(replace(attempt, run=run, status=result.status, seconds=seconds, moved_to=moved, error=error,
+                          server_starts=_starts(result.run_dir)))
+        self.progress.end_run(seconds)
+        if slot == 0 and not self.campaign.environment:
+            self.save(environment=environment_of(result.run_dir))
+
+    def _score_generated(self) -> None:
+        """Deferred scoring: every generated run of the campaign on one start of each scoring server."""
+        c = self.campaign
+        latest = [c.latest(s) for s in range(c.slots)]
+        pending = [a for a in latest if a is not None and a.status == "generated"]
+        if not pending:
+            return
+        self.progress.phase(f"scoring {len(pending)} generated runs together")
+        self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
+        try:
+            results = api.score_runs(self.settings, c.asked.workloads, [self.revision / a.run for a in pending],
+                                     options=c.asked.options, client=c.asked.client, progress=self.progress)
+        finally:
+            for attempt in pending:  # record what each run's manifest says now, also after Ctrl-C
+                self._after_scoring(attempt)
+        del results
+
+    def _after_scoring(self, attempt: Attempt) -> None:
+        here = self.revision / attempt.run
+        if here.is_dir():
+            status, run_dir = self._run_status(attempt), here
+        else:  # moved aside by the run layer
+            moved = sorted(self.revision.glob(f"{attempt.run}-incomplete*"), key=lambda p: p.stat().st_mtime)
+            run_dir = moved[-1] if moved else here
+            status = "failed"
+            try:
+                status = read_json(run_dir / MANIFEST).get("status", "failed")
+            except (OSError, ValueError):
+                pass
+            status = "incomplete" if status == "incomplete" else "failed"
+        error = ""
+        try:
+            data = read_json(run_dir / MANIFEST)
+            error = ((data.get("error") or {}).get("message", "") if status == "failed" else
+                     "; ".join(f"{c['rule']}: {c['detail']}" for c in data.get("coverage", []) if not c.get("ok")))
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.save(replace(attempt, status=status or "failed", server_starts=_starts(run_dir), error=error,
+                          moved_to="" if run_dir == here else str(run_dir)))
+
+
+def _starts(run_dir: Path) -> int:
+    """Server starts a run made itself (a shared scoring start counts once, in the run that made it)."""
+    try:
+        servers = read_json(run_dir / MANIFEST).get("servers", [])
+    except (OSError, ValueError):
+        return 0
+    return sum(1 for s in servers if "started_in" not in s)
+
+
+def environment_of(run_dir: Path) -> dict[str, Any]:
+    """The environment a campaign ran in, from its first run's manifest: host, GPU model and driver,
+    CPU set, package versions, target and its details, and the pinned model revisions."""
+    try:
+        manifest = read_json(run_dir / MANIFEST)
+    except (OSError, ValueError):
+        return {}
+    env = dict(manifest.get("environment", {}))
+    try:
+        settings = manifest.get("settings", {})
+        pins = load_pins(settings.get("pins_file") or None)
+        models = {p.repo: p.revision for p in pins.pins}
+    except OmnibenchError:
+        models = {}
+    slot = manifest.get("slot", {})
+    return {**env, "target": manifest.get("target"), "revision": manifest.get("revision"),
+            "dirty": manifest.get("dirty"), "target_details": manifest.get("target_details", {}),
+            "slot_cpus": slot.get("cpus", []), "slot_gpus": slot.get("gpus", []), "model_revisions": models}

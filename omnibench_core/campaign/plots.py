@@ -1,0 +1,73 @@
+"""PNG plots with matplotlib, an optional extra (``pip install -e '.[plots]'``). Without it the
+callers say how to get plots; nothing else depends on them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+HOW_TO_GET = "plots need matplotlib: pip install -e '.[plots]' (or pip install matplotlib), then report again"
+
+
+def available() -> bool:
+    """Whether matplotlib can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd: float | None, direction: str) -> Path:
+    """One metric's value per run, with its mean and a band of one sample sd."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.5, 3))
+    runs = list(values)
+    ax.plot(runs, [values[r] for r in runs], "o", color="C0", label="run")
+    ax.axhline(mean, color="C1", label="mean")
+    if sd:
+        ax.axhspan(mean - sd, mean + sd, color="C1", alpha=0.2, label="± 1 sd")
+    better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
+    ax.set_title(f"{name}{better}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def compare_plot(path: Path, rows: Sequence[tuple[str, list[float], list[float], str]], a: str, b: str) -> Path:
+    """Each metric's runs of A and B side by side, with each side's mean; the title carries the verdict."""
+    plt = _pyplot()
+    cols = 4
+    n = max(1, len(rows))
+    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(cols * 3.2, math.ceil(n / cols) * 2.4), squeeze=False)
+    for ax, (name, va, vb, verdict) in zip(axes.flat, rows, strict=False):
+        ax.plot([0] * len(va), va, "o", color="C0")
+        ax.plot([1] * len(vb), vb, "o", color="C3")
+        for x, vals, color in ((0, va, "C0"), (1, vb, "C3")):
+            if vals:
+                m = sum(vals) / len(vals)
+                ax.plot([x - 0.2, x + 0.2], [m, m], color=color)
+        ax.set_xticks([0, 1], [a[:18], b[:18]], fontsize=6)
+        ax.set_xlim(-0.5, 1.5)
+        ax.set_title(f"{name}\n{verdict}", fontsize=7)
+        ax.tick_params(axis="y", labelsize=6)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

@@ -1,0 +1,190 @@
+"""The campaign file, ``<results>/<revision>/campaigns/<name>.json``: what was asked, the
+environment it ran in, and every run attempt with its status and the server starts it took.
+Written atomically after every change, so Ctrl-C or a crash leaves a resumable campaign."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import OmnibenchError, SettingsError
+from ..jsonio import read_json, write_json
+
+CAMPAIGNS = "campaigns"
+Scoring = Literal["deferred", "per-run"]
+SCORINGS: tuple[str, ...] = ("deferred", "per-run")
+# Settings that change a run's numbers: a campaign is resumed only with the same values.
+RESULT_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms")
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with seconds."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a campaign measures: its identity (workloads, options, client, settings) plus how
+    (runs, retries, scoring), which a later command may change."""
+
+    workloads: tuple[str, ...]
+    options: tuple[str, ...]  # WORKLOAD.KEY=VALUE as given, sorted
+    client: str | None
+    settings: Mapping[str, str]  # RESULT_SETTINGS, as strings
+    runs: int = 3
+    retries: int = 2
+    scoring: str = "deferred"
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for a command to continue this campaign."""
+        return {"workloads": list(self.workloads), "options": list(self.options), "client": self.client,
+                **{f"setting {k}": v for k, v in self.settings.items()}}
+
+    def default_name(self) -> str:
+        """Workloads, options and the target (and a non-zero planted delay): the same command, the same name."""
+        parts = ["+".join(self.workloads)]
+        parts += [o.replace("=", "-") for o in self.options]
+        if self.client:
+            parts.append(f"client-{self.client}")
+        parts.append(self.settings.get("target", ""))
+        if self.settings.get("local_delay_ms", "0") not in ("0", "0.0", ""):
+            parts.append(f"delay{self.settings['local_delay_ms']}ms")
+        name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(p for p in parts if p))
+        if len(name) > 100:
+            name = f"{name[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+        return name
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try at one slot of the campaign (slot 0 is the warm-up run0)."""
+
+    slot: int
+    run: str  # the runN directory name it got ("" if it never got one)
+    status: str  # running, generated, complete, incomplete, failed, interrupted
+    started: str = ""
+    seconds: float = 0.0
+    server_starts: int = 0
+    error: str = ""
+    moved_to: str = ""  # where the run layer moved it aside
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """The whole campaign file."""
+
+    name: str
+    revision: str  # the revision folder name
+    asked: Asked
+    attempts: tuple[Attempt, ...] = ()
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    status: str = "running"  # running, complete, stopped, interrupted
+    reason: str = ""
+    created: str = ""
+    updated: str = ""
+
+    @property
+    def slots(self) -> int:
+        """run0 plus the measured runs."""
+        return self.asked.runs + 1
+
+    def latest(self, slot: int) -> Attempt | None:
+        """The last attempt at ``slot``."""
+        found = [a for a in self.attempts if a.slot == slot]
+        return found[-1] if found else None
+
+    def failures(self, slot: int) -> int:
+        """Attempts at ``slot`` that missed a gate or a coverage rule (retries spent)."""
+        return sum(a.status in ("incomplete", "failed") for a in self.attempts if a.slot == slot)
+
+    def measured(self) -> list[Attempt]:
+        """The latest attempt at each measured slot (1..runs) that is complete."""
+        out = []
+        for slot in range(1, self.slots):
+            last = self.latest(slot)
+            if last is not None and last.status == "complete":
+                out.append(last)
+        return out
+
+    @property
+    def server_starts(self) -> int:
+        """Every server start of every attempt."""
+        return sum(a.server_starts for a in self.attempts)
+
+    def with_attempt(self, attempt: Attempt) -> Campaign:
+        """A new attempt added, or the last one of its slot and run replaced (its status moved on)."""
+        attempts = list(self.attempts)
+        for i in range(len(attempts) - 1, -1, -1):
+            if attempts[i].slot == attempt.slot:
+                if attempts[i].started == attempt.started:
+                    attempts[i] = attempt
+                    return replace(self, attempts=tuple(attempts))
+                break
+        return replace(self, attempts=(*attempts, attempt))
+
+    def as_record(self) -> dict[str, Any]:
+        """The JSON form."""
+        data = asdict(self)
+        data["asked"]["workloads"] = list(self.asked.workloads)
+        data["asked"]["options"] = list(self.asked.options)
+        data["server_starts"] = self.server_starts
+        data["format"] = 1
+        return data
+
+
+def campaign_path(revision_dir: Path, name: str) -> Path:
+    """``<revision>/campaigns/<name>.json``."""
+    return revision_dir / CAMPAIGNS / f"{name}.json"
+
+
+def save(path: Path, campaign: Campaign) -> Campaign:
+    """Write the campaign atomically, stamped with the time."""
+    campaign = replace(campaign, updated=now_iso(), created=campaign.created or now_iso())
+    write_json(path, campaign.as_record())
+    return campaign
+
+
+def load(path: Path) -> Campaign:
+    """Read a campaign file."""
+    try:
+        data = read_json(path)
+        asked = data["asked"]
+        return Campaign(
+            name=data["name"], revision=data["revision"],
+            asked=Asked(tuple(asked["workloads"]), tuple(asked["options"]), asked.get("client"),
+                        dict(asked["settings"]), int(asked["runs"]), int(asked["retries"]), asked["scoring"]),
+            attempts=tuple(Attempt(**a) for a in data.get("attempts", [])),
+            environment=data.get("environment", {}), status=data.get("status", "running"),
+            reason=data.get("reason", ""), created=data.get("created", ""), updated=data.get("updated", ""))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OmnibenchError(f"cannot read the campaign file {path}: {type(exc).__name__}: {exc}",
+                             hint="name another campaign, or move that file aside") from exc
+
+
+def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """``key: A != B`` for each key whose values differ."""
+    return [f"{k}: {a.get(k)!r} != {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def check_same(existing: Campaign, asked: Asked) -> None:
+    """A command continues a campaign only when it asks for the same measurement."""
+    diff = differences(existing.asked.identity(), asked.identity())
+    if diff:
+        raise SettingsError(f"campaign {existing.name!r} measured something else", evidence={"differences": "\n".join(diff)},
+                            hint="repeat the campaign's own command, or pass --name for a new campaign")
+
+
+def latest_campaign(revision_dir: Path) -> Path | None:
+    """The campaign file of ``revision_dir`` changed last."""
+    files = sorted((revision_dir / CAMPAIGNS).glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return files[-1] if files else None
+
+
+def sorted_options(pairs: Sequence[str]) -> tuple[str, ...]:
+    """Options in a stable order (the name and identity do not depend on flag order)."""
+    return tuple(sorted(pairs))

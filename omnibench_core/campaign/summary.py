@@ -1,0 +1,123 @@
+"""A report's numbers: per metric the mean, sample sd, values labelled by run, direction,
+relative spread and the runbook's flags, over a campaign's measured runs or named runs, which must
+all measure the same thing (workloads, options, target)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import OmnibenchError
+from ..jsonio import read_json
+from . import metrics as meta
+from .record import differences
+from .stats import mean_sd
+
+
+class MixedRuns(OmnibenchError):
+    """Runs that measured different things were asked to be reported together."""
+
+
+@dataclass(frozen=True)
+class MetricStats:
+    """One metric over the runs."""
+
+    name: str
+    values: dict[str, Any]  # by run name
+    mean: float | None
+    sd: float | None
+    direction: str
+    rel_spread: float | None  # sd / |mean|
+    flags: tuple[str, ...] = ()
+
+    @property
+    def numbers(self) -> list[float]:
+        """The values, when all are numbers."""
+        return [float(v) for v in self.values.values()]
+
+
+@dataclass(frozen=True)
+class RunSetStats:
+    """What a report says about a set of runs."""
+
+    title: str
+    runs: tuple[str, ...]
+    run_dirs: tuple[Path, ...]
+    identity: dict[str, Any]
+    metrics: tuple[MetricStats, ...]
+    notes: tuple[str, ...] = ()
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def metric(self, name: str) -> MetricStats | None:
+        """The metric called ``name``."""
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def run_identity(run_dir: Path) -> dict[str, Any]:
+    """What a run measured, from its manifest: workloads, options, target, result settings."""
+    try:
+        m = read_json(run_dir / "manifest.json")
+    except (OSError, ValueError) as exc:
+        raise OmnibenchError(f"cannot read the manifest of {run_dir}: {exc}", hint="name complete runs") from exc
+    settings = m.get("settings", {})
+    return {"workloads": m.get("workloads"), "options": m.get("options"), "target": m.get("target"),
+            "local_delay_ms": settings.get("local_delay_ms", "0.0"), "gpus": settings.get("gpus"),
+            "cpus": settings.get("cpus")}
+
+
+def check_same_measurement(run_dirs: Sequence[Path]) -> dict[str, Any]:
+    """Refuse runs of different workloads, options or targets, naming each difference."""
+    ids = [run_identity(d) for d in run_dirs]
+    problems = [f"{d.name} vs {run_dirs[0].name}: {diff}" for d, i in zip(run_dirs[1:], ids[1:], strict=True)
+                for diff in differences(ids[0], i)]
+    if problems:
+        raise MixedRuns("these runs measured different things, so a mean over them means nothing",
+                        evidence={"differences": "\n".join(problems)},
+                        hint="report one campaign (invoke report NAME) or name runs of one measurement")
+    return ids[0] if ids else {}
+
+
+def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] | None = None,
+             notes: Sequence[str] = ()) -> RunSetStats:
+    """Statistics over ``run_dirs`` (complete runs of one measurement)."""
+    if len(run_dirs) < 2:
+        raise OmnibenchError("mean and spread need at least two complete runs",
+                             evidence={"runs": ", ".join(d.name for d in run_dirs) or "none"},
+                             hint="measure more runs: invoke measure --runs 3")
+    identity = check_same_measurement(run_dirs)
+    docs = []
+    for d in run_dirs:
+        try:
+            docs.append(read_json(d / "metrics.json"))
+        except (OSError, ValueError) as exc:
+            raise OmnibenchError(f"cannot read {d / 'metrics.json'}: {exc}", hint="name complete runs") from exc
+    incomplete = [d.name for d, doc in zip(run_dirs, docs, strict=True) if not doc.get("complete")]
+    if incomplete:
+        raise OmnibenchError("a run is incomplete", evidence={"runs": ", ".join(incomplete)},
+                             hint="repeat those runs; incomplete runs are moved aside as runN-incomplete")
+    names = [d.name for d in run_dirs]
+    rows, numeric = [], {}
+    for key in docs[0]["metrics"]:
+        values = {n: doc["metrics"].get(key) for n, doc in zip(names, docs, strict=True)}
+        mean: float | None
+        sd: float | None
+        rel: float | None
+        if all(_number(v) for v in values.values()):
+            mean, sd = mean_sd([float(v) for v in values.values()])
+            rel = sd / abs(mean) if sd is not None and mean else (0.0 if sd == 0 else None)
+            numeric[key] = [float(v) for v in values.values()]
+        else:
+            mean = sd = rel = None
+        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel))
+    flagged: dict[str, list[str]] = {}
+    for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
+        flagged.setdefault(f.metric, []).append(f.note)
+    rows = [MetricStats(r.name, r.values, r.mean, r.sd, r.direction, r.rel_spread, tuple(flagged.get(r.name, ())))
+            for r in rows]
+    return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), tuple(notes), environment or {})

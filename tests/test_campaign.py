@@ -1,0 +1,171 @@
+"""Real campaigns on the local target with the selftest workload (about a second a run): resume
+after Ctrl-C, retries, the report against the runbook's statistics block, a mixed set refused,
+compare's verdicts on a planted latency and its guard, plots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port
+
+from omnibench_core import api, campaign
+from omnibench_core.campaign import plots, record
+from omnibench_core.campaign.compare import NotComparable
+from omnibench_core.campaign.summary import MixedRuns
+from omnibench_core.settings import Settings
+
+ORACLE = Path(__file__).with_name("runbook_stats.py")
+QUIET = lambda message: None  # noqa: E731
+
+
+def _measure(settings, *opts, runs=3, retries=2, scoring="deferred", name=None):
+    asked = campaign.asked_from(settings, ["selftest"], list(opts), None, runs, retries, scoring)
+    return campaign.measure(settings, asked, name=name, progress=QUIET)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("campaigns")
+
+
+@pytest.fixture(scope="module")
+def base(results):
+    """A deferred-scoring campaign with 100 ms planted per request (so noise is small beside it)."""
+    settings = Settings.of(results=str(results), port=free_port(), local_delay_ms=100)
+    return settings, _measure(settings)
+
+
+def test_a_campaign_records_what_was_asked_its_runs_and_server_starts(base):
+    settings, outcome = base
+    c = outcome.campaign
+    assert outcome.path.parent.name == "campaigns" and c.name.startswith("selftest_local_delay100")
+    assert c.status == "complete" and [a.run for a in c.measured()] == ["run1", "run2", "run3"]
+    assert c.latest(0).run == "run0" and c.latest(0).status == "complete"
+    assert c.server_starts == 4 + 1  # a selftest server per run, ONE scoring server for all four (deferred)
+    data = json.loads(outcome.path.read_text())
+    assert data["asked"]["scoring"] == "deferred" and float(data["asked"]["settings"]["local_delay_ms"]) == 100
+    assert data["environment"]["host"] and "packages" in data["environment"]
+    again = _measure(settings)  # the same command: nothing to do, nothing repeated
+    assert len(again.campaign.attempts) == len(c.attempts)
+
+
+def test_report_equals_the_runbooks_statistics_block(base):
+    settings, outcome = base
+    made = campaign.report(settings, outcome.campaign.name)
+    revision = outcome.path.parent.parent
+    oracle = subprocess.run([sys.executable, str(ORACLE), *(str(revision / r) for r in ("run1", "run2", "run3"))],
+                            capture_output=True, text=True, check=True).stdout
+    for line in oracle.splitlines():
+        name, mean, sd, _ = line.split(" ", 3)
+        m = made.stats.metric(name)
+        assert round(m.mean, 6) == float(mean) and round(m.sd, 6) == float(sd), name
+    doc = json.loads(made.written.json.read_text())
+    assert doc["metrics"]["selftest.latency_mean_s"]["direction"] == "lower"
+    assert set(doc["metrics"]["selftest.requests"]["values"]) == {"run1", "run2", "run3"}
+    assert "| selftest.latency_mean_s | lower |" in made.written.markdown.read_text()
+    if plots.available():
+        assert {p.name for p in made.written.plots} >= {"selftest.latency_mean_s.png"}
+        assert all(p.stat().st_size > 1000 for p in made.written.plots)
+    else:
+        pytest.skip("matplotlib is not installed: install the test extra to check the plots")
+
+
+def test_per_run_scoring_starts_the_scorer_every_run(results):
+    settings = Settings.of(results=str(results), port=free_port(), local_delay_ms=1)
+    outcome = _measure(settings, runs=2, scoring="per-run")
+    assert outcome.campaign.server_starts == 3 * 2  # each run: its selftest server and its own scorer
+
+
+def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(base, results):
+    settings, outcome = base
+    slower = Settings.of(results=str(results), port=free_port(), local_delay_ms=120)
+    b = _measure(slower)
+    repeat = _measure(settings, name="repeat")
+    worse = campaign.compare(settings, outcome.campaign.name, b.campaign.name)
+    verdicts = {m.name: m.verdict for m in worse.comparison.metrics}
+    assert verdicts["selftest.latency_mean_s"] == "worse"
+    assert verdicts["selftest.matched"] == "no significant change"
+    same = campaign.compare(settings, outcome.campaign.name, repeat.campaign.name)
+    assert {m.name: m.verdict for m in same.comparison.metrics}["selftest.latency_mean_s"] == "no significant change"
+    doc = json.loads(worse.written.json.read_text())
+    assert doc["test"] == "Welch's two-sided t-test" and doc["min_effect"] == 0.05
+    assert "WORSE" in worse.written.markdown.read_text()
+    if plots.available():
+        assert worse.written.plots and worse.written.plots[0].is_file()
+    # --fail-on worse makes the exit code usable in CI
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
+    done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
+                           "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr
+
+
+def test_the_guard_names_each_difference_unless_forced(base, results):
+    settings, outcome = base
+    other = _measure(settings, "selftest.requests=4", runs=2)
+    with pytest.raises(NotComparable) as err:
+        campaign.compare(settings, outcome.campaign.name, other.campaign.name)
+    assert "workload options" in err.value.evidence["differences"]
+    forced = campaign.compare(settings, outcome.campaign.name, other.campaign.name, force=True)
+    assert forced.comparison.forced and any("workload options" in d for d in forced.comparison.differences)
+    assert "Setups differ" in forced.written.markdown.read_text()
+
+
+def test_report_refuses_runs_of_different_measurements(tmp_path, port):
+    settings = Settings.of(results=str(tmp_path), port=port)
+    a = api.run(settings, ["selftest"], progress=QUIET)
+    b = api.run(settings, ["selftest"], options=["selftest.requests=4"], progress=QUIET)
+    with pytest.raises(MixedRuns) as err:
+        campaign.report(settings, runs=[a.run_dir.name, b.run_dir.name])
+    assert "options" in err.value.evidence["differences"] and "run1 vs run0" in err.value.evidence["differences"]
+
+
+def test_a_run_that_fails_is_retried_and_retries_run_out(tmp_path, port):
+    settings = Settings.of(results=str(tmp_path), port=port)
+    flag = tmp_path / "failed-once"
+    with pytest.raises(campaign.CampaignStopped, match="--retries 0 is spent"):
+        _measure(settings, f"selftest.fail_once={flag}", runs=2, retries=0)
+    stopped = record.load(next((tmp_path).glob("local-*/campaigns/*.json")))
+    assert stopped.status == "stopped" and stopped.latest(0).status == "failed"
+    assert stopped.latest(0).moved_to.endswith("run0-incomplete")
+    outcome = _measure(settings, f"selftest.fail_once={flag}", runs=2, retries=1)  # the same campaign, one retry
+    c = outcome.campaign
+    assert c.status == "complete" and [a.status for a in c.attempts if a.slot == 0] == ["failed", "complete"]
+    assert c.latest(0).run == "run0"  # the retry took the name the failed run freed
+
+
+def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path):
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
+    argv = [sys.executable, "-m", "invoke", "measure", "-w", "selftest", "-o", "selftest.client_seconds=3",
+            "--scoring", "per-run", "-p", str(free_port())]
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "(measured run 2 of 3)" in line and "selftest.client: running" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + rest
+    assert "the same command resumes it" in rest
+    (revision,) = tmp_path.glob("local-*")
+    before = {r: _sha(revision / r / "manifest.json") for r in ("run0", "run1")}
+    assert (revision / "run2-incomplete").is_dir() and not (revision / "run2").exists()
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {r: _sha(revision / r / "manifest.json") for r in ("run0", "run1")} == before  # not repeated
+    assert "estimate after the first run" not in done.stdout  # the earlier runs' durations give an estimate
+    c = record.load(next((revision / "campaigns").glob("*.json")))
+    assert [a.run for a in c.measured()] == ["run1", "run2", "run3"]
+    assert [a.status for a in c.attempts if a.slot == 2] == ["interrupted", "complete"]
+    assert "run 3 of 4 (measured run 2 of 3)" in done.stdout and "left]" in done.stdout
