@@ -99,7 +99,7 @@ def letter_questions(base: str, *, talker: bool) -> list[bool]:
     return results
 
 
-def video_questions(base: str, *, talker: bool, count: int = 4) -> list[bool]:
+def video_questions(base: str, *, talker: bool, count: int = 2) -> list[bool]:
     """The first questions of omnibench's local Video-AMME set (video and spoken question in)."""
     from omnibench_plugins.videoamme.client import VideoClientConfig, parse_letter, request_body
     from omnibench_plugins.videoamme.data import ensure_local_set, load_samples, local_set_dir
@@ -115,7 +115,7 @@ def video_questions(base: str, *, talker: bool, count: int = 4) -> list[bool]:
     return results
 
 
-def tts_wer(base: str, count: int = 3) -> float:
+def tts_wer(base: str, count: int = 2) -> float:
     """Voice clone on the first seed-tts samples, transcribed by the same server: corpus WER."""
     from omnibench_core.audio import wav_data_uri
     from omnibench_core.scoring import wer
