@@ -15,6 +15,7 @@ from omnibench_core.report import emit
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.setup.doctor import diagnose
+from omnibench_core.standin import StandinSpec, make_standin
 
 
 @contextmanager
@@ -204,8 +205,26 @@ def doctor(c):
         raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
 
 
+@task(help={"out": "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
+            "commits": "how many commits of history (default 1)",
+            "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
+            "delay-ms": "latency added per request from --regress-at on (default 50)",
+            "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)"})
+def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None):
+    """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
+    with reported():
+        spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,
+                           delay_ms=float(delay_ms), fail_stage=fail_stage)
+        made = make_standin(Path(out), spec)
+    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
+            for i, sha in enumerate(made.commits, start=1))
+    emit(report.table(rows, ("commit", "sha", "delay_ms", "failing CI stage")))
+    emit(f"STANDIN_OK {made.root}\n"
+         f"try it: invoke run --target sglang-omni --checkout {made.root} --workload videoamme --workload seedtts")
+
+
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, compare, plugins, doctor, setup)
+ns = Collection(run, measure, compare, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.defaults()})

@@ -96,10 +96,12 @@ def _sglang_client(ctx: RunContext, mode: str, *extra: str) -> Command:
 def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     """sglang-omni's own client, with the runbook's flags (others only when set away from default)."""
     o = ctx.options
-
-    def record(step: StepContext) -> None:
-        _write_dataset(step, HF_META, max_samples or RUNBOOK_SAMPLES, revision=HF_REVISION, split="en")
-
+    # The count the client will read, from the checkout's own loader (the runbook's is 1088).
+    count = [ctx.target.python, str(Path(__file__).with_name("dataset_hf.py")), "--repo", HF_META, "--split", "en",
+             "--revision", HF_REVISION, "--runbook-samples", str(RUNBOOK_SAMPLES),
+             "--out", str(ctx.workload_dir / "dataset.json")]
+    if max_samples:
+        count += ["--max-samples", str(max_samples)]
     extra = []
     for key in SGLANG_OMITS_AT_DEFAULT:
         if o[key] != DEFAULTS[key]:
@@ -109,7 +111,7 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
             extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
                             "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra)
-    return [Step("dataset", record, outputs=(_rel(ctx, "dataset.json"),)),
+    return [Step("dataset", Command(tuple(count)), outputs=(_rel(ctx, "dataset.json"),)),
             Step("generate", client, server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
 
 

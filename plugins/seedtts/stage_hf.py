@@ -7,6 +7,7 @@ Used when omnibench's native client runs against the sglang-omni target.
 """
 
 import argparse
+import inspect
 import os
 import shutil
 import sys
@@ -23,7 +24,11 @@ def main() -> int:
     sys.path.insert(0, os.getcwd())  # `benchmarks` is imported from the checkout root
     from benchmarks.dataset.seedtts import load_seedtts_samples
 
-    samples = load_seedtts_samples(args.repo, args.max_samples, split=args.split, revision=args.revision)
+    kwargs = {"split": args.split}
+    # Older checkouts' loaders take no revision (they read the cached refs/main); pass it only where accepted.
+    if args.revision and "revision" in inspect.signature(load_seedtts_samples).parameters:
+        kwargs["revision"] = args.revision
+    samples = load_seedtts_samples(args.repo, args.max_samples, **kwargs)
     os.makedirs(os.path.join(args.out, "wavs"), exist_ok=True)
     lines = []
     for s in samples:

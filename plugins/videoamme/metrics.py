@@ -39,6 +39,6 @@ def collect(workload_dir: Path, prefix: str = "videoamme") -> Collected:
     if isinstance(field(vw, "asr"), str) and "substitute" in field(vw, "asr"):
         notes.append(f"{prefix}.wer: {field(vw, 'asr')}")
     method = field(v, "config", "answer_method")
-    if isinstance(method, str):
+    if isinstance(method, str) and method:  # "" when the real model answers
         notes.append(f"{prefix}.accuracy: {method}")
     return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes))

@@ -1,0 +1,203 @@
+"""The stand-in sglang-omni checkout: the `sglang-omni` target end to end on CPU, its CI stages
+through nox, the set-up tasks and doctor against it, and its history of commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port
+from test_ci_stages import nox_ci
+
+from omnibench_core.standin import Standin, StandinSpec, make_standin, write_fake_nvidia_smi
+from omnibench_plugins.ci_stages import STAGES
+
+TESTS = Path(__file__).resolve().parent
+RUNBOOK_KEYS = 30  # the runbook's metrics: 28 named fields, audio.files and audio.empty_or_nan
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory) -> Standin:
+    """A clean stand-in with two commits, made once per session."""
+    return make_standin(tmp_path_factory.mktemp("standin") / "sglang-omni", StandinSpec(commits=2))
+
+
+@pytest.fixture(scope="session")
+def fake_gpu(tmp_path_factory, standin) -> Path:
+    """A folder with a fake nvidia-smi: memory in use while a stand-in server lives."""
+    folder = tmp_path_factory.mktemp("fakegpu")
+    write_fake_nvidia_smi(folder, standin.root)
+    return folder
+
+
+def _invoke_run(results: Path, standin: Standin, fake_gpu: Path, *args: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "invoke", "run", "--target", "sglang-omni", "--checkout", str(standin.root),
+            "--port", str(free_port()), *args]
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PATH": f"{fake_gpu}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def standin_run(tmp_path_factory, standin, fake_gpu):
+    """The runbook's One run on the sglang-omni target with the stand-in's own clients."""
+    results = tmp_path_factory.mktemp("standin-run")
+    done = _invoke_run(results, standin, fake_gpu, "--workload", "videoamme", "--workload", "seedtts")
+    return done, results
+
+
+def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gpu):
+    done, results = standin_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "RUN_COMPLETE" in done.stdout
+    (run,) = results.glob(f"{standin.head[:7]}/run0")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["complete"] is True and len(metrics["metrics"]) == RUNBOOK_KEYS
+    manifest = json.loads((run / "manifest.json").read_text())
+    servers = {s["label"]: s for s in manifest["servers"]}
+    assert list(servers) == ["videoamme", "seedtts", "asr"]
+    # the ASR server is the checkout's sgl-omni serve with the ASR model name
+    asr_argv = servers["asr"]["argv"]
+    assert asr_argv[0] == str(standin.venv / "bin" / "sgl-omni") and asr_argv[1] == "serve"
+    assert asr_argv[asr_argv.index("--model-name") + 1] == "Qwen/Qwen3-ASR-1.7B"
+    steps = {s["step"]: s for s in manifest["steps"]}
+    modes = {name: next(a for a in steps[name]["command"] if a.endswith("-only"))
+             for name in ("seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos")}
+    assert modes == {"seedtts.generate": "--generate-only", "seedtts.transcribe": "--transcribe-only",
+                     "seedtts.similarity": "--similarity-only", "seedtts.utmos": "--utmos-only"}
+    assert "sglang-omni stand-in" in json.loads((run / "seedtts" / "speed_results.json").read_text())["config"]["client"]
+    gates = [g for g in manifest["gates"] if g["gate"] == "GPU_FREE"]
+    assert [g["status"] for g in gates] == ["passed"] * 3
+    assert (fake_gpu / "calls.log").read_text().count("--query-gpu=memory.used") >= 3
+
+
+def test_runbooks_collection_script_agrees_on_the_standin_run(standin_run, tmp_path):
+    _, results = standin_run
+    (run,) = results.glob("*/run0")
+    copy = Path(shutil.copytree(run, tmp_path / "run0"))
+    samples = json.loads((run / "seedtts" / "dataset.json").read_text())["samples"]
+    (tmp_path / "collect.py").write_text((TESTS / "runbook_collect.py").read_text().replace("1088", str(samples)))
+    done = subprocess.run([sys.executable, str(tmp_path / "collect.py"), str(copy)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "RUN_COMPLETE"
+    theirs, ours = (json.loads((d / "metrics.json").read_text()) for d in (copy, run))
+    assert theirs["metrics"] == ours["metrics"] and theirs["rates"] == ours["rates"]
+
+
+def test_native_client_on_the_standin(tmp_path, standin, fake_gpu):
+    done = _invoke_run(tmp_path / "results", standin, fake_gpu, "--workload", "seedtts", "--client", "native",
+                       "--opt", "seedtts.max_samples=4")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (tmp_path / "results").glob("*/run0")
+    speed = json.loads((run / "seedtts" / "speed_results.json").read_text())
+    assert speed["config"]["client"] == "omnibench-native" and speed["summary"]["completed_requests"] == 4
+    assert json.loads((run / "seedtts" / "dataset.json").read_text())["samples"] == 4  # staged by stage_hf.py
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return json.loads(reply.read())
+
+
+def _memory(fake_gpu: Path) -> int:
+    return int(subprocess.run([str(fake_gpu / "nvidia-smi"), "-i", "0", "--query-gpu=memory.used",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True).stdout)
+
+
+def test_sgl_omni_serve_honours_port_name_and_strict_port(standin, fake_gpu):
+    port = free_port()
+    serve = [str(standin.venv / "bin" / "sgl-omni"), "serve", "--model-path", "Qwen/Qwen3-ASR-1.7B",
+             "--model-name", "asr-name", "--thinker.engine.mem_fraction_static", "0.55", "--port", str(port)]
+    proc = subprocess.Popen(serve, cwd=standin.root, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "SGLANG_OMNI_STRICT_PORT": "1"})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                models = _get(f"http://127.0.0.1:{port}/v1/models")
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert models["data"][0]["id"] == "asr-name"
+        assert _memory(fake_gpu) > 1024  # the fake GPU is busy while the server lives
+        clash = subprocess.run(serve, cwd=standin.root, capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "SGLANG_OMNI_STRICT_PORT": "1"})
+        assert clash.returncode == 1 and f"Port {port} is already in use" in clash.stderr
+        bogus = subprocess.run([*serve, "--bogus"], capture_output=True, text=True)
+        assert bogus.returncode == 2 and "unrecognized argument: --bogus" in bogus.stderr
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert _memory(fake_gpu) < 1024  # and free once it stopped
+
+
+def test_history_carries_a_planted_regression(tmp_path):
+    made = make_standin(tmp_path / "co", StandinSpec(commits=3, regress_at=2, delay_ms=40, fail_stage="mmsu_ci"))
+    shown = [json.loads(subprocess.run(["git", "-C", str(made.root), "show", f"{sha}:standin.json"], capture_output=True,
+                                       text=True, check=True).stdout) for sha in made.commits]
+    assert [s["delay_ms"] for s in shown] == [0, 40, 40]
+    assert [s["ci_thresholds"] for s in shown] == [{}, {"mmsu_ci": 1.01}, {"mmsu_ci": 1.01}]
+    log = subprocess.run(["git", "-C", str(made.root), "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert "planted regression" in log.splitlines()[0] and "no regression" in log.splitlines()[-1]
+    assert subprocess.run(["git", "-C", str(made.root), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""  # the venv and state are ignored: a clean checkout
+    # the launcher passes the delay on as the local server's --delay-ms (when it has one)
+    probe = [str(made.venv / "bin" / "python"), "-c", "from sglang_omni_standin import cli; import argparse; "
+             "a, e = cli.parse(['serve', '--model-path', 'm', '--port', '1']); print(cli.serve_argv(a, e, 1, 40.0)[-2:])"]
+    assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "['--delay-ms', '40']"
+    with pytest.raises(Exception, match="not empty"):
+        make_standin(made.root)
+
+
+@pytest.fixture(scope="module")
+def small_standin(tmp_path_factory) -> Standin:
+    """A stand-in whose CI stage mmmu_ci cannot pass (its own, since setup.venv rebuilds the venv)."""
+    return make_standin(tmp_path_factory.mktemp("small") / "sglang-omni", StandinSpec(fail_stage="mmmu_ci"))
+
+
+def test_ci_stages_all_pass_on_the_standin(tmp_path, standin):
+    done = nox_ci(tmp_path, standin.root, posargs=("--timeout-s", "300"))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    (out,) = (tmp_path / "results").glob("*/ci/run0")
+    summary = {s["stage"]: s for s in json.loads((out / "summary.json").read_text())["stages"]}
+    assert list(summary) == [name for name, _ in STAGES]
+    assert all(s["exit_code"] == 0 for s in summary.values())
+    accuracies = {name: s["accuracy"] for name, s in summary.items() if s["accuracy"] is not None}
+    assert set(accuracies) == set(summary) - {"thinker_length", "tts_ci"}  # as the runbook says
+
+
+def test_a_planted_failing_stage_is_reported_with_its_exit_code(tmp_path, small_standin):
+    done = nox_ci(tmp_path, small_standin.root, "ci_stages(stage='mmmu_ci')", posargs=("--timeout-s", "300"))
+    assert done.returncode == 1
+    assert "stage mmmu_ci failed with exit code 1" in done.stdout + done.stderr
+    (out,) = (tmp_path / "results").glob("*/ci/run0")
+    assert (out / "mmmu_ci.rc").read_text().strip() == "1"
+    assert "Accuracy: 1.0000" in (out / "mmmu_ci.log").read_text()  # it answered; the pass mark is unreachable
+
+
+def test_setup_venv_and_doctor_against_the_standin(invoke, tmp_path, small_standin):
+    fake = tmp_path / "fakegpu"
+    write_fake_nvidia_smi(fake, small_standin.root)
+    env = {"INVOKE_OMNIBENCH_CHECKOUT": str(small_standin.root), "INVOKE_OMNIBENCH_OMNI_CI_HOME": str(tmp_path / "ci"),
+           "INVOKE_OMNIBENCH_BENCH_DIR": str(tmp_path / "bench"), "INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake / "nvidia-smi"),
+           "INVOKE_OMNIBENCH_PORT": str(free_port())}
+    before = invoke("doctor", env=env)
+    assert "venv hash (VENV_OK)" in before.stdout and "build the venv: invoke setup.venv" in before.stdout
+    built = invoke("setup.venv", env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert built.stdout.splitlines()[-1].startswith("VENV_OK ")
+    assert "Fresh environment ready" in (tmp_path / "bench" / "logs" / "prepare_omni_venv.log").read_text()
+    after = invoke("doctor", env=env)
+    rows = {line.split("  ")[0]: line for line in after.stdout.splitlines()}
+    for name in ("checkout and commit", "venv hash (VENV_OK)", "GPU memory free"):
+        assert " OK " in rows[name] + " ", after.stdout
+    assert (small_standin.venv / "bin" / "sgl-omni").exists()  # rebuilt by prepare_omni_venv.sh
