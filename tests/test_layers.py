@@ -27,7 +27,11 @@ def _imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def test_no_core_module_imports_a_plugin():
+    # standin/files/ are the files of another repository (the stand-in checkout, whose programs
+    # run omnibench's clients as sglang-omni's would): package data, not modules of the library.
+    standin_files = REPO / "omnibench_core" / "standin" / "files"
     offenders = [f"{p.relative_to(REPO)}: {mod}" for p in (REPO / "omnibench_core").rglob("*.py")
+                 if standin_files not in p.parents
                  for mod, _ in _imports(p) if mod.startswith("omnibench_plugins")]
     assert offenders == []
 
