@@ -39,6 +39,8 @@ OPTIONS = (
     Option("die", bool, False, "the server exits with an error during startup"),
     Option("never_healthy", bool, False, "the server answers /health with 503 unhealthy forever"),
     Option("children", int, 1, "helper processes the server spawns into its group", min=0),
+    Option("serve_with_target", bool, False, "start the server with the target's own serve command (model path "
+           "'selftest'), so the revision under test is what serves (a stand-in checkout's sgl-omni)"),
 )
 DEFAULT_OPTIONS = defaults(OPTIONS)
 
@@ -46,6 +48,7 @@ DEFAULT_OPTIONS = defaults(OPTIONS)
 # -- the server ------------------------------------------------------------------------------
 class _Handler(BaseHTTPRequestHandler):
     healthy = True
+    echo_delay_s = 0.0  # added latency per echo (a planted regression)
 
     def log_message(self, fmt: str, *args: object) -> None:  # keep the log readable
         sys.stdout.write(f"{self.address_string()} {fmt % args}\n")
@@ -76,6 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, {"detail": "body is not JSON"})
             return
         if self.path == "/v1/echo":
+            time.sleep(self.echo_delay_s)
             text = str(data.get("text", ""))
             self._reply(200, {"text": text, "length": len(text)})
         elif self.path == "/v1/check":
@@ -93,6 +97,7 @@ def serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--die", action="store_true", help="exit with code 3 after the delay")
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--children", type=int, default=0, help="sleeping helpers in the same group")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="added latency per echo request")
     parser.add_argument("--ready-file", help="write the wall-clock time the port opened here (benchmarks)")
     args = parser.parse_args(argv)
     # What the runner applied, so tests and users can check it in the server's log.
@@ -105,6 +110,7 @@ def serve(argv: list[str] | None = None) -> int:
         print("fatal: simulated startup failure", flush=True)
         return 3
     _Handler.healthy = not args.never_healthy
+    _Handler.echo_delay_s = args.delay_ms / 1000
     server = ThreadingHTTPServer((args.host, args.port), _Handler)
     if args.ready_file:
         Path(args.ready_file).write_text(repr(time.time()))
@@ -144,6 +150,10 @@ def client(argv: list[str] | None = None) -> int:
 # -- the plugin ------------------------------------------------------------------------------
 def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
     o = ctx.options
+    if o.get("serve_with_target"):
+        # The target builds the argv (`sgl-omni serve --model-path selftest ... --port P`); the
+        # checkout's command must start this module's server with these flags.
+        return ServeSpec(label=label, model_path=NAME, args=("--delay", format_value(o["delay"])))
     argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(ctx.port),
             "--delay", format_value(o["delay"]), "--children", format_value(o["children"])]
     if o["die"]:
