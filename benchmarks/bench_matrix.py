@@ -6,7 +6,7 @@ server with it), so a campaign's time is mostly that added latency, not CPU: the
 fight for the same cores even on a 2-core machine (``--slot-cpus shared``). Both arms use the
 local engine: 2 slots for the matrix, 1 slot for one-after-another; fresh results for each.
 
-    python benchmarks/bench_matrix.py [--delay-ms 250] [--requests 8] [--runs 2] [--out bench.json]
+    python benchmarks/bench_matrix.py [--delay-ms 500] [--requests 4] [--runs 2] [--out bench.json]
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def arm(root: Path, commits: list[str], slots: str, opts: tuple[str, ...], runs:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--delay-ms", type=float, default=250.0, help="latency each commit's server adds per request")
-    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--delay-ms", type=float, default=500.0, help="latency each commit's server adds per request")
+    parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--runs", type=int, default=2, help="measured runs per campaign (after run0)")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
