@@ -12,6 +12,9 @@ from invoke import Collection, Context, Exit, task
 from omnibench_core import api, campaign, report
 from omnibench_core.errors import OmnibenchError, RunInterrupted
 from omnibench_core.report import emit
+from omnibench_core.scale import commands as scale
+from omnibench_core.scale.bisect import bisect_text
+from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.setup.doctor import diagnose
@@ -223,8 +226,61 @@ def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=5
          f"try it: invoke run --target sglang-omni --checkout {made.root} --workload videoamme --workload seedtts")
 
 
+SCALE_HELP = {
+    "workload": "workload of every campaign (repeatable)",
+    "runs": "measured runs per campaign after run0 (default 3)",
+    "slots": "GPU ids of this host for the slots, e.g. 0,1,2,3 (default the gpus setting); slot k serves on port + k",
+    "slot-per": "pair (default: a slot is a GPU pair whose second GPU stays idle, as the runbook measures) or gpu",
+    "slot-cpus": "rule (default: the GPU's CPU group, as `invoke setup.cpus`) or shared (every slot the process's "
+                 "CPUs, for small hosts; the report says so)",
+    "engine": "local (this host's slots side by side) or ray (one Ray task per campaign; pip install -e '.[ray]')",
+    "address": "Ray cluster address (default auto: the cluster `ray start` made on this host)",
+    "opt": "workload option WORKLOAD.KEY=VALUE for every campaign (repeatable)",
+    "client": "native or sglang", "target": "local or sglang-omni", "checkout": "sglang-omni checkout",
+    "results": "results root", "port": "base port (slot k serves on port + k)",
+    "threshold": "smallest change that counts, e.g. 5% (default 5%)",
+}
+
+
+@task(iterable=["workload", "sweep", "opt"], help={
+    **SCALE_HELP, "revisions": "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the checkout",
+    "sweep": "WORKLOAD.KEY=V1,V2,... (repeatable): every combination is an option set",
+    "resume": "keep complete campaigns and runs, continue the others"})
+def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", slot_per="pair", slot_cpus="rule",
+           engine="local", address="auto", resume=False, threshold="5%", client=None, target=None, checkout=None,
+           results=None, port=None):
+    """Every revision x option set one campaign, on slots side by side; then a table and compares."""
+    with reported():
+        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
+        eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
+                                address=address, progress=emit)
+        result = scale.matrix(settings, revisions_spec=revisions, workloads=workload, sweep=sweep or [],
+                              options=opt or [], runs=int(runs), client=client, engine=eng, resume=resume,
+                              threshold=scale.parse_threshold(threshold), progress=emit)
+    emit(matrix_text(result))
+    if any(o.status != "complete" for o in result.outcomes.values()):
+        raise Exit(code=1)
+
+
+@task(iterable=["workload", "opt"], help={
+    **SCALE_HELP, "good": "a commit where the metric is good", "bad": "a later commit where it is worse",
+    "metric": "metric to judge, e.g. seedtts.throughput_qps"})
+def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slots="", slot_per="pair",
+           slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
+           port=None):
+    """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
+    with reported():
+        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
+        eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
+                                address=address, progress=emit)
+        result = scale.bisect(settings, good=good, bad=bad, metric=metric, workloads=workload,
+                              threshold=scale.parse_threshold(threshold), runs=int(runs), options=opt or [],
+                              client=client, engine=eng, progress=emit)
+    emit(bisect_text(result))
+
+
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, compare, plugins, doctor, standin, setup)
+ns = Collection(run, measure, compare, matrix, bisect, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.defaults()})

@@ -40,6 +40,8 @@ OPTIONS = (
     Option("never_healthy", bool, False, "the server answers /health with 503 unhealthy forever"),
     Option("children", int, 1, "helper processes the server spawns into its group", min=0),
     Option("fail_once", str, "", "a path: the first client to find it missing creates it and fails (a retried run)"),
+    Option("serve_with_target", bool, False, "start the server with the target's own serve command (model path "
+           "'selftest'), so the revision under test is what serves (a stand-in checkout's sgl-omni)"),
 )
 DEFAULT_OPTIONS = defaults(OPTIONS)
 
@@ -154,6 +156,10 @@ def client(argv: list[str] | None = None) -> int:
 # -- the plugin ------------------------------------------------------------------------------
 def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
     o = ctx.options
+    if o.get("serve_with_target"):
+        # The target builds the argv (`sgl-omni serve --model-path selftest ... --port P`); the
+        # checkout's command must start this module's server with these flags.
+        return ServeSpec(label=label, model_path=NAME, args=("--delay", format_value(o["delay"])))
     argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(ctx.port),
             "--delay", format_value(o["delay"]), "--children", format_value(o["children"])]
     if o["die"]:

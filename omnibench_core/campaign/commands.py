@@ -88,11 +88,12 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
 
 
 def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = 0.05,
-            alpha: float = 0.05) -> Compared:
-    """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``."""
+            alpha: float = 0.05, across_slots: bool = False) -> Compared:
+    """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``.
+    ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group."""
     pa, pb = find_campaign(settings, a), find_campaign(settings, b)
     (ca, sa), (cb, sb) = campaign_stats(pa), campaign_stats(pb)
-    comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force)
+    comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots)
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
     folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values))

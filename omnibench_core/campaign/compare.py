@@ -96,13 +96,18 @@ def _verdict(direction: str, pct: float | None, p: float | None, alpha: float, m
     return (BETTER if up == (direction == "higher") else WORSE), f"p = {p:.3g} < {alpha:g}, |change| >= {min_effect:.0%}"
 
 
+SLOT_FACTS = ("CPU set", "pinned CPUs")  # a matrix measures on several slots, each with its CPU group
+
+
 def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: float = 0.05,
-            force: bool = False) -> Comparison:
-    """Compare B with A; refuses different setups unless ``force``."""
+            force: bool = False, across_slots: bool = False) -> Comparison:
+    """Compare B with A; refuses different setups unless ``force``. ``across_slots``: a difference
+    of CPU set only (two slots of one host) is written into the comparison, not refused."""
     diffs = setup_differences(a, b)
-    if diffs and not force:
+    refused = [d for d in diffs if not (across_slots and d.split(":", 1)[0] in SLOT_FACTS)]
+    if refused and not force:
         raise NotComparable("the two campaigns ran in different setups, so a difference may not be the code's",
-                            evidence={"differences": "\n".join(diffs)},
+                            evidence={"differences": "\n".join(refused)},
                             hint="compare campaigns of the same target, GPU, driver, models, CPU set and options, "
                                  "or pass --force (the differences are then written into the comparison)")
     rows = []

@@ -20,6 +20,7 @@ Scoring = Literal["deferred", "per-run"]
 SCORINGS: tuple[str, ...] = ("deferred", "per-run")
 # Settings that change a run's numbers: a campaign is resumed only with the same values.
 RESULT_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms")
+SLOT_SETTINGS = ("gpus", "cpus")  # where a campaign ran, not what it measured
 
 
 def now_iso() -> str:
@@ -41,9 +42,13 @@ class Asked:
     scoring: str = "deferred"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a command to continue this campaign."""
+        """What must match for a command to continue this campaign.
+
+        The slot (GPUs, CPUs) is recorded but is not identity: a matrix may resume a campaign on
+        another slot of the same kind after a node was lost.
+        """
         return {"workloads": list(self.workloads), "options": list(self.options), "client": self.client,
-                **{f"setting {k}": v for k, v in self.settings.items()}}
+                **{f"setting {k}": v for k, v in self.settings.items() if k not in SLOT_SETTINGS}}
 
     def default_name(self) -> str:
         """Workloads, options and the target (and a non-zero planted delay): the same command, the same name."""

@@ -1,0 +1,111 @@
+"""The scale layer's adapter to the campaign layer: run one campaign on a slot, tell whether one is
+complete, and compare two on a metric. The only module of ``scale/`` that calls the campaign
+layer (``omnibench_core.campaign``), so the two meet in one place and through data: the campaign
+files under ``<results>/<revision>/campaigns/``, which ``invoke report`` and ``invoke compare``
+read as well.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import campaign as layer
+from ..campaign import record
+from ..campaign.compare import WORSE
+from ..jsonio import read_json
+from ..settings import Settings
+from .jobs import CampaignJob, CampaignOutcome
+
+__all__ = ["WORSE", "Verdict", "campaign_path", "compare", "compare_all", "is_complete", "outcome_of", "run_campaign"]
+
+Progress = Callable[[str], None]
+
+
+def campaign_path(folder: Path, job: CampaignJob) -> Path:
+    """``<results>/<revision folder>/campaigns/<name>.json``."""
+    return record.campaign_path(folder, job.campaign_name)
+
+
+def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
+    """The campaign's complete measured runs (run0 excluded) whose manifests still say complete."""
+    runs = []
+    for attempt in campaign.measured():
+        try:
+            status = read_json(folder / attempt.run / "manifest.json").get("status")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if status == "complete":
+            runs.append(attempt.run)
+    return runs
+
+
+def is_complete(folder: Path, job: CampaignJob) -> bool:
+    """The campaign file says complete and every measured run it names is still complete."""
+    path = campaign_path(folder, job)
+    if not path.is_file():
+        return False
+    campaign = record.load(path)
+    return campaign.status == "complete" and len(_measured_runs(folder, campaign)) >= job.runs
+
+
+def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
+    """Each numeric metric's mean over ``runs`` (``metrics.json``)."""
+    values: dict[str, list[float]] = {}
+    for run in runs:
+        try:
+            metrics = read_json(folder / run / "metrics.json").get("metrics", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        for name, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values.setdefault(name, []).append(float(value))
+    return {k: sum(v) / len(v) for k, v in sorted(values.items())}
+
+
+def outcome_of(folder: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None = None, seconds: float = 0.0,
+               reused: bool = False) -> CampaignOutcome:
+    """A complete campaign's outcome, read from its file and runs."""
+    path = campaign_path(folder, job)
+    runs = _measured_runs(folder, record.load(path))[:job.runs]
+    return CampaignOutcome(job.key, "complete", str(path), str(folder), tuple(runs), means(folder, runs),
+                           dict(slot or {}), seconds, "", reused)
+
+
+def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], progress: Progress = print
+                 ) -> CampaignOutcome:
+    """Run (or continue) ``job``'s campaign with ``settings`` (port, GPUs, CPUs and checkout are the
+    slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default."""
+    t0 = time.monotonic()
+    asked = layer.asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
+    done = layer.measure(settings, asked, name=job.campaign_name, progress=progress)
+    return outcome_of(done.path.parent.parent, job, slot=slot, seconds=time.monotonic() - t0)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One metric of campaign B against base A."""
+
+    metric: str
+    a_mean: float | None
+    b_mean: float | None
+    pct: float | None
+    verdict: str  # better, worse, no significant change, or "context" / "missing"
+    why: str = ""
+
+
+def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settings: Settings) -> tuple[Verdict, ...]:
+    """B against A on every metric: the campaign layer's verdicts (Welch's t-test with a minimum
+    effect of ``threshold``; its compare.md/json are written too). Campaigns of one matrix may
+    differ in their slot's CPU group, which is noted rather than refused."""
+    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True)
+    return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why) for m in made.comparison.metrics)
+
+
+def compare(a: CampaignOutcome, b: CampaignOutcome, metric: str, threshold: float, settings: Settings) -> Verdict:
+    """B against A on one metric (``missing`` when the comparison has no such metric)."""
+    found = [v for v in compare_all(a, b, threshold, settings) if v.metric == metric]
+    return found[0] if found else Verdict(metric, None, None, None, "missing", "not in the comparison")

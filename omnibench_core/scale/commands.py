@@ -1,0 +1,89 @@
+"""The scale layer's front door, called by ``invoke matrix`` and ``invoke bisect``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..errors import SettingsError
+from ..settings import Settings
+from ..setup.cpus import Topology, read_topology
+from . import bisect as bisect_mod
+from . import revisions
+from .engine import Engine
+from .local import LocalEngine
+from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
+from .slots import parse_gpu_ids, plan_slots
+
+Progress = Callable[[str], None]
+
+
+def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
+                slot_cpus: str = "rule", address: str = "auto", progress: Progress = print) -> Engine:
+    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting), or
+    the Ray engine on the cluster at ``address``."""
+    if engine == "local":
+        ids = parse_gpu_ids(slots or settings.run.gpus)
+        h = settings.host
+
+        def topo() -> Topology:
+            return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
+
+        skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
+        return LocalEngine(plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
+                                      cores_per_gpu=h.cores_per_gpu, skip_cores=skip), progress=progress)
+    if engine == "ray":
+        from .ray_engine import RayEngine
+        return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
+                         progress=progress)
+    raise SettingsError(f"unknown --engine {engine!r}", hint="use local or ray")
+
+
+def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:
+    """The revisions to measure: commits of the checkout (target sglang-omni), or the local
+    target's own (which has one revision, omnibench's commit)."""
+    if settings.run.target == "local":
+        if spec.strip():
+            raise SettingsError("the local target measures omnibench's own commit; --revisions does not apply",
+                                hint="use --target sglang-omni --checkout PATH to measure commits of a checkout")
+        return ("",)
+    return tuple(revisions.resolve(Path(settings.run.checkout).expanduser(), spec, settings.tools.git))
+
+
+def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str], sweep: Sequence[str] = (),
+           options: Sequence[str] = (), runs: int = 3, client: str | None = None, engine: Engine,
+           resume: bool = False, threshold: float = 0.05, progress: Progress = print) -> MatrixResult:
+    """``invoke matrix``: every revision x option set one campaign; the table and compares."""
+    if not workloads:
+        raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
+    spec = MatrixSpec(resolve_revisions(settings, revisions_spec), tuple(workloads), tuple(parse_sweep(sweep)),
+                      tuple(options), runs, client)
+    try:
+        return run_matrix(settings, spec, engine, resume=resume, threshold=threshold, progress=progress)
+    finally:
+        engine.close()
+
+
+def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: Sequence[str], engine: Engine,
+           threshold: float = 0.05, runs: int = 3, options: Sequence[str] = (), client: str | None = None,
+           progress: Progress = print) -> bisect_mod.BisectResult:
+    """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``."""
+    if settings.run.target == "local":
+        raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")
+    commits = revisions.commits_between(Path(settings.run.checkout).expanduser(), good, bad, settings.tools.git)
+    try:
+        return bisect_mod.bisect(settings, commits, workloads=workloads, metric=metric, engine=engine,
+                                 threshold=threshold, runs=runs, options=options, client=client, progress=progress)
+    finally:
+        engine.close()
+
+
+def parse_threshold(text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05."""
+    try:
+        value = float(text.rstrip("%")) / (100 if text.strip().endswith("%") else 1)
+    except ValueError as exc:
+        raise SettingsError(f"cannot read --threshold {text!r}", hint="e.g. 5% or 0.05") from exc
+    if not 0 < value < 10:
+        raise SettingsError(f"--threshold {text} is out of range", hint="e.g. 5%")
+    return value

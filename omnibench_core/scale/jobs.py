@@ -1,0 +1,85 @@
+"""What a scale command asks of one slot (a campaign job) and what it got back (an outcome)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..records import short_revision
+
+
+@dataclass(frozen=True)
+class CampaignJob:
+    """One campaign: ``revision`` (a full commit of the checkout; "" for the target's own) with
+    ``options`` (``WORKLOAD.KEY=VALUE``) over ``workloads``, ``runs`` measured runs after run0."""
+
+    revision: str
+    workloads: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    runs: int = 3
+    client: str | None = None
+    retries: int = 2
+
+    @property
+    def short(self) -> str:
+        """The revision as its results folder names it."""
+        return short_revision(self.revision) if self.revision else "own"
+
+    @property
+    def key(self) -> str:
+        """Unique within a matrix: revision and option set."""
+        return f"{self.short}|{';'.join(self.options) or 'defaults'}"
+
+    @property
+    def campaign_name(self) -> str:
+        """The campaign's name in ``<results>/<revision>/campaigns/``: workloads and options."""
+        parts = ["+".join(self.workloads), *(o.replace("=", "-") for o in sorted(self.options))]
+        if self.client:
+            parts.append(f"client-{self.client}")
+        return re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(parts))[:120]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (for subprocesses, Ray tasks and the matrix file)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignJob:
+        """Inverse of :meth:`as_dict`."""
+        return cls(str(data["revision"]), tuple(data["workloads"]), tuple(data.get("options", ())),
+                   int(data.get("runs", 3)), data.get("client"), int(data.get("retries", 2)))
+
+
+@dataclass(frozen=True)
+class CampaignOutcome:
+    """Where a campaign stands after its job ended.
+
+    ``status``: ``complete``, ``failed``, ``interrupted`` or ``lost`` (its slot went away: it is
+    tried again elsewhere). ``means`` are each metric's mean over the measured runs; ``slot``
+    is the slot it held (port, GPUs, CPUs, node).
+    """
+
+    key: str
+    status: str
+    campaign: str = ""  # the campaign file
+    folder: str = ""  # <results>/<revision folder>
+    runs: tuple[str, ...] = ()  # measured runs, run0 not included
+    means: Mapping[str, float] = field(default_factory=dict)
+    slot: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str = ""
+    reused: bool = False  # complete before this command: nothing was measured
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        data = asdict(self)
+        data["means"], data["slot"] = dict(self.means), dict(self.slot)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignOutcome:
+        """Inverse of :meth:`as_dict`."""
+        return cls(str(data["key"]), str(data["status"]), str(data.get("campaign", "")), str(data.get("folder", "")),
+                   tuple(data.get("runs", ())), dict(data.get("means", {})), dict(data.get("slot", {})),
+                   float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)))

@@ -1,0 +1,158 @@
+"""The matrix: every revision x option set is one campaign, run on slots through an engine, then a
+table of every campaign and a compare of each against the first revision (same option set)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import api
+from ..errors import SettingsError
+from ..jsonio import write_json
+from ..layout import revision_dir
+from ..records import short_revision
+from ..report import table
+from ..settings import Settings
+from . import campaigns
+from .campaigns import Verdict
+from .engine import Engine
+from .jobs import CampaignJob, CampaignOutcome
+from .revisions import WORKTREES
+from .schedule import run_jobs
+from .slots import HostSlot
+from .worker import WorkerSpec
+
+Progress = Callable[[str], None]
+
+
+def parse_sweep(sweeps: Sequence[str]) -> list[tuple[str, ...]]:
+    """``["w.a=1,4", "w.b=x,y"]`` -> every combination, e.g. ``("w.a=1", "w.b=x")``; none: one empty set."""
+    axes = []
+    for sweep in sweeps:
+        key, sep, values = sweep.partition("=")
+        if not sep or "." not in key or not values.strip():
+            raise SettingsError(f"cannot read --sweep {sweep!r}", hint="write --sweep WORKLOAD.KEY=V1,V2,...")
+        axes.append([f"{key.strip()}={v.strip()}" for v in values.split(",") if v.strip()])
+    return [tuple(combo) for combo in itertools.product(*axes)] if axes else [()]
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """What to measure: ``revisions`` (full commits; ``("",)`` for the target's own) x option sets."""
+
+    revisions: tuple[str, ...]
+    workloads: tuple[str, ...]
+    option_sets: tuple[tuple[str, ...], ...] = ((),)
+    options: tuple[str, ...] = ()  # --opt, in every campaign
+    runs: int = 3
+    client: str | None = None
+
+    def jobs(self) -> list[CampaignJob]:
+        """One job per revision x option set, revisions outermost."""
+        return [CampaignJob(rev, self.workloads, tuple(sorted((*self.options, *opts))), self.runs, self.client)
+                for rev, opts in itertools.product(self.revisions, self.option_sets)]
+
+
+def folder_of(settings: Settings, job: CampaignJob) -> Path:
+    """``<results>/<revision folder>`` of a job: the commit's short SHA, or the target's own folder."""
+    if job.revision and settings.run.target != "local":
+        return revision_dir(settings.run.results_root, short_revision(job.revision))
+    return api.revision_dir(settings)
+
+
+def split_done(settings: Settings, jobs: Sequence[CampaignJob], resume: bool) -> tuple[list[CampaignJob], dict[str, CampaignOutcome]]:
+    """Jobs still to run, and the complete campaigns kept (``resume``). Without ``resume`` a job
+    whose campaign file exists is a SettingsError: nothing is measured twice by accident."""
+    todo, kept = [], {}
+    for job in jobs:
+        folder = folder_of(settings, job)
+        if campaigns.is_complete(folder, job) and resume:
+            kept[job.key] = campaigns.outcome_of(folder, job, reused=True)
+        elif campaigns.campaign_path(folder, job).exists() and not resume:
+            raise SettingsError(f"campaign {job.key} exists already ({campaigns.campaign_path(folder, job)})",
+                                hint="pass --resume to keep complete campaigns and runs and continue the others")
+        else:
+            todo.append(job)
+    return todo, kept
+
+
+def spec_maker(settings: Settings, slot_timeout_s: float = 30.0) -> Callable[[CampaignJob, HostSlot], WorkerSpec]:
+    """How a job and a slot become a worker's spec."""
+    flat = settings.flat()
+    flat["results"] = str(settings.run.results_root)
+    flat["checkout"] = str(Path(settings.run.checkout).expanduser().resolve())
+    worktrees = str(settings.run.results_root / WORKTREES)
+    return lambda job, slot: WorkerSpec(job, slot, flat, worktrees, slot_timeout_s)
+
+
+def measure_all(settings: Settings, jobs: Sequence[CampaignJob], engine: Engine, *, resume: bool,
+                progress: Progress = print) -> dict[str, CampaignOutcome]:
+    """Every job's outcome: kept complete campaigns plus those run now."""
+    todo, kept = split_done(settings, jobs, resume)
+    for key in kept:
+        progress(f"{key}: complete already, kept")
+    return {**kept, **run_jobs(todo, engine, spec_maker(settings), progress=progress)}
+
+
+@dataclass(frozen=True)
+class MatrixResult:
+    """Every campaign's outcome (in job order) and each compared with the first revision."""
+
+    jobs: tuple[CampaignJob, ...]
+    outcomes: Mapping[str, CampaignOutcome]
+    verdicts: Mapping[str, tuple[Verdict, ...]]  # by job key; the first revision's have none
+    shared_cpus: bool
+    file: Path
+
+
+
+
+def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False, threshold: float = 0.05,
+               progress: Progress = print) -> MatrixResult:
+    """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``."""
+    jobs = spec.jobs()
+    outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)
+    verdicts: dict[str, tuple[Verdict, ...]] = {}
+    first = spec.revisions[0]
+    for job in jobs:
+        base = next(j for j in jobs if j.revision == first and j.options == job.options)
+        a, b = outcomes.get(base.key), outcomes.get(job.key)
+        if job.revision != first and a and b and a.status == b.status == "complete":
+            verdicts[job.key] = campaigns.compare_all(a, b, threshold, settings)
+    shared = any(bool(o.slot.get("shared_cpus")) for o in outcomes.values())
+    ident = hashlib.sha256(json.dumps([j.as_dict() for j in jobs], sort_keys=True).encode()).hexdigest()[:12]
+    path = settings.run.results_root / "matrices" / f"matrix-{ident}.json"
+    write_json(path, {"engine": engine.name, "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
+                      "outcomes": {k: o.as_dict() for k, o in outcomes.items()},
+                      "verdicts": {k: [v.__dict__ for v in vs] for k, vs in verdicts.items()}})
+    return MatrixResult(tuple(jobs), outcomes, verdicts, shared, path)
+
+
+def _verdict_text(verdicts: Sequence[Verdict]) -> str:
+    moved = [f"{v.metric} {v.verdict} ({(v.pct or 0):+.1%})" for v in verdicts if v.verdict in ("better", "worse")]
+    return "; ".join(moved) or "no significant change"
+
+
+def matrix_text(result: MatrixResult) -> str:
+    """The table of every campaign, with its compare against the first revision."""
+    rows = []
+    for job in result.jobs:
+        o = result.outcomes.get(job.key)
+        if o is None:
+            rows.append((job.short, ";".join(job.options) or "defaults", "not run", "", "", "", ""))
+            continue
+        slot = o.slot
+        where = f"{slot.get('index', '?')}: GPU {','.join(slot.get('gpus', [])) or '-'} port {slot.get('port', '?')}"
+        vs = result.verdicts.get(job.key)
+        rows.append((job.short, ";".join(job.options) or "defaults", o.status + (" (kept)" if o.reused else ""), where,
+                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status == "complete" else
+                     (_verdict_text(vs) if vs is not None else o.error[:80])))
+    lines = [table(rows, ("revision", "options", "campaign", "slot", "measured runs", "seconds", "against the first revision"))]
+    if result.shared_cpus:
+        lines.append("note: the slots shared CPUs (--slot-cpus shared): campaigns side by side may slow each other")
+    lines.append(f"matrix file: {result.file}")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Jobs onto free slots through an engine: one campaign per slot at a time, a lost slot's campaign
+started again on another slot (it resumes there), Ctrl-C cancels every campaign first."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from ..errors import OmnibenchError, RunInterrupted
+from .engine import LOST, Engine
+from .jobs import CampaignJob, CampaignOutcome
+from .slots import HostSlot
+from .worker import WorkerSpec
+
+Progress = Callable[[str], None]
+
+
+def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[CampaignJob, HostSlot], WorkerSpec], *,
+             progress: Progress = print, max_lost: int = 3, cancel_grace_s: float = 60.0) -> dict[str, CampaignOutcome]:
+    """Run ``jobs`` on the engine's slots; returns each job's outcome by key.
+
+    A ``lost`` outcome puts the job back at the front of the queue (up to ``max_lost`` times).
+    KeyboardInterrupt cancels every running campaign, waits for their servers to stop, and
+    raises RunInterrupted; complete campaigns and runs stay, so the same command resumes.
+    """
+    pending = deque(jobs)
+    busy: dict[object, tuple[CampaignJob, HostSlot]] = {}
+    lost: dict[str, int] = {}
+    results: dict[str, CampaignOutcome] = {}
+    try:
+        while pending or busy:
+            held = {slot.index for _, slot in busy.values()}
+            free = [s for s in engine.slots() if s.index not in held]
+            while pending and free:
+                job, slot = pending.popleft(), free.pop(0)
+                progress(f"start {job.key} on {slot.label}" + (f" (node {slot.node[:8]})" if slot.node else ""))
+                busy[engine.start(spec_for(job, slot))] = (job, slot)
+            if pending and not busy and not engine.slots():
+                raise OmnibenchError("every slot is gone; campaigns are left", evidence={"left": ", ".join(j.key for j in pending)},
+                                     hint="bring the nodes back and repeat the command with --resume")
+            for handle, outcome in engine.wait(1.0):
+                job, slot = busy.pop(handle)
+                if outcome.status == LOST:
+                    lost[job.key] = lost.get(job.key, 0) + 1
+                    if lost[job.key] <= max_lost:
+                        progress(f"{job.key}: its slot was lost ({outcome.error}); it starts again on another slot")
+                        pending.appendleft(job)
+                        continue
+                progress(f"{job.key}: {outcome.status} on {slot.label} in {outcome.seconds:.0f} s"
+                         + (f": {outcome.error}" if outcome.error else ""))
+                results[job.key] = outcome
+    except KeyboardInterrupt:
+        progress("interrupted: cancelling every campaign so that its servers stop")
+        engine.cancel_all(cancel_grace_s)
+        raise RunInterrupted("the matrix was interrupted", hint="the same command with --resume continues it") from None
+    interrupted = [k for k, o in results.items() if o.status == "interrupted"]
+    if interrupted:
+        raise RunInterrupted(f"{len(interrupted)} campaign(s) were interrupted", evidence={"campaigns": ", ".join(interrupted)},
+                             hint="the same command with --resume continues them")
+    return results

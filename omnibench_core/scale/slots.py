@@ -1,0 +1,142 @@
+"""Slots: one GPU (or a pair whose second GPU stays idle) with its CPU group and its own port.
+
+A campaign holds one slot from its first server start to its last GPU_FREE; two campaigns never
+share a slot, a GPU or a CPU. CPU groups follow the ``setup.cpus`` rule (the next
+``cores_per_gpu`` cores of the GPU's NUMA node with their SMT siblings); ``shared`` gives every
+slot this process's CPU set, for hosts too small for the rule (CI has 2 cores), and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from ..errors import GateError, GpuQueryError, SettingsError
+from ..gpu import query_memory_used
+from ..ports import port_in_use
+from ..setup.cpus import Topology, assign_groups, read_topology
+from ..strays import find_strays
+
+SlotPer = Literal["pair", "gpu"]
+SlotCpus = Literal["rule", "shared"]
+SLOT_PER: tuple[str, ...] = ("pair", "gpu")
+SLOT_CPUS: tuple[str, ...] = ("rule", "shared")
+
+
+class SlotBusy(GateError):
+    """SLOT_FREE: something listens on the slot's port or uses its GPUs before a campaign starts."""
+
+    gate = "SLOT_FREE"
+
+
+@dataclass(frozen=True)
+class HostSlot:
+    """A slot of a host. ``gpus`` are the GPUs the servers use; ``idle_gpus`` stay idle (the
+    pair's second GPU); ``shared_cpus``: the CPUs are the process's own set, shared by all slots."""
+
+    index: int
+    port: int
+    gpus: tuple[str, ...] = ()
+    idle_gpus: tuple[str, ...] = ()
+    cpus: tuple[int, ...] = ()
+    shared_cpus: bool = False
+    node: str = ""  # a Ray node id; "" is this host
+
+    @property
+    def label(self) -> str:
+        """``slot 1 (GPU 2, port 8001)``."""
+        gpu = f"GPU {','.join(self.gpus)}" if self.gpus else "no GPU"
+        return f"slot {self.index} ({gpu}, port {self.port})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """For manifests, campaign and matrix files."""
+        data = asdict(self)
+        data["cpu_mode"] = "shared" if self.shared_cpus else "rule"
+        return data
+
+
+def parse_gpu_ids(text: str) -> tuple[str, ...]:
+    """``"0,1,2,3"`` -> ``("0", "1", "2", "3")``; refuses repeats."""
+    ids = tuple(g.strip() for g in text.split(",") if g.strip())
+    if len(set(ids)) != len(ids):
+        raise SettingsError(f"--slots names a GPU twice: {text}", hint="list each GPU once, e.g. --slots 0,1,2,3")
+    return ids
+
+
+def own_cpus() -> tuple[int, ...]:
+    """This process's CPU set."""
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpus: str = "rule",
+               topology: Callable[[], Topology] | None = None, cores_per_gpu: int = 14,
+               skip_cores: Sequence[int] = (0, 1)) -> list[HostSlot]:
+    """The slots of ``gpu_ids`` on this host: slot k serves on ``base_port + k``.
+
+    ``per="pair"`` (the runbook's default: nothing else on the pair) makes GPUs 2k and 2k+1 one
+    slot whose second GPU stays idle; ``per="gpu"`` makes every GPU a slot. ``cpus="rule"`` gives
+    each slot its GPU's CPU group (``topology`` reads the host; a GPU without a group is a
+    SettingsError naming ``--slot-cpus shared``); ``"shared"`` gives each the process's CPU set.
+    """
+    if per not in SLOT_PER:
+        raise SettingsError(f"unknown --slot-per {per!r}", hint="use pair or gpu")
+    if cpus not in SLOT_CPUS:
+        raise SettingsError(f"unknown --slot-cpus {cpus!r}", hint="use rule or shared")
+    if not gpu_ids:
+        raise SettingsError("no slot: --slots lists no GPU", hint="e.g. --slots 0,1")
+    if per == "pair" and len(gpu_ids) % 2:
+        raise SettingsError(f"--slot-per pair needs GPUs in pairs, got {len(gpu_ids)}: {','.join(gpu_ids)}",
+                            hint="list an even number of GPUs, or pass --slot-per gpu (and say so in the report)")
+    groups: dict[str, list[int]] = {}
+    if cpus == "rule":
+        groups = assign_groups((topology or read_topology)(), cores_per_gpu, skip_cores)
+    step = 2 if per == "pair" else 1
+    slots = []
+    for k, i in enumerate(range(0, len(gpu_ids), step)):
+        gpu, idle = gpu_ids[i], tuple(gpu_ids[i + 1:i + step])
+        if cpus == "rule":
+            if gpu not in groups:
+                raise SettingsError(f"GPU {gpu} gets no CPU group of {cores_per_gpu} cores on its NUMA node",
+                                    evidence={"GPUs with a group": ", ".join(sorted(groups)) or "none"},
+                                    hint="pass --slot-cpus shared on a host too small for the rule "
+                                         "(the report then says the slots shared CPUs)")
+            slot_cpus = tuple(groups[gpu])
+        else:
+            slot_cpus = own_cpus()
+        slots.append(HostSlot(k, base_port + k, (gpu,), idle, slot_cpus, cpus == "shared"))
+    return slots
+
+
+def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int = 1024,
+               timeout_s: float = 30.0, interval_s: float = 0.2) -> None:
+    """SLOT_FREE: the port has no listener and the slot's GPUs (idle ones too) no compute process
+    and less than ``free_mib`` used. Waits up to ``timeout_s`` (a server of a killed campaign may
+    still be dying), then raises :class:`SlotBusy` with what holds it."""
+    gpus = (*slot.gpus, *slot.idle_gpus)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held: dict[str, str] = {}
+        if port_in_use(slot.port):
+            scan = find_strays(port=slot.port)
+            held["port"] = f"{slot.port} in use" + "".join(f"; pid {s.pid} {s.command[:80]}" for s in scan.strays)
+        if gpus:
+            scan = find_strays(gpus=gpus, nvidia_smi=nvidia_smi)
+            if scan.strays:
+                held["GPU processes"] = "; ".join(f"pid {s.pid} {s.command[:60]} ({', '.join(s.reasons)})"
+                                                  for s in scan.strays)
+            try:
+                busy = {g: m for g, m in query_memory_used(gpus, nvidia_smi).items() if m >= free_mib}
+            except GpuQueryError as exc:
+                busy, held["GPU memory"] = {}, f"unknown: {exc.message}"
+            if busy:
+                held["GPU memory"] = ", ".join(f"GPU {g}: {m} MiB" for g, m in busy.items())
+        if not held:
+            return
+        if time.monotonic() >= deadline:
+            raise SlotBusy(f"{slot.label} is not free", evidence=held,
+                           hint="stop what holds it (omnibench never stops what it did not start), or leave that "
+                                "GPU out of --slots")
+        time.sleep(interval_s)

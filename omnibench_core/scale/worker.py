@@ -1,0 +1,108 @@
+"""One campaign on one slot: what every engine runs (in a subprocess, or in a Ray task).
+
+The revision's worktree and venv are prepared on the host that runs the campaign, the slot is
+checked free, the settings handed to the campaign take their port, GPUs and CPUs from the slot
+and their checkout from the revision; servers get their own ``OMP_NUM_THREADS`` (Ray sets 1).
+
+``python -m omnibench_core.scale.worker JOB.json OUT.json`` runs one job from a file and writes
+its outcome (the local engine's subprocesses).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import OmnibenchError, RunInterrupted, Terminated
+from ..jsonio import read_json, write_json
+from ..settings import Settings, format_cpu_list
+from . import campaigns, revisions
+from .jobs import CampaignJob, CampaignOutcome
+from .slots import HostSlot, check_free
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs, JSON-ready: the job, the slot, the settings (flat) and where
+    worktrees go."""
+
+    job: CampaignJob
+    slot: HostSlot
+    settings: Mapping[str, Any]
+    worktrees: str
+    slot_timeout_s: float = 30.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """For a subprocess's job file or a Ray task's argument."""
+        return {"job": self.job.as_dict(), "slot": self.slot.as_dict(), "settings": dict(self.settings),
+                "worktrees": self.worktrees, "slot_timeout_s": self.slot_timeout_s}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkerSpec:
+        """Inverse of :meth:`as_dict`."""
+        s = dict(data["slot"])
+        slot = HostSlot(int(s["index"]), int(s["port"]), tuple(s.get("gpus", ())), tuple(s.get("idle_gpus", ())),
+                        tuple(s.get("cpus", ())), bool(s.get("shared_cpus", False)), str(s.get("node", "")))
+        return cls(CampaignJob.from_dict(data["job"]), slot, dict(data["settings"]), str(data["worktrees"]),
+                   float(data.get("slot_timeout_s", 30.0)))
+
+
+def settings_for(spec: WorkerSpec, checkout: str | None) -> Settings:
+    """The campaign's settings: the slot's port, GPUs and CPUs, the revision's checkout."""
+    values = {**spec.settings, "port": spec.slot.port, "cpus": format_cpu_list(spec.slot.cpus)}
+    if spec.slot.gpus:
+        values["gpus"] = ",".join(spec.slot.gpus)
+    if checkout:
+        values["checkout"] = checkout
+    return Settings.from_mapping(values)
+
+
+def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> CampaignOutcome:
+    """Prepare the revision, check the slot free, run the campaign; returns its outcome.
+
+    An interrupt or SIGTERM ends the campaign with every server stopped (the run layer's
+    ``finally`` blocks) and an ``interrupted`` outcome; other typed errors give ``failed``.
+    """
+    job, t0 = spec.job, time.monotonic()
+    base = Settings.from_mapping(spec.settings)
+    try:
+        checkout = None
+        if job.revision and base.run.target != "local":
+            prepared = revisions.prepare(Path(base.run.checkout).expanduser(), job.revision, Path(spec.worktrees),
+                                         venv_name=base.run.venv, git=base.tools.git, bash=base.tools.bash,
+                                         progress=progress)
+            checkout = str(prepared.worktree)
+        settings = settings_for(spec, checkout)
+        # Ray sets OMP_NUM_THREADS=1 for its tasks; a server inherits it unless told otherwise.
+        os.environ["OMP_NUM_THREADS"] = str(len(spec.slot.cpus) or os.cpu_count() or 1)
+        check_free(spec.slot, nvidia_smi=base.tools.nvidia_smi, free_mib=base.run.gpu_free_mib,
+                   timeout_s=spec.slot_timeout_s)
+        outcome = campaigns.run_campaign(job, settings, spec.slot.as_dict(), progress)
+        return replace(outcome, seconds=time.monotonic() - t0)
+    except (RunInterrupted, KeyboardInterrupt, Terminated) as exc:
+        return CampaignOutcome(job.key, "interrupted", slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
+                               error=str(exc) or type(exc).__name__)
+    except OmnibenchError as exc:
+        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
+                               error=str(exc))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m omnibench_core.scale.worker JOB.json OUT.json``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: python -m omnibench_core.scale.worker JOB.json OUT.json", file=sys.stderr)
+        return 2
+    spec = WorkerSpec.from_dict(read_json(Path(args[0])))
+    outcome = execute(spec, progress=lambda line: print(line, flush=True))
+    write_json(Path(args[1]), outcome.as_dict())
+    return 0 if outcome.status == "complete" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

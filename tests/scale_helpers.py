@@ -1,0 +1,77 @@
+"""A small checkout whose commits differ in what they serve: each commit's standin.json sets the
+latency its `sgl-omni` adds per request (the stand-in checkout's shape), and its
+prepare_omni_venv.sh builds an `omni` venv whose sgl-omni starts the selftest server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SGL_OMNI = textwrap.dedent(f"""\
+    #!{sys.executable}
+    import json, os, sys
+    from pathlib import Path
+    checkout = Path(sys.argv[0]).parent.parent.parent  # <checkout>/omni/bin/sgl-omni, as the target starts it
+    args = sys.argv[1:]
+    port = args[args.index("--port") + 1]
+    delay = args[args.index("--delay") + 1] if "--delay" in args else "0.05"
+    ms = json.loads((checkout / "standin.json").read_text()).get("delay_ms", 0)
+    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", port,
+                              "--delay", delay, "--delay-ms", str(ms)])
+    """)
+
+PREPARE = textwrap.dedent("""\
+    #!/bin/sh
+    set -eu
+    venv="${1:-omni}"
+    cd "$(dirname "$0")/../.."
+    rm -rf "$OMNI_CI_HOME" && mkdir -p "$OMNI_CI_HOME" "$venv/bin"
+    ln -sf "$(cat .python)" "$venv/bin/python"
+    cp .github/scripts/sgl-omni "$venv/bin/sgl-omni" && chmod +x "$venv/bin/sgl-omni"
+    . .github/scripts/omni_ci_deps_hash.sh
+    omni_ci_deps_hash > "$OMNI_CI_HOME/.deps-hash"
+    echo built
+    """)
+
+HASH = "omni_ci_deps_hash() {\n    cat deps.txt | sha256sum | cut -d' ' -f1\n}\n"
+
+
+def make_revisions_checkout(root: Path, delays_ms: list[float], deps_change_at: int | None = None) -> list[str]:
+    """A git repo with one commit per delay (oldest first); returns the full commits.
+    ``deps_change_at``: from that commit index on, deps.txt differs (a venv rebuild)."""
+    scripts = root / ".github" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "omni_ci_deps_hash.sh").write_text(HASH)
+    (scripts / "prepare_omni_venv.sh").write_text(PREPARE)
+    (scripts / "sgl-omni").write_text(SGL_OMNI)
+    (root / ".python").write_text(sys.executable + "\n")
+    (root / ".gitignore").write_text("omni/\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    commits = []
+    for i, ms in enumerate(delays_ms):
+        (root / "standin.json").write_text(json.dumps({"commit": i, "delay_ms": ms}))
+        deps = "deps v2\n" if deps_change_at is not None and i >= deps_change_at else "deps v1\n"
+        (root / "deps.txt").write_text(deps)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", f"commit {i}: {ms} ms"], check=True)
+        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip())
+    return commits
+
+
+def server_pids() -> list[int]:
+    """Live selftest servers (by command line), for the no-server-left checks."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if b"omnibench_core.testing serve" in cmd and state != "Z":
+                out.append(int(entry.name))
+    return out

@@ -1,0 +1,161 @@
+"""The scale layer on CPU: slots, revisions (worktrees, venv reuse), the k-ary bisect, and a real
+matrix and bisect on the local engine over a checkout whose commits add different latencies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import free_port, write_fake_nvidia_smi
+from scale_helpers import make_revisions_checkout, server_pids
+
+from omnibench_core.errors import OmnibenchError, SettingsError
+from omnibench_core.jsonio import read_json
+from omnibench_core.scale import commands, revisions
+from omnibench_core.scale.bisect import kary_search, rounds_needed
+from omnibench_core.scale.matrix import matrix_text, parse_sweep
+from omnibench_core.scale.slots import HostSlot, SlotBusy, check_free, plan_slots
+from omnibench_core.settings import Settings
+from omnibench_core.setup.cpus import Topology, parse_lscpu
+
+FIXTURES = Path(__file__).parent / "fixtures" / "gpu-hosts"
+OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
+
+
+def _topology(host: str) -> Topology:
+    folder = FIXTURES / host
+    siblings, nodes = parse_lscpu((folder / "lscpu.txt").read_text())
+    return Topology(siblings, nodes, [(str(i), 0) for i in range(8)])
+
+
+def test_slots_follow_the_cpu_rule_pairs_and_ports():
+    topo = Topology({c: [c, c + 64] for c in range(64)}, {c: 0 if c < 32 else 1 for c in range(64)},
+                    [("0", 0), ("1", 0), ("2", 1), ("3", 1)])
+    pairs = plan_slots(("0", "1", "2", "3"), 9000, per="pair", topology=lambda: topo)
+    assert [(s.port, s.gpus, s.idle_gpus) for s in pairs] == [(9000, ("0",), ("1",)), (9001, ("2",), ("3",))]
+    assert pairs[0].cpus == tuple(sorted([*range(2, 16), *range(66, 80)]))  # the runbook's BENCH_CPUS
+    gpus = plan_slots(("0", "1", "2", "3"), 9000, per="gpu", topology=lambda: topo)
+    cpus = [set(s.cpus) for s in gpus]
+    assert all(not (a & b) for i, a in enumerate(cpus) for b in cpus[i + 1:])  # never a shared CPU
+    shared = plan_slots(("0", "1"), 9000, per="gpu", cpus="shared")
+    assert all(s.shared_cpus for s in shared)
+    with pytest.raises(SettingsError, match="pairs"):
+        plan_slots(("0", "1", "2"), 9000, per="pair", cpus="shared")
+    tiny = Topology({0: [0], 1: [1], 2: [2]}, {0: 0, 1: 0, 2: 0}, [("0", 0)])
+    with pytest.raises(SettingsError, match="slot-cpus shared"):
+        plan_slots(("0",), 9000, per="gpu", topology=lambda: tiny)
+
+
+def test_a_busy_slot_is_refused_with_evidence(tmp_path):
+    import socket
+    fake = write_fake_nvidia_smi(tmp_path / "bin", [30000])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(SlotBusy) as err:
+            check_free(HostSlot(0, port, ("0",)), nvidia_smi=str(fake), timeout_s=0.3)
+    assert "port" in err.value.evidence and "GPU 0: 30000 MiB" in err.value.evidence["GPU memory"]
+    check_free(HostSlot(0, free_port(), ("0",)), nvidia_smi=str(write_fake_nvidia_smi(tmp_path / "b2", [10])))
+
+
+def test_sweep_is_every_combination():
+    assert parse_sweep(["w.a=1,4", "w.b=x,y"]) == [("w.a=1", "w.b=x"), ("w.a=1", "w.b=y"), ("w.a=4", "w.b=x"),
+                                                   ("w.a=4", "w.b=y")]
+    assert parse_sweep([]) == [()]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_kary_search_finds_every_planted_commit_within_its_rounds(k):
+    n = 8
+    for planted in range(1, n):
+        asked: list[int] = []
+
+        def judge(batch, planted=planted, asked=asked):
+            assert len(batch) <= k or len(asked) == 0 and len(batch) <= max(k, 2)
+            asked.extend(batch)
+            return {i: i >= planted for i in batch}
+
+        found = kary_search(n, k, judge)
+        assert found.first_bad == planted
+        assert len(found.rounds) <= rounds_needed(n, k), (planted, found.rounds)
+        assert len(asked) == len(set(asked))  # nothing measured twice
+    assert rounds_needed(8, 1) == 4 and rounds_needed(8, 2) == 3
+
+
+def test_kary_search_refuses_a_bad_end_that_is_not_worse():
+    with pytest.raises(OmnibenchError, match="not worse"):
+        kary_search(5, 2, lambda batch: {i: False for i in batch})
+
+
+def test_revision_worktrees_share_a_venv_by_deps_hash(tmp_path):
+    commits = make_revisions_checkout(tmp_path / "co", [0, 0, 0], deps_change_at=2)
+    assert revisions.resolve(tmp_path / "co", f"{commits[0]}..{commits[2]}") == commits[1:]
+    assert revisions.resolve(tmp_path / "co", ",".join(c[:8] for c in commits)) == commits
+    root = tmp_path / "wt"
+    got = [revisions.prepare(tmp_path / "co", c, root, progress=lambda s: None) for c in commits]
+    assert [g.venv_from for g in got[:2]] == ["built", str(got[0].worktree)]  # same hash: copied, not rebuilt
+    assert got[2].venv_from == "built"  # deps changed: its own build
+    assert len(list((root / "venvs").glob("*.log"))) == 2
+    assert (got[1].venv / "bin" / "sgl-omni").is_file() and not (got[1].venv).is_symlink()
+    assert revisions.prepare(tmp_path / "co", commits[1], root, progress=lambda s: None).venv_from == "kept"
+
+
+def _settings(tmp_path: Path, checkout: Path, **extra) -> Settings:
+    fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])
+    return Settings.of(target="sglang-omni", checkout=str(checkout), results=str(tmp_path / "results"),
+                       port=free_port(), nvidia_smi=str(fake), **extra)
+
+
+def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
+    commits = make_revisions_checkout(tmp_path / "co", [20, 20, 80])
+    settings = _settings(tmp_path, tmp_path / "co")
+    lines: list[str] = []
+
+    def run(resume: bool):
+        engine = commands.make_engine(settings, engine="local", slots="0,1", slot_per="gpu", slot_cpus="shared",
+                                      progress=lines.append)
+        return commands.matrix(settings, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS,
+                               runs=2, engine=engine, resume=resume, threshold=0.3, progress=lines.append)
+
+    result = run(False)
+    text = matrix_text(result)
+    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(lines[-40:])
+    keys = [j.key for j in result.jobs]
+    slots_used = {result.outcomes[k].slot["index"] for k in keys}
+    assert slots_used == {0, 1}  # both slots worked
+    for commit in commits:  # run directories stay <results>/<short sha>/runN
+        runs = sorted(p.name for p in (tmp_path / "results" / commit[:7]).glob("run*"))
+        assert runs == ["run0", "run1", "run2"]
+        manifest = read_json(tmp_path / "results" / commit[:7] / "run1" / "manifest.json")
+        assert manifest["slot"]["gpus"] in (["0"], ["1"])  # the manifest records the slot
+    v = {x.metric: x.verdict for x in result.verdicts[keys[2]]}
+    assert v["selftest.latency_mean_s"] == "worse"  # the planted 20 -> 80 ms
+    assert {x.metric: x.verdict for x in result.verdicts[keys[1]]}["selftest.latency_mean_s"] != "worse"
+    assert "shared CPUs" in text and "base" in text
+    assert not server_pids()
+    # resume: every campaign is kept, nothing is measured again
+    again = run(True)
+    assert all(o.reused for o in again.outcomes.values())
+    assert sorted(p.name for p in (tmp_path / "results" / commits[0][:7]).glob("run*")) == ["run0", "run1", "run2"]
+    with pytest.raises(SettingsError, match="--resume"):
+        run(False)
+
+
+def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
+    commits = make_revisions_checkout(tmp_path / "co", [20, 20, 100, 100])
+    settings = _settings(tmp_path, tmp_path / "co")
+    engine = commands.make_engine(settings, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    result = commands.bisect(settings, good=commits[0], bad=commits[-1], metric="selftest.latency_mean_s",
+                             workloads=["selftest"], options=OPTS, runs=2, threshold=0.3, engine=engine,
+                             progress=lambda s: None)
+    assert result.first_bad == commits[2]
+    assert result.against_parent.verdict == "worse"
+    assert len(result.rounds) <= rounds_needed(4, 2)
+    assert all(len(r) <= 2 for r in result.rounds)
+    assert not server_pids()
+
+
+def test_matrix_task_is_thin_and_says_what_is_wrong(invoke):
+    done = invoke("matrix", "--workload", "selftest", "--revisions", "HEAD", "--slots", "0", "--slot-per", "gpu", "--slot-cpus", "shared")
+    assert done.returncode == 1 and "local target measures omnibench's own commit" in done.stderr
