@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -23,6 +24,17 @@ def build_once(folder: Path, name: str, build: Callable[[Path], int]) -> Path:
     """
     if is_complete(folder, name):
         return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Two processes making the same set at once (two runs, or test workers) take turns: the second
+    # waits for the first and then finds the set complete.
+    with open(folder.with_name(f".{folder.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_complete(folder, name):
+            return folder
+        return _build(folder, name, build)
+
+
+def _build(folder: Path, name: str, build: Callable[[Path], int]) -> Path:
     if folder.exists():
         raise FileExistsError(f"{folder} exists but is not a complete {name}; remove it to rebuild")
     work = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")

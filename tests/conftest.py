@@ -25,10 +25,15 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session", autouse=True)
 def data_cache(tmp_path_factory) -> Path:
-    """Data sets the tests make go to a temporary cache, never the user's ~/.cache."""
-    cache = tmp_path_factory.mktemp("omnibench-cache")
+    """Data sets the tests make go to a temporary cache, never the user's ~/.cache. Test workers
+    (pytest -n) share one: the sets are made once, under a lock."""
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "omnibench-cache"
+    cache.mkdir(exist_ok=True)
     os.environ["OMNIBENCH_CACHE"] = str(cache)
     return cache
+
+
 
 
 @pytest.fixture
@@ -55,14 +60,6 @@ def invoke_run_into(results: Path, *workloads: str, timeout: float = 900) -> sub
         argv += ["--workload", workload]
     return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="session")
-def one_run(tmp_path_factory):
-    """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One
-    run, made once per session and shared by every module that reads a complete run."""
-    results = tmp_path_factory.mktemp("one-run")
-    return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
 def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False) -> Path:

@@ -5,6 +5,7 @@ prepare_omni_venv.sh builds an `omni` venv whose sgl-omni starts the selftest se
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -62,16 +63,18 @@ def make_revisions_checkout(root: Path, delays_ms: list[float], deps_change_at: 
     return commits
 
 
-def server_pids() -> list[int]:
-    """Live selftest servers (by command line), for the no-server-left checks."""
+def server_pids(root: Path) -> list[int]:
+    """Live selftest servers (by command line) working in a folder under ``root`` (this test's: other
+    tests may run servers at the same time), for the no-server-left checks."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                cwd = Path(os.readlink(entry / "cwd"))
             except OSError:
                 continue
-            if b"omnibench_core.testing serve" in cmd and state != "Z":
+            if b"omnibench_core.testing serve" in cmd and state != "Z" and (cwd == root or root in cwd.parents):
                 out.append(int(entry.name))
     return out

@@ -133,7 +133,7 @@ def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
     assert v["selftest.latency_mean_s"] == "worse"  # the planted 20 -> 80 ms
     assert {x.metric: x.verdict for x in result.verdicts[keys[1]]}["selftest.latency_mean_s"] != "worse"
     assert "shared CPUs" in text and "base" in text
-    assert not server_pids()
+    assert not server_pids(tmp_path)
     # resume: every campaign is kept, nothing is measured again
     again = run(True)
     assert all(o.reused for o in again.outcomes.values())
@@ -153,7 +153,7 @@ def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
     assert result.against_parent.verdict == "worse"
     assert len(result.rounds) <= rounds_needed(4, 2)
     assert all(len(r) <= 2 for r in result.rounds)
-    assert not server_pids()
+    assert not server_pids(tmp_path)
 
 
 def test_matrix_task_is_thin_and_says_what_is_wrong(invoke):

@@ -103,7 +103,7 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     assert {x.metric: x.verdict for x in result.verdicts[result.jobs[2].key]}["selftest.latency_mean_s"] == "worse"
     assert list(results.glob("*/run*-incomplete*"))  # the killed run was moved aside, not counted
     # a server whose owner was killed is stopped by its watchdog (SIGTERM, grace, SIGKILL): allow it that
-    _wait(lambda: not server_pids(), 40)
+    _wait(lambda: not server_pids(tmp_path), 40)
     for o in result.outcomes.values():
         assert not port_in_use(int(o.slot["port"]))
     # 3. --resume keeps every complete campaign; nothing is measured again.

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import free_port, make_fake_checkout
+from conftest import free_port, invoke_run_into, make_fake_checkout
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
@@ -35,9 +36,11 @@ RUNBOOK_SEEDTTS_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def full_run(one_run):
-    """The session's complete One run (videoamme and seedtts) on the local target: its seed-tts half."""
-    return one_run
+def full_run(tmp_path_factory):
+    """`invoke run --workload videoamme --workload seedtts` on the local target: the runbook's One run,
+    made once for this module (its seed-tts half is checked here, its Video-AMME half below)."""
+    results = tmp_path_factory.mktemp("one-run")
+    return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
 def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
@@ -205,7 +208,7 @@ def test_local_set_is_made_once_in_seedtts_format(tmp_path):
     stamp = (folder / wav).stat().st_mtime_ns
     ensure_local_set(folder)  # reused, not rebuilt
     assert (folder / wav).stat().st_mtime_ns == stamp
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no half-made folder left
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]  # no half-made folder left
 
 
 def _plan(target_env, tmp_path, **options):
@@ -271,3 +274,54 @@ def test_sglang_client_is_refused_off_sglang_omni(tmp_path):
 
     with pytest.raises(SettingsError, match="needs a target that brings its clients"):
         _plan(prepare_local(Settings()), tmp_path, client="sglang")
+
+
+# -- the same One run, from Video-AMME's side -------------------------------------------------
+TESTS = Path(__file__).resolve().parent
+RUNBOOK_KEYS = {
+    "videoamme.accuracy", "videoamme.failed", "seedtts.failed", "seedtts.sim", "seedtts.sim_skipped", "seedtts.utmos",
+    "seedtts.utmos_skipped", "seedtts.completion_tokens_sum",
+    *(f"{w}.{k}" for w in ("videoamme", "seedtts") for k in ("throughput_qps", "latency_mean_s", "latency_p95_s",
+                                                            "rtf_mean", "audio_duration_mean_s",
+                                                            "audio_throughput_s_per_s")),
+    *(f"{w}.wer.{k}" for w in ("videoamme", "seedtts") for k in ("wer_corpus", "wer_below_50_corpus",
+                                                                "n_above_50_pct_wer", "skipped")),
+    "audio.files", "audio.empty_or_nan",
+}
+
+
+def test_one_run_is_complete_with_exactly_the_runbooks_keys(full_run):
+    done, results = full_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    (run,) = results.glob("*/run0")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["complete"] is True
+    assert set(metrics["metrics"]) == RUNBOOK_KEYS
+    assert metrics["metrics"]["audio.files"] == 10 + 30 and metrics["rates"] == [24000]
+    assert 0 <= metrics["metrics"]["videoamme.accuracy"] <= 1
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [s["label"] for s in manifest["servers"]] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
+    assert "--thinker.factory.max_seq_len" in manifest["servers"][0]["argv"]
+    assert manifest["servers"][0]["argv"][manifest["servers"][0]["argv"].index("--thinker.factory.max_seq_len") + 1] == "32768"
+    results_doc = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
+    row = results_doc["per_sample"][0]
+    assert set(row) >= {"sample_id", "expected", "predicted", "raw_response", "is_correct", "is_success", "latency_s",
+                        "prompt_tokens", "completion_tokens", "audio_duration_s", "rtf", "wav_path", "error"}
+    assert row["raw_response"].rstrip().endswith(f"Answer: {row['predicted']}")
+    assert set(results_doc["summary"]) >= {"total_samples", "correct", "accuracy", "failed"}
+    assert "not a video model" in done.stdout
+
+
+def test_runbooks_own_collection_script_agrees_value_for_value(full_run, tmp_path):
+    _, results = full_run
+    (run,) = results.glob("*/run0")
+    copy = Path(shutil.copytree(run, tmp_path / "run0"))  # the script writes metrics.json itself
+    script = (TESTS / "runbook_collect.py").read_text().replace("1088", "30")  # the local seed-tts set's size
+    (tmp_path / "collect.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "collect.py"), str(copy)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "RUN_COMPLETE"
+    theirs = json.loads((copy / "metrics.json").read_text())
+    ours = json.loads((run / "metrics.json").read_text())
+    assert theirs["metrics"] == ours["metrics"]
+    assert theirs["rates"] == ours["rates"] and theirs["complete"] is ours["complete"] is True

@@ -24,8 +24,9 @@ SLOT_SETTINGS = ("gpus", "cpus")  # where a campaign ran, not what it measured
 
 
 def now_iso() -> str:
-    """The current UTC time, ISO 8601 with seconds."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    """The current UTC time, ISO 8601 with microseconds: it also tells attempts apart (a retry
+    can start within the second its failed attempt started)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
