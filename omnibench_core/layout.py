@@ -1,6 +1,6 @@
 """The results layout, in one place: ``<results>/<revision folder>/run0, run1, ...``,
-``runN-incomplete`` for runs moved aside, ``report.json`` beside the runs, and ``ci/runN`` for
-the CI stages. The revision folder is the checkout's short commit (as in the runbook) or what the
+``runN-incomplete`` for runs moved aside, and ``ci/runN`` for the CI stages (campaigns keep
+their files in ``campaigns/``). The revision folder is the checkout's short commit (as in the runbook) or what the
 target names (``local-<omnibench commit>``).
 """
 
@@ -11,18 +11,11 @@ import re
 from pathlib import Path
 
 _RUN_RE = re.compile(r"^run(\d+)$")
-REPORT_NAME = "report.json"
 
 
 def revision_dir(results_root: Path, folder: str) -> Path:
     """``<results>/<folder>``: where one revision's runs go."""
     return results_root / folder
-
-
-def measured_runs(revision: Path) -> list[str]:
-    """The ``runN`` folders of a revision but ``run0`` (the warm-up), in order."""
-    names = [p.name for p in revision.glob("run*") if _RUN_RE.match(p.name) and p.name != "run0"]
-    return sorted(names, key=lambda n: int(n[3:]))
 
 
 def ci_dir(results_root: Path, folder: str) -> Path:
