@@ -145,8 +145,26 @@ class Slot:
         return Endpoint(self.port)
 
 
+class _InRun:
+    """Where a workload's files go and where its servers listen, for the two contexts below."""
+
+    run_dir: Path
+    workload: str
+    endpoint: Endpoint
+
+    @property
+    def workload_dir(self) -> Path:
+        """``<run>/<workload>``, where the workload's files go."""
+        return self.run_dir / self.workload
+
+    @property
+    def port(self) -> int:
+        """The port of the run's servers."""
+        return self.endpoint.port
+
+
 @dataclass
-class StepContext:
+class StepContext(_InRun):
     """What a Python-callable step receives."""
 
     run_dir: Path
@@ -156,16 +174,6 @@ class StepContext:
     target: TargetEnv
     log: TextIO
     progress: Callable[[str], None]
-
-    @property
-    def workload_dir(self) -> Path:
-        """``<run>/<workload>``."""
-        return self.run_dir / self.workload
-
-    @property
-    def port(self) -> int:
-        """The port of the run's servers."""
-        return self.endpoint.port
 
 
 StepAction = Callable[[StepContext], None]
@@ -284,7 +292,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class RunContext:
+class RunContext(_InRun):
     """What a workload's or scorer's ``plan`` receives to build its steps.
 
     ``options`` are the workload's checked option values (typed by its schema); ``params``
@@ -300,16 +308,6 @@ class RunContext:
     target: TargetEnv
     settings: RunSettings
     params: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def workload_dir(self) -> Path:
-        """``<run>/<workload>``, where the workload's files go."""
-        return self.run_dir / self.workload
-
-    @property
-    def port(self) -> int:
-        """The port of the run's servers."""
-        return self.endpoint.port
 
 
 @dataclass(frozen=True)
