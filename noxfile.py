@@ -59,6 +59,7 @@ except Exception as exc:  # not installed here, or a broken plugin: `tests` and 
     _STAGES, _WHY_NOT = {}, f"{type(exc).__name__}: {exc}"
 
 _RUN: list = []  # the one CiRun of this nox invocation, shared by its stage sessions
+_NOT_READY: list = []  # why the CI stages could not start (said once; the other stages skip)
 
 
 def _ci_args(posargs: list[str]) -> argparse.Namespace:
@@ -72,10 +73,16 @@ def _ci_args(posargs: list[str]) -> argparse.Namespace:
 
 def _run_stage(session: nox.Session, name: str) -> None:
     args = _ci_args(session.posargs)
-    try:
-        if not _RUN:
+    if _NOT_READY:
+        session.skip(f"not run: {_NOT_READY[0]} (see the first stage)")
+    if not _RUN:
+        try:
             _RUN.append(_ci.CiRun(load_settings(HERE), out_dir=args.out, progress=session.log))
-        run = _RUN[0]
+        except OmnibenchError as exc:
+            _NOT_READY.append(exc.message)
+            session.error(str(exc))
+    run = _RUN[0]
+    try:
         result = run.run_stage(_STAGES[name], attempts=args.attempts, retry_delay_s=args.retry_delay_s,
                                timeout_s=args.timeout_s)
     except OmnibenchError as exc:

@@ -17,7 +17,6 @@ from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
-from omnibench_core.setup.doctor import diagnose
 from omnibench_core.standin import StandinSpec, make_standin
 
 
@@ -197,13 +196,14 @@ def setup_all(c, where="auto"):
         setup_host.setup_all(settings_from(c), where)
 
 
-@task
-def doctor(c):
-    """Check every prerequisite of a run on this host: a table of OK/FAIL with the fix for each."""
-    checks = diagnose(settings_from(c))
-    emit(report.table(((k.name, "OK" if k.ok else "FAIL", k.detail, k.fix) for k in checks),
-                       ("check", "status", "detail", "fix")))
-    failed = [k.name for k in checks if not k.ok]
+@task(help={"target": "the target to check for: local (default; needs no GPU or checkout) or sglang-omni",
+            "checkout": "sglang-omni checkout (target sglang-omni)"})
+def doctor(c, target=None, checkout=None):
+    """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
+    with reported():
+        checks = api.diagnose(settings_from(c, target=target, checkout=checkout))
+    emit(report.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
+    failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
         raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
 

@@ -13,6 +13,8 @@ from .plugin_manager import Registry
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan, score_together
 from .settings import Settings
+from .setup import doctor
+from .setup.doctor import Check
 
 
 @dataclass(frozen=True)
@@ -194,3 +196,12 @@ def prepare_target(settings: Settings) -> TargetEnv:
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
     return layout.revision_dir(settings.run.results_root, prepare_target(settings).folder)
+
+
+def diagnose(settings: Settings) -> list[Check]:
+    """``invoke doctor``: every prerequisite, marked not needed where the configured target's facts
+    say it does not use it (the local target needs no GPU, container or checkout)."""
+    _, registry = plugin_manager.load()
+    target = registry.get("target", settings.run.target)
+    return doctor.diagnose(settings, gpu_host=target.facts.uses_gpu, checkout=target.facts.own_clients,
+                           why_not=f"not needed for the {target.name} target")

@@ -14,10 +14,14 @@ from .errors import SettingsError
 from .gitinfo import git_revision
 from .settings import Settings
 
+# The tasks that take a setting as a flag; elsewhere (nox -s ci_stages, a setting without a flag)
+# only invoke.yaml and the environment variable reach it.
+_FLAGS = {"checkout": "--checkout (invoke run, measure, matrix, bisect, doctor)"}
+
 
 def _setting_hint(name: str) -> str:
-    return (f"set omnibench.{name} in invoke.yaml, INVOKE_OMNIBENCH_{name.upper()} in the environment, "
-            f"or pass --{name.replace('_', '-')}")
+    hint = f"set omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()} in the environment"
+    return hint + (f", or pass {_FLAGS[name]}" if name in _FLAGS else "")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def check_run_ready(run_dir: Path, port: int, *, claimed: bool = False) -> GateR
         raise RunNotReady(
             f"run directory {run_dir} exists already",
             evidence={"run_dir": str(run_dir)},
-            hint="omnibench never overwrites a run: pick another --run name or move that directory",
+            hint="omnibench never overwrites a run: pick another --run-name or move that directory",
         )
     if port_in_use(port):
         holder = port_holder(port)

@@ -130,6 +130,16 @@ def test_ci_ready_fails_without_a_router(tmp_path):
     assert not (checkout / "order.log").exists()
 
 
+def test_no_checkout_is_said_once_in_a_few_lines(tmp_path):
+    done = nox_ci(tmp_path, tmp_path / "no-checkout")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert out.count("aborted: no sglang-omni checkout at") == 1  # the error once; the nine others skip
+    assert out.count("skipped: not run: no sglang-omni checkout") == 9
+    assert out.count("what to do:") == 1 and "Merging config sources" not in out  # no Invoke debug output
+    assert len(out.splitlines()) < 60
+
+
 def test_ci_ready_refuses_an_existing_output_dir(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     (tmp_path / "taken").mkdir()

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, make_fake_checkout
+from conftest import FIXTURES, free_port, make_fake_checkout
 
 from omnibench_core.setup import pins as pins_mod
 from omnibench_core.setup.checkout import VenvNotOk, check_venv
@@ -316,7 +316,7 @@ def test_doctor_prints_ok_and_fail_with_fixes(invoke, tmp_path):
                     INVOKE_OMNIBENCH_OMNI_CI_HOME=str(tmp_path / "omni_ci"),
                     INVOKE_OMNIBENCH_HF_CACHE=str(tmp_path / "hub"), INVOKE_OMNIBENCH_DOCKER="no-such-docker",
                     INVOKE_OMNIBENCH_CPUS=str(min(os.sched_getaffinity(0))))
-    done = invoke("doctor", env=env)
+    done = invoke("doctor", "--target", "sglang-omni", env=env)
     assert done.returncode == 1
     rows = {line.split("  ")[0].strip(): line for line in done.stdout.splitlines()[2:]}
     assert " OK " in rows["lscpu"] and " OK " in rows["nvidia-smi"] and " OK " in rows["GPU memory free"]
@@ -325,6 +325,18 @@ def test_doctor_prints_ok_and_fail_with_fixes(invoke, tmp_path):
     assert "FAIL" in rows["venv hash (VENV_OK)"] and "invoke setup.venv" in rows["venv hash (VENV_OK)"]
     assert "FAIL" in rows["model and data pins (REVISIONS_OK)"] and "setup.download" in rows["model and data pins (REVISIONS_OK)"]
     assert "3 check(s) failed" in done.stderr
+
+
+def test_doctor_on_the_local_target_marks_gpu_host_checks_not_needed(invoke, tmp_path):
+    bin_dir, sysfs = fake_host(tmp_path, "h200x2-vm")
+    env = setup_env(bin_dir, sysfs, INVOKE_OMNIBENCH_CHECKOUT=str(tmp_path / "nowhere"),
+                    INVOKE_OMNIBENCH_DOCKER="no-such-docker", INVOKE_OMNIBENCH_PORT=str(free_port()))
+    done = invoke("doctor", env=env)  # the default target: local
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split("  ")[0].strip(): line for line in done.stdout.splitlines()[2:]}
+    for name in ("docker", "checkout and commit", "GPU memory free", "CPU set (BENCH_CPUS)"):
+        assert " n/a " in rows[name] and "not needed for the local target" in rows[name], rows[name]
+    assert " OK " in rows["python3"]
 
 
 def test_setup_all_on_the_host_skips_what_is_done(invoke, tmp_path):

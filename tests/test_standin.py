@@ -193,7 +193,7 @@ def test_setup_venv_and_doctor_against_the_standin(invoke, tmp_path, small_stand
     write_fake_nvidia_smi(fake, small_standin.root)
     env = {"INVOKE_OMNIBENCH_CHECKOUT": str(small_standin.root), "INVOKE_OMNIBENCH_OMNI_CI_HOME": str(tmp_path / "ci"),
            "INVOKE_OMNIBENCH_BENCH_DIR": str(tmp_path / "bench"), "INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake / "nvidia-smi"),
-           "INVOKE_OMNIBENCH_PORT": str(free_port())}
+           "INVOKE_OMNIBENCH_PORT": str(free_port()), "INVOKE_OMNIBENCH_TARGET": "sglang-omni"}
     before = invoke("doctor", env=env)
     assert "venv hash (VENV_OK)" in before.stdout and "build the venv: invoke setup.venv" in before.stdout
     built = invoke("setup.venv", env=env)

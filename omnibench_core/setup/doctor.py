@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..checkout import check_checkout
@@ -26,6 +26,12 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    needed: bool = True  # False: the target does not use it (shown as n/a, never a failure)
+
+    @property
+    def status(self) -> str:
+        """OK, FAIL, or n/a for a check the target does not need."""
+        return "n/a" if not self.needed else ("OK" if self.ok else "FAIL")
 
 
 def _tool(name: str, command: str, fix: str) -> Check:
@@ -40,8 +46,21 @@ def _guard(name: str, fix: str, fn: Callable[[], str]) -> Check:
         return Check(name, False, exc.message, exc.hint or fix)
 
 
-def diagnose(settings: Settings) -> list[Check]:
-    """Run every check; none raises."""
+def diagnose(settings: Settings, *, gpu_host: bool = True, checkout: bool = True, why_not: str = "") -> list[Check]:
+    """Run every check; none raises. ``gpu_host``: the target's servers use GPUs (nvidia-smi,
+    docker, GPU memory and the CPU set matter); ``checkout``: it runs a checkout's programs
+    (checkout, venv, pins matter). Checks that do not apply are marked not needed, with ``why_not``."""
+    checks = _all_checks(settings)
+    gpu_only = {"nvidia-smi", "docker", "GPU memory free", "CPU set (BENCH_CPUS)", "lscpu"}
+    checkout_only = {"checkout and commit", "venv hash (VENV_OK)", "model and data pins (REVISIONS_OK)"}
+    out = []
+    for check in checks:
+        needed = not ((check.name in gpu_only and not gpu_host) or (check.name in checkout_only and not checkout))
+        out.append(check if needed else replace(check, needed=False, fix=why_not or "not needed for this target"))
+    return out
+
+
+def _all_checks(settings: Settings) -> list[Check]:
     checks = [
         Check("python3", sys.version_info >= (3, 10), sys.version.split()[0],
               "" if sys.version_info >= (3, 10) else "use Python 3.10 or newer"),
