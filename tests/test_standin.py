@@ -162,6 +162,33 @@ def test_history_carries_a_planted_regression(tmp_path):
         make_standin(made.root)
 
 
+def test_the_planted_latency_reaches_every_request(tmp_path):
+    made = make_standin(tmp_path / "co", StandinSpec(commits=2, regress_at=2, delay_ms=400))
+    port = free_port()
+    proc = subprocess.Popen([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
+                             "--model-name", "minicpmo", "--port", str(port)], cwd=made.root, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                _get(f"http://127.0.0.1:{port}/health")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        body = json.dumps({"model": "minicpmo", "messages": [{"role": "user", "content": "Hello."}]}).encode()
+        t0 = time.monotonic()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            assert reply.status == 200
+        assert time.monotonic() - t0 >= 0.4  # HEAD carries the planted 400 ms
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
 @pytest.fixture(scope="module")
 def small_standin(tmp_path_factory) -> Standin:
     """A stand-in whose CI stage mmmu_ci cannot pass (its own, since setup.venv rebuilds the venv)."""
