@@ -125,3 +125,22 @@ def test_telemetry_files_are_real_csv(tmp_path, monkeypatch):
     result = sampler.stop()
     assert result.samples >= 6 and result.samples % 2 == 0 and result.cpu_fraction is not None
     assert Path(result.csv).read_text().startswith(",".join(COLUMNS))
+
+
+def test_reports_and_comparisons_show_the_telemetry_and_its_warnings(tmp_path, port, monkeypatch):
+    from omnibench_core.campaign.compare import compare
+    from omnibench_core.campaign.summary import stats_of
+    from omnibench_core.campaign.writing import write_report
+
+    runs = [_run(tmp_path, port, BUSY, monkeypatch).run_dir for _ in range(2)]
+    stats = stats_of("gpu-sim", runs)
+    written = write_report(tmp_path / "report", stats, {"campaign": "gpu-sim"})
+    md = written.markdown.read_text()
+    assert "## GPU telemetry" in md and "| selftest |" in md
+    assert "throttled during the timed window: sw_power_cap" in md and "run0: " in md and "run1: " in md
+    doc = json.loads(written.json.read_text())
+    assert doc["telemetry"]["applies"] and doc["telemetry"]["workloads"]["selftest"]["energy_j"] > 0
+    assert any(p.endswith("telemetry-selftest.png") for p in doc["plots"])  # utilisation and power over time
+    notes = compare(stats, stats, force=True).notes
+    assert any(n.startswith("A GPU telemetry: run0:") for n in notes)
+    assert any(n.startswith("B GPU telemetry: run1:") for n in notes)

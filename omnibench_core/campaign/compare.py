@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OmnibenchError
+from . import telemetry_view
 from .stats import welch
 from .summary import RunSetStats
 
@@ -124,6 +125,9 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: 
         verdict, why = _verdict(ma.direction, pct, p, alpha, min_effect, diff)
         rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, diff, pct, p, verdict, why))
     notes = _length_notes(rows, min_effect)
+    # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
+    for side, stats in (("A", a), ("B", b)):
+        notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
     return Comparison(a.title, b.title, "Welch's two-sided t-test", alpha, min_effect, tuple(rows), tuple(diffs),
                       bool(diffs), tuple(notes))
 

@@ -71,3 +71,28 @@ def compare_plot(path: Path, rows: Sequence[tuple[str, list[float], list[float],
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
+
+
+def telemetry_plot(path: Path, csv_path: Path) -> Path:
+    """GPU utilisation and power over a server's life, one line per GPU, from its telemetry CSV."""
+    from ..telemetry.summary import read_samples
+
+    rows = read_samples(csv_path)
+    plt = _pyplot()
+    fig, (util, power) = plt.subplots(2, 1, figsize=(6, 4), sharex=True)
+    t0 = min((r["time_unix"] for r in rows), default=0.0)
+    for gpu in sorted({r["gpu"] for r in rows}):
+        mine = [r for r in rows if r["gpu"] == gpu]
+        t = [r["time_unix"] - t0 for r in mine]
+        util.plot(t, [r.get("gpu_util_pct") for r in mine], label=f"GPU {gpu}")
+        power.plot(t, [r.get("power_w") for r in mine], label=f"GPU {gpu}")
+    util.set_ylabel("utilisation %")
+    power.set_ylabel("power W")
+    power.set_xlabel("seconds since the server started")
+    util.set_title(f"GPU telemetry: {csv_path.stem}", fontsize=9)
+    util.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

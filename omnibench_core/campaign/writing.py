@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import write_json
-from . import plots, references
+from . import plots, references, telemetry_view
 from .compare import Comparison
 from .summary import RunSetStats
 
@@ -101,6 +101,10 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
         md += ["", "## Reference results: OTHER SETUPS", "", references.NOTE, ""]
         md += _md_table(("workload", "source", "setup", "results"), [[r.workload, r.source, r.setup, r.results]
                                                                    for r in refs])
+    tele = telemetry_view.view(stats.run_dirs)
+    md += telemetry_view.markdown(tele)
+    if plots.available():
+        made += [plots.telemetry_plot(folder / f"{stem}-plots" / f"telemetry-{csv.stem}.png", csv) for csv in tele.csvs]
     md += ["", "## Plots", ""]
     md += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in made] if made else [note]
     (folder / f"{stem}.md").write_text("\n".join(md) + "\n")
@@ -109,6 +113,9 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
            "metrics": {m.name: {"mean": m.mean, "sd": m.sd, "values": m.values, "direction": m.direction,
                                 "rel_spread": m.rel_spread, "flags": list(m.flags)} for m in stats.metrics},
            "reference_results_other_setups": [dataclasses.asdict(r) for r in refs],
+           "telemetry": {"applies": tele.applies, "reason": tele.reason, "warnings": list(tele.warnings),
+                         "workloads": {w: {"energy_j": e, "energy_per_request_j": r, "energy_per_speech_second_j": s}
+                                       for w, e, r, s in tele.rows}},
            "plots": [str(p) for p in made], "plots_note": note}
     json_path = write_json(folder / f"{stem}.json", doc)
     return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report")
