@@ -28,6 +28,15 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: Path, dpi: int = 90) -> Path:
+    """Lay the figure out, write it as a PNG and free it."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd: float | None, direction: str) -> Path:
     """One metric's value per run, with its mean and a band of one sample sd."""
     plt = _pyplot()
@@ -40,11 +49,7 @@ def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd
     better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
     ax.set_title(f"{name}{better}", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def compare_plot(path: Path, rows: Sequence[tuple[str, list[float], list[float], str]], a: str, b: str) -> Path:
@@ -66,11 +71,7 @@ def compare_plot(path: Path, rows: Sequence[tuple[str, list[float], list[float],
         ax.tick_params(axis="y", labelsize=6)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, dpi=80)
 
 
 def telemetry_plot(path: Path, csv_path: Path) -> Path:
@@ -91,8 +92,4 @@ def telemetry_plot(path: Path, csv_path: Path) -> Path:
     power.set_xlabel("seconds since the server started")
     util.set_title(f"GPU telemetry: {csv_path.stem}", fontsize=9)
     util.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
