@@ -17,7 +17,7 @@ from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
-from omnibench_core.standin import StandinSpec, make_standin
+from omnibench_core.standin import StandinSpec, history_text, make_standin
 
 
 @contextmanager
@@ -219,11 +219,7 @@ def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=5
         spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,
                            delay_ms=float(delay_ms), fail_stage=fail_stage)
         made = make_standin(Path(out), spec)
-    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
-            for i, sha in enumerate(made.commits, start=1))
-    emit(report.table(rows, ("commit", "sha", "delay_ms", "failing CI stage")))
-    emit(f"STANDIN_OK {made.root}\n"
-         f"try it: invoke run --target sglang-omni --checkout {made.root} --workload videoamme --workload seedtts")
+    emit(history_text(made, spec))
 
 
 SCALE_HELP = {

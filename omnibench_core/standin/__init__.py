@@ -10,6 +10,6 @@ run on CPU through omnibench's local server, clients and scorers (``invoke stand
 from __future__ import annotations
 
 from .gpu import write_fake_nvidia_smi
-from .repo import Standin, StandinSpec, make_standin
+from .repo import Standin, StandinSpec, history_text, make_standin
 
-__all__ = ["Standin", "StandinSpec", "make_standin", "write_fake_nvidia_smi"]
+__all__ = ["Standin", "StandinSpec", "history_text", "make_standin", "write_fake_nvidia_smi"]

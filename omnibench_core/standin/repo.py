@@ -118,3 +118,13 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
     (state / "base-python").write_text(sys.executable + "\n")  # prepare_omni_venv.sh rebuilds with it
     make_venv(out, "omni")
     return Standin(out, tuple(commits), spec)
+
+
+def history_text(made: Standin, spec: StandinSpec) -> str:
+    """What ``invoke standin`` prints: each commit with its planted settings, then how to use it."""
+    from ..report import table
+
+    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
+            for i, sha in enumerate(made.commits, start=1))
+    return (table(rows, ("commit", "sha", "delay_ms", "failing CI stage")) + f"\nSTANDIN_OK {made.root}\n"
+            f"try it: invoke run --target sglang-omni --checkout {made.root} --workload videoamme --workload seedtts")
