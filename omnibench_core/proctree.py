@@ -11,7 +11,6 @@ this module and starts once per program.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,15 +130,6 @@ class Tree:
                     found.add(info.pid)
         found.discard(os.getpid())  # never ourselves, whatever our environment says
         return found - self.exclude
-
-    def owns(self, pids: Iterable[int], proc: Path = Path("/proc")) -> bool:
-        """True when any of ``pids`` belongs to the program."""
-        wanted = set(pids)
-        if not wanted:
-            return False
-        snap = snapshot(proc)
-        return bool(wanted & self.members(proc, snap))
-
 
 def cmdline(pid: int, proc: Path = Path("/proc"), limit: int = 200) -> str:
     """The command line of ``pid`` for a message, "" when unknown."""

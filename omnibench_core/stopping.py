@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-HOWS = ("exited", "terminated", "killed")
-
 
 @dataclass(frozen=True)
 class SignalSent:

@@ -20,7 +20,6 @@ from ..audio import change_length, resample
 TTS_RATE = 24000  # MiniCPM-o's output rate too
 ASR_RATE = 16000
 VOICE_MATCH_RANGE = (0.8, 1.25)
-VOICE_MATCH_METHOD = "median-F0 pitch shift of hibari-tts 'heart' toward the reference (0.8..1.25x)"
 REFERENCE_PITCH_SECONDS = 60.0  # a median pitch needs no more; bounds the work a long reference costs
 
 
