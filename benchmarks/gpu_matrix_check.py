@@ -1,6 +1,6 @@
 """`invoke matrix` on a real host with two GPUs: the GPU gates under a real GPU load.
 
-Builds a small checkout (like tests/scale_helpers.make_revisions_checkout) whose commits set the
+Builds the tests' small checkout (tests/scale_helpers.make_revisions_checkout) whose commits set the
 latency each request gets; its ``sgl-omni`` first starts a GPU load in the server's own process
 group (a child that holds ``--gib`` GiB on CUDA_VISIBLE_DEVICES's GPU and runs bf16 matrix
 products in a loop for the server's whole life), waits until the memory is held, then becomes the
@@ -46,6 +46,9 @@ from omnibench_core.jsonio import read_json
 from omnibench_core.scale import commands
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from scale_helpers import make_revisions_checkout  # noqa: E402  (the tests' checkout, shared)
 
 # The GPU load: holds GIB GiB, writes READY once held, then bf16 matmuls until killed, writing
 # its TFLOP/s per ~1 s window to LOG (one JSON line each). Dies with its parent.
@@ -98,44 +101,13 @@ SGL_OMNI = textwrap.dedent("""\
                               "--delay", delay, "--delay-ms", str(ms)])
     """)
 
-PREPARE = textwrap.dedent("""\
-    #!/bin/sh
-    set -eu
-    venv="${1:-omni}"
-    cd "$(dirname "$0")/../.."
-    rm -rf "$OMNI_CI_HOME" && mkdir -p "$OMNI_CI_HOME" "$venv/bin"
-    ln -sf "$(cat .python)" "$venv/bin/python"
-    cp .github/scripts/sgl-omni "$venv/bin/sgl-omni" && chmod +x "$venv/bin/sgl-omni"
-    . .github/scripts/omni_ci_deps_hash.sh
-    omni_ci_deps_hash > "$OMNI_CI_HOME/.deps-hash"
-    echo built
-    """)
-
 NVIDIA_SMI = os.environ.get("NVIDIA_SMI", "nvidia-smi")  # a fake one for a dry run without a GPU
-HASH = "omni_ci_deps_hash() {\n    cat deps.txt | sha256sum | cut -d' ' -f1\n}\n"
 
 
 def make_checkout(root: Path, delays_ms: list[float], logdir: Path, gib: float) -> list[str]:
-    """A git repo with one commit per delay (oldest first); returns the full commits."""
-    scripts = root / ".github" / "scripts"
-    scripts.mkdir(parents=True)
-    (scripts / "omni_ci_deps_hash.sh").write_text(HASH)
-    (scripts / "prepare_omni_venv.sh").write_text(PREPARE)
-    (scripts / "sgl-omni").write_text(SGL_OMNI.format(python=sys.executable, logdir=str(logdir), gib=gib))
-    (scripts / "gpu_load.py").write_text(GPU_LOAD)
-    (root / ".python").write_text(sys.executable + "\n")
-    (root / ".gitignore").write_text("omni/\n")
-    (root / "deps.txt").write_text("deps v1\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    commits = []
-    for i, ms in enumerate(delays_ms):
-        (root / "standin.json").write_text(json.dumps({"commit": i, "delay_ms": ms}))
-        subprocess.run([*git, "add", "-A"], check=True)
-        subprocess.run([*git, "commit", "-qm", f"commit {i}: {ms} ms"], check=True)
-        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                      check=True).stdout.strip())
-    return commits
+    """The tests' revisions checkout, its sgl-omni starting a GPU load with the server."""
+    return make_revisions_checkout(root, delays_ms, sgl_omni=SGL_OMNI.format(python=sys.executable,
+                                   logdir=str(logdir), gib=gib), scripts_extra={"gpu_load.py": GPU_LOAD})
 
 
 def compute_apps() -> list[str]:

@@ -14,10 +14,25 @@ from omnibench_core.proctree import alive, environ_has_token, snapshot
 
 PY = sys.executable
 
+# The /health handler both programs below serve (200 with "healthy"; no access log).
+HANDLER = r'''
+import http.server
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"status": "healthy"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+'''
+
 # A server: a child that calls setsid and sleeps, a double-forked daemon (its parent exits, so
 # it is reparented to the nearest subreaper), and /health on argv[1]. With "stubborn" as argv[2]
 # everything ignores SIGTERM (and says so in the log when it gets one).
-SERVER = r'''
+SERVER = HANDLER + r'''
 import http.server, json, os, signal, subprocess, sys, time
 port, stubborn = int(sys.argv[1]), len(sys.argv) > 2 and sys.argv[2] == "stubborn"
 IGNORE = "import signal; signal.signal(signal.SIGTERM, lambda s, f: print('got SIGTERM, ignoring', flush=True)); " if stubborn else ""
@@ -35,34 +50,14 @@ if middle == 0:
 os.waitpid(middle, 0)
 daemon = int(os.read(r, 64))
 
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b'{"status": "healthy"}'
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
 server = http.server.HTTPServer(("127.0.0.1", port), Health)
 print("ready " + json.dumps({"escapee": escapee.pid, "daemon": daemon}), flush=True)
 server.serve_forever()
 '''
 
 # A /health server and nothing else (a foreign listener, or one started by a descendant).
-HEALTH = r'''
-import http.server, sys
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b'{"status": "healthy"}'
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
+HEALTH = HANDLER + r'''
+import sys
 server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health)
 print("listening", flush=True)
 server.serve_forever()

@@ -40,14 +40,19 @@ PREPARE = textwrap.dedent("""\
 HASH = "omni_ci_deps_hash() {\n    cat deps.txt | sha256sum | cut -d' ' -f1\n}\n"
 
 
-def make_revisions_checkout(root: Path, delays_ms: list[float], deps_change_at: int | None = None) -> list[str]:
+def make_revisions_checkout(root: Path, delays_ms: list[float], deps_change_at: int | None = None, *,
+                            sgl_omni: str = SGL_OMNI, scripts_extra: dict[str, str] | None = None) -> list[str]:
     """A git repo with one commit per delay (oldest first); returns the full commits.
-    ``deps_change_at``: from that commit index on, deps.txt differs (a venv rebuild)."""
+    ``deps_change_at``: from that commit index on, deps.txt differs (a venv rebuild). ``sgl_omni``
+    replaces the launcher; ``scripts_extra`` adds files beside it (benchmarks/gpu_matrix_check.py
+    launches a GPU load with the server)."""
     scripts = root / ".github" / "scripts"
     scripts.mkdir(parents=True)
     (scripts / "omni_ci_deps_hash.sh").write_text(HASH)
     (scripts / "prepare_omni_venv.sh").write_text(PREPARE)
-    (scripts / "sgl-omni").write_text(SGL_OMNI)
+    (scripts / "sgl-omni").write_text(sgl_omni)
+    for name, text in (scripts_extra or {}).items():
+        (scripts / name).write_text(text)
     (root / ".python").write_text(sys.executable + "\n")
     (root / ".gitignore").write_text("omni/\n")
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]

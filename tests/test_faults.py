@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from omnibench_core import api, ownership, testing
+from omnibench_core import api, ownership
 from omnibench_core.errors import RunNotReady, StepFailed, StorageError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
@@ -260,8 +260,6 @@ def test_a_failed_steps_log_path_points_where_the_run_went(tmp_path, port):
     log = Path(err.value.evidence["log"])
     assert "-incomplete" in str(log) and log.is_file() and "boom" in log.read_text()
 
-
-_ = testing  # the selftest workload these tests run is omnibench_core.testing's
 
 
 # -- the owner dies --------------------------------------------------------------------------
