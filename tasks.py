@@ -5,19 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
-from invoke import Collection, Context, Exit, task
+import invoke
+from invoke import Collection, Context, Exit
 
-from omnibench_core import api, campaign, report
+from omnibench_core import api, campaign, config, plugin_manager, report
+from omnibench_core import flags as f
+from omnibench_core.campaign.compare import VERDICTS
+from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted
 from omnibench_core.report import emit
 from omnibench_core.scale import commands as scale
 from omnibench_core.scale.bisect import bisect_text
-from omnibench_core.scale.matrix import matrix_text
+from omnibench_core.scale.matrix import matrix_text, parse_sweep
+from omnibench_core.scale.revisions import split_spec
+from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import StandinSpec, history_text, make_standin
+from omnibench_core.standin.stages import KINDS as CI_STAGES
+
+# Every task checks each of its flags (`checks=`) before its body starts anything; see
+# omnibench_core/flags.py. tests/test_flags.py fails for a flag without a check.
+task = partial(invoke.task, klass=f.FlagTask)
 
 
 @contextmanager
@@ -32,13 +44,23 @@ def reported() -> Iterator[None]:
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
-    """Invoke's ``omnibench`` configuration with the task's flags on top."""
-    given = {k: v for k, v in flags.items() if v is not None}
-    return Settings.from_mapping({**dict(c.config.omnibench), **given})
+    """Invoke's ``omnibench`` configuration with the task's flags on top; a bad value is blamed
+    on its flag, variable or file."""
+    return config.settings_from(c.config, flags)
+
+
+# Checks of the flags several tasks share.
+TARGET = f.choice(lambda: sorted(plugin_manager.load()[1].table("target")))
+SETTING_CHECKS: dict[str, f.AnyCheck] = {
+    "target": TARGET, "results": f.text(), "port": f.port(), "checkout": f.text(), "gpus": f.gpu_ids(),
+    "cpus": f.cpu_set(), "client": f.text(),  # --client: each workload checks it against its own choices
+    "workload": f.Many(f.text(empty=False)), "opt": f.Many(f.text(empty=False)),  # --opt: the options' schemas
+}
+RUNS = f.whole(2)  # a campaign's spread needs two measured runs
 
 
 @task(
-    iterable=["workload", "opt"],
+    iterable=["workload", "opt"], checks={**SETTING_CHECKS, "run_name": f.text()},
     help={
         "workload": "workload to run (repeat for several, e.g. --workload videoamme --workload seedtts)",
         "target": "where the system under test comes from: local (default) or sglang-omni",
@@ -77,7 +99,8 @@ RUN_FLAGS_HELP = {
 
 
 # The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l).
-@task(iterable=["workload", "opt"], help={
+@task(iterable=["workload", "opt"], checks={
+    **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.text()}, help={
     "workload": "workload to measure (repeat for several)",
     "runs": "measured runs after the warm-up run0 (default 3, as the runbook)",
     "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
@@ -89,13 +112,15 @@ def measure(c, workload, target=None, results=None, port=None, runs=3, opt=None,
     """A campaign: warm-up run0, then --runs measured runs, resumed by the same command; then its report."""
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
-        asked = campaign.asked_from(settings, workload, opt or [], client, int(runs), int(retries), scoring)
+        asked = campaign.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
         outcome = campaign.measure(settings, asked, name=name, progress=emit)
         made = campaign.report(settings, outcome.campaign.name)
     emit(campaign.report_text(made))
 
 
-@task(help={"name": "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the revision folder; Invoke has no optional positionals, so --name)",
+@task(checks={"name": f.text(), "runs": f.distinct_list("run names"), "target": TARGET, "results": f.text(),
+              "checkout": f.text()},
+      help={"name": "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the revision folder; Invoke has no optional positionals, so --name)",
             "runs": "report these complete runs instead of a campaign, comma-separated (they must match)",
             "target": "local or sglang-omni (which revision folder)", "results": "results root",
             "checkout": "sglang-omni checkout (its commit names the revision folder)"})
@@ -103,11 +128,14 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
     """A campaign's report: each metric's mean, sample sd, values by run, direction, spread and flags."""
     with reported():
         settings = settings_from(c, target=target, results=results, checkout=checkout)
-        made = campaign.report(settings, name or None, runs=[r.strip() for r in runs.split(",") if r.strip()])
+        made = campaign.report(settings, name or None, runs=runs)
     emit(campaign.report_text(made))
 
 
-@task(help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file",
+@task(checks={"a": f.text(empty=False), "b": f.text(empty=False), "force": f.SWITCH, "min_effect": f.percent(),
+              "alpha": f.fraction_open(0, 1, "0.05"), "fail_on": f.choice(VERDICTS, empty=True), "target": TARGET,
+              "results": f.text()},
+      help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file",
             "b": "the campaign compared with A, named the same ways",
             "force": "compare even when the setups differ (each difference is still named)",
             "min-effect": "smallest relative change that counts, in percent (default 5)",
@@ -118,13 +146,13 @@ def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", targ
     """Compare two campaigns (A is the base): per metric a verdict better, worse or no significant change."""
     with reported():
         settings = settings_from(c, target=target, results=results)
-        made = campaign.compare(settings, a, b, force=force, min_effect=float(min_effect) / 100, alpha=float(alpha))
+        made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha)
     emit(campaign.compare_text(made))
     if fail_on and any(m.verdict == fail_on for m in made.comparison.metrics):
         raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
 
 
-@task(help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
+@task(checks={"options": f.SWITCH}, help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
 def plugins(c, options=False):
     """List every workload, target and scorer with who provides it, then each workload's options."""
     with reported():
@@ -136,19 +164,22 @@ def plugins(c, options=False):
     emit(report.options_table(option_rows))
 
 
-@task(help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",
+@task(checks={"gpu_a": f.whole(0), "gpu_b": f.whole(0), "out": f.text(), "cores_per_gpu": f.positive_int(),
+              "skip_cores": f.cpu_set()},
+      help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",
             "out": "also write the two lines to this file (e.g. $BENCH_DIR/cpus.env)",
             "cores-per-gpu": "cores per GPU group (default 14)", "skip-cores": "cores left out (default 0,1)"})
 def cpus(c, gpu_a=None, gpu_b=None, out=None, cores_per_gpu=None, skip_cores=None):
     """CPU groups per GPU on its NUMA node: BENCH_CPUS and CI_CPUS, then CPUS_OK."""
     with reported():
         groups = setup_host.make_cpu_groups(settings_from(c), gpu_a=gpu_a, gpu_b=gpu_b,
-                                            cores_per_gpu=int(cores_per_gpu) if cores_per_gpu else None,
+                                            cores_per_gpu=cores_per_gpu,
                                             skip_cores=skip_cores, out=Path(out) if out else None)
     emit(groups.env_text() + "CPUS_OK")
 
 
-@task(help={"execute": "run docker run (default: print the commands for copying)",
+@task(checks={"execute": f.SWITCH, "env_file": f.text()},
+      help={"execute": "run docker run (default: print the commands for copying)",
             "env-file": "the cpus.env with CI_CPUS (default $BENCH_DIR/cpus.env)"})
 def container(c, execute=False, env_file=None):
     """The runbook's docker run for the GPU pair (printed, or run with --execute) and docker exec."""
@@ -159,7 +190,7 @@ def container(c, execute=False, env_file=None):
     emit(plan.shell_lines())
 
 
-@task(help={"commit": "commit, tag or branch to detach at (default origin/main)"})
+@task(checks={"commit": f.revision()}, help={"commit": "commit, tag or branch to detach at (default origin/main)"})
 def checkout(c, commit=None):
     """Clone or fetch sglang-omni into the checkout and detach at the commit."""
     with reported():
@@ -188,7 +219,7 @@ def verify(c):
     emit("REVISIONS_OK")
 
 
-@task(default=True, help={"where": "host (CPU groups, container) or container (checkout, venv, downloads); "
+@task(default=True, checks={"where": f.choice(setup_host.SIDES)}, help={"where": "host (CPU groups, container) or container (checkout, venv, downloads); "
                                    "default: container when run inside one"})
 def setup_all(c, where="auto"):
     """Every set-up step for this side, in order, skipping what is already done."""
@@ -196,7 +227,8 @@ def setup_all(c, where="auto"):
         setup_host.setup_all(settings_from(c), where)
 
 
-@task(help={"target": "the target to check for: local (default; needs no GPU or checkout) or sglang-omni",
+@task(checks={"target": TARGET, "checkout": f.text()},
+      help={"target": "the target to check for: local (default; needs no GPU or checkout) or sglang-omni",
             "checkout": "sglang-omni checkout (target sglang-omni)"})
 def doctor(c, target=None, checkout=None):
     """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
@@ -208,7 +240,9 @@ def doctor(c, target=None, checkout=None):
         raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
 
 
-@task(help={"out": "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
+@task(checks={"out": f.text(empty=False), "commits": f.positive_int(), "regress_at": f.positive_int(),
+              "delay_ms": f.number(0), "fail_stage": f.choice(CI_STAGES)},
+      help={"out": "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
             "commits": "how many commits of history (default 1)",
             "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
             "delay-ms": "latency added per request from --regress-at on (default 50)",
@@ -216,8 +250,7 @@ def doctor(c, target=None, checkout=None):
 def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
-        spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,
-                           delay_ms=float(delay_ms), fail_stage=fail_stage)
+        spec = StandinSpec(commits=commits, regress_at=regress_at, delay_ms=delay_ms, fail_stage=fail_stage)
         made = make_standin(Path(out), spec)
     emit(history_text(made, spec))
 
@@ -236,9 +269,17 @@ SCALE_HELP = {
     "results": "results root", "port": "base port (slot k serves on port + k)",
     "threshold": "smallest change that counts, e.g. 5% (default 5%)",
 }
+SCALE_CHECKS: dict[str, f.AnyCheck] = {
+    **SETTING_CHECKS, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
+    "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(scale.ENGINES), "address": f.text(empty=False),
+    "threshold": f.threshold()}
 
 
-@task(iterable=["workload", "sweep", "opt"], help={
+@task(iterable=["workload", "sweep", "opt"], checks={
+    **SCALE_CHECKS, "resume": f.SWITCH,
+    # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
+    "revisions": f.library("A,B,C or A..B", lambda v: v if not v.strip() else (split_spec(v), v)[1]),
+    "sweep": f.Many(f.library("WORKLOAD.KEY=V1,V2,...", lambda v: (parse_sweep([v]), v)[1]))}, help={
     **SCALE_HELP, "revisions": "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the checkout",
     "sweep": "WORKLOAD.KEY=V1,V2,... (repeatable): every combination is an option set",
     "resume": "keep complete campaigns and runs, continue the others"})
@@ -251,14 +292,15 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", sl
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
                                 address=address, progress=emit)
         result = scale.matrix(settings, revisions_spec=revisions, workloads=workload, sweep=sweep or [],
-                              options=opt or [], runs=int(runs), client=client, engine=eng, resume=resume,
-                              threshold=scale.parse_threshold(threshold), progress=emit)
+                              options=opt or [], runs=runs, client=client, engine=eng, resume=resume,
+                              threshold=threshold, progress=emit)
     emit(matrix_text(result))
     if any(o.status != "complete" for o in result.outcomes.values()):
         raise Exit(code=1)
 
 
-@task(iterable=["workload", "opt"], help={
+@task(iterable=["workload", "opt"], checks={
+    **SCALE_CHECKS, "good": f.revision(), "bad": f.revision(), "metric": f.text(empty=False)}, help={
     **SCALE_HELP, "good": "a commit where the metric is good", "bad": "a later commit where it is worse",
     "metric": "metric to judge, e.g. seedtts.throughput_qps"})
 def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slots="", slot_per="pair",
@@ -270,7 +312,7 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
                                 address=address, progress=emit)
         result = scale.bisect(settings, good=good, bad=bad, metric=metric, workloads=workload,
-                              threshold=scale.parse_threshold(threshold), runs=int(runs), options=opt or [],
+                              threshold=threshold, runs=runs, options=opt or [],
                               client=client, engine=eng, progress=emit)
     emit(bisect_text(result))
 
@@ -279,4 +321,4 @@ setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
 ns = Collection(run, measure, compare, matrix, bisect, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
-ns.configure({"omnibench": Settings.defaults()})
+ns.configure({"omnibench": Settings.config_defaults()})

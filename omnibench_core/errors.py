@@ -132,6 +132,7 @@ _STORAGE_HINTS = {
     "EROFS": "the file system is read-only: point omnibench.results at a writable folder",
     "EACCES": "omnibench may not write there: fix the folder's permissions or choose another --results",
     "EPERM": "the folder or a file in it is immutable or protected (lsattr): lift that or choose another --results",
+    "ENOTDIR": "a part of the results path is a file, not a folder: move it away or choose another --results",
 }
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
+
+from .errors import SettingsError
 
 
 def git_revision(path: Path, git: str = "git") -> tuple[str, str] | None:
@@ -18,3 +21,16 @@ def git_revision(path: Path, git: str = "git") -> tuple[str, str] | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip(), status.stdout
+
+
+OPTION_LIKE = "starts with '-', which git would read as an option"
+
+
+def refuse_option_like(revisions: Iterable[str], flag: str) -> None:
+    """A user-given revision that starts with ``-`` would reach git as an option
+    (``--output=FILE..HEAD`` made git create a file): refused, naming ``flag``. Every git call
+    also puts ``--end-of-options`` (or ``--``) before revisions."""
+    for rev in revisions:
+        if rev.startswith("-"):
+            raise SettingsError(f"{flag}: {rev!r} {OPTION_LIKE}",
+                                evidence={"flag": flag, "given": rev}, hint="name a commit, tag or branch")

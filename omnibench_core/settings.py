@@ -130,8 +130,20 @@ class Settings:
         return cls.from_mapping(values)
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> Settings:
-        """Build settings from a flat config mapping; unknown keys and bad values raise SettingsError."""
+    def config_defaults(cls) -> dict[str, str]:
+        """The defaults as text, for Invoke's configuration tree. Invoke converts an
+        ``INVOKE_OMNIBENCH_*`` variable to its default's type with a bare ``int()`` (a traceback
+        for ``abc``); with text defaults every value reaches :meth:`from_mapping`, which names
+        where a bad one came from."""
+        return {key: str(value) for key, value in cls.defaults().items()}
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], origins: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from a flat config mapping; unknown keys and bad values raise SettingsError.
+
+        ``origins`` says where a key's value came from (``the --port flag``, ``INVOKE_OMNIBENCH_PORT``,
+        a config file); a refusal names it. Without one, the refusal names both config places.
+        """
         keys = cls.keys()
         unknown = sorted(set(mapping) - set(keys))
         if unknown:
@@ -139,6 +151,13 @@ class Settings:
                 f"unknown omnibench setting(s): {', '.join(unknown)}",
                 hint=f"known settings: {', '.join(sorted(keys))}",
             )
+
+        def refuse(name: str, message: str, hint: str = "") -> SettingsError:
+            origin = (origins or {}).get(name, "")
+            where = origin or f"omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()}"
+            return SettingsError(f"{message} (from {origin})" if origin else message, evidence={"setting": name},
+                                 hint=f"fix {where}" + (f": {hint}" if hint else ""))
+
         by_section: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
         for name, value in mapping.items():
             default = getattr(SECTIONS[keys[name]](), name)
@@ -146,15 +165,34 @@ class Settings:
             try:
                 by_section[keys[name]][name] = kind(value) if value is not None else default
             except (TypeError, ValueError) as exc:
-                raise SettingsError(
-                    f"setting {name!r} must be a {kind.__name__}, got {value!r}",
-                    hint=f"fix omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()}",
-                ) from exc
+                raise refuse(name, f"setting {name!r} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}") from exc
         settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
-        settings.run.cpu_list()  # validate early
+        try:
+            settings.run.cpu_list()  # validate early
+        except SettingsError as exc:
+            raise refuse("cpus", exc.message, exc.hint) from None
         if not 0 < settings.run.port < 65536:
-            raise SettingsError(f"port {settings.run.port} is out of range", hint="use 1..65535")
+            raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
+        problem = results_problem(settings.run.results_root)
+        if problem:
+            raise refuse("results", problem, "name a folder (it is made if missing), or move the file away")
         return settings
+
+
+KIND_WORDS = {int: "a whole number", float: "a number", str: "text"}
+
+
+def results_problem(root: Path) -> str:
+    """Why ``root`` cannot be a results folder ("" if it can be made): it, or a folder above
+    it, is a file (which ``mkdir`` would only report as ENOTDIR or EEXIST)."""
+    for path in (root, *root.parents):
+        if path.exists() or path.is_symlink():
+            if path.is_dir():
+                return ""
+            if path == root:
+                return f"the results path {root} is a file, not a folder"
+            return f"the results path {root} cannot be made: {path} is a file, not a folder"
+    return ""
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

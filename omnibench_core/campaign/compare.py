@@ -14,6 +14,7 @@ from .stats import welch
 from .summary import RunSetStats
 
 BETTER, WORSE, SAME = "better", "worse", "no significant change"
+VERDICTS: tuple[str, ...] = (BETTER, WORSE, SAME)  # what `invoke compare --fail-on` accepts
 
 
 class NotComparable(OmnibenchError):

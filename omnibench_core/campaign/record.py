@@ -60,10 +60,7 @@ class Asked:
         parts.append(self.settings.get("target", ""))
         if self.settings.get("local_delay_ms", "0") not in ("0", "0.0", ""):
             parts.append(f"delay{self.settings['local_delay_ms']}ms")
-        name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(p for p in parts if p))
-        if len(name) > 100:
-            name = f"{name[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
-        return name
+        return file_name(parts, 100)
 
 
 @dataclass(frozen=True)
@@ -141,6 +138,16 @@ class Campaign:
         data["server_starts"] = self.server_starts
         data["format"] = 1
         return data
+
+
+def file_name(parts: Sequence[str], limit: int) -> str:
+    """A campaign name from ``parts`` (joined by ``_``, odd characters made ``_``); one longer
+    than ``limit`` keeps its first ``limit - 20`` characters and gets a hash of the whole, so two
+    long names that share their start stay distinct."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(p for p in parts if p))
+    if len(name) > limit:
+        name = f"{name[:limit - 20]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+    return name
 
 
 def campaign_path(revision_dir: Path, name: str) -> Path:

@@ -16,6 +16,7 @@ from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
 from .slots import parse_gpu_ids, plan_slots
 
 Progress = Callable[[str], None]
+ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
@@ -36,7 +37,7 @@ def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", s
         from .ray_engine import RayEngine
         return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
                          progress=progress)
-    raise SettingsError(f"unknown --engine {engine!r}", hint="use local or ray")
+    raise SettingsError(f"unknown --engine {engine!r}", hint=f"use {' or '.join(ENGINES)}")
 
 
 def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:
@@ -76,14 +77,3 @@ def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: S
                                  threshold=threshold, runs=runs, options=options, client=client, progress=progress)
     finally:
         engine.close()
-
-
-def parse_threshold(text: str) -> float:
-    """``5%`` or ``0.05`` -> 0.05."""
-    try:
-        value = float(text.rstrip("%")) / (100 if text.strip().endswith("%") else 1)
-    except ValueError as exc:
-        raise SettingsError(f"cannot read --threshold {text!r}", hint="e.g. 5% or 0.05") from exc
-    if not 0 < value < 10:
-        raise SettingsError(f"--threshold {text} is out of range", hint="e.g. 5%")
-    return value

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..campaign.record import file_name
 from ..records import short_revision
 
 
@@ -34,11 +34,13 @@ class CampaignJob:
 
     @property
     def campaign_name(self) -> str:
-        """The campaign's name in ``<results>/<revision>/campaigns/``: workloads and options."""
+        """The campaign's name in ``<results>/<revision>/campaigns/``: workloads and options; a
+        name over 120 characters is cut and hashed (as ``measure``'s), so option sets that agree
+        in their first 120 characters get distinct campaigns."""
         parts = ["+".join(self.workloads), *(o.replace("=", "-") for o in sorted(self.options))]
         if self.client:
             parts.append(f"client-{self.client}")
-        return re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(parts))[:120]
+        return file_name(parts, 120)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for subprocesses, Ray tasks and the matrix file)."""

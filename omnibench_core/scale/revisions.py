@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
+from ..gitinfo import refuse_option_like
 from ..setup.checkout import build_venv, check_venv, deps_hash
 
 WORKTREES = ".worktrees"  # under the results root: <results>/.worktrees/<sha>
@@ -35,29 +36,51 @@ def _git(git: str, root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def split_spec(spec: str) -> tuple[list[str], bool]:
+    """``A,B,C`` -> ``(["A", "B", "C"], False)``, ``A..B`` -> ``(["A", "B"], True)``; a spec
+    that names no revision (``""``, ``,,``) or one starting with ``-`` raises SettingsError."""
+    spec = spec.strip()
+    if ".." in spec and "," not in spec:
+        parts, is_range = [p.strip() for p in spec.split("..", 1)], True
+        if not all(parts):
+            raise SettingsError(f"--revisions {spec!r}: a range needs both ends", hint="write A..B")
+    else:
+        parts, is_range = [r.strip() for r in spec.split(",") if r.strip()], False
+    if not parts:
+        raise SettingsError("no revision given", hint="pass --revisions A,B,C or A..B")
+    refuse_option_like(parts, "--revisions")
+    return parts, is_range
+
+
 def resolve(checkout: Path, spec: str, git: str = "git") -> list[str]:
     """Full commits, oldest first for a range: ``A,B,C`` (as given) or ``A..B`` (``git rev-list
     --reverse --ancestry-path A..B``: A's descendants up to B, A itself not included, as git means
     it; ``A^..B`` includes A)."""
-    spec = spec.strip()
-    if not spec:
-        raise SettingsError("no revision given", hint="pass --revisions A,B,C or A..B")
-    if ".." in spec and "," not in spec:
-        a, b = spec.split("..", 1)
-        commits = _git(git, checkout, "rev-list", "--reverse", "--ancestry-path", f"{a}..{b}").split()
+    parts, is_range = split_spec(spec)
+    if is_range:
+        a, b = parts
+        commits = _git(git, checkout, "rev-list", "--reverse", "--ancestry-path", "--end-of-options", f"{a}..{b}").split()
         if not commits:
             raise SettingsError(f"{spec} names no commit", hint="is A an ancestor of B?")
         return commits
-    out = [_git(git, checkout, "rev-parse", "--verify", f"{r.strip()}^{{commit}}") for r in spec.split(",") if r.strip()]
+    out = [commit_of(checkout, r, git) for r in parts]
     if len(set(out)) != len(out):
         raise SettingsError(f"--revisions names a commit twice: {spec}")
     return out
 
 
+def commit_of(checkout: Path, revision: str, git: str = "git") -> str:
+    """The full commit ``revision`` names (``rev-parse --verify``; ``--end-of-options`` keeps a
+    revision from being read as an option)."""
+    return _git(git, checkout, "rev-parse", "--verify", "--end-of-options", f"{revision}^{{commit}}")
+
+
 def commits_between(checkout: Path, good: str, bad: str, git: str = "git") -> list[str]:
     """``good``, then every commit after it up to ``bad`` (first-parent order, oldest first)."""
-    g = _git(git, checkout, "rev-parse", "--verify", f"{good}^{{commit}}")
-    rest = _git(git, checkout, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{g}..{bad}").split()
+    refuse_option_like([good, bad], "--good/--bad")
+    g, b = commit_of(checkout, good, git), commit_of(checkout, bad, git)
+    rest = _git(git, checkout, "rev-list", "--reverse", "--first-parent", "--ancestry-path", "--end-of-options",
+                f"{g}..{b}").split()
     if not rest:
         raise SettingsError(f"no commit between {good} and {bad}", hint="--good must be an ancestor of --bad")
     return [g, *rest]
@@ -88,7 +111,7 @@ def worktree(checkout: Path, revision: str, root: Path, git: str = "git") -> Pat
     with _locked(root):
         if not (path / ".git").exists():
             _git(git, checkout, "worktree", "prune")
-            _git(git, checkout, "worktree", "add", "--detach", "--force", str(path), revision)
+            _git(git, checkout, "worktree", "add", "--detach", "--force", "--", str(path), revision)
     return path
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import GateError, OmnibenchError
+from ..gitinfo import refuse_option_like
 from ..processes import log_tail
 
 REPO_URL = "https://github.com/sgl-project/sglang-omni.git"
@@ -34,15 +35,19 @@ def _git(git: str, *args: str, cwd: Path | None = None) -> str:
 def checkout_commit(checkout: Path, commit: str, *, repo_url: str = REPO_URL, git: str = "git",
                     progress: Callable[[str], None] = print) -> str:
     """Clone (or fetch) sglang-omni and detach at ``commit``; returns the full commit."""
+    refuse_option_like([commit], "--commit")
     if not (checkout / ".git").exists():
         if checkout.exists() and any(checkout.iterdir()):
             raise OmnibenchError(f"{checkout} exists and is not a git checkout", hint="empty it or choose another path")
         progress(f"cloning {repo_url} into {checkout}")
-        _git(git, "clone", repo_url, str(checkout))
+        _git(git, "clone", "--", repo_url, str(checkout))
     else:
         progress(f"fetching into {checkout}")
         _git(git, "fetch", "--tags", "origin", cwd=checkout)
-    _git(git, "checkout", "--detach", commit, cwd=checkout)
+    # Resolved first: `git checkout` takes no --end-of-options before git 2.43, and a full commit
+    # cannot be read as an option.
+    want = _git(git, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}", cwd=checkout)
+    _git(git, "checkout", "--detach", want, cwd=checkout)
     head = _git(git, "rev-parse", "HEAD", cwd=checkout)
     progress(f"{checkout} is at {head}")
     return head

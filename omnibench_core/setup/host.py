@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..checkout import check_checkout
-from ..errors import OmnibenchError
+from ..errors import OmnibenchError, SettingsError
 from ..settings import Settings
 from .checkout import build_venv, check_venv, checkout_commit
 from .container import ContainerPlan, create_container, plan_container, read_env_file
@@ -73,7 +73,8 @@ def at_commit(settings: Settings, commit: str | None = None) -> bool:
         return False
     args = [settings.tools.git, "-C", str(path), "rev-parse"]
     head = subprocess.run([*args, "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    want = subprocess.run([*args, commit or settings.host.commit], capture_output=True, text=True, check=False).stdout.strip()
+    want = subprocess.run([*args, "--verify", "--end-of-options", f"{commit or settings.host.commit}^{{commit}}"],
+                          capture_output=True, text=True, check=False).stdout.strip()
     return bool(head) and head == want
 
 
@@ -111,9 +112,14 @@ def in_container() -> bool:
     return Path("/.dockerenv").exists()
 
 
+SIDES: tuple[str, ...] = ("auto", "host", "container")  # `invoke setup --where`; auto: container when in one
+
+
 def setup_all(settings: Settings, where: str = "auto", progress: Progress = print) -> None:
     """Every set-up step for this side (host: CPU groups and container; container: checkout,
     venv, downloads, verify), skipping what is already done."""
+    if where not in SIDES:
+        raise SettingsError(f"unknown --where {where!r}", hint=f"use {', '.join(SIDES)}")
     side = ("container" if in_container() else "host") if where == "auto" else where
     if side == "host":
         env_file = cpus_env_path(settings)

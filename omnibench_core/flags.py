@@ -1,0 +1,378 @@
+"""Task flags, converted and checked before a task starts anything.
+
+Each flag of each ``invoke`` task names a :class:`Check`: how its text becomes a typed value
+and, in words, what it accepts. :class:`FlagTask` (the Invoke task class of ``tasks.py``) runs
+every check of a task before its body, so a bad value ends the command with one line per bad
+flag (its name, the value given, what is allowed), exit code 1 and no traceback, before a server,
+a run directory or a git call exists. Invoke itself converts nothing: a flag it converted with
+``int()`` would end in a ``ValueError`` traceback inside Invoke's parser.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from invoke import Argument, Exit, Task
+
+from .errors import SettingsError
+from .gitinfo import OPTION_LIKE
+from .settings import parse_cpu_list
+
+# Core flags a task flag must not shadow: `invoke TASK -h` is that task's help.
+RESERVED_SHORT_FLAGS = frozenset({"h"})
+
+
+class FlagError(SettingsError):
+    """A task flag's value was refused; ``evidence`` names the flag, the value and what is allowed."""
+
+
+class Refused(ValueError):
+    """Raised by a check's converter: the value does not fit (the check's ``allowed`` says why)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """How one flag's text becomes a typed value. ``describe`` says, in words, what it accepts
+    (shown in the refusal and appended to the flag's ``-h`` help); a callable computes it when
+    a value is refused (words from plugins, loaded only then). ``convert`` raises
+    :class:`Refused` (or ``ValueError``) for a value it does not accept."""
+
+    describe: str | Callable[[], str]
+    convert: Callable[[str], Any]
+    in_help: bool = True  # free text says nothing a flag's help does not
+
+    @property
+    def allowed(self) -> str:
+        """What the flag accepts, in words."""
+        return self.describe() if callable(self.describe) else self.describe
+
+    def parse(self, flag: str, value: Any) -> Any:
+        """The typed value of ``--flag value``; None (not given: the settings decide) stays None."""
+        if value is None:
+            return None
+        try:
+            return self.convert(str(value))
+        except ValueError as exc:
+            why = f" ({exc})" if isinstance(exc, Refused) and str(exc) else ""
+            raise FlagError(f"--{flag} {str(value)!r} refused{why}: expected {self.allowed}",
+                            evidence={"flag": f"--{flag}", "given": str(value), "allowed": self.allowed}) from None
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A boolean flag (Invoke parses ``--force`` / ``--no-force`` itself; nothing to convert)."""
+
+    allowed: str = ""
+
+    def parse(self, flag: str, value: Any) -> bool:
+        """The flag as given."""
+        return bool(value)
+
+
+@dataclass(frozen=True)
+class Many:
+    """A repeatable flag (``--workload A --workload B``): each value through ``each``."""
+
+    each: Check
+
+    @property
+    def allowed(self) -> str:
+        """What each value accepts."""
+        return self.each.allowed
+
+    def parse(self, flag: str, value: Any) -> list[Any]:
+        """Every value, checked."""
+        return [self.each.parse(flag, v) for v in value or []]
+
+
+AnyCheck = Check | Switch | Many
+
+SWITCH = Switch()
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise Refused("not a finite number")
+    return value
+
+
+def whole(low: int | None = None, high: int | None = None) -> Check:
+    """A whole number in ``low..high`` (either end may be open)."""
+    if low is not None and high is not None:
+        allowed = f"a whole number from {low} to {high}"
+    elif low is not None:
+        allowed = f"a whole number >= {low}"
+    else:
+        allowed = "a whole number" + (f" <= {high}" if high is not None else "")
+
+    def convert(text: str) -> int:
+        value = int(text.strip())
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise Refused("out of range")
+        return value
+
+    return Check(allowed, convert)
+
+
+def positive_int() -> Check:
+    """A whole number >= 1."""
+    return whole(1)
+
+
+def port() -> Check:
+    """A TCP port, 1..65535."""
+    return whole(1, 65535)
+
+
+def number(low: float = -math.inf, *, at_least: bool = True) -> Check:
+    """A finite number ``>= low`` (or ``> low`` when ``at_least`` is False)."""
+    allowed = f"a number {'>=' if at_least else '>'} {low:g}"
+
+    def convert(text: str) -> float:
+        value = _finite(text)
+        if value < low or (not at_least and value == low):
+            raise Refused("out of range")
+        return value
+
+    return Check(allowed, convert)
+
+
+def fraction_open(low: float = 0.0, high: float = 1.0, example: str = "") -> Check:
+    """A number strictly between ``low`` and ``high``, e.g. a significance level in (0, 1)."""
+
+    def convert(text: str) -> float:
+        value = _finite(text)
+        if not low < value < high:
+            raise Refused("out of range")
+        return value
+
+    return Check(f"a number between {low:g} and {high:g}, both excluded" + (f", e.g. {example}" if example else ""),
+                 convert)
+
+
+def percent(example: str = "5") -> Check:
+    """A percentage >= 0 (``5`` or ``5%``), returned as a fraction (0.05)."""
+
+    def convert(text: str) -> float:
+        value = _finite(text.strip().removesuffix("%"))
+        if value < 0:
+            raise Refused("negative")
+        return value / 100
+
+    return Check(f"a percentage >= 0, e.g. {example}", convert)
+
+
+def threshold() -> Check:
+    """A relative change as ``5%`` or ``0.05``, more than 0 and less than 10 (1000%)."""
+
+    def convert(text: str) -> float:
+        text = text.strip()
+        value = _finite(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+        if not 0 < value < 10:
+            raise Refused("out of range")
+        return value
+
+    return Check("a change as 5% or 0.05, more than 0 and less than 1000%", convert)
+
+
+def choice(words: Sequence[str] | Callable[[], Sequence[str]], *, empty: bool = False) -> Check:
+    """One of ``words`` (or of what the callable returns when the flag is checked: a plugin's
+    names); ``empty``: "" (not given) is accepted too."""
+
+    def known() -> list[str]:
+        return list(words() if callable(words) else words)
+
+    def describe() -> str:
+        return "one of: " + ", ".join(known()) + (" (or nothing)" if empty else "")
+
+    def convert(value: str) -> str:
+        if (empty and value == "") or value in known():
+            return value
+        raise Refused()
+
+    return Check(describe if callable(words) else describe(), convert)
+
+
+def text(*, empty: bool = True) -> Check:
+    """Free text (a name, a path, an address); checked further by the code that uses it."""
+
+    def convert(value: str) -> str:
+        if not empty and not value.strip():
+            raise Refused("empty")
+        return value
+
+    return Check("" if empty else "a non-empty text", convert, in_help=False)
+
+
+def revision() -> Check:
+    """A git revision given by a user: a commit, tag or branch; one starting with ``-`` would be
+    read by git as an option, so it is refused."""
+
+    def convert(value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise Refused("empty")
+        if value.startswith("-"):
+            raise Refused(OPTION_LIKE)
+        return value
+
+    return Check("a commit, tag or branch (not starting with -)", convert)
+
+
+def library(allowed: str, convert: Callable[[str], Any]) -> Check:
+    """A check made of a library parser that raises SettingsError (``parse_cpu_list``, the
+    ``--revisions`` and ``--sweep`` readers): its message becomes the refusal's reason."""
+
+    def checked(value: str) -> Any:
+        try:
+            return convert(value)
+        except SettingsError as exc:
+            raise Refused(exc.message) from None
+
+    return Check(allowed, checked)
+
+
+def cpu_set() -> Check:
+    """A CPU list as taskset writes it (``2-15,66-79``); "" is none. Kept as text, as the settings hold it."""
+    return library("a CPU list as taskset writes it, e.g. 2-15,66-79", lambda v: (parse_cpu_list(v), v)[1])
+
+
+_GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
+
+
+def gpu_ids(*, empty: bool = False) -> Check:
+    """Comma-separated GPU indexes or UUIDs, each once, as CUDA_VISIBLE_DEVICES takes them."""
+
+    def convert(value: str) -> str:
+        ids = [g.strip() for g in value.split(",") if g.strip()]
+        if not ids and not empty:
+            raise Refused("no GPU given")
+        bad = [g for g in ids if not _GPU_ID.fullmatch(g)]
+        if bad:
+            raise Refused(f"{bad[0]!r} is not a GPU index or UUID")
+        if len(set(ids)) != len(ids):
+            raise Refused("a GPU is named twice")
+        return value
+
+    return Check("GPU indexes or UUIDs, comma-separated, each once, e.g. 0,1", convert)
+
+
+def distinct_list(what: str) -> Check:
+    """A comma-separated list of distinct names (``run1,run2``); "" is none."""
+
+    def convert(value: str) -> list[str]:
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        twice = sorted({v for v in items if items.count(v) > 1})
+        if twice:
+            raise Refused(f"{', '.join(twice)} given twice")
+        return items
+
+    return Check(f"distinct {what}, comma-separated", convert)
+
+
+def parse_flags(checks: Mapping[str, AnyCheck], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every flag in ``given`` through its check; one :class:`FlagError` lists every refusal
+    (one line each), so a user fixes them all at once."""
+    values, refused = dict(given), []
+    for name, value in given.items():
+        check = checks.get(name)
+        if check is None:
+            continue  # a flag without a check: tests/test_flags.py fails for it
+        try:
+            values[name] = check.parse(name.replace("_", "-"), value)
+        except FlagError as exc:
+            refused.append(exc)
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        raise FlagError("\n".join(e.message for e in refused),
+                        evidence={"flags": ", ".join(e.evidence["flag"] for e in refused)})
+    return values
+
+
+HELP_WORDS = ("-h", "--help")
+
+
+class _HelpAsked(str):
+    """The value of every positional argument after ``-h`` took one's place."""
+
+
+class _PositionalArgument(Argument):
+    """A positional argument that lets ``invoke TASK -h`` reach the task: Invoke's parser hands
+    any token, ``-h`` included, to a positional argument still missing, then refuses the
+    command for the others ("did not receive required positional arguments")."""
+
+    task: FlagTask
+
+    def set_value(self, value: Any, cast: bool = True) -> None:
+        """The value, or for ``-h``/``--help``: the task's help is asked for and every positional
+        argument counts as given, so parsing ends and the task prints its help."""
+        if value in HELP_WORDS:
+            # A value, not a mark on the task: Invoke runs a copy of the task it parsed for.
+            for arg in self.task.positional_arguments:
+                if arg.value is None:
+                    arg.raw_value = arg._value = _HelpAsked()
+            return
+        super().set_value(value, cast)
+
+
+class FlagTask(Task):
+    """An Invoke task whose flags are checked by ``checks`` (flag name -> :class:`Check`) before
+    its body runs. Invoke converts no value itself (so no ``ValueError`` from its parser), each
+    flag's help ends with what it accepts, and ``-h`` is the task's help: no auto short flag
+    takes it, nor a positional argument."""
+
+    def __init__(self, body: Callable, *args: Any, checks: Mapping[str, AnyCheck] | None = None, **kwargs: Any):
+        super().__init__(body, *args, **kwargs)
+        self.checks: dict[str, AnyCheck] = dict(checks or {})
+        self.positional_arguments: list[Argument] = []
+
+    def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
+        """Invoke's options for one argument, with ``-h`` kept for help and no conversion."""
+        opts = super().arg_opts(name, default, taken_names | RESERVED_SHORT_FLAGS)
+        if opts.get("kind") not in (bool, list):
+            opts["kind"] = str  # the check converts, with a message; Invoke's int() would raise
+        check = self.checks.get(name)
+        # Words from plugins are left out: every `invoke` command builds every task's flags.
+        each = check.each if isinstance(check, Many) else check
+        shown = isinstance(each, Check) and each.in_help and not callable(each.describe)
+        allowed = each.allowed if shown and each is not None else ""
+        if allowed:
+            opts["help"] = f"{opts.get('help', '')} [{allowed}]".strip()
+        return opts
+
+    def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
+        """Invoke's arguments of the task; positional ones give way to ``-h``."""
+        args = super().get_arguments(ignore_unknown_help)
+        self.positional_arguments = [a for a in args if a.positional]
+        for arg in self.positional_arguments:
+            arg.__class__ = _PositionalArgument
+            arg.task = self  # type: ignore[attr-defined]
+        return args
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Check every flag, then run the body; a refusal is one line per flag and exit code 1."""
+        if any(isinstance(v, _HelpAsked) for v in kwargs.values()):
+            raise Exit(_print_help(self), code=0)
+        try:
+            checked = parse_flags(self.checks, kwargs)
+        except FlagError as exc:
+            raise Exit(f"error: {exc.message}", code=1) from None
+        return super().__call__(*args, **checked)
+
+
+def _print_help(task: Task) -> str | None:
+    """Invoke's own ``invoke --help TASK`` for ``task``; what to run instead if that program is not the one running."""
+    from invoke.main import program
+
+    collection = getattr(program, "collection", None)
+    names = [n for n in collection.task_names if collection[n].body is task.body] if collection is not None else []
+    if not names:
+        return f"run: invoke --help {task.name}"
+    program.print_task_help(names[0])
+    return None
