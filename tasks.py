@@ -164,7 +164,7 @@ def plugins(c, options=False):
     emit(report.options_table(option_rows))
 
 
-@task(checks={"gpu_a": f.whole(0), "gpu_b": f.whole(0), "out": f.text(), "cores_per_gpu": f.positive_int(),
+@task(checks={"gpu_a": f.gpu_index(), "gpu_b": f.gpu_index(), "out": f.text(), "cores_per_gpu": f.positive_int(),
               "skip_cores": f.cpu_set()},
       help={"gpu-a": "the single-GPU measurement GPU (BENCH_CPUS)", "gpu-b": "the second GPU of the CI pair",
             "out": "also write the two lines to this file (e.g. $BENCH_DIR/cpus.env)",
@@ -269,8 +269,8 @@ SCALE_HELP = {
     "results": "results root", "port": "base port (slot k serves on port + k)",
     "threshold": "smallest change that counts, e.g. 5% (default 5%)",
 }
-SCALE_CHECKS: dict[str, f.AnyCheck] = {
-    **SETTING_CHECKS, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
+SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: no --gpus, --cpus
+    **{k: v for k, v in SETTING_CHECKS.items() if k not in ("gpus", "cpus")}, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
     "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(scale.ENGINES), "address": f.text(empty=False),
     "threshold": f.threshold()}
 

@@ -22,7 +22,7 @@ from .errors import SettingsError
 from .gitinfo import OPTION_LIKE
 from .settings import parse_cpu_list
 
-# Core flags a task flag must not shadow: `invoke TASK -h` is that task's help.
+# A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 RESERVED_SHORT_FLAGS = frozenset({"h"})
 
 
@@ -260,6 +260,12 @@ def gpu_ids(*, empty: bool = False) -> Check:
         return value
 
     return Check("GPU indexes or UUIDs, comma-separated, each once, e.g. 0,1", convert)
+
+
+def gpu_index() -> Check:
+    """One GPU index (``0``), kept as text as the host settings hold it."""
+    index = whole(0)
+    return Check(f"a GPU index, {index.allowed}", lambda v: str(index.convert(v)))
 
 
 def distinct_list(what: str) -> Check:

@@ -46,7 +46,7 @@ def test_from_mapping_converts_and_validates():
     assert s.run.port == 9001 and s.run.ready_timeout_s == 12.5 and s.run.cpu_list() == (2, 3, 4, 8)
     with pytest.raises(SettingsError, match="unknown omnibench setting"):
         Settings.from_mapping({"prot": 1})
-    with pytest.raises(SettingsError, match="must be a int"):
+    with pytest.raises(SettingsError, match="must be a whole number"):
         Settings.from_mapping({"port": "eighty"})
     with pytest.raises(SettingsError, match="out of range"):
         Settings.from_mapping({"port": 70000})

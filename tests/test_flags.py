@@ -1,0 +1,226 @@
+"""Every flag of every task is checked before anything starts (issue 17 item 4, issue 19's flag,
+revision and name rows): the real `invoke` command with a bad value exits 1 with one line naming
+the flag, the value and what is allowed, no traceback, and nothing made."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, make_fake_checkout
+from omnibench_core.campaign.compare import VERDICTS
+from omnibench_core.errors import SettingsError
+from omnibench_core.flags import FlagTask
+from omnibench_core.scale import revisions
+from omnibench_core.scale.jobs import CampaignJob
+from omnibench_core.setup.checkout import checkout_commit
+
+
+def load_tasks():
+    """tasks.py as Invoke loads it (a fresh module: Invoke consumes a task's help texts once)."""
+    spec = importlib.util.spec_from_file_location("omnibench_tasks_under_test", REPO / "tasks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def every_task():
+    ns = load_tasks().ns
+    return [(name, ns[name]) for name in ns.task_names]
+
+
+TASK_NAMES = [name for name, _ in every_task()]
+
+
+def test_every_flag_of_every_task_has_a_check_and_none_shadows_h():
+    assert {"run", "measure", "report", "compare", "matrix", "bisect", "standin", "doctor", "setup.cpus"} <= set(TASK_NAMES)
+    for name, task in every_task():
+        assert isinstance(task, FlagTask), f"{name} is not a FlagTask: its flags are not checked"
+        args = task.get_arguments()
+        flags = {a.attr_name or a.name for a in args}
+        assert flags == set(task.checks), f"{name}: flags without a check {sorted(flags - set(task.checks))}, " \
+                                          f"checks without a flag {sorted(set(task.checks) - flags)}"
+        for arg in args:
+            assert "h" not in arg.names, f"{name}: --{arg.name} takes -h, the task's help"
+            assert arg.kind in (str, bool, list), f"{name}: Invoke would convert --{arg.name} itself"
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_h_is_the_help_of_every_task(invoke, name):
+    done = invoke(name, "-h")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"[--core-opts] {name} " in done.stdout and "Options:" in done.stdout
+    no_traceback(done)
+
+
+def refused(invoke, tmp_path, *argv: str, env: dict[str, str] | None = None) -> str:
+    """Run the real command; it must exit 1 with a message, no traceback, and make no results."""
+    done = invoke(*argv, env=env, timeout=60)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    no_traceback(done)
+    assert not (tmp_path / "results").exists(), "a refused command made the results folder"
+    assert done.stderr.startswith("error: "), done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("word", ["wrose", "worst"])
+def test_fail_on_a_verdict_that_does_not_exist_is_refused_with_the_verdict_words(invoke, tmp_path, word):
+    err = refused(invoke, tmp_path, "compare", "A", "B", "--fail-on", word)
+    assert f"--fail-on {word!r} refused" in err
+    assert all(v in err for v in VERDICTS)
+
+
+@pytest.mark.parametrize(("argv", "lines"), [
+    (["--alpha", "2"], ["--alpha '2' refused (out of range): expected a number between 0 and 1"]),
+    (["--alpha", "0", "--min-effect", "-5"], ["--alpha '0' refused (out of range)",
+                                               "--min-effect '-5' refused (negative): expected a percentage >= 0"]),
+    (["--alpha", "nan", "--min-effect", "abc"], ["--alpha 'nan' refused (not a finite number)",
+                                                  "--min-effect 'abc' refused: expected a percentage >= 0"]),
+    (["--alpha", "abc"], ["--alpha 'abc' refused: expected a number between 0 and 1"]),
+])
+def test_compare_alpha_and_min_effect_are_checked_before_a_campaign_is_read(invoke, tmp_path, argv, lines):
+    err = refused(invoke, tmp_path, "compare", "A", "B", *argv)
+    for line in lines:
+        assert line in err
+    assert "no campaign" not in err  # refused before the campaigns were looked for
+    assert len(err.strip().splitlines()) == len(lines)  # one line per bad flag
+
+
+def test_measure_runs_abc_is_refused_before_any_run(invoke, tmp_path, port):
+    err = refused(invoke, tmp_path, "measure", "-w", "selftest", "--runs", "abc", "--port", str(port))
+    assert err.strip() == "error: --runs 'abc' refused: expected a whole number >= 2"
+
+
+def test_matrix_revisions_naming_none_says_no_revision_given(invoke, tmp_path):
+    err = refused(invoke, tmp_path, "matrix", "-w", "selftest", "--revisions", ",,")
+    assert "no revision given" in err and "--revisions ',,'" in err
+
+
+def test_a_revision_that_is_a_git_option_never_reaches_git(invoke, tmp_path):
+    checkout = make_fake_checkout(tmp_path / "co")
+    planted = tmp_path / "FILE..HEAD"
+    err = refused(invoke, tmp_path, "matrix", "-w", "selftest", "--target", "sglang-omni", "--checkout", str(checkout),
+                  "--revisions", f"--output={planted}")
+    assert "starts with '-', which git would read as an option" in err
+    err = refused(invoke, tmp_path, "bisect", "-w", "selftest", "--target", "sglang-omni", "--checkout", str(checkout),
+                  "--good", f"--output={planted}", "--bad", "HEAD", "--metric", "selftest.x")
+    assert "--good" in err and "which git would read as an option" in err
+    assert not planted.exists() and not list(tmp_path.glob("FILE*"))
+
+
+def test_every_git_call_separates_options_from_revisions(tmp_path):
+    """The library refuses an option-like revision, and where one got through (a caller that
+    skips the check) git reads it as a revision: no file is made."""
+    checkout = make_fake_checkout(tmp_path / "co")
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "two"], check=True)
+    log = tmp_path / "git.log"
+    wrapper = tmp_path / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec git "$@"\n')
+    wrapper.chmod(0o755)
+    head = revisions.resolve(checkout, "HEAD~1..HEAD", str(wrapper))
+    assert revisions.resolve(checkout, "HEAD~1,HEAD", str(wrapper))[1] == head[0]
+    assert revisions.commits_between(checkout, "HEAD~1", "HEAD", str(wrapper))[1] == head[0]
+    revisions.worktree(checkout, head[0], tmp_path / "wt", str(wrapper))
+    clone = tmp_path / "clone"
+    checkout_commit(clone, "HEAD~1", repo_url=str(checkout), git=str(wrapper), progress=lambda s: None)
+    for line in log.read_text().splitlines():
+        words = line.split()
+        words = words[2:] if words[0] == "-C" else words  # checkout_commit's calls run in the checkout, no -C
+        if words[0] in ("rev-parse", "rev-list") and words[1:] != ["HEAD"]:
+            assert "--end-of-options" in words, line
+        if words[:2] == ["worktree", "add"]:
+            assert "--" in words, line
+        if words[0] == "clone":
+            assert words[1] == "--", line
+        if words[0] == "checkout":
+            assert len(words[-1]) == 40, line  # a resolved commit, never the user's text
+    planted = tmp_path / "planted"
+    for bad in (f"--output={planted}..HEAD", f"--output={planted}"):
+        with pytest.raises(SettingsError, match="would read as an option"):
+            revisions.resolve(checkout, bad, str(wrapper))
+        with pytest.raises(SettingsError, match="would read as an option"):
+            checkout_commit(clone, bad, git=str(wrapper), progress=lambda s: None)
+    with pytest.raises(Exception, match="failed"):  # --end-of-options: git reads it as a revision
+        revisions.commit_of(checkout, f"--output={planted}", str(wrapper))
+    assert not planted.exists() and not list(tmp_path.glob("planted*"))
+
+
+def test_report_runs_must_be_distinct(invoke, tmp_path):
+    err = refused(invoke, tmp_path, "report", "--runs", "run1,run1")
+    assert "--runs 'run1,run1' refused (run1 given twice)" in err
+
+
+def test_port_abc_is_blamed_on_the_flag_and_a_bad_config_value_on_where_it_came_from(invoke, tmp_path, port):
+    err = refused(invoke, tmp_path, "run", "-w", "selftest", "--port", "abc")
+    assert "--port 'abc' refused" in err and "1 to 65535" in err and "invoke.yaml" not in err
+    err = refused(invoke, tmp_path, "run", "-w", "selftest", env={"INVOKE_OMNIBENCH_PORT": "abc"})
+    assert "(from INVOKE_OMNIBENCH_PORT)" in err and "fix INVOKE_OMNIBENCH_PORT" in err and "invoke.yaml" not in err
+    config = tmp_path / "bench.yaml"
+    config.write_text("omnibench:\n  port: 70000\n")
+    err = refused(invoke, tmp_path, "-f", str(config), "run", "-w", "selftest")
+    assert f"port 70000 is out of range (from omnibench.port in {config})" in err
+    assert "INVOKE_OMNIBENCH" not in err
+
+
+def test_a_results_path_that_is_a_file_is_named(invoke, tmp_path):
+    file = tmp_path / "results-file"
+    file.write_text("not a folder\n")
+    for argv, env, blamed in ((["--results", str(file)], None, "the --results flag"),
+                              ([], {"INVOKE_OMNIBENCH_RESULTS": str(file / "sub")}, "INVOKE_OMNIBENCH_RESULTS")):
+        err = refused(invoke, tmp_path, "run", "-w", "selftest", *argv, env=env)
+        assert f"{file} is a file, not a folder" in err and blamed in err
+        assert "ENOTDIR" not in err and "df -h" not in err
+    assert file.read_text() == "not a folder\n"
+
+
+def test_every_numeric_and_choice_flag_of_the_other_tasks_is_checked(invoke, tmp_path):
+    out = tmp_path / "standin"
+    err = refused(invoke, tmp_path, "standin", "--out", str(out), "--commits", "0", "--delay-ms", "-1",
+                  "--fail-stage", "nope", "--regress-at", "x")
+    for flag in ("--commits '0'", "--delay-ms '-1'", "--fail-stage 'nope'", "--regress-at 'x'"):
+        assert flag in err
+    assert not out.exists()
+    err = refused(invoke, tmp_path, "matrix", "-w", "selftest", "--runs", "1", "--slot-per", "gpus", "--slot-cpus", "x",
+                  "--engine", "dask", "--threshold", "0", "--slots", "0,0", "--sweep", "nokey")
+    for flag in ("--runs '1'", "--slot-per 'gpus'", "--slot-cpus 'x'", "--engine 'dask'", "--threshold '0'",
+                 "--slots '0,0'", "--sweep 'nokey'"):
+        assert flag in err
+    err = refused(invoke, tmp_path, "measure", "-w", "selftest", "--retries", "-1", "--scoring", "later",
+                  "--target", "nowhere", "--gpus", "x", "--cpus", "2-a")
+    for flag in ("--retries '-1'", "--scoring 'later'", "--target 'nowhere'", "--gpus 'x'", "--cpus '2-a'"):
+        assert flag in err
+    assert "local, sglang-omni" in err  # the targets the plugins provide
+    err = refused(invoke, tmp_path, "setup.cpus", "--cores-per-gpu", "0", "--gpu-a", "-1")
+    assert "--cores-per-gpu '0'" in err and "--gpu-a '-1'" in err
+    err = refused(invoke, tmp_path, "setup", "--where", "moon")
+    assert "--where 'moon' refused: expected one of: auto, host, container" in err
+
+
+def test_matrix_campaign_names_that_share_their_first_120_characters_stay_distinct():
+    long_a, long_b = "selftest.note=" + "x" * 130 + "a", "selftest.note=" + "x" * 130 + "b"
+    a, b = (CampaignJob("", ("selftest",), (o,)) for o in (long_a, long_b))
+    assert a.campaign_name != b.campaign_name
+    assert len(a.campaign_name) <= 120 and a.campaign_name.startswith("selftest_selftest.note-xxx")
+    # a name that fits is what it was (a matrix resumes its campaigns by name)
+    short = CampaignJob("", ("selftest",), ("selftest.delay_ms=5",), client="native")
+    assert short.campaign_name == "selftest_selftest.delay_ms-5_client-native"
+
+
+def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
+    """Invoke's defaults are text (so it never casts an INVOKE_OMNIBENCH_* variable itself);
+    the settings still come out typed."""
+    env = {**os.environ, "INVOKE_OMNIBENCH_PORT": "8123", "INVOKE_OMNIBENCH_STOP_GRACE_S": "2.5"}
+    code = f"from omnibench_core.config import load_settings; s = load_settings({str(tmp_path)!r}); " \
+           "print(repr(s.run.port), repr(s.run.stop_grace_s), repr(s.run.ready_timeout_s))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["8123", "2.5", "1800.0"]
