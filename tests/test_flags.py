@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, make_fake_checkout
+
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.errors import SettingsError
 from omnibench_core.flags import FlagTask
