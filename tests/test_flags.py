@@ -8,9 +8,11 @@ import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import REPO, make_fake_checkout
+from conftest import REPO, make_fake_checkout, write_fake_nvidia_smi
+from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.errors import SettingsError
@@ -224,3 +226,31 @@ def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
            "print(repr(s.run.port), repr(s.run.stop_grace_s), repr(s.run.ready_timeout_s))"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["8123", "2.5", "1800.0"]
+
+
+def test_a_matrix_of_two_long_option_sets_measures_both_under_their_own_names(invoke, tmp_path, port):
+    """Two --sweep values that agree in their first 120 characters of campaign name: main gave them
+    one name and refused the second as "measured something else"."""
+    fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])
+    long = tmp_path / ("x" * 130)
+    for end in "ab":  # selftest's fail_once finds its file there: no run fails
+        Path(f"{long}{end}").write_text("")
+    done = invoke("matrix", "-w", "selftest", "--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared",
+                  "--port", str(port), "--opt", "selftest.delay=0", "--opt", "selftest.requests=2",
+                  "--opt", "selftest.children=0", "--sweep", f"selftest.fail_once={long}a,{long}b",
+                  env={"INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake)}, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    names = sorted(p.name for p in (tmp_path / "results").glob("*/campaigns/*.json"))
+    assert len(names) == 2 and names[0][:100] == names[1][:100] and all(len(n) <= 120 + 5 for n in names)
+    assert not server_pids(tmp_path)
+
+
+def test_a_bad_value_in_a_projects_invoke_yaml_is_blamed_on_that_file(tmp_path):
+    """The noxfile's path (load_settings), which reads invoke.yaml the way `invoke` does."""
+    (tmp_path / "invoke.yaml").write_text("omnibench:\n  gpu_free_mib: lots\n")
+    code = f"from omnibench_core.config import load_settings; load_settings({str(tmp_path)!r})"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INVOKE_OMNIBENCH_")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"setting 'gpu_free_mib' must be a whole number, got 'lots' (from omnibench.gpu_free_mib in " \
+           f"{tmp_path / 'invoke.yaml'})" in done.stderr
