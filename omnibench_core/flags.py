@@ -66,8 +66,6 @@ class Check:
 class Switch:
     """A boolean flag (Invoke parses ``--force`` / ``--no-force`` itself; nothing to convert)."""
 
-    allowed: str = ""
-
     def parse(self, flag: str, value: Any) -> bool:
         """The flag as given."""
         return bool(value)
@@ -129,17 +127,16 @@ def port() -> Check:
     return whole(1, 65535)
 
 
-def number(low: float = -math.inf, *, at_least: bool = True) -> Check:
-    """A finite number ``>= low`` (or ``> low`` when ``at_least`` is False)."""
-    allowed = f"a number {'>=' if at_least else '>'} {low:g}"
+def number(low: float = -math.inf) -> Check:
+    """A finite number ``>= low``."""
 
     def convert(text: str) -> float:
         value = _finite(text)
-        if value < low or (not at_least and value == low):
+        if value < low:
             raise Refused("out of range")
         return value
 
-    return Check(allowed, convert)
+    return Check(f"a number >= {low:g}", convert)
 
 
 def fraction_open(low: float = 0.0, high: float = 1.0, example: str = "") -> Check:
@@ -346,10 +343,8 @@ class FlagTask(Task):
         check = self.checks.get(name)
         # Words from plugins are left out: every `invoke` command builds every task's flags.
         each = check.each if isinstance(check, Many) else check
-        shown = isinstance(each, Check) and each.in_help and not callable(each.describe)
-        allowed = each.allowed if shown and each is not None else ""
-        if allowed:
-            opts["help"] = f"{opts.get('help', '')} [{allowed}]".strip()
+        if isinstance(each, Check) and each.in_help and not callable(each.describe):
+            opts["help"] = f"{opts.get('help', '')} [{each.allowed}]".strip()
         return opts
 
     def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
