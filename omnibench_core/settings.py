@@ -189,9 +189,10 @@ def results_problem(root: Path) -> str:
         if path.exists() or path.is_symlink():
             if path.is_dir():
                 return ""
+            what = "a file, not a folder" if path.is_file() else "not a folder"
             if path == root:
-                return f"the results path {root} is a file, not a folder"
-            return f"the results path {root} cannot be made: {path} is a file, not a folder"
+                return f"the results path {root} is {what}"
+            return f"the results path {root} cannot be made: {path} is {what}"
     return ""
 
 

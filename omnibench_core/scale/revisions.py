@@ -41,9 +41,7 @@ def split_spec(spec: str) -> tuple[list[str], bool]:
     that names no revision (``""``, ``,,``) or one starting with ``-`` raises SettingsError."""
     spec = spec.strip()
     if ".." in spec and "," not in spec:
-        parts, is_range = [p.strip() for p in spec.split("..", 1)], True
-        if not all(parts):
-            raise SettingsError(f"--revisions {spec!r}: a range needs both ends", hint="write A..B")
+        parts, is_range = [p.strip() for p in spec.split("..", 1)], True  # an empty end is HEAD, as in git
     else:
         parts, is_range = [r.strip() for r in spec.split(",") if r.strip()], False
     if not parts:
