@@ -1,0 +1,70 @@
+"""The Video-AMME request text: sglang-omni's own, read from the checkout where it defines it.
+
+sglang-omni's Video-AMME client sends one fixed text (``VIDEOAMME_REQUEST_TEXT`` in
+``benchmarks/tasks/video_understanding.py``) with each video and spoken question. The native client
+sends the same text: read from the checkout's file (parsed, never imported or run, so it needs
+neither the checkout's venv nor its dependencies), else omnibench's copy of it. Which one, and the
+text's sha256, are recorded in the client's command (so in the manifest) and in its results.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME = "VIDEOAMME_REQUEST_TEXT"
+DEFINED_IN = "benchmarks/tasks/video_understanding.py"  # where sglang-omni defines it
+OWN_COPY = "omnibench's copy"
+# omnibench's copy: sglang-omni's text as its checkouts of 2026 define it.
+REQUEST_TEXT = "Use the video and the audio question to answer. Return the final answer as Answer: $LETTER."
+
+
+def sha256(text: str) -> str:
+    """The hex sha256 of the text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RequestText:
+    """The text sent, where it came from (a checkout-relative path or ``OWN_COPY``) and, for the
+    copy, why the checkout's could not be used."""
+
+    text: str
+    source: str
+    why: str = ""
+
+    @property
+    def sha256(self) -> str:
+        """The text's hash, as recorded."""
+        return sha256(self.text)
+
+
+def _defined(tree: ast.Module) -> str | None:
+    """The string a module-level ``NAME = ...`` assigns (literal pieces only), else None."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == NAME for t in targets) and node.value is not None:
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            return value if isinstance(value, str) and value.strip() else None
+    return None
+
+
+def read_request_text(checkout: Path | None) -> RequestText:
+    """The checkout's ``VIDEOAMME_REQUEST_TEXT``, or omnibench's copy (with the reason) when there is
+    no checkout, the file is missing or unreadable, or it defines no literal text."""
+    if checkout is None:
+        return RequestText(REQUEST_TEXT, OWN_COPY, "the target has no checkout")
+    path = Path(checkout) / DEFINED_IN
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        return RequestText(REQUEST_TEXT, OWN_COPY, f"{DEFINED_IN} not readable in the checkout ({type(exc).__name__})")
+    text = _defined(tree)
+    if text is None:
+        return RequestText(REQUEST_TEXT, OWN_COPY, f"{DEFINED_IN} defines no literal {NAME}")
+    return RequestText(text, DEFINED_IN)
