@@ -108,7 +108,7 @@ def summarize(counts: Sequence[WerCounts], *, total: int, skipped: int, lang: st
     per = [c.wer for c in counts]
     below = [c for c in counts if c.wer <= 0.5]
     above = len(counts) - len(below)
-    return {
+    summary = {
         "lang": lang,
         "total_samples": total,
         "evaluated": len(counts),
@@ -124,6 +124,7 @@ def summarize(counts: Sequence[WerCounts], *, total: int, skipped: int, lang: st
         "pct_above_50_pct_wer": 100.0 * above / len(counts) if counts else None,
         **speed_fields(timings),
     }
+    return {key: summary[key] for key in SUMMARY_KEYS}  # sglang-omni's keys, in its order
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def _defined(tree: ast.Module) -> str | None:
         if any(isinstance(t, ast.Name) and t.id == NAME for t in targets) and node.value is not None:
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal: a call, a name...
                 return None
             return value if isinstance(value, str) and value.strip() else None
     return None
@@ -62,7 +62,7 @@ def read_request_text(checkout: Path | None) -> RequestText:
     path = Path(checkout) / DEFINED_IN
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         return RequestText(REQUEST_TEXT, OWN_COPY, f"{DEFINED_IN} not readable in the checkout ({type(exc).__name__})")
     text = _defined(tree)
     if text is None:
