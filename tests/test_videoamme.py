@@ -237,9 +237,11 @@ def test_the_request_text_is_read_from_the_checkout_and_falls_back_to_omnibenchs
     assert read_request_text(other).text == "Look. Answer: $LETTER."  # another version's text, read not run
     assert not (other / "ran").exists() and not Path("ran").exists()
     defined.write_text("VIDEOAMME_REQUEST_TEXT = make_text()\n")
-    for checkout in (other, tmp_path / "nothing-here", None):
+    for checkout, why in ((other, "defines no literal VIDEOAMME_REQUEST_TEXT"), (tmp_path / "nothing", "not readable"),
+                          (None, "")):
         found = read_request_text(checkout)
-        assert (found.text, found.source) == (SGLANG_TEXT, OWN_COPY) and found.why
+        assert (found.text, found.source) == (SGLANG_TEXT, OWN_COPY) and why in found.why
+        assert found.recorded_source == (f"{OWN_COPY}: {found.why}" if why else OWN_COPY)
     ctx = RunContext(tmp_path / "run0", "videoamme", Endpoint(8000), {**videoamme.DEFAULTS, "client": "native"},
                      prepare_sglang_omni(Settings.of(checkout=str(standin.root))), RunSettings())
     steps = {s.name: s for s in videoamme.plan(ctx)}

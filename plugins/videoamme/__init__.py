@@ -75,7 +75,7 @@ def _native_client(ctx: RunContext, data: Path) -> Command:
     text = read_request_text(Path(checkout) if checkout else None)
     return Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--model",
                     MODEL_NAME, "--port", str(ctx.port), "--answer-method", ctx.target.facts.substitute("video_answer"),
-                    "--request-text", text.text, "--request-text-source", text.source,
+                    "--request-text", text.text, "--request-text-source", text.recorded_source,
                     "--request-text-sha256", text.sha256, *_flags(ctx)))
 
 

@@ -28,8 +28,8 @@ def sha256(text: str) -> str:
 
 @dataclass(frozen=True)
 class RequestText:
-    """The text sent, where it came from (a checkout-relative path or ``OWN_COPY``) and, for the
-    copy, why the checkout's could not be used."""
+    """The text sent, where it came from (a checkout-relative path or ``OWN_COPY``) and, when a
+    checkout was there but its text could not be used, why."""
 
     text: str
     source: str
@@ -39,6 +39,11 @@ class RequestText:
     def sha256(self) -> str:
         """The text's hash, as recorded."""
         return sha256(self.text)
+
+    @property
+    def recorded_source(self) -> str:
+        """The source as the command and the results record it: with the reason, for a fallback."""
+        return f"{self.source}: {self.why}" if self.why else self.source
 
 
 def _defined(tree: ast.Module) -> str | None:
@@ -55,10 +60,10 @@ def _defined(tree: ast.Module) -> str | None:
 
 
 def read_request_text(checkout: Path | None) -> RequestText:
-    """The checkout's ``VIDEOAMME_REQUEST_TEXT``, or omnibench's copy (with the reason) when there is
-    no checkout, the file is missing or unreadable, or it defines no literal text."""
+    """The checkout's ``VIDEOAMME_REQUEST_TEXT``, or omnibench's copy when there is no checkout (or,
+    with the reason, when the file is missing or unreadable or defines no literal text)."""
     if checkout is None:
-        return RequestText(REQUEST_TEXT, OWN_COPY, "the target has no checkout")
+        return RequestText(REQUEST_TEXT, OWN_COPY)
     path = Path(checkout) / DEFINED_IN
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
