@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from omnibench_core.records import ServeSpec
+from omnibench_core.errors import SettingsError
+from omnibench_core.records import RunContext, ServeSpec
 
 MODEL_PATH, MODEL_NAME = "openbmb/MiniCPM-o-4_5", "minicpmo"
 
@@ -18,3 +19,16 @@ def model_server(label: str, max_seq_len: int) -> ServeSpec:
     return ServeSpec(label, model_path=MODEL_PATH, model_name=MODEL_NAME, args=(
         "--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static", "0.15",
         "--thinker.factory.max_seq_len", str(max_seq_len)))
+
+
+def client_kind(ctx: RunContext) -> str:
+    """``sglang`` or ``native``: the workload's ``client`` option, ``auto`` resolved by the target."""
+    kind = ctx.options["client"]
+    own = ctx.target.facts.own_clients
+    if kind == "auto":
+        return "sglang" if own else "native"
+    if kind == "sglang" and not own:
+        raise SettingsError(f"sglang-omni's own client needs a target that brings its clients; "
+                            f"{ctx.target.target!r} does not",
+                            hint="use the native client (the default) on this target")
+    return kind

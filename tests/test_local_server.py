@@ -161,6 +161,46 @@ def test_voice_clone_reference_moves_the_voice(server):
     assert cloned["usage"]["prompt_tokens"] > low["usage"]["prompt_tokens"]  # the reference audio counts
 
 
+# An older sglang-omni seed-tts client's voice clone: the reference as `audios: [path]`, this prompt.
+OLD_CLONE = ('Listen to the audio above. The speaker is reading: "{ref}". '
+             "Now please read the following text out loud in the same voice and style: {target}")
+
+
+def test_an_audios_voice_clone_reads_the_target_text_in_the_references_voice(server, media):
+    url, _ = server
+    ref_text, target = "Seven green apples sat on a wooden table.", "The quick brown fox jumps over the lazy dog."
+    plain, rate = wav_of(chat(url, ref_text, temperature=0).json())
+    from omnibench_core.local.speech import shift_pitch
+    reference = media / "old-client-ref.wav"
+    reference.write_bytes(to_wav_bytes(shift_pitch(plain, 1.2), rate))  # a higher voice reading ref_text
+    body = {"model": "minicpmo", "messages": [{"role": "user", "content": OLD_CLONE.format(ref=ref_text, target=target)}],
+            "modalities": ["text", "audio"], "audio": {"format": "wav"}, "max_tokens": 256, "temperature": 0,
+            "stream": False, "audios": [str(reference)]}
+    reply = requests.post(f"{url}/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text
+    message = reply.json()["choices"][0]["message"]
+    assert message["content"] == target and message["audio"]["transcript"] == target
+    samples, rate = wav_of(reply.json())
+    heard = set(transcribe(url, samples, rate).json()["text"].split())
+    assert len(heard & {"quick", "brown", "fox", "over", "lazy", "dog"}) >= 3  # a raised voice is heard less well
+    assert not heard & {"seven", "green", "apples", "wooden", "table"}  # never the reference's words
+    assert estimate_f0(samples, rate) > estimate_f0(wav_of(chat(url, target, temperature=0).json())[0], rate) * 1.08
+
+
+@pytest.mark.parametrize("prompt", ["Listen to the audio above. Then say something nice.",
+                                    OLD_CLONE.format(ref="Seven green apples.", target="")])
+def test_an_audios_voice_clone_without_text_to_read_is_a_400_naming_the_supported_fields(server, media, prompt):
+    url, _ = server
+    reference = media / "old-client-ref-400.wav"
+    reference.write_bytes(_wav(rate=24000, seconds=1))
+    body = {"model": "minicpmo", "messages": [{"role": "user", "content": prompt}], "modalities": ["text", "audio"],
+            "audio": {"format": "wav"}, "audios": [str(reference)]}
+    reply = requests.post(f"{url}/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 400, reply.text
+    detail = reply.json()["detail"]
+    assert "'audio.ref_audio'" in detail and "'audios'" in detail and "same voice and style:" in detail
+
+
 def test_speech_transcribes_back(server):
     url, _ = server
     text = "The quick brown fox jumps over the lazy dog."

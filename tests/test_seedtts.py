@@ -99,6 +99,46 @@ def test_result_files_have_sglang_omnis_fields(full_run):
     assert len(list((out / "audio").glob("*.wav"))) == len(TARGET_SENTENCES)
 
 
+# sglang-omni's WER summary (benchmarks/metrics/wer.py calculate_wer_metrics), key for key, as read
+# from its source: both workloads' summaries must have exactly these.
+SGLANG_WER_SUMMARY_KEYS = {
+    "lang", "total_samples", "evaluated", "skipped", "wer_corpus", "wer_per_sample_mean", "wer_per_sample_median",
+    "wer_per_sample_std", "wer_per_sample_p95", "wer_per_sample_max", "wer_below_50_corpus", "n_above_50_pct_wer",
+    "pct_above_50_pct_wer", "latency_mean_s", "latency_median_s", "latency_p95_s", "rtf_mean",
+    "audio_duration_mean_s",
+}
+
+
+def _speed_as_sglang(rows: list[dict], scored_ids: set) -> dict:
+    """The five speed fields as sglang-omni computes them over the scored samples (numpy, linear p95)."""
+    ok = [r for r in rows if (r.get("sample_id") or r.get("id")) in scored_ids]
+    latency = np.array([r["latency_s"] for r in ok])
+    audio = [r["audio_duration_s"] for r in ok if (r["audio_duration_s"] or 0) > 0]
+    rtf = [r["latency_s"] / r["audio_duration_s"] for r in ok if (r["audio_duration_s"] or 0) > 0 and r["latency_s"] > 0]
+    return {"latency_mean_s": float(np.mean(latency)), "latency_median_s": float(np.median(latency)),
+            "latency_p95_s": float(np.percentile(latency, 95)), "rtf_mean": float(np.mean(rtf)),
+            "audio_duration_mean_s": float(np.mean(audio))}
+
+
+def test_wer_summaries_have_exactly_sglang_omnis_keys_and_speed_fields(full_run):
+    _, results = full_run
+    (run,) = results.glob("*/run0")
+    seed = json.loads((run / "seedtts" / "wer_results.json").read_text())
+    assert set(seed["summary"]) == SGLANG_WER_SUMMARY_KEYS
+    scored = {r["id"] for r in seed["per_sample"] if r.get("wer") is not None}
+    expected = _speed_as_sglang(json.loads((run / "seedtts" / "generated.json").read_text()), scored)
+    assert {k: seed["summary"][k] for k in expected} == pytest.approx(expected)
+    video = json.loads((run / "videoamme" / "wer_summary.json").read_text())
+    assert set(video) == SGLANG_WER_SUMMARY_KEYS  # at top level, nothing else (the runbook's block writes the summary)
+    per = json.loads((run / "videoamme" / "wer_per_sample.json").read_text())
+    assert "pocketsphinx" in per["config"]["asr"]  # what scored it lives beside the samples
+    scored = {r["sample_id"] for r in per["per_sample"] if r.get("wer") is not None}
+    rows = json.loads((run / "videoamme" / "videoamme_results.json").read_text())["per_sample"]
+    expected = _speed_as_sglang(rows, scored)
+    assert {k: video[k] for k in expected} == pytest.approx(expected)
+    assert video["evaluated"] == len(scored) > 0
+
+
 @pytest.fixture(scope="module")
 def asr_server(tmp_path_factory):
     port = free_port()

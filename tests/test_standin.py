@@ -96,13 +96,22 @@ def test_runbooks_collection_script_agrees_on_the_standin_run(standin_run, tmp_p
 
 
 def test_native_client_on_the_standin(tmp_path, standin, fake_gpu):
-    done = _invoke_run(tmp_path / "results", standin, fake_gpu, "--workload", "seedtts", "--client", "native",
-                       "--opt", "seedtts.max_samples=4")
+    done = _invoke_run(tmp_path / "results", standin, fake_gpu, "--workload", "seedtts", "--workload", "videoamme",
+                       "--client", "native", "--opt", "seedtts.max_samples=4", "--opt", "videoamme.max_samples=2")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run,) = (tmp_path / "results").glob("*/run0")
     speed = json.loads((run / "seedtts" / "speed_results.json").read_text())
     assert speed["config"]["client"] == "omnibench-native" and speed["summary"]["completed_requests"] == 4
     assert json.loads((run / "seedtts" / "dataset.json").read_text())["samples"] == 4  # staged by stage_hf.py
+    # Video-AMME: the checkout's loader stages the questions; the checkout's request text is sent and recorded
+    video = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
+    assert video["config"]["client"] == "omnibench-native" and video["summary"]["total_samples"] == 2
+    assert video["config"]["request_text_source"] == "benchmarks/tasks/video_understanding.py"
+    manifest = json.loads((run / "manifest.json").read_text())
+    argv = next(s for s in manifest["steps"] if s["step"] == "videoamme.generate")["command"]
+    assert argv[argv.index("--request-text-source") + 1] == "benchmarks/tasks/video_understanding.py"
+    assert argv[argv.index("--request-text-sha256") + 1] == video["config"]["request_text_sha256"]
+    assert json.loads((run / "metrics.json").read_text())["complete"] is True
 
 
 def _get(url: str) -> dict:

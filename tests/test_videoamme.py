@@ -3,11 +3,13 @@ collection script; failures counted; the sglang-omni commands; the local server'
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,16 @@ from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
 from omnibench_core.records import Command, Endpoint, RunContext
 from omnibench_core.settings import RunSettings, Settings
-from omnibench_core.targets import prepare_sglang_omni
+from omnibench_core.standin import make_standin
+from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import videoamme
 from omnibench_plugins.videoamme.client import parse_letter
 from omnibench_plugins.videoamme.data import ensure_local_set, load_samples
+from omnibench_plugins.videoamme.prompt import OWN_COPY, read_request_text
 
 TESTS = Path(__file__).resolve().parent
+# sglang-omni's Video-AMME request text (benchmarks/tasks/video_understanding.py), as read from its source.
+SGLANG_TEXT = "Use the video and the audio question to answer. Return the final answer as Answer: $LETTER."
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, data_cache):
     port = free_port()
@@ -129,3 +135,128 @@ def test_sglang_omni_commands_are_the_runbooks(tmp_path):
             'asr_concurrency=4)') in wer.argv[2]
     assert "sgl-omni " + " ".join(env.serve_argv(steps["generate"].server, 8000)[1:]) == RUNBOOK_SERVER
     assert steps["wer"].server.label == "asr" and steps["wer"].phase == "score"
+
+
+def sglang_request(sample, *, model="minicpmo", prompt=SGLANG_TEXT, max_tokens=256, temperature=0.0, video_fps=2.0,
+                   video_max_frames=128, video_min_pixels=None, video_max_pixels=401408, video_total_pixels=None,
+                   enable_audio=True):
+    """A scripted copy of sglang-omni's Video-AMME request builder (make_video_send_fn with the
+    fixed prompt and audio input), written from its facts: the runbook's flags as defaults."""
+    payload = {"model": model, "messages": [{"role": "user", "content": prompt}],
+               "modalities": ["text", "audio"] if enable_audio else ["text"], "max_tokens": max_tokens,
+               "temperature": temperature, "stream": False, "videos": [sample.video], "audios": [sample.audio]}
+    if enable_audio:
+        payload["audio"] = {"format": "wav"}
+    for key, value in (("video_fps", video_fps), ("video_max_frames", video_max_frames),
+                       ("video_min_pixels", video_min_pixels), ("video_max_pixels", video_max_pixels),
+                       ("video_total_pixels", video_total_pixels)):
+        if value is not None:
+            payload[key] = value
+    return payload
+
+
+# A recording proxy (a real process on loopback): each POST body is appended to argv[3] as one JSON
+# line, then forwarded to the server at argv[2], whose reply goes back unchanged.
+PROXY = r"""
+import http.server, json, sys, urllib.request
+port, upstream, record = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+class Proxy(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.forward(None)
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(record, "a") as f:
+            f.write(json.dumps(json.loads(body)) + "\n")
+        self.forward(body)
+    def forward(self, body):
+        request = urllib.request.Request(upstream + self.path, data=body, headers={"Content-Type": "application/json"})
+        try:
+            reply = urllib.request.urlopen(request, timeout=300)
+            status, data = reply.status, reply.read()
+        except urllib.error.HTTPError as exc:
+            status, data = exc.code, exc.read()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", port), Proxy).serve_forever()
+"""
+
+
+@pytest.fixture
+def recorded(server, tmp_path):
+    """A recording proxy in front of the local server: its port and the file of recorded bodies."""
+    port, record = free_port(), tmp_path / "bodies.jsonl"
+    proc = start_group([sys.executable, "-c", PROXY, str(port), f"http://127.0.0.1:{server}", str(record)],
+                       log_path=tmp_path / "proxy.log", env=dict(os.environ))
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=60)
+    yield port, record
+    proc.stop(10)
+
+
+def _bodies(record: Path) -> dict[str, dict]:
+    return {json.loads(line)["videos"][0]: json.loads(line) for line in record.read_text().splitlines()}
+
+
+@pytest.mark.parametrize("opts", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "temperature": 0.5}])
+def test_native_request_bodies_are_sglang_omnis_field_by_field(recorded, data_cache, tmp_path, opts):
+    port, record = recorded
+    folder = ensure_local_set(data_cache / "videoamme-local-v1")
+    options = {**videoamme.DEFAULTS, "max_samples": 2, "data_dir": str(folder), **opts}
+    ctx = RunContext(tmp_path / "run0", "videoamme", Endpoint(port), options, prepare_local(Settings.of()), RunSettings())
+    generate = next(s for s in videoamme.plan(ctx) if s.name == "generate").run  # the plan's own argv
+    done = subprocess.run(generate.argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    native = _bodies(record)
+    record.unlink()
+    samples = load_samples(folder, 2)
+    theirs = {s.video: sglang_request(s, **opts) for s in samples}
+    with ThreadPoolExecutor(len(theirs)) as pool:  # sent to the same server at once, as both clients do
+        codes = pool.map(lambda body: requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body,
+                                                    timeout=300).status_code, theirs.values())
+    assert list(codes) == [200] * len(theirs)
+    assert _bodies(record) == theirs  # what the scripted copy sent is what it built
+    assert set(native) == set(theirs)
+    for video, body in native.items():
+        for key in sorted(set(body) | set(theirs[video])):
+            assert body.get(key, "<absent>") == theirs[video].get(key, "<absent>"), key
+    results = json.loads((tmp_path / "run0" / "videoamme" / "videoamme_results.json").read_text())
+    assert results["config"]["request_text_source"] == OWN_COPY  # the local target has no checkout
+    assert results["config"]["request_text_sha256"] == hashlib.sha256(SGLANG_TEXT.encode()).hexdigest()
+
+
+def test_the_request_text_is_read_from_the_checkout_and_falls_back_to_omnibenchs_copy(tmp_path):
+    standin = make_standin(tmp_path / "standin")  # the checkout `invoke standin` makes
+    found = read_request_text(standin.root)
+    assert (found.text, found.source) == (SGLANG_TEXT, "benchmarks/tasks/video_understanding.py")
+    other = tmp_path / "other"
+    (other / "benchmarks" / "tasks").mkdir(parents=True)
+    defined = other / "benchmarks" / "tasks" / "video_understanding.py"
+    defined.write_text('import os\nVIDEOAMME_REQUEST_TEXT = (\n    "Look. "\n    "Answer: $LETTER."\n)\n'
+                       'os.system("touch ran")\n')
+    assert read_request_text(other).text == "Look. Answer: $LETTER."  # another version's text, read not run
+    assert not (other / "ran").exists() and not Path("ran").exists()
+    defined.write_text("VIDEOAMME_REQUEST_TEXT = make_text()\n")
+    for checkout, why in ((other, "defines no literal VIDEOAMME_REQUEST_TEXT"), (tmp_path / "nothing", "not readable"),
+                          (None, "")):
+        found = read_request_text(checkout)
+        assert (found.text, found.source) == (SGLANG_TEXT, OWN_COPY) and why in found.why
+        assert found.recorded_source == (f"{OWN_COPY}: {found.why}" if why else OWN_COPY)
+    ctx = RunContext(tmp_path / "run0", "videoamme", Endpoint(8000), {**videoamme.DEFAULTS, "client": "native"},
+                     prepare_sglang_omni(Settings.of(checkout=str(standin.root))), RunSettings())
+    steps = {s.name: s for s in videoamme.plan(ctx)}
+    assert list(steps) == ["stage-data", "dataset", "generate", "wer"]
+    argv = steps["generate"].run.argv
+    source, digest = argv[argv.index("--request-text-source") + 1], argv[argv.index("--request-text-sha256") + 1]
+    assert (source, digest) == ("benchmarks/tasks/video_understanding.py", hashlib.sha256(SGLANG_TEXT.encode()).hexdigest())
+
+
+def test_a_request_text_changed_on_its_way_is_refused(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(tmp_path),
+                           "--output-dir", str(tmp_path / "out"), "--request-text", "Other words.",
+                           "--request-text-sha256", hashlib.sha256(SGLANG_TEXT.encode()).hexdigest()],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "pass the text unchanged" in done.stderr and "Traceback" not in done.stderr

@@ -130,15 +130,17 @@ class Handlers:
         cfg = self.config
         req = protocol.parse_chat(body, max_seq_len=cfg.max_seq_len, limits=cfg.audio_limits)
         self._record("chat", req.model)
+        reference = (req.reference, req.reference_rate) if req.reference is not None else None
         if multimodal.is_multimodal(req):
-            reply = await self._run(multimodal.answer, req, self.recog, cfg.max_seq_len, self.media, cfg.audio_limits)
+            found = await self._run(multimodal.answer, req, self.recog, cfg.max_seq_len, self.media, cfg.audio_limits)
+            reply, reference = found.text, reference or found.reference  # audio.ref_audio wins over audios
         else:
             reply = protocol.reply_text(req, cfg.read_aloud_prefixes)
         text, cut = protocol.truncate_tokens(reply, req.max_tokens)
         seed = 0 if req.temperature == 0 and req.seed is None else req.seed
         factor = 1.0
-        if req.wants_audio and req.reference is not None:
-            factor = await self._run(self.synth.match_factor, req.reference, req.reference_rate)
+        if req.wants_audio and reference is not None:
+            factor = await self._run(self.synth.match_factor, *reference)
         base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": self.config.model_name}
         finish = "length" if cut else "stop"
         if req.stream:

@@ -81,23 +81,19 @@ def score(job: WerJob, output_dir: Path, *, endpoint: Endpoint, model: str, lang
     heard = transcribe_files([_wav(output_dir, r, job.id_field) for r in rows],
                              url=endpoint.url("/v1/audio/transcriptions"), model=model, lang=lang,
                              concurrency=concurrency)
-    counts, per_sample, skipped = wer.score_transcripts([
+    scored = wer.score_transcripts([
         ({job.record_id: row.get(job.id_field), job.record_reference: row.get(job.reference_field),
-          job.record_transcript: text}, row.get(job.reference_field) or "", text, error)
+          job.record_transcript: text}, row.get(job.reference_field) or "", text, error, wer.Timing.of(row))
         for row, (text, error) in zip(rows, heard, strict=True)])
-    summary = wer.summarize(counts, total=len(rows), skipped=skipped, lang=lang)
-    asr = asr_label or model
-    if job.layout == "flat":
-        summary = {**summary, "asr": asr}
+    summary = scored.summary(lang)
+    config = {"asr_model": model, "asr": asr_label or model, "lang": lang, "asr_concurrency": concurrency,
+              "normalizer": "whisper English", "aligner": "jiwer"}
+    if job.layout == "flat":  # the summary alone, as sglang-omni's; what scored it goes beside the samples
         write_json(output_dir / job.output, summary)
         if job.per_sample_output:
-            write_json(output_dir / job.per_sample_output, per_sample)
+            write_json(output_dir / job.per_sample_output, {"config": config, "per_sample": scored.records})
     else:
-        write_json(output_dir / job.output, {
-            "summary": summary,
-            "config": {"asr_model": model, "asr": asr, "lang": lang, "asr_concurrency": concurrency,
-                       "normalizer": "whisper English", "aligner": "jiwer"},
-            "per_sample": per_sample})
+        write_json(output_dir / job.output, {"summary": summary, "config": config, "per_sample": scored.records})
     return summary
 
 

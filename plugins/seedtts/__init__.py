@@ -14,13 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from omnibench_core.datasets import is_complete
-from omnibench_core.errors import SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
 from omnibench_core.options import defaults, format_value
 from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
 from omnibench_core.scorers import ASR_SERVER
-from omnibench_plugins.common import MODEL_NAME, model_server
+from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
@@ -36,19 +35,6 @@ SERVER = model_server(NAME, 8192)  # CI stage 2's server parameters, as in the r
 # The runbook leaves these at sglang-omni's defaults, which are ours: pass them only when changed.
 SGLANG_OMITS_AT_DEFAULT = ("max_new_tokens", "temperature")
 DEFAULTS = defaults(OPTIONS)
-
-
-def client_kind(ctx: RunContext) -> str:
-    """``sglang`` or ``native`` for this run."""
-    kind = ctx.options["client"]
-    own = ctx.target.facts.own_clients
-    if kind == "auto":
-        return "sglang" if own else "native"
-    if kind == "sglang" and not own:
-        raise SettingsError(f"sglang-omni's own client needs a target that brings its clients; "
-                            f"{ctx.target.target!r} does not",
-                            hint="use the native client (the default) on this target")
-    return kind
 
 
 def _rel(ctx: RunContext, name: str) -> str:

@@ -1,8 +1,9 @@
 """The Video-AMME Talker workload: video and a spoken question in, text and speech out.
 
 On a target that brings its own clients (``sglang-omni``) it runs the runbook's exact client and
-text-audio consistency WER in the checkout's python; elsewhere a small local set, omnibench's
-native client and the ``asr-wer`` scorer.
+text-audio consistency WER in the checkout's python (``--opt videoamme.client=native``: omnibench's
+native client on the set the checkout's own loader stages, sending the checkout's request text);
+elsewhere a small local set, omnibench's native client and the ``asr-wer`` scorer.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from omnibench_core.jsonio import write_json
 from omnibench_core.options import defaults, format_value
 from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
 from omnibench_core.scorers import ASR_SERVER
-from omnibench_plugins.common import MODEL_NAME, model_server
+from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics
 from .data import SET_NAME, ensure_local_set, load_samples, local_set_dir
-from .options import CLIENT_FLAGS, OPTIONS
+from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
+from .prompt import read_request_text
 
 NAME = "videoamme"
 REPO_ID = "zhaochenyang20/Video_AMME_ci"
@@ -52,11 +54,34 @@ def _flags(ctx: RunContext) -> list[str]:
     flags = []
     for key in CLIENT_FLAGS:
         flags += [f"--{key.replace('_', '-')}", format_value(ctx.options[key])]
+    for key in OPTIONAL_FLAGS:
+        if ctx.options[key] is not None:
+            flags += [f"--{key.replace('_', '-')}", format_value(ctx.options[key])]
     return [*flags, "--enable-audio", "--output-dir", str(ctx.workload_dir)]
 
 
 def _dataset_step(ctx: RunContext, make) -> Step:
     return Step("dataset", make, outputs=(f"{NAME}/dataset.json",))
+
+
+def _generate(ctx: RunContext, client: Command) -> Step:
+    return Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",))
+
+
+def _native_client(ctx: RunContext, data: Path) -> Command:
+    """omnibench's client with sglang-omni's request text: the checkout's where the target has one
+    (text, source and hash in the argv, so the manifest records them)."""
+    checkout = ctx.target.details.get("checkout")
+    text = read_request_text(Path(checkout) if checkout else None)
+    return Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--model",
+                    MODEL_NAME, "--port", str(ctx.port), "--answer-method", ctx.target.facts.substitute("video_answer"),
+                    "--request-text", text.text, "--request-text-source", text.recorded_source,
+                    "--request-text-sha256", text.sha256, *_flags(ctx)))
+
+
+def _sglang_wer(ctx: RunContext) -> Step:
+    score = Command((ctx.target.python, "-c", RUNBOOK_WER, str(ctx.workload_dir), str(ctx.port)))
+    return Step("wer", score, phase="score", server=ASR_SERVER, outputs=(f"{NAME}/wer_summary.json",))
 
 
 def _sglang_steps(ctx: RunContext) -> list[Step]:
@@ -66,10 +91,21 @@ def _sglang_steps(ctx: RunContext) -> list[Step]:
 
     client = Command((ctx.target.python, "-c", RUNBOOK_CLIENT, "--model", MODEL_NAME, "--port", str(ctx.port),
                       "--repo-id", REPO_ID, *_flags(ctx)))
-    score = Command((ctx.target.python, "-c", RUNBOOK_WER, str(ctx.workload_dir), str(ctx.port)))
-    return [_dataset_step(ctx, record),
-            Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",)),
-            Step("wer", score, phase="score", server=ASR_SERVER, outputs=(f"{NAME}/wer_summary.json",))]
+    return [_dataset_step(ctx, record), _generate(ctx, client), _sglang_wer(ctx)]
+
+
+def _staged_native_steps(ctx: RunContext) -> list[Step]:
+    """omnibench's client on sglang-omni: the runbook's questions staged by the checkout's own loader."""
+    staged = ctx.workload_dir / "data"
+    stage = Command((ctx.target.python, str(Path(__file__).with_name("stage_hf.py")), "--repo-id", REPO_ID,
+                     "--max-samples", str(ctx.options["max_samples"]), "--out", str(staged)))
+
+    def record(step: StepContext) -> None:
+        write_json(step.workload_dir / "dataset.json", {"source": REPO_ID, "revision": REVISION,
+                                                        "samples": len(load_samples(staged))})
+
+    return [Step("stage-data", stage, outputs=(f"{NAME}/data/samples.json",)), _dataset_step(ctx, record),
+            _generate(ctx, _native_client(ctx, staged)), _sglang_wer(ctx)]
 
 
 def _own_steps(ctx: RunContext) -> list[Step]:
@@ -83,16 +119,16 @@ def _own_steps(ctx: RunContext) -> list[Step]:
         write_json(step.workload_dir / "dataset.json", {"source": str(folder), "name": SET_NAME,
                                                         "samples": len(load_samples(folder, limit))})
 
-    client = Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(folder), "--model",
-                      MODEL_NAME, "--port", str(ctx.port), "--answer-method",
-                      ctx.target.facts.substitute("video_answer"), *_flags(ctx)))
-    return [_dataset_step(ctx, make),  # WER comes from the asr-wer scorer (see WER below)
-            Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",))]
+    # WER comes from the asr-wer scorer (see WER below)
+    return [_dataset_step(ctx, make), _generate(ctx, _native_client(ctx, folder))]
 
 
 def plan(ctx: RunContext) -> list[Step]:
-    """The Video-AMME steps for this target."""
-    return _sglang_steps(ctx) if ctx.target.facts.own_clients else _own_steps(ctx)
+    """The Video-AMME steps for this target and client."""
+    kind = client_kind(ctx)
+    if not ctx.target.facts.own_clients:
+        return _own_steps(ctx)
+    return _sglang_steps(ctx) if kind == "sglang" else _staged_native_steps(ctx)
 
 
 def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:

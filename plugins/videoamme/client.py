@@ -1,7 +1,8 @@
 """omnibench's native Video-AMME client: ``videoamme_results.json`` with sglang-omni's fields and
 ``audio/<sample_id>.wav``. No warmup (video's default); the other defaults are the workload's
 options (``options.py``: the runbook's flags). A failed request or a reply without audio is counted
-as failed (and wrong), never fatal.
+as failed (and wrong), never fatal. Each request body has the fields sglang-omni's client sends,
+with its request text (``prompt.py``: the plan passes the checkout's, or omnibench's copy).
 
     python -m omnibench_plugins.videoamme.client --data DIR --port 8000 --output-dir out
 """
@@ -26,12 +27,12 @@ from omnibench_core.options import add_argument, by_name, default_of
 from omnibench_core.scoring.speed import speed_summary
 
 from .data import VideoSample, load_samples
-from .options import CLIENT_FLAGS, OPTIONS
+from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
+from .prompt import OWN_COPY, REQUEST_TEXT, sha256
 
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
-
-PROMPT = ("Watch the video and listen to the spoken question, then choose the best option. "
-          "End your reply with 'Answer: $LETTER' where LETTER is one of A, B, C or D.")
+# The video fields sglang-omni's client sends when set, in its order.
+VIDEO_FIELDS = ("video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels")
 _ANSWER = re.compile(r"Answer\s*:\s*\(?([A-D])\b", re.I)
 _FALLBACK = re.compile(r"\b([A-D])\b")
 
@@ -49,12 +50,16 @@ class VideoClientConfig:
     video_fps: float = default_of(OPTION, "video_fps", float)
     video_max_frames: int = default_of(OPTION, "video_max_frames", int)
     video_max_pixels: int = default_of(OPTION, "video_max_pixels", int)
+    video_min_pixels: int | None = None
+    video_total_pixels: int | None = None
     max_tokens: int = default_of(OPTION, "max_tokens", int)
     temperature: float = default_of(OPTION, "temperature", float)
     timeout_s: float = default_of(OPTION, "timeout_s", float)
     max_concurrency: int = default_of(OPTION, "max_concurrency", int)
     enable_audio: bool = True
     answer_method: str = ""  # how the server picks answers, when known (the local target's substitute)
+    request_text: str = REQUEST_TEXT
+    request_text_source: str = OWN_COPY
 
 
 def parse_letter(text: str | None) -> tuple[str | None, bool]:
@@ -69,13 +74,17 @@ def parse_letter(text: str | None) -> tuple[str | None, bool]:
 
 
 def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
-    """A Video-AMME request: the fixed prompt, the video and the spoken question as file paths."""
-    body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
-                            "videos": [sample.video], "audios": [sample.audio], "video_fps": cfg.video_fps,
-                            "video_max_frames": cfg.video_max_frames, "video_max_pixels": cfg.video_max_pixels,
-                            "max_tokens": cfg.max_tokens, "temperature": cfg.temperature, "stream": False}
+    """sglang-omni's Video-AMME request: its request text, the video and the spoken question as file
+    paths, speech asked for with ``enable_audio``, each ``video_*`` field that is set."""
+    body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": cfg.request_text}],
+                            "modalities": ["text", "audio"] if cfg.enable_audio else ["text"],
+                            "max_tokens": cfg.max_tokens, "temperature": cfg.temperature, "stream": False,
+                            "videos": [sample.video], "audios": [sample.audio]}
     if cfg.enable_audio:
-        body.update(modalities=["text", "audio"], audio={"format": "wav"})
+        body["audio"] = {"format": "wav"}
+    for key in VIDEO_FIELDS:
+        if getattr(cfg, key) is not None:
+            body[key] = getattr(cfg, key)
     return body
 
 
@@ -133,7 +142,8 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
                "failed": sum(not r["is_success"] for r in rows), "mc_fallback": sum(r["mc_fallback"] for r in rows),
                "by_duration": _breakdown(rows, "duration"), "by_domain": _breakdown(rows, "domain"),
                "by_task_type": _breakdown(rows, "task_type")}
-    config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}
+    config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+              "request_text_sha256": sha256(cfg.request_text)}
     return {"summary": summary, "speed": speed_summary(rows, wall), "config": config, "per_sample": rows}
 
 
@@ -145,12 +155,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="minicpmo")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    for name in CLIENT_FLAGS:
+    for name in (*CLIENT_FLAGS, *OPTIONAL_FLAGS):
         add_argument(p, OPTION[name])
     p.add_argument("--enable-audio", action="store_true")
     p.add_argument("--answer-method", default="", help="recorded in config: how the server answers, if known")
+    p.add_argument("--request-text", default=REQUEST_TEXT, help="the text sent with each video (sglang-omni's)")
+    p.add_argument("--request-text-source", default=OWN_COPY, help="recorded: where the text was read")
+    p.add_argument("--request-text-sha256", help="refuse to run unless the text has this hash")
     a = p.parse_args(argv)
-    cfg = VideoClientConfig(**{k: v for k, v in vars(a).items()})
+    expected = a.request_text_sha256
+    if expected and sha256(a.request_text) != expected:  # the text changed between plan and client
+        print(f"error: --request-text has sha256 {sha256(a.request_text)}, not {expected} "
+              f"(read from {a.request_text_source}); pass the text unchanged", file=sys.stderr)
+        return 2
+    cfg = VideoClientConfig(**{k: v for k, v in vars(a).items() if k != "request_text_sha256"})
     samples = load_samples(cfg.data, cfg.max_samples)
     results = asyncio.run(run(cfg, samples))
     write_json(cfg.output_dir / "videoamme_results.json", results)

@@ -10,10 +10,16 @@ from __future__ import annotations
 from omnibench_core.records import Option
 
 OPTIONS = (
+    Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",
+           choices=("auto", "native", "sglang")),
     Option("max_samples", int, 10, "the first N samples only", min=1),
     Option("video_fps", float, 2.0, "frames per second sampled from each video", min=0, min_exclusive=True),
     Option("video_max_frames", int, 128, "at most this many frames per video", min=1),
     Option("video_max_pixels", int, 401408, "at most this many pixels per frame", min=1),
+    Option("video_min_pixels", int, None, "at least this many pixels per frame", min=1, optional=True,
+           unset="not sent"),
+    Option("video_total_pixels", int, None, "at most this many pixels over all sampled frames", min=1,
+           optional=True, unset="not sent"),
     Option("max_tokens", int, 256, "max_tokens of each request", min=1),
     Option("temperature", float, 0.0, "sampling temperature of each request", min=0),
     Option("timeout_s", float, 500.0, "seconds one request may take", min=0, min_exclusive=True),
@@ -26,3 +32,5 @@ OPTIONS = (
 # of the same name with dashes (both clients, sglang-omni's and the native one, take them).
 CLIENT_FLAGS = ("max_samples", "video_fps", "video_max_frames", "video_max_pixels", "max_tokens", "temperature",
                 "timeout_s", "max_concurrency")
+# Flags of both clients the runbook leaves out: passed only when set (then sent in every request).
+OPTIONAL_FLAGS = ("video_min_pixels", "video_total_pixels")

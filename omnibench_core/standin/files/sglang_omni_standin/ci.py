@@ -134,9 +134,9 @@ def tts_wer(base: str, count: int = 2) -> float:
         path.write_bytes(base64.b64decode(reply["choices"][0]["message"]["audio"]["data"]))
         paths.append(path)
     heard = transcribe_files(paths, url=f"{base}/v1/audio/transcriptions", model=MODEL_NAME)
-    counts, _, _ = wer.score_transcripts([({}, s.target_text, text, error)
-                                          for s, (text, error) in zip(samples, heard, strict=True)])
-    return wer.summarize(counts, total=len(samples), skipped=0)["wer_corpus"]
+    scored = wer.score_transcripts([({}, s.target_text, text, error, wer.Timing())
+                                    for s, (text, error) in zip(samples, heard, strict=True)])
+    return scored.summary()["wer_corpus"]
 
 
 def contract(base: str) -> None:

@@ -3,8 +3,9 @@
 ``add_video_eval_args(parser, repo_help=...)``, ``video_eval_config_from_args(args)`` and
 ``await run_videoamme_eval(cfg, compute_wer=False)``, with sglang-omni's flags, writing
 ``videoamme_results.json`` and ``audio/<sample_id>.wav`` in ``--output-dir`` through omnibench's
-native Video-AMME client. ``--repo-id zhaochenyang20/Video_AMME_ci`` resolves to omnibench's
-local set (see ``sglang_omni_standin.data``).
+native Video-AMME client, sending ``VIDEOAMME_REQUEST_TEXT`` from ``benchmarks.tasks.video_understanding``
+as sglang-omni's client does. ``--repo-id zhaochenyang20/Video_AMME_ci`` resolves to omnibench's
+local set (``benchmarks.dataset.videomme``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_omni_standin.data import VIDEO_AMME_IDS, video_amme_dir
+from benchmarks.dataset.videomme import DEFAULT_VIDEOAMME_REPO_ID, load_videoamme_samples
+from benchmarks.tasks.video_understanding import VIDEOAMME_REQUEST_TEXT
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class VideoEvalConfig:
     video_fps: float
     video_max_frames: int
     video_max_pixels: int
+    video_min_pixels: int | None
+    video_total_pixels: int | None
     max_tokens: int
     temperature: float
     timeout_s: float
@@ -45,11 +49,13 @@ def add_video_eval_args(parser: argparse.ArgumentParser, repo_help: str = "") ->
     parser.add_argument("--model", default="minicpmo")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--repo-id", default=VIDEO_AMME_IDS[0], help=repo_help or "Hugging Face data set id")
+    parser.add_argument("--repo-id", default=DEFAULT_VIDEOAMME_REPO_ID, help=repo_help or "Hugging Face data set id")
     parser.add_argument("--max-samples", type=int)
     parser.add_argument("--video-fps", type=float, default=2.0)
     parser.add_argument("--video-max-frames", type=int, default=128)
     parser.add_argument("--video-max-pixels", type=int, default=401408)
+    parser.add_argument("--video-min-pixels", type=int)
+    parser.add_argument("--video-total-pixels", type=int)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--timeout-s", type=float, default=500.0)
@@ -72,17 +78,22 @@ async def run_videoamme_eval(cfg: VideoEvalConfig, compute_wer: bool = False) ->
         LOCAL_VIDEO_ANSWER_METHOD as LOCAL_ANSWER_METHOD,  # the server is omnibench's local one
     )
     from omnibench_plugins.videoamme.client import VideoClientConfig, run
-    from omnibench_plugins.videoamme.data import load_samples
+    from omnibench_plugins.videoamme.data import VideoSample
+    from omnibench_plugins.videoamme.prompt import DEFINED_IN
 
-    folder = video_amme_dir(cfg.repo_id)
-    client = VideoClientConfig(data=folder, output_dir=cfg.output_dir, model=cfg.model, host=cfg.host, port=cfg.port,
-                               max_samples=cfg.max_samples, video_fps=cfg.video_fps,
+    samples = [VideoSample(s.sample_id, s.video_path, s.audio_path, s.question, s.options, s.answer, s.duration,
+                           s.domain, s.task_type)
+               for s in load_videoamme_samples(cfg.max_samples, repo_id=cfg.repo_id)]
+    client = VideoClientConfig(data=Path(cfg.repo_id), output_dir=cfg.output_dir, model=cfg.model, host=cfg.host,
+                               port=cfg.port, max_samples=cfg.max_samples, video_fps=cfg.video_fps,
                                video_max_frames=cfg.video_max_frames, video_max_pixels=cfg.video_max_pixels,
+                               video_min_pixels=cfg.video_min_pixels, video_total_pixels=cfg.video_total_pixels,
                                max_tokens=cfg.max_tokens, temperature=cfg.temperature, timeout_s=cfg.timeout_s,
                                max_concurrency=cfg.max_concurrency, enable_audio=cfg.enable_audio,
-                               answer_method=LOCAL_ANSWER_METHOD)
+                               answer_method=LOCAL_ANSWER_METHOD, request_text=VIDEOAMME_REQUEST_TEXT,
+                               request_text_source=DEFINED_IN)
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
-    results = await run(client, load_samples(folder, cfg.max_samples))
+    results = await run(client, samples)
     results["config"].update(client="sglang-omni stand-in (omnibench native client)", repo_id=cfg.repo_id)
     (cfg.output_dir / "videoamme_results.json").write_text(json.dumps(results, indent=2))
     s = results["summary"]

@@ -19,25 +19,19 @@ def _wav(record: dict[str, Any]) -> Path | None:
     return Path(path) if record.get("is_success") and path else None
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def compute_text_audio_consistency_from_records(records: list[dict[str, Any]], lang: str, device: str, *,
                                                 asr_router_port: int = 8000, asr_concurrency: int = 4,
                                                 asr_model: str = ASR_MODEL, host: str = "127.0.0.1"
                                                 ) -> dict[str, Any]:
-    """``{"summary": {...WER fields, latency and rtf...}, "per_sample": [...]}``."""
+    """``{"summary": {...}, "per_sample": [...]}``; the summary has sglang-omni's keys, speed fields
+    from each record's ``latency_s`` and ``audio_duration_s``."""
     from omnibench_core.scoring import wer
     from omnibench_core.scoring.asr_client import transcribe_files
 
     heard = transcribe_files([_wav(r) for r in records], url=f"http://{host}:{asr_router_port}/v1/audio/transcriptions",
                              model=asr_model, lang=lang, concurrency=asr_concurrency)
-    counts, per_sample, skipped = wer.score_transcripts([
+    scored = wer.score_transcripts([
         ({"sample_id": r.get("sample_id"), "reference": r.get("raw_response"), "transcript": text},
-         r.get("raw_response") or "", text, error) for r, (text, error) in zip(records, heard, strict=True)])
-    summary = wer.summarize(counts, total=len(records), skipped=skipped, lang=lang)
-    ok = [r for r in records if r.get("is_success")]
-    summary.update(latency_mean_s=_mean([r["latency_s"] for r in ok if r.get("latency_s") is not None]),
-                   rtf_mean=_mean([r["rtf"] for r in ok if r.get("rtf") is not None]), asr_model=asr_model)
-    return {"summary": summary, "per_sample": per_sample}
+         r.get("raw_response") or "", text, error, wer.Timing.of(r))
+        for r, (text, error) in zip(records, heard, strict=True)])
+    return {"summary": scored.summary(lang), "per_sample": scored.records}
