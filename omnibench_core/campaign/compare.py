@@ -14,7 +14,8 @@ from . import telemetry_view
 from .summary import RunSetStats
 from .verdict import ALPHA, CORRECTION, MIN_EFFECT, VERDICTS, Design, Samples, Verdict, judge
 
-__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "VERDICTS", "WORSE", "Comparison", "MetricComparison", "NotComparable", "compare"]
+__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "VERDICTS", "WORSE", "Comparison", "MetricComparison",
+           "NotComparable", "compare"]
 
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = Verdict.BETTER, Verdict.WORSE, Verdict.EQUIVALENT, Verdict.INCONCLUSIVE
 TEST = "Welch's t interval of log(B/A) (B - A where a value is not positive)"
@@ -114,7 +115,8 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = ALPHA, min_effect:
     rows = [MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, mb.mean - ma.mean,
                              v.change if v.relative else None, v.p, v.verdict, v.why, v.low, v.high, v.relative,
                              v.level, v.method, v.needed, v.in_family)
-            for (ma, mb), v in zip(pairs, judged, strict=True) if ma.mean is not None and mb.mean is not None]
+            for (ma, mb), v in zip(pairs, judged, strict=True)
+            if ma.mean is not None and mb.mean is not None]  # always: the filter above, restated for mypy
     notes = _length_notes(rows, min_effect)
     # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
     for side, stats in (("A", a), ("B", b)):

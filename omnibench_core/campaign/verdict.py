@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -224,7 +224,7 @@ def _half_width(change: Change, n: int, level: float) -> float:
     return t_quantile(1 - level / 2, welch_df(var_a, n, var_b, n)) * math.sqrt((var_a + var_b) / n)
 
 
-def _first(n0: int, ok) -> int | None:
+def _first(n0: int, ok: Callable[[int], bool]) -> int | None:
     """The smallest n > n0 (up to NEEDED_CAP) where ``ok(n)`` holds; ``ok`` is monotone in n."""
     hi = max(n0 + 1, 2)
     while not ok(hi):
@@ -304,8 +304,9 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
             why = f"{shown} includes 0"
         else:
             why = f"{shown} reaches beyond ±{min_effect:.0%}"
-        why += (f"; about {more} {_unit(change.design)} would resolve it at the observed spread" if more
-                else f"; no number of {_unit(change.design)} up to {NEEDED_CAP} would resolve it at the observed spread")
+        unit = _unit(change.design)
+        why += (f"; about {more} {unit} would resolve it at the observed spread" if more
+                else f"; no number of {unit} up to {NEEDED_CAP} would resolve it at the observed spread")
     return MetricVerdict(s.metric, s.direction, verdict, point, lo_r, hi_r, change.relative, level,
                          change.p, change.method, change.design, n_a, n_b, more, why, in_family)
 

@@ -140,7 +140,7 @@ def inconclusive_error(unsure: Mapping[str, Verdict], runs: int) -> Inconclusive
     return InconclusiveStep(
         f"bisect stopped: {len(unsure)} commit(s) cannot be told from the good end (nor from the bad end) "
         f"at --runs {runs}",
-        evidence={c[:7]: f"{v.metric} {v.change_text()}: {v.why}" for c, v in unsure.items()},
+        evidence={c[:7]: f"{v.metric} {v.change_and_interval()}: {v.why}" for c, v in unsure.items()},
         hint=(f"repeat the command with --runs {more} (about what the observed spread needs; complete runs are kept)"
               if more > runs else "repeat the command with more --runs (complete runs are kept), or a larger "
                                   "--threshold if a change that small does not matter"))
@@ -198,8 +198,8 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
             if v.verdict == INCONCLUSIVE and bad_end is not None and i != len(commits) - 1:
                 other = against_bad_end[commits[i]] = campaigns.compare(bad_end, measured[commits[i]], metric,
                                                                         threshold, settings)
-                note = f"; against the bad end {other.verdict} ({other.change_text()})"
-            progress(f"  {commits[i][:7]}: {v.verdict} ({metric} {v.change_text()}){note}")
+                note = f"; against the bad end {other.verdict} ({other.change_and_interval()})"
+            progress(f"  {commits[i][:7]}: {v.verdict} ({metric} {v.change_and_interval()}){note}")
             bad = is_bad(v, other)
             if bad is None:
                 unsure[commits[i]] = v
@@ -226,7 +226,8 @@ def bisect_text(result: BisectResult) -> str:
     """The first bad commit, its compare against its parent, and the table of every commit measured."""
     v = result.against_parent
     lines = [f"first bad commit: {result.first_bad}",
-             f"against its parent: {v.metric} {v.a_mean} -> {v.b_mean} ({v.change_text()}): {v.verdict} ({v.why})",
+             f"against its parent: {v.metric} {v.a_mean} -> {v.b_mean} ({v.change_and_interval()}): {v.verdict} "
+             f"({v.why})",
              f"{len(result.rounds)} round(s), {len(result.measured)} commits measured"]
     rows = []
     for i, c in enumerate(result.commits):

@@ -21,7 +21,8 @@ from ..jsonio import read_json
 from ..settings import Settings
 from .jobs import CampaignJob, CampaignOutcome
 
-__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all", "is_complete", "outcome_of", "run_campaign"]
+__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all",
+           "is_complete", "outcome_of", "run_campaign"]
 
 Progress = Callable[[str], None]
 
@@ -102,7 +103,7 @@ class Verdict:
     level: float | None = None  # the alpha the row was held to (Holm)
     needed: int | None = None  # inconclusive: about this many runs a side would resolve it
 
-    def change_text(self) -> str:
+    def change_and_interval(self) -> str:
         """The change and its interval, as the compare table shows them."""
         diff = None if self.a_mean is None or self.b_mean is None else self.b_mean - self.a_mean
         change = change_text(self.pct if self.relative else diff, self.relative)

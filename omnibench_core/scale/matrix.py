@@ -135,7 +135,7 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
 def _verdict_text(verdicts: Sequence[Verdict]) -> str:
     """The column against the first revision: what moved (with its interval), what could not be
     told apart from noise (with the runs that would tell), and otherwise "equivalent"."""
-    moved = [f"{v.metric} {v.verdict} {v.change_text()}" for v in verdicts
+    moved = [f"{v.metric} {v.verdict} {v.change_and_interval()}" for v in verdicts
              if v.verdict in (BETTER, WORSE)]
     unsure = [v.metric + (f" (~{v.needed} runs)" if v.needed else "") for v in verdicts
               if v.verdict == INCONCLUSIVE]
