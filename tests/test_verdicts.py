@@ -65,14 +65,14 @@ def test_paired_interval_is_the_t_interval_of_the_log_ratios_back_transformed():
     assert interval_text(row.low, row.high, row.relative).startswith("[+") and change_text(row.change, True)[0] == "+"
 
 
-def test_unpaired_interval_is_welchs_on_the_logs():
+def test_unpaired_interval_is_welchs_on_b_minus_a_as_a_fraction_of_a():
     a, b = [10.0, 11.0, 12.0], [14.0, 15.5, 17.0]
     row = _one(a, b, direction="higher")
-    ref = scipy_stats.ttest_ind(list(map(math.log, b)), list(map(math.log, a)), equal_var=False)
+    ref = scipy_stats.ttest_ind(b, a, equal_var=False)
     low, high = ref.confidence_interval(0.95)
-    assert row.p == pytest.approx(ref.pvalue)
-    assert (row.low, row.high) == pytest.approx((math.expm1(low), math.expm1(high)))
-    assert row.verdict == Verdict.BETTER and row.method == "Welch t, log(B/A)" and row.needed is None
+    assert row.p == pytest.approx(ref.pvalue) and (row.low, row.high) == pytest.approx((low / 11, high / 11))
+    assert row.change == pytest.approx(4.5 / 11)  # the change of the means the table shows
+    assert row.verdict == Verdict.BETTER and row.method == "Welch t, B - A" and row.needed is None
 
 
 def test_a_big_swing_with_a_wide_interval_is_inconclusive_and_says_how_many_runs():
@@ -161,11 +161,11 @@ def test_a_family_is_held_to_alpha_and_each_row_shows_its_level():
 
 @pytest.mark.parametrize("design", [PAIRED, UNPAIRED])
 def test_the_rounds_needed_estimate_resolves_at_that_many_rounds(design):
-    # A and B at a spread of 6 % (log scale) with a +10 % change: 3 rounds cannot tell
+    # A and B at a spread of 6 % with a +10 % change: 3 rounds cannot tell
     def sides(n):
-        if design is PAIRED:
+        if design is PAIRED:  # log-ratios with exactly this mean and spread
             return [1.0] * n, [1.10 * math.exp(x) for x in _pattern(n, 0, 0.06)]
-        return [math.exp(x) for x in _pattern(n, 0, 0.06)], [1.10 * math.exp(x) for x in _pattern(n, 0, 0.06)]
+        return _pattern(n, 1.0, 0.06), _pattern(n, 1.10, 0.06)  # means and sds exactly
 
     row = _one(*sides(3), design)
     assert row.verdict == Verdict.INCONCLUSIVE and row.needed
@@ -247,10 +247,10 @@ def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns)
     latency = next(m for m in doc["metrics"] if m["name"] == "selftest.latency_mean_s")
     assert latency["verdict"] == "worse" and 0 < latency["low"] < latency["pct"] < latency["high"]
     # failed and matched are equal in every run: they could never reach alpha, so the family is latency alone
-    assert latency["level"] == 0.05 and latency["in_family"] and latency["method"] == "Welch t, log(B/A)"
+    assert latency["level"] == 0.05 and latency["in_family"] and latency["method"] == "Welch t, B - A"
     matched = next(m for m in doc["metrics"] if m["name"] == "selftest.matched")
     assert matched["verdict"] == "equivalent" and matched["method"].startswith("exact") and not matched["in_family"]
-    assert doc["correction"] == "Holm" and "log(B/A)" in doc["test"]
+    assert doc["correction"] == "Holm" and "Welch" in doc["test"]
     assert invoke("compare", "base", "slower", "--fail-on", "better").returncode == 0
 
 

@@ -1,6 +1,6 @@
 """Two campaigns (A the base, B the candidate): the comparability guard, and per metric mean ± sd,
 the difference, the change with its interval and one of the four verdicts of :mod:`.verdict`
-(unpaired: Welch's t interval of log(B/A), the family held to alpha with Holm's correction), so
+(unpaired: Welch's t interval of B - A, the family held to alpha with Holm's correction), so
 noise is not called a change and a wide interval reads ``inconclusive``."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "VERDICTS", "WORSE", "Compari
            "NotComparable", "compare"]
 
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = Verdict.BETTER, Verdict.WORSE, Verdict.EQUIVALENT, Verdict.INCONCLUSIVE
-TEST = "Welch's t interval of log(B/A) (B - A where a value is not positive)"
+TEST = "Welch's t interval of B - A, as a fraction of A's mean"
 
 
 class NotComparable(OmnibenchError):
@@ -57,7 +57,7 @@ class MetricComparison:
     b_mean: float
     b_sd: float | None
     diff: float
-    pct: float | None  # the verdict's change (B/A of geometric means - 1); None when A's mean is 0
+    pct: float | None  # (B - A) / |A|, the verdict's change; None when A's mean is 0
     p: float | None
     verdict: Verdict
     why: str

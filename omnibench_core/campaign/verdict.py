@@ -4,11 +4,10 @@ worse, equivalent, inconclusive (and context for metrics with no better side).
 Pure functions over numbers; ``invoke compare`` (two campaigns, unpaired), ``matrix``, ``bisect``
 and A/B experiments (rounds, paired) all decide here. The rules (docs/verdicts.md):
 
-- the change is read on the log scale, B/A, when every value is positive (so a change is a ratio,
-  the interval back-transforms to a percent change, and the minimum effect is relative); else on
-  B - A, relative to A's mean;
-- paired: the per-round differences (log(B/A)), a paired t interval; unpaired: Welch's t interval
-  of the difference of the sides' mean logs (the ratio of geometric means);
+- paired (rounds): the per-round log-ratios log(B/A) (B - A where a value is not positive), a
+  paired t interval back-transformed to a percent change;
+- unpaired (two campaigns): Welch's t interval of the difference of the means, B - A, as a
+  fraction of A's mean (the same change the table's means show);
 - no spread to estimate: an exact permutation rule, never a p-value of 0 from a variance of 0;
 - many metrics: the family is held to ``alpha`` with Holm's step-down correction (rows that could
   never reach alpha, such as a count equal in every run, are left out of the count), and each
@@ -78,7 +77,7 @@ class Change:
 
     samples: Samples
     design: Design
-    log_scale: bool  # log(B/A); else B - A
+    log_scale: bool  # log(B/A) (paired, all values positive); else B - A
     estimate: float  # on that scale
     base: float  # |mean of A|: B - A is relative to it (unused on the log scale)
     t: TEstimate | None
@@ -166,7 +165,9 @@ def _constant(xs: Sequence[float]) -> bool:
 def estimate(samples: Samples, design: Design) -> Change:
     """The change of ``samples`` (B against A), by ``design``."""
     problem = _problem(samples, design)
-    log_scale = not problem and all(v > 0 for v in samples.a + samples.b)
+    # Rounds share their host's state, so each round's ratio cancels a slowdown that stretches both
+    # sides; two campaigns have no such pairs, and their means are what the table shows (B - A).
+    log_scale = not problem and design is Design.PAIRED and all(v > 0 for v in samples.a + samples.b)
     a = [math.log(v) for v in samples.a] if log_scale else list(samples.a)
     b = [math.log(v) for v in samples.b] if log_scale else list(samples.b)
     base = abs(statistics.mean(samples.a)) if samples.a and not problem else 0.0
