@@ -29,6 +29,7 @@ from omnibench_core.campaign.verdict import (
 )
 from omnibench_core.scale import bisect
 from omnibench_core.scale.campaigns import Verdict as MetricVerdict
+from omnibench_core.scale.matrix import _verdict_text
 
 PAIRED, UNPAIRED = Design.PAIRED, Design.UNPAIRED
 
@@ -263,3 +264,12 @@ def test_invoke_compare_of_an_a_a_pair_calls_nothing_better_or_worse(campaigns):
     assert verdicts["selftest.latency_mean_s"] in ("equivalent", "inconclusive")
     if verdicts["selftest.latency_mean_s"] == "inconclusive":
         assert "runs a side would resolve it" in done.stdout
+
+
+def test_matrix_column_names_what_moved_what_is_unclear_and_otherwise_equivalent():
+    moved = MetricVerdict("w.latency_mean_s", 1.0, 2.0, 1.0, "worse", "", 0.8, 1.2, True, 0.05)
+    unclear = _scale_verdict("inconclusive", needed=9)
+    same = _scale_verdict("equivalent")
+    assert _verdict_text([moved, unclear, same]) == ("w.latency_mean_s worse +100.0% [+80.0%, +120.0%]; "
+                                                     "inconclusive: w.latency_mean_s (~9 runs)")
+    assert _verdict_text([same]) == "equivalent on every metric with a better side"
