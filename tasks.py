@@ -139,11 +139,11 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
             "b": "the campaign compared with A, named the same ways",
             "force": "compare even when the setups differ (each difference is still named)",
             "min-effect": "smallest relative change that counts, in percent (default 5)",
-            "alpha": "significance level of Welch's t-test (default 0.05)",
-            "fail-on": "exit 1 when any metric's verdict is this, for CI (the words follow)",
+            "alpha": "error rate of the family of metrics, Holm-held (default 0.05: 95 % intervals for one)",
+            "fail-on": "exit 1 when any metric's verdict is this (e.g. worse), for CI (the words follow)",
             "target": "local or sglang-omni", "results": "results root"})
 def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", target=None, results=None):
-    """Compare two campaigns (A is the base): per metric a verdict better, worse or no significant change."""
+    """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
         made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha)

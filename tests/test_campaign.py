@@ -95,11 +95,11 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     worse = campaign.compare(settings, outcome.campaign.name, b.campaign.name)
     verdicts = {m.name: m.verdict for m in worse.comparison.metrics}
     assert verdicts["selftest.latency_mean_s"] == "worse"
-    assert verdicts["selftest.matched"] == "no significant change"
+    assert verdicts["selftest.matched"] == "equivalent"  # 8 of 8 in every run: the exact rule
     same = campaign.compare(settings, outcome.campaign.name, repeat.campaign.name)
-    assert {m.name: m.verdict for m in same.comparison.metrics}["selftest.latency_mean_s"] == "no significant change"
+    assert {m.name: m.verdict for m in same.comparison.metrics}["selftest.latency_mean_s"] not in ("better", "worse")
     doc = json.loads(worse.written.json.read_text())
-    assert doc["test"] == "Welch's two-sided t-test" and doc["min_effect"] == 0.05
+    assert "Welch" in doc["test"] and doc["min_effect"] == 0.05 and doc["correction"] == "Holm"
     assert "WORSE" in worse.written.markdown.read_text()
     if plots.available():
         assert worse.written.plots and worse.written.plots[0].is_file()

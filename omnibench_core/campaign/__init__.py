@@ -6,7 +6,8 @@ imports it.
 - :mod:`.record`    the campaign file: what was asked, the environment, every run attempt
 - :mod:`.execute`   measure: resume, retries, per-run or deferred scoring
 - :mod:`.progress`  "run k of N", elapsed, estimate left, a line at least every 10 s
-- :mod:`.stats`     mean, sample sd, Welch's t-test (its t distribution, tested)
+- :mod:`.stats`     mean, sample sd, t quantiles (SciPy), paired and Welch t, exact permutation p
+- :mod:`.verdict`   better, worse, equivalent, inconclusive: intervals, Holm, the exact rule
 - :mod:`.metrics`   the runbook's directions and notes, applied as flags
 - :mod:`.summary`   a campaign's (or named runs') statistics; refuses mixed runs
 - :mod:`.compare`   two campaigns: comparability guard and verdicts

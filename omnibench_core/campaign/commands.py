@@ -16,6 +16,7 @@ from .compare import Comparison
 from .compare import compare as compare_stats
 from .execute import environment_of
 from .summary import RunSetStats, stats_of
+from .verdict import ALPHA, MIN_EFFECT, Verdict
 from .writing import COMPARE_HEADERS, REPORT_HEADERS, Written, compare_rows, report_rows, write_compare, write_report
 
 
@@ -87,13 +88,15 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
     return Reported(stats, written, c)
 
 
-def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = 0.05,
-            alpha: float = 0.05, across_slots: bool = False) -> Compared:
+def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = MIN_EFFECT,
+            alpha: float = ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None) -> Compared:
     """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``.
-    ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group."""
+    ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group;
+    ``metrics``: only these (the family held to ``alpha`` is then just them)."""
     pa, pb = find_campaign(settings, a), find_campaign(settings, b)
     (ca, sa), (cb, sb) = campaign_stats(pa), campaign_stats(pb)
-    comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots)
+    comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots,
+                               metrics=metrics)
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
     folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values))
@@ -121,9 +124,12 @@ def report_text(made: Reported) -> str:
 def compare_text(made: Compared) -> str:
     """What ``invoke compare`` prints."""
     c = made.comparison
-    lines = [f"A (base) {c.a}  vs  B {c.b}: {c.test}, alpha {c.alpha:g}, minimum effect {c.min_effect:.0%}"]
+    family = sum(1 for m in c.metrics if m.in_family)
+    lines = [f"A (base) {c.a}  vs  B {c.b}: {c.test}; a family of {family} held to alpha {c.alpha:g} ({c.correction}), "
+             f"minimum effect {c.min_effect:.0%}; each interval at 1 - the level its row was held to"]
     lines += [f"SETUP DIFFERS (--force): {d}" for d in c.differences]
     lines.append(table(compare_rows(c), COMPARE_HEADERS))
+    lines += [f"{m.verdict} {m.name}: {m.why}" for m in c.metrics if m.verdict == Verdict.INCONCLUSIVE]
     lines += [f"note: {n}" for n in c.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items()))
     return "\n".join(lines + _files(made.written, "comparison"))

@@ -1,20 +1,24 @@
 """Two campaigns (A the base, B the candidate): the comparability guard, and per metric mean ± sd,
-the difference, the percent change and a verdict from Welch's t-test together with a minimum
-relative effect, so noise is not called a change."""
+the difference, the change with its interval and one of the four verdicts of :mod:`.verdict`
+(unpaired: Welch's t interval of B - A, the family held to alpha with Holm's correction), so
+noise is not called a change and a wide interval reads ``inconclusive``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OmnibenchError
 from . import telemetry_view
-from .stats import welch
 from .summary import RunSetStats
+from .verdict import ALPHA, CORRECTION, MIN_EFFECT, VERDICTS, Design, Samples, Verdict, judge
 
-BETTER, WORSE, SAME = "better", "worse", "no significant change"
-VERDICTS: tuple[str, ...] = (BETTER, WORSE, SAME)  # what `invoke compare --fail-on` accepts
+__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "VERDICTS", "WORSE", "Comparison", "MetricComparison",
+           "NotComparable", "compare"]
+
+BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = Verdict.BETTER, Verdict.WORSE, Verdict.EQUIVALENT, Verdict.INCONCLUSIVE
+TEST = "Welch's t interval of B - A, as a fraction of A's mean"
 
 
 class NotComparable(OmnibenchError):
@@ -53,10 +57,17 @@ class MetricComparison:
     b_mean: float
     b_sd: float | None
     diff: float
-    pct: float | None
+    pct: float | None  # (B - A) / |A|, the verdict's change; None when A's mean is 0
     p: float | None
-    verdict: str
+    verdict: Verdict
     why: str
+    low: float | None = None  # the change's interval at 1 - level (fractions of A, or B - A if not relative)
+    high: float | None = None
+    relative: bool = True
+    level: float = ALPHA  # the alpha this row was held to (Holm)
+    method: str = ""
+    needed: int | None = None  # inconclusive: about this many runs a side would resolve it
+    in_family: bool = False  # counted in the family held to alpha
 
 
 @dataclass(frozen=True)
@@ -72,39 +83,24 @@ class Comparison:
     differences: tuple[str, ...]
     forced: bool
     notes: tuple[str, ...]
+    correction: str = CORRECTION
 
     def verdicts(self) -> Mapping[str, int]:
         """How many metrics got each verdict."""
         out: dict[str, int] = {}
         for m in self.metrics:
-            out[m.verdict] = out.get(m.verdict, 0) + 1
+            out[str(m.verdict)] = out.get(str(m.verdict), 0) + 1
         return out
-
-
-def _verdict(direction: str, pct: float | None, p: float | None, alpha: float, min_effect: float, diff: float
-             ) -> tuple[str, str]:
-    if direction == "context":
-        return "context", "no better side (runbook): read with the others"
-    if diff == 0:
-        return SAME, "identical means"
-    if p is None:
-        return SAME, "fewer than two runs a side"
-    big = pct is None or abs(pct) >= min_effect
-    if p >= alpha:
-        return SAME, f"p = {p:.3g} >= {alpha:g}"
-    if not big:
-        return SAME, f"p = {p:.3g} but |change| {abs(pct or 0):.1%} < {min_effect:.0%} minimum effect"
-    up = diff > 0
-    return (BETTER if up == (direction == "higher") else WORSE), f"p = {p:.3g} < {alpha:g}, |change| >= {min_effect:.0%}"
 
 
 SLOT_FACTS = ("CPU set", "pinned CPUs")  # a matrix measures on several slots, each with its CPU group
 
 
-def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: float = 0.05,
-            force: bool = False, across_slots: bool = False) -> Comparison:
+def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = ALPHA, min_effect: float = MIN_EFFECT,
+            force: bool = False, across_slots: bool = False, metrics: Sequence[str] | None = None) -> Comparison:
     """Compare B with A; refuses different setups unless ``force``. ``across_slots``: a difference
-    of CPU set only (two slots of one host) is written into the comparison, not refused."""
+    of CPU set only (two slots of one host) is written into the comparison, not refused.
+    ``metrics``: compare only these (bisect asks about one), so the family is what is asked about."""
     diffs = setup_differences(a, b)
     refused = [d for d in diffs if not (across_slots and d.split(":", 1)[0] in SLOT_FACTS)]
     if refused and not force:
@@ -112,24 +108,20 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: 
                             evidence={"differences": "\n".join(refused)},
                             hint="compare campaigns of the same target, GPU, driver, models, CPU set and options, "
                                  "or pass --force (the differences are then written into the comparison)")
-    rows = []
-    for ma in a.metrics:
-        mb = b.metric(ma.name)
-        if mb is None or ma.mean is None or mb.mean is None:
-            continue
-        diff = mb.mean - ma.mean
-        pct = diff / abs(ma.mean) if ma.mean else None
-        try:
-            p = welch(ma.numbers, mb.numbers).p
-        except ValueError:
-            p = None
-        verdict, why = _verdict(ma.direction, pct, p, alpha, min_effect, diff)
-        rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, diff, pct, p, verdict, why))
+    pairs = [(ma, mb) for ma in a.metrics if (mb := b.metric(ma.name)) is not None
+             and ma.mean is not None and mb.mean is not None and (metrics is None or ma.name in metrics)]
+    judged = judge([Samples(ma.name, ma.direction, tuple(ma.numbers), tuple(mb.numbers)) for ma, mb in pairs],
+                   Design.UNPAIRED, alpha=alpha, min_effect=min_effect)
+    rows = [MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, mb.mean - ma.mean,
+                             v.change if v.relative else None, v.p, v.verdict, v.why, v.low, v.high, v.relative,
+                             v.level, v.method, v.needed, v.in_family)
+            for (ma, mb), v in zip(pairs, judged, strict=True)
+            if ma.mean is not None and mb.mean is not None]  # always: the filter above, restated for mypy
     notes = _length_notes(rows, min_effect)
     # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
     for side, stats in (("A", a), ("B", b)):
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
-    return Comparison(a.title, b.title, "Welch's two-sided t-test", alpha, min_effect, tuple(rows), tuple(diffs),
+    return Comparison(a.title, b.title, TEST, alpha, min_effect, tuple(rows), tuple(diffs),
                       bool(diffs), tuple(notes))
 
 

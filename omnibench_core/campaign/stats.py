@@ -1,6 +1,12 @@
-"""Statistics for 3+ runs a side: mean, sample standard deviation, and Welch's t-test with the
-Student t distribution computed from the regularized incomplete beta function (the continued
-fraction of Numerical Recipes, 3rd ed., section 6.4), so no SciPy is needed."""
+"""Statistics for a few runs a side: mean and sample standard deviation (as the runbook's block),
+Student t quantiles and tails, the paired t and Welch t estimates of a change, and the exact
+permutation p-values the verdicts use when there is no spread to estimate.
+
+The t distribution comes from SciPy's ``scipy.special.stdtr``/``stdtrit`` (the functions
+``scipy.stats.t.cdf``/``.ppf`` call; imported from ``scipy.special`` because ``scipy.stats`` takes
+three times as long to import on every ``invoke compare``). Intervals need the quantile, the
+inverse of the tail; SciPy's is tested far beyond what a hand-written inversion here would be.
+"""
 
 from __future__ import annotations
 
@@ -15,80 +21,90 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, eps = 1e-300, 3e-16
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < eps:
-            break
-    return h
+def t_quantile(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (``df`` may be fractional)."""
+    from scipy.special import stdtrit  # lazily: only a comparison needs SciPy
 
-
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"x must be in [0, 1], got {x}")
-    if x in (0.0, 1.0):
-        return x
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+    return float(stdtrit(df, q))
 
 
 def t_sf_two_sided(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
+    from scipy.special import stdtr
+
     if math.isinf(t):
         return 0.0
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    return float(min(1.0, 2.0 * stdtr(df, -abs(t))))
 
 
 def t_cdf(t: float, df: float) -> float:
     """P(T <= t) for Student's t with ``df`` degrees of freedom."""
-    tail = t_sf_two_sided(t, df) / 2.0
-    return 1.0 - tail if t > 0 else tail
+    from scipy.special import stdtr
+
+    return float(stdtr(df, t))
 
 
 @dataclass(frozen=True)
-class Welch:
-    """Welch's unequal-variance t-test of B against A."""
+class TEstimate:
+    """A change estimated with a t statistic: ``estimate`` on the scale it was computed on, its
+    standard error and degrees of freedom; ``p`` is two-sided against no change."""
 
-    t: float
+    estimate: float
+    se: float
     df: float
-    p: float  # two-sided
+    p: float
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The two-sided ``1 - level`` confidence interval of the estimate."""
+        half = t_quantile(1.0 - level / 2.0, self.df) * self.se
+        return self.estimate - half, self.estimate + half
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> Welch:
-    """Welch's t-test; both samples need two or more values. Zero spread on both sides: p is 1
-    for equal means and 0 otherwise (any difference is then exact)."""
+def paired_t(differences: Sequence[float]) -> TEstimate:
+    """The paired t estimate of the mean of per-round differences; needs two or more rounds with
+    some spread (no spread is the exact rule's case, never a t of infinity)."""
+    n = len(differences)
+    if n < 2:
+        raise ValueError("a paired t interval needs at least two rounds")
+    sd = statistics.stdev(differences)
+    if sd == 0:
+        raise ValueError("the differences have no spread")
+    mean = statistics.mean(differences)
+    se = sd / math.sqrt(n)
+    return TEstimate(mean, se, float(n - 1), t_sf_two_sided(mean / se, n - 1))
+
+
+def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of two sample variances."""
+    va, vb = var_a / n_a, var_b / n_b
+    return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+
+
+def welch_t(a: Sequence[float], b: Sequence[float]) -> TEstimate:
+    """Welch's unequal-variance t estimate of mean(B) - mean(A); two or more values a side and
+    some spread on at least one side."""
     if len(a) < 2 or len(b) < 2:
-        raise ValueError("Welch's t-test needs at least two values a side")
-    ma, mb = statistics.mean(a), statistics.mean(b)
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    if va + vb == 0:
-        return Welch(0.0 if ma == mb else math.copysign(math.inf, mb - ma), float(len(a) + len(b) - 2),
-                     1.0 if ma == mb else 0.0)
-    t = (mb - ma) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return Welch(t, df, t_sf_two_sided(t, df))
+        raise ValueError("Welch's t needs at least two values a side")
+    var_a, var_b = statistics.variance(a), statistics.variance(b)
+    if var_a == var_b == 0:
+        raise ValueError("neither side has spread")
+    diff = statistics.mean(b) - statistics.mean(a)
+    se = math.sqrt(var_a / len(a) + var_b / len(b))
+    df = welch_df(var_a, len(a), var_b, len(b))
+    return TEstimate(diff, se, df, t_sf_two_sided(diff / se, df))
+
+
+def exact_p_paired(rounds: int) -> float:
+    """Two-sided p of the sign-flip permutation test when every round moved by the same nonzero
+    amount: the observed mean is the most extreme of the 2^n sign patterns, and 2 of them reach it."""
+    return min(1.0, 2.0 / 2 ** rounds)
+
+
+def exact_p_unpaired(n_a: int, n_b: int) -> float:
+    """Two-sided p of the permutation test when each side is constant and the two differ: the
+    observed split is the most extreme of the C(n_a + n_b, n_a) ways to label the runs, and 2 of
+    them (all B above all A, or all below) reach it."""
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> float | None:

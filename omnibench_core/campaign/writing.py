@@ -14,6 +14,7 @@ from ..jsonio import write_json
 from . import plots, references, telemetry_view
 from .compare import Comparison
 from .summary import RunSetStats
+from .verdict import Verdict, change_text, interval_text
 
 
 def fresh_stem(folder: Path, stem: str) -> str:
@@ -121,14 +122,18 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
     return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report")
 
 
-COMPARE_HEADERS = ("metric", "better", "A mean ± sd", "B mean ± sd", "B - A", "change", "p", "verdict")
+COMPARE_HEADERS = ("metric", "better", "A mean ± sd", "B mean ± sd", "B - A", "change", "interval", "held to",
+                   "verdict")
 
 
 def compare_rows(c: Comparison) -> list[list[str]]:
-    """The console/Markdown table of a comparison."""
+    """The console/Markdown table of a comparison: each row's change, its interval at 1 - the
+    level it was held to (Holm), and the verdict."""
     return [[m.name, m.direction, f"{fmt(m.a_mean)} ± {fmt(m.a_sd)}", f"{fmt(m.b_mean)} ± {fmt(m.b_sd)}",
-             fmt(m.diff), _pct(m.pct) if m.pct is None else f"{m.pct:+.1%}", "-" if m.p is None else f"{m.p:.3g}",
-             m.verdict.upper() if m.verdict in ("better", "worse") else m.verdict] for m in c.metrics]
+             fmt(m.diff), change_text(m.pct if m.relative else m.diff, m.relative),
+             interval_text(m.low, m.high, m.relative, m.method), f"{m.level:.3g}",
+             str(m.verdict).upper() if m.verdict in (Verdict.BETTER, Verdict.WORSE) else str(m.verdict)]
+            for m in c.metrics]
 
 
 def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[float], list[float]]]) -> Written:
@@ -142,12 +147,17 @@ def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[floa
     else:
         note = plots.HOW_TO_GET
     md = [f"# Compare: A {c.a} (base) vs B {c.b}", "",
-          f"- test: {c.test}, alpha {c.alpha:g}, minimum relative effect {c.min_effect:.0%}; a metric is "
-          "better or worse only when both hold",
+          f"- test: {c.test}; the family ({', '.join(m.name for m in c.metrics if m.in_family) or 'none'}) held "
+          f"to alpha {c.alpha:g} with {c.correction}'s correction (each row's interval is at 1 - the level it "
+          f"was held to; a row that could never reach alpha stays out); minimum effect {c.min_effect:.0%}",
+          "- better / worse: the interval excludes 0 and the change is at least the minimum effect; equivalent: "
+          "the whole interval lies within plus or minus the minimum effect; inconclusive: neither (measure more "
+          "runs: the row says about how many). See docs/verdicts.md.",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in c.verdicts().items())}"]
     if c.differences:
         md += ["", "## Setups differ (compared with --force)", ""] + [f"- {d}" for d in c.differences]
     md += [""] + _md_table(COMPARE_HEADERS, compare_rows(c))
+    md += ["", "## Why", ""] + [f"- {m.name}: {m.verdict} ({m.method or 'no interval'}): {m.why}" for m in c.metrics]
     if c.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in c.notes]
     md += ["", "## Plot", ""] + ([f"![A vs B]({p.parent.name}/{p.name})" for p in made] or [note])

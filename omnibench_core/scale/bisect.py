@@ -1,5 +1,13 @@
 """Bisect: the first commit where a metric got worse, by compare's verdict on full campaigns.
 
+The step decision (:func:`is_bad`): a commit is bad when its verdict against the good end is
+``worse``, good when ``better`` or ``equivalent``. When that verdict is ``inconclusive``, the bad
+end decides: a commit measurably ``better`` than the bad end lacks its regression (good); one
+``equivalent`` to it, or ``worse``, has it (bad). Inconclusive against both stops the bisect
+(InconclusiveStep): guessing either way can send the search into the wrong half and name a wrong
+commit with confidence. The error names each such commit, its interval and about how many runs
+would resolve it; the same command with that ``--runs`` continues (complete runs are kept).
+
 With k free slots each round measures k commits (a k-ary search: the unknown stretch shrinks to
 about 1/(k+1) a round); the first round measures the good and bad ends (the base and the
 confirmation) with k-2 commits between. Campaigns already complete are reused, so a repeated or
@@ -19,7 +27,7 @@ from ..jsonio import write_json
 from ..report import table
 from ..settings import Settings
 from . import campaigns
-from .campaigns import WORSE, Verdict
+from .campaigns import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .matrix import measure_all
@@ -97,6 +105,47 @@ def rounds_needed(n: int, k: int) -> int:
     return rounds
 
 
+class InconclusiveStep(OmnibenchError):
+    """A commit cannot be told from the good end, nor from the bad end: the search cannot step."""
+
+
+def _checked(v: Verdict) -> Verdict:
+    if v.verdict not in (BETTER, WORSE, EQUIVALENT, INCONCLUSIVE):
+        raise SettingsError(f"bisect cannot decide on {v.metric!r}: its verdict is {v.verdict!r}",
+                            evidence={"why": v.why},
+                            hint="name a --metric with a better side (higher or lower) that both campaigns have")
+    return v
+
+
+def is_bad(against_good: Verdict, against_bad: Verdict | None = None) -> bool | None:
+    """The step decision from a commit's verdict against the good end and, when that one is
+    inconclusive, against the bad end (None for the bad end itself): True bad, False good, None
+    cannot tell (the caller stops). A verdict without a better side is a SettingsError."""
+    v = _checked(against_good).verdict
+    if v == WORSE:
+        return True
+    if v in (BETTER, EQUIVALENT):
+        return False
+    w = _checked(against_bad).verdict if against_bad is not None else INCONCLUSIVE
+    if w == BETTER:
+        return False
+    if w in (EQUIVALENT, WORSE):
+        return True
+    return None
+
+
+def inconclusive_error(unsure: Mapping[str, Verdict], runs: int) -> InconclusiveStep:
+    """The error that stops a bisect at commits it cannot place, with the runs that would resolve them."""
+    more = max((v.needed or 0 for v in unsure.values()), default=0)
+    return InconclusiveStep(
+        f"bisect stopped: {len(unsure)} commit(s) cannot be told from the good end (nor from the bad end) "
+        f"at --runs {runs}",
+        evidence={c[:7]: f"{v.metric} {v.change_and_interval()}: {v.why}" for c, v in unsure.items()},
+        hint=(f"repeat the command with --runs {more} (about what the observed spread needs; complete runs are kept)"
+              if more > runs else "repeat the command with more --runs (complete runs are kept), or a larger "
+                                  "--threshold if a change that small does not matter"))
+
+
 @dataclass(frozen=True)
 class BisectResult:
     """The first bad commit, its compare against its parent, every commit measured and the rounds."""
@@ -108,6 +157,7 @@ class BisectResult:
     verdicts: Mapping[str, Verdict]  # by commit, against the good end
     rounds: tuple[tuple[str, ...], ...]
     file: Path
+    against_bad_end: Mapping[str, Verdict] = field(default_factory=dict)  # where the good end's was inconclusive
 
 
 def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[str], metric: str, engine: Engine,
@@ -120,6 +170,7 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
 
     measured: dict[str, CampaignOutcome] = {}
     verdicts: dict[str, Verdict] = {}
+    against_bad_end: dict[str, Verdict] = {}
     k = max(1, len(engine.slots()))
 
     def judge(batch: Sequence[int]) -> dict[int, bool]:
@@ -131,15 +182,31 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
                 raise OmnibenchError(f"the campaign of {commits[i][:7]} is {o.status}", evidence={"error": o.error},
                                      hint="fix the cause; the same command resumes (complete campaigns are reused)")
             measured[commits[i]] = o
-        base = measured[commits[0]]
-        out = {}
+        base, bad_end = measured[commits[0]], measured.get(commits[-1])
+        out: dict[int, bool] = {}
+        unsure: dict[str, Verdict] = {}
         for i in batch:
+            if i == 0:  # the base itself: good by definition (against itself an interval may still be wide)
+                out[i] = False
+                continue
             v = campaigns.compare(base, measured[commits[i]], metric, threshold, settings)
             if v.verdict == "missing":
                 raise SettingsError(f"no metric {metric!r} in the campaigns", evidence={"metrics": ", ".join(base.means)})
             verdicts[commits[i]] = v
-            out[i] = v.verdict == WORSE
-            progress(f"  {commits[i][:7]}: {v.verdict} ({(v.pct or 0):+.1%} {metric})")
+            note = ""
+            other = None
+            if v.verdict == INCONCLUSIVE and bad_end is not None and i != len(commits) - 1:
+                other = against_bad_end[commits[i]] = campaigns.compare(bad_end, measured[commits[i]], metric,
+                                                                        threshold, settings)
+                note = f"; against the bad end {other.verdict} ({other.change_and_interval()})"
+            progress(f"  {commits[i][:7]}: {v.verdict} ({metric} {v.change_and_interval()}){note}")
+            bad = is_bad(v, other)
+            if bad is None:
+                unsure[commits[i]] = v
+            else:
+                out[i] = bad
+        if unsure:
+            raise inconclusive_error(unsure, runs)
         return out
 
     search = kary_search(len(commits), k, judge)
@@ -150,24 +217,27 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     write_json(path, {"good": commits[0], "bad": commits[-1], "metric": metric, "threshold": threshold,
                       "first_bad": bad, "against_parent": against.__dict__, "rounds": [list(r) for r in rounds],
                       "verdicts": {c: v.__dict__ for c, v in verdicts.items()},
+                      "against_bad_end": {c: v.__dict__ for c, v in against_bad_end.items()},
                       "campaigns": {c: o.as_dict() for c, o in measured.items()}})
-    return BisectResult(tuple(commits), bad, against, measured, verdicts, rounds, path)
+    return BisectResult(tuple(commits), bad, against, measured, verdicts, rounds, path, against_bad_end)
 
 
 def bisect_text(result: BisectResult) -> str:
     """The first bad commit, its compare against its parent, and the table of every commit measured."""
     v = result.against_parent
     lines = [f"first bad commit: {result.first_bad}",
-             f"against its parent: {v.metric} {v.a_mean} -> {v.b_mean} ({(v.pct or 0):+.1%}): {v.verdict} ({v.why})",
+             f"against its parent: {v.metric} {v.a_mean} -> {v.b_mean} ({v.change_and_interval()}): {v.verdict} "
+             f"({v.why})",
              f"{len(result.rounds)} round(s), {len(result.measured)} commits measured"]
     rows = []
     for i, c in enumerate(result.commits):
         if c in result.measured:
-            verdict = result.verdicts.get(c)
+            verdict, other = result.verdicts.get(c), result.against_bad_end.get(c)
             rnd = next(n for n, r in enumerate(result.rounds, 1) if c in r)
             mean = result.measured[c].means.get(v.metric)
             rows.append((i, c[:7], rnd, "" if mean is None else f"{mean:.4g}",
-                         "base (good)" if i == 0 else (verdict.verdict if verdict else ""),
+                         "base (good)" if i == 0 else (str(verdict.verdict) if verdict else "") +
+                         (f"; against the bad end {other.verdict}" if other else ""),
                          "<- first bad" if c == result.first_bad else ""))
     lines.append(table(rows, ("#", "commit", "round", v.metric, "against the good end", "")))
     lines.append(f"bisect file: {result.file}")

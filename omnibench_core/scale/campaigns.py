@@ -15,12 +15,14 @@ from typing import Any
 
 from .. import campaign as layer
 from ..campaign import record
-from ..campaign.compare import WORSE
+from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+from ..campaign.verdict import change_text, interval_text
 from ..jsonio import read_json
 from ..settings import Settings
 from .jobs import CampaignJob, CampaignOutcome
 
-__all__ = ["WORSE", "Verdict", "campaign_path", "compare", "compare_all", "is_complete", "outcome_of", "run_campaign"]
+__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all",
+           "is_complete", "outcome_of", "run_campaign"]
 
 Progress = Callable[[str], None]
 
@@ -87,25 +89,39 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One metric of campaign B against base A."""
+    """One metric of campaign B against base A: the campaign layer's verdict and interval."""
 
     metric: str
     a_mean: float | None
     b_mean: float | None
     pct: float | None
-    verdict: str  # better, worse, no significant change, or "context" / "missing"
+    verdict: str  # one of campaign.verdict.VERDICTS, or "missing"
     why: str = ""
+    low: float | None = None  # the change's interval (fractions of A; B - A when not relative)
+    high: float | None = None
+    relative: bool = True
+    level: float | None = None  # the alpha the row was held to (Holm)
+    needed: int | None = None  # inconclusive: about this many runs a side would resolve it
+
+    def change_and_interval(self) -> str:
+        """The change and its interval, as the compare table shows them."""
+        diff = None if self.a_mean is None or self.b_mean is None else self.b_mean - self.a_mean
+        change = change_text(self.pct if self.relative else diff, self.relative)
+        return f"{change} {interval_text(self.low, self.high, self.relative)}"
 
 
-def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settings: Settings) -> tuple[Verdict, ...]:
-    """B against A on every metric: the campaign layer's verdicts (Welch's t-test with a minimum
-    effect of ``threshold``; its compare.md/json are written too). Campaigns of one matrix may
-    differ in their slot's CPU group, which is noted rather than refused."""
-    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True)
-    return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why) for m in made.comparison.metrics)
+def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settings: Settings,
+                metrics: Sequence[str] | None = None) -> tuple[Verdict, ...]:
+    """B against A on every metric (or on ``metrics``): the campaign layer's verdicts (Welch's t
+    interval, the family Holm-held to alpha, a minimum effect of ``threshold``; its compare.md/json
+    are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
+    rather than refused."""
+    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics)
+    return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
+                         m.needed) for m in made.comparison.metrics)
 
 
 def compare(a: CampaignOutcome, b: CampaignOutcome, metric: str, threshold: float, settings: Settings) -> Verdict:
-    """B against A on one metric (``missing`` when the comparison has no such metric)."""
-    found = [v for v in compare_all(a, b, threshold, settings) if v.metric == metric]
+    """B against A on one metric, a family of one (``missing`` when the campaigns lack it)."""
+    found = [v for v in compare_all(a, b, threshold, settings, metrics=(metric,)) if v.metric == metric]
     return found[0] if found else Verdict(metric, None, None, None, "missing", "not in the comparison")

@@ -18,7 +18,7 @@ from ..records import short_revision
 from ..report import table
 from ..settings import Settings
 from . import campaigns
-from .campaigns import Verdict
+from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .revisions import WORKTREES
@@ -133,8 +133,14 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
 
 
 def _verdict_text(verdicts: Sequence[Verdict]) -> str:
-    moved = [f"{v.metric} {v.verdict} ({(v.pct or 0):+.1%})" for v in verdicts if v.verdict in ("better", "worse")]
-    return "; ".join(moved) or "no significant change"
+    """The column against the first revision: what moved (with its interval), what could not be
+    told apart from noise (with the runs that would tell), and otherwise "equivalent"."""
+    moved = [f"{v.metric} {v.verdict} {v.change_and_interval()}" for v in verdicts
+             if v.verdict in (BETTER, WORSE)]
+    unsure = [v.metric + (f" (~{v.needed} runs)" if v.needed else "") for v in verdicts
+              if v.verdict == INCONCLUSIVE]
+    parts = moved + ([f"inconclusive: {', '.join(unsure)}"] if unsure else [])
+    return "; ".join(parts) or "equivalent on every metric with a better side"
 
 
 def matrix_text(result: MatrixResult) -> str:
