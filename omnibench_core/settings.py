@@ -41,6 +41,9 @@ class RunSettings:
     gpu_poll_interval_s: float = 0.1
     telemetry_interval_s: float = 0.2  # GPU telemetry sampling while servers are up (GPU targets)
     local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
+    # The noise guard: a timed window in which other processes took more than this share of the
+    # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
+    noise_max_foreign: float = 0.10
 
     @property
     def results_root(self) -> Path:
@@ -152,6 +155,9 @@ class Settings:
                 ) from exc
         settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
         settings.run.cpu_list()  # validate early
+        if not 0 <= settings.run.noise_max_foreign <= 1:
+            raise SettingsError(f"noise_max_foreign {settings.run.noise_max_foreign} is out of range",
+                                hint="a share of the slot's CPU time from 0 to 1, e.g. 0.10")
         if not 0 < settings.run.port < 65536:
             raise SettingsError(f"port {settings.run.port} is out of range", hint="use 1..65535")
         return settings
