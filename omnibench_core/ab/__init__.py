@@ -1,0 +1,90 @@
+"""A/B experiments (``invoke ab``): two sides measured round by round on one host, judged on the
+rounds' paired values. ``record`` owns the A/B file, ``execute`` runs the schedule, ``analysis``
+judges it, ``writing`` publishes ab.md and ab.json; :func:`ab` and :func:`ab_text` are the front
+door the task calls."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..campaign.verdict import VERDICTS
+from ..errors import SettingsError
+from ..report import table
+from ..settings import Settings
+from .analysis import HEADERS, Analysis, analyse, rows
+from .execute import Request, request_from, run_ab
+from .record import Experiment
+from .writing import write_result
+
+__all__ = ["Checked", "Done", "Request", "ab", "ab_text", "checked_numbers", "request_from"]
+
+
+@dataclass(frozen=True)
+class Done:
+    """An A/B experiment measured and judged."""
+
+    record: Path
+    experiment: Experiment
+    analysis: Analysis
+    markdown: Path
+    json: Path
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The numeric flags of ``invoke ab``, converted and in range."""
+
+    rounds: int
+    seed: int
+    retries: int
+    alpha: float
+    min_effect: float  # a fraction (the flag is in percent)
+
+
+def _number(flag: str, text: object, kind: type, lo: float, hi: float, what: str) -> float:
+    try:
+        value = kind(str(text))
+    except ValueError:
+        raise SettingsError(f"--{flag} {text!r} is not {what}", hint=f"give --{flag} {what}") from None
+    if not (isinstance(value, int) or math.isfinite(value)) or not lo <= value <= hi:
+        raise SettingsError(f"--{flag} {text!r} is out of range", hint=f"give --{flag} {what}")
+    return value
+
+
+def checked_numbers(*, rounds: object, seed: object, retries: object, alpha: object, min_effect: object,
+                    fail_on: str) -> Checked:
+    """Every numeric and choice flag of ``invoke ab`` checked before anything starts."""
+    if fail_on and fail_on not in VERDICTS:
+        raise SettingsError(f"--fail-on {fail_on!r} is not a verdict", hint=f"use one of {', '.join(VERDICTS)}")
+    a = _number("alpha", alpha, float, 1e-9, 0.5, "a level above 0 and at most 0.5, e.g. 0.05")
+    if a <= 0:
+        raise SettingsError(f"--alpha {alpha!r} is out of range", hint="give --alpha above 0, e.g. 0.05")
+    return Checked(int(_number("rounds", rounds, int, 2, 10_000, "a whole number of at least 2")),
+                   int(_number("seed", seed, int, 0, 2**63, "a whole number of at least 0")),
+                   int(_number("retries", retries, int, 0, 100, "a whole number from 0 to 100")), a,
+                   _number("min-effect", min_effect, float, 0, 1000, "a percent from 0 to 1000, e.g. 5") / 100)
+
+
+def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
+       progress: Callable[[str], None] = print) -> Done:
+    """Measure (or resume) the experiment, then judge and publish it."""
+    path, experiment = run_ab(settings, request, progress=progress)
+    analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
+    md, js = write_result(experiment, analysis, path)
+    return Done(path, experiment, analysis, md, js)
+
+
+def ab_text(done: Done) -> str:
+    """What ``invoke ab`` prints."""
+    a = done.analysis
+    lines = [f"A/B {a.name}: {a.design}, rounds {', '.join(map(str, a.rounds))}; A runs {', '.join(a.runs['A'])}; "
+             f"B runs {', '.join(a.runs['B'])}",
+             table(rows(a), HEADERS)]
+    lines += [f"note: {n}" for n in a.not_compared]
+    lines += [f"NOISY: {n}" for n in a.noisy]
+    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in a.counts().items()))
+    lines += [f"result: {done.markdown}", f"result data: {done.json}", f"record: {done.record}"]
+    return "\n".join(lines)
