@@ -99,7 +99,7 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
     (row,) = a.verdicts
     assert row.metric == "selftest.latency_mean_s" and abs(row.change - 0.2) < 1e-9 and row.method.startswith("exact")
     assert a.not_compared == ("selftest.note: a value is not a finite number ('text'); it gets no verdict",)
-    assert len(a.noisy) == 1 and a.noisy[0].startswith("B round 2 (run5 was noisy: selftest.client: 75%")
+    assert len(a.noisy) == 1 and a.noisy[0].startswith("B round 2: run5 was noisy: selftest.client: 75%")
 
 
 # -- bad input, refused before anything starts --------------------------------------------------------

@@ -97,7 +97,7 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdic
     noisy = []
     for side, ds in dirs.items():
         for r, d in zip(rounds, ds, strict=True):
-            noisy += [f"{side} round {r} ({line})" for line in noisy_runs([d])]
+            noisy += [f"{side} round {r}: {line}" for line in noisy_runs([d])]
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
