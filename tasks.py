@@ -234,11 +234,12 @@ def setup_all(c, where="auto"):
 
 
 @task(help={"target": "the target to check for: local (default; needs no GPU or checkout) or sglang-omni",
-            "checkout": "sglang-omni checkout (target sglang-omni)"})
-def doctor(c, target=None, checkout=None):
+            "checkout": "sglang-omni checkout (target sglang-omni)",
+            "port": "the port the runs will serve on (default 8000): is it free?"})
+def doctor(c, target=None, checkout=None, port=None):
     """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
     with reported():
-        checks = api.diagnose(settings_from(c, target=target, checkout=checkout))
+        checks = api.diagnose(settings_from(c, target=target, checkout=checkout, port=port))
     emit(report.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
@@ -249,13 +250,16 @@ def doctor(c, target=None, checkout=None):
             "commits": "how many commits of history (default 1)",
             "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
             "delay-ms": "latency added per request from --regress-at on (default 50)",
-            "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)"})
-def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None):
+            "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)",
+            "fake-gpus": "also write a fake nvidia-smi into this folder (for a machine without a GPU; put it first on PATH)",
+            "fake-gpu-count": "GPUs the fake nvidia-smi has (default 2, a pair)"})
+def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None, fake_gpus=None,
+            fake_gpu_count=2):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
         spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,
                            delay_ms=float(delay_ms), fail_stage=fail_stage)
-        made = make_standin(Path(out), spec)
+        made = make_standin(Path(out), spec, fake_gpus=Path(fake_gpus) if fake_gpus else None, gpus=int(fake_gpu_count))
     emit(history_text(made, spec))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import plugin_manager
 from ..errors import SettingsError
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
@@ -18,10 +19,18 @@ from .slots import parse_gpu_ids, plan_slots
 Progress = Callable[[str], None]
 
 
+def uses_gpu(settings: Settings) -> bool:
+    """Whether the configured target's servers use GPUs (its ``TargetFacts``): slots get GPUs and
+    SLOT_FREE asks nvidia-smi only then."""
+    _, registry = plugin_manager.load()
+    return registry.get("target", settings.run.target).facts.uses_gpu
+
+
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
                 slot_cpus: str = "rule", address: str = "auto", progress: Progress = print) -> Engine:
-    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting), or
-    the Ray engine on the cluster at ``address``."""
+    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting; on a
+    target whose servers use no GPU, each id names a slot of a port and CPUs only), or the Ray
+    engine on the cluster at ``address``. Each slot's note is said once, here."""
     if engine == "local":
         ids = parse_gpu_ids(slots or settings.run.gpus)
         h = settings.host
@@ -30,8 +39,12 @@ def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", s
             return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
 
         skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
-        return LocalEngine(plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
-                                      cores_per_gpu=h.cores_per_gpu, skip_cores=skip), progress=progress)
+        planned = plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
+                             cores_per_gpu=h.cores_per_gpu, skip_cores=skip, uses_gpu=uses_gpu(settings))
+        for slot in planned:
+            if slot.note:
+                progress(f"note: {slot.label}: {slot.note}")
+        return LocalEngine(planned, progress=progress)
     if engine == "ray":
         from .ray_engine import RayEngine
         return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
