@@ -125,42 +125,6 @@ def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", targ
         raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
 
 
-@task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], help={
-    "workload": "workload both sides measure (repeat for several)",
-    "rounds": "rounds after the warm-ups; each round measures each side once (default 3, at least 2)",
-    "design": "interleaved (default: each round runs A and B in a seeded random order) or sequential "
-              "(A's rounds, then B's, as two campaigns one after another)",
-    "a-opt": "workload option WORKLOAD.KEY=VALUE of side A only (repeatable)",
-    "b-opt": "workload option WORKLOAD.KEY=VALUE of side B only (repeatable)",
-    "a-set": "setting NAME=VALUE of side A only, e.g. local_delay_ms=0 (repeatable)",
-    "b-set": "setting NAME=VALUE of side B only, e.g. local_delay_ms=40 (repeatable)",
-    "aa": "both sides the same on purpose: an A/A experiment, to see the noise",
-    "seed": "seed of the interleaved order (default 0; recorded)",
-    "retries": "tries again of a run that misses a gate or coverage rule, inside its round (default 2)",
-    "scoring": "deferred (default: every run generated, then each side scored together) or per-run",
-    "name": "experiment name (default: from the whole request; the same command resumes it)",
-    "alpha": "the family's error rate, held with Holm's correction (default 0.05, above 0 and at most 0.5)",
-    "min-effect": "smallest relative change that counts, in percent (default 5)",
-    "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
-    **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
-def ab(c, workload, rounds="3", design="interleaved", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
-       aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
-       target=None, results=None, port=None, checkout=None, gpus=None, cpus=None, client=None):
-    """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
-    with reported():
-        checked = ab_layer.checked_numbers(rounds=rounds, seed=seed, retries=retries, alpha=alpha,
-                                           min_effect=min_effect, fail_on=fail_on)
-        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
-        request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
-                                        b_sets=b_set or [], options=opt or [], client=client, design=design,
-                                        rounds=checked.rounds, seed=checked.seed, retries=checked.retries,
-                                        scoring=scoring, aa=aa, name=name)
-        done = ab_layer.ab(settings, request, alpha=checked.alpha, min_effect=checked.min_effect, progress=emit)
-    emit(ab_layer.ab_text(done))
-    if fail_on and any(v.verdict.value == fail_on for v in done.analysis.verdicts):
-        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
-
-
 @task(help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
 def plugins(c, options=False):
     """List every workload, target and scorer with who provides it, then each workload's options."""
@@ -314,6 +278,50 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
                               threshold=scale.parse_threshold(threshold), runs=int(runs), options=opt or [],
                               client=client, engine=eng, progress=emit)
     emit(bisect_text(result))
+
+
+@task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], help={
+    "workload": "workload both sides measure (repeat for several)",
+    "rounds": "rounds after the warm-ups; each round measures each side once (default 3, at least 2)",
+    "design": "auto (default: duet with two --slots, else interleaved), duet (A and B at once on two slots, "
+              "swapped every round), interleaved (each round A and B one after the other in a seeded random order) "
+              "or sequential (A's rounds, then B's)",
+    "slots": "two slot ids for a duet: GPU ids on sglang-omni (e.g. 0,1), any two ids on local (default: none, "
+             "every run on the settings' own port, GPUs and CPUs)",
+    "slot-per": SCALE_HELP["slot-per"], "slot-cpus": SCALE_HELP["slot-cpus"],
+    "a-opt": "workload option WORKLOAD.KEY=VALUE of side A only (repeatable)",
+    "b-opt": "workload option WORKLOAD.KEY=VALUE of side B only (repeatable)",
+    "a-set": "setting NAME=VALUE of side A only, e.g. local_delay_ms=0 (repeatable)",
+    "b-set": "setting NAME=VALUE of side B only, e.g. local_delay_ms=40 (repeatable)",
+    "aa": "both sides the same on purpose: an A/A experiment, to see the noise",
+    "seed": "seed of the interleaved order (default 0; recorded)",
+    "retries": "tries again of a run that misses a gate or coverage rule, inside its round (default 2)",
+    "scoring": "deferred (default: every run generated, then each side scored together) or per-run",
+    "name": "experiment name (default: from the whole request; the same command resumes it)",
+    "alpha": "the family's error rate, held with Holm's correction (default 0.05, above 0 and at most 0.5)",
+    "min-effect": "smallest relative change that counts, in percent (default 5)",
+    "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
+    **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
+def ab(c, workload, rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
+       aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
+       slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
+       cpus=None, client=None):
+    """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
+    with reported():
+        checked = ab_layer.checked_numbers(rounds=rounds, seed=seed, retries=retries, alpha=alpha,
+                                           min_effect=min_effect, fail_on=fail_on)
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
+        request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
+                                        b_sets=b_set or [], options=opt or [], client=client,
+                                        design=ab_layer.design_for(design, on),
+                                        rounds=checked.rounds, seed=checked.seed, retries=checked.retries,
+                                        scoring=scoring, aa=aa, name=name)
+        done = ab_layer.ab(settings, request, alpha=checked.alpha, min_effect=checked.min_effect, slots=on,
+                           progress=emit)
+    emit(ab_layer.ab_text(done))
+    if fail_on and any(v.verdict.value == fail_on for v in done.analysis.verdicts):
+        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
 
 
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)

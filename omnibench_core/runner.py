@@ -91,10 +91,14 @@ class Runner:
     """Runs one :class:`RunPlan`. Use :meth:`execute`."""
 
     def __init__(self, plan: RunPlan, *, progress: Progress = print,
-                 on_start: Callable[[RunInfo], None] = lambda info: None):
+                 on_start: Callable[[RunInfo], None] = lambda info: None,
+                 before_timed: Callable[[str], None] | None = None):
         self.plan = plan
         self.progress = progress
         self.on_start = on_start
+        # Called with the step's name once its server is READY, before a timed window opens: a
+        # duet A/B holds both sides there, so their timed windows overlap.
+        self.before_timed = before_timed
         self.run_dir = plan.run_dir
         self.info = RunInfo(plan.run_dir, plan.target.target, tuple(w.name for w in plan.workloads),
                             plan.target.revision)
@@ -441,6 +445,9 @@ class Runner:
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
         timed = step.phase == "generate" and step.server is not None
+        if timed and self.before_timed is not None:
+            self.say(f"{workload}.{step.name}: waiting for the partner's server (duet)")
+            self.before_timed(self._current)
         # The noise guard: how much of the slot's CPU went to other processes in a timed window.
         load = hostload.LoadWindow(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
             if timed else None

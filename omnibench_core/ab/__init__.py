@@ -13,13 +13,16 @@ from pathlib import Path
 from ..campaign.verdict import VERDICTS
 from ..errors import SettingsError
 from ..report import table
+from ..scale.commands import host_slots
+from ..scale.slots import HostSlot
 from ..settings import Settings
 from .analysis import HEADERS, Analysis, analyse, rows
-from .execute import Request, request_from, run_ab
-from .record import Experiment
+from .execute import Request, on_slot, request_from, run_ab
+from .record import Design, Experiment
 from .writing import write_result
 
-__all__ = ["Checked", "Done", "Request", "ab", "ab_text", "checked_numbers", "request_from"]
+__all__ = ["Checked", "Done", "Request", "ab", "ab_text", "checked_numbers", "design_for", "request_from", "slots_for"]
+DESIGN_WORDS = ("auto", *(d.value for d in Design))
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,43 @@ def checked_numbers(*, rounds: object, seed: object, retries: object, alpha: obj
                    _number("min-effect", min_effect, float, 0, 1000, "a percent from 0 to 1000, e.g. 5") / 100)
 
 
-def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
+def slots_for(settings: Settings, design: str, slots: str, slot_per: str, slot_cpus: str,
+              progress: Callable[[str], None] = print) -> list[HostSlot]:
+    """The slots an experiment runs on: none given, the settings' own port, GPUs and CPUs; else
+    this host's slots from ``--slots`` (two for a duet)."""
+    if design not in DESIGN_WORDS:
+        raise SettingsError(f"unknown --design {design!r}", hint=f"use {', '.join(DESIGN_WORDS)}")
+    if not slots:
+        if design == Design.DUET.value:
+            raise SettingsError("the duet design needs two slots, and --slots names none",
+                                hint="pass --slots with two ids (GPUs on sglang-omni; any two ids on local, e.g. "
+                                     "--slots 0,1), or --design interleaved on one slot")
+        return []
+    planned = host_slots(settings, slots, slot_per, slot_cpus, progress)
+    if design == Design.DUET.value and len(planned) < 2:
+        raise SettingsError(f"the duet design needs two slots; --slots {slots} makes {len(planned)}",
+                            hint="name two GPUs (or two pairs with --slot-per pair), or --design interleaved")
+    if len(planned) > 2:
+        raise SettingsError(f"an A/B runs on at most two slots; --slots {slots} makes {len(planned)}",
+                            hint="name two slots")
+    return planned
+
+
+def design_for(design: str, slots: list[HostSlot]) -> str:
+    """``auto``: a duet when two slots are given, else interleaved."""
+    if design == "auto":
+        return Design.DUET.value if len(slots) == 2 else Design.INTERLEAVED.value
+    return design
+
+
+def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float, slots: list[HostSlot] | None = None,
        progress: Callable[[str], None] = print) -> Done:
     """Measure (or resume) the experiment, then judge and publish it."""
-    path, experiment = run_ab(settings, request, progress=progress)
+    slots = slots or []
+    if request.identity.design is not Design.DUET and slots:
+        settings = on_slot(settings, slots[0])  # one slot: every run on it
+    path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
+                              progress=progress)
     analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
     md, js = write_result(experiment, analysis, path)
     return Done(path, experiment, analysis, md, js)

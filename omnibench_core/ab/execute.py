@@ -19,12 +19,14 @@ from typing import Any
 from .. import api
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed, Terminated
 from ..jsonio import read_json
 from ..records import PHASES, Phase
-from ..settings import Settings
-from . import record
+from ..scale.slots import HostSlot, check_free
+from ..settings import Settings, format_cpu_list
+from . import duet, record
 from .record import Attempt, AttemptStatus, Design, Experiment, ExperimentStatus, Identity, Side, Slot
+from .worker import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
 NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
@@ -109,8 +111,13 @@ def side_settings(settings: Settings, side: Side) -> Settings:
     return Settings.from_mapping({**settings.flat(), **dict(side.sets)})
 
 
-def run_ab(settings: Settings, request: Request, *, progress: Callable[[str], None] = print) -> tuple[Path, Experiment]:
-    """Run (or continue) the experiment; raises ExperimentStopped, RunInterrupted or a setup error."""
+def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = (),
+           progress: Callable[[str], None] = print) -> tuple[Path, Experiment]:
+    """Run (or continue) the experiment; raises ExperimentStopped, RunInterrupted or a setup error.
+    ``slots``: the two slots of a duet (where a slot is not part of the experiment's identity)."""
+    if request.identity.design is Design.DUET and len(slots) != 2:
+        raise SettingsError(f"the duet design needs two slots, {len(slots)} given",
+                            hint="pass two with --slots (e.g. --slots 0,1), or --design interleaved on one slot")
     path = record.experiment_path(settings.run.results_root, request.experiment_name)
     ident = request.identity
     if path.exists():
@@ -130,7 +137,7 @@ def run_ab(settings: Settings, request: Request, *, progress: Callable[[str], No
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
                                 record.schedule(ident.design, ident.rounds, ident.seed))
     experiment = record.save(path, experiment)
-    return path, _Driver(settings, path, experiment, progress).go()
+    return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:
@@ -138,8 +145,9 @@ def _any(experiment: Experiment, status: AttemptStatus) -> bool:
 
 
 class _Driver:
-    def __init__(self, settings: Settings, path: Path, experiment: Experiment, progress: Callable[[str], None]):
-        self.path, self.experiment = path, experiment
+    def __init__(self, settings: Settings, path: Path, experiment: Experiment, progress: Callable[[str], None],
+                 slots: tuple[HostSlot, ...] = ()):
+        self.path, self.experiment, self.slots = path, experiment, slots
         self.sides = {s.label: side_settings(settings, s) for s in (experiment.identity.a, experiment.identity.b)}
         done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
         self.progress = CampaignProgress(progress, len(experiment.order), done)
@@ -177,8 +185,12 @@ class _Driver:
                               f"{', '.join(ident.workloads)}; A: {ident.a.describe()}; B: {ident.b.describe()}; "
                               f"record {self.path}")
             try:
-                for k, slot in enumerate(e.order, start=1):
-                    self._fill(k, slot)
+                if ident.design is Design.DUET:
+                    for r in range(ident.rounds + 1):
+                        self._fill_duet(r)
+                else:
+                    for k, slot in enumerate(e.order, start=1):
+                        self._fill(k, slot)
                 if self.experiment.scoring == "deferred":
                     self._score_generated()
                 missing = [f"{s.side}{s.round}" for s in e.order if not self._complete(s)]
@@ -186,6 +198,10 @@ class _Driver:
                     raise ExperimentStopped(f"runs {', '.join(missing)} did not complete in scoring",
                                             evidence={"record": str(self.path)},
                                             hint="repeat the command: the missing runs are measured again")
+            except (KeyboardInterrupt, Terminated) as exc:  # between runs: the same as during one
+                self.save(status=ExperimentStatus.INTERRUPTED, reason="interrupted between runs")
+                self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
+                raise RunInterrupted("interrupted between runs", hint="repeat the same command to resume") from exc
             except RunInterrupted as exc:
                 self.save(status=ExperimentStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
@@ -201,17 +217,73 @@ class _Driver:
         last = self.experiment.latest(slot)
         return last is not None and last.status is AttemptStatus.COMPLETE and self._run_status(last) == "complete"
 
+    def _check_retries(self, slot: Slot, label: str) -> None:
+        if self.experiment.failures(slot) > self.experiment.retries:
+            errors = [f"{a.run or '-'}: {a.status.value}: {a.error}" for a in self.experiment.attempts
+                      if (a.side, a.round) == (slot.side, slot.round)]
+            raise ExperimentStopped(f"{label} missed its gates or coverage {self.experiment.failures(slot)} "
+                                    f"times; --retries {self.experiment.retries} is spent",
+                                    evidence={"attempts": "\n".join(errors), "record": str(self.path)},
+                                    hint="fix the cause, then repeat the command (complete runs are kept)")
+
     def _fill(self, k: int, slot: Slot) -> None:
-        label = f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
+        label = _label(slot)
         while not self._done(slot):
-            if self.experiment.failures(slot) > self.experiment.retries:
-                errors = [f"{a.run or '-'}: {a.status.value}: {a.error}" for a in self.experiment.attempts
-                          if (a.side, a.round) == (slot.side, slot.round)]
-                raise ExperimentStopped(f"{label} missed its gates or coverage {self.experiment.failures(slot)} "
-                                        f"times; --retries {self.experiment.retries} is spent",
-                                        evidence={"attempts": "\n".join(errors), "record": str(self.path)},
-                                        hint="fix the cause, then repeat the command (complete runs are kept)")
+            self._check_retries(slot, label)
             self._attempt(k, slot, label)
+
+    # -- the duet --------------------------------------------------------------------------
+    def _fill_duet(self, r: int) -> None:
+        """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone."""
+        while True:
+            pending = [s for s in (Slot("A", r), Slot("B", r)) if not self._done(s)]
+            if not pending:
+                return
+            for slot in pending:
+                self._check_retries(slot, _label(slot))
+            self._duet_attempt(r, pending)
+
+    def _duet_attempt(self, r: int, pending: list[Slot]) -> None:
+        e = self.experiment
+        placed = {s.side: self.slots[record.duet_slot(s.side, r)] for s in pending}
+        for host in placed.values():
+            check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
+                       free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
+        what = " and ".join(f"{s.side} on {placed[s.side].label}" for s in pending)
+        self.progress.start_run(2 * r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
+        phases = ("generate",) if e.scoring == "deferred" else PHASES
+        specs, attempts = {}, {}
+        for slot in pending:
+            settings = on_slot(self.sides[slot.side], placed[slot.side])
+            specs[slot.side] = Spec(settings.flat(), e.identity.workloads, self.side(slot.side).options,
+                                    e.identity.client, tuple(phases))
+            attempts[slot.side] = Attempt(slot.side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
+                                          record.now_iso(), where=placed[slot.side].label, alone=len(pending) == 1)
+            self.save(attempts[slot.side])
+        t0 = time.monotonic()
+        pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs})
+        seconds = time.monotonic() - t0
+        not_ready = ""
+        for side, out in pair.sides.items():
+            a = attempts[side]
+            if out.status in ("complete", "generated", "incomplete"):
+                status = AttemptStatus(out.status)
+                run, moved = _name(out.run_dir), out.run_dir if out.status == "incomplete" else ""
+            else:  # interrupted, not-ready, failed, error, lost: the run layer moved the run aside
+                status = AttemptStatus.INTERRUPTED if out.status == "interrupted" else AttemptStatus.FAILED
+                run, moved = _name(out.moved_to), out.moved_to
+                if out.status == "not-ready":
+                    not_ready = f"side {side} on {placed[side].label}: {out.error}"
+                elif status is AttemptStatus.FAILED and not pair.interrupted:
+                    self.progress.say(f"side {side} failed ({out.error}); it is tried again if retries are left")
+            self.save(replace(a, status=status, run=run, seconds=seconds, error=out.error, moved_to=moved,
+                              alone=a.alone or out.alone))
+        if pair.interrupted or any(o.status == "interrupted" for o in pair.sides.values()):
+            raise RunInterrupted("the duet round was interrupted; both sides stopped their servers",
+                                 hint="repeat the same command to resume the experiment")
+        if not_ready:  # the slot's port or folder is not ready: a retry would miss the same way
+            raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
+        self.progress.end_run(seconds)
 
     def _attempt(self, k: int, slot: Slot, label: str) -> None:
         e = self.experiment
@@ -266,6 +338,23 @@ class _Driver:
                     elif status != "generated":
                         self.save(replace(attempt, status=AttemptStatus.FAILED,
                                           error=f"scoring left the run {status or 'moved aside'}"))
+
+
+def _label(slot: Slot) -> str:
+    return f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
+
+
+def _name(run_dir: str) -> str:
+    """``run3`` of ``.../run3`` or ``.../run3-incomplete-2`` ("" for none)."""
+    return Path(run_dir).name.split("-incomplete")[0] if run_dir else ""
+
+
+def on_slot(settings: Settings, slot: HostSlot) -> Settings:
+    """A side's settings on a duet slot: its port, CPUs and GPUs."""
+    values: dict[str, Any] = {**settings.flat(), "port": slot.port, "cpus": format_cpu_list(slot.cpus)}
+    if slot.gpus:
+        values["gpus"] = ",".join(slot.gpus)
+    return Settings.from_mapping(values)
 
 
 def _moved(attempt: Attempt, evidence: Mapping[str, Any]) -> Attempt:

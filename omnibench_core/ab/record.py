@@ -29,6 +29,7 @@ SIDES = ("A", "B")
 class Design(str, enum.Enum):
     """How the two sides' runs are ordered in time."""
 
+    DUET = "duet"  # each round runs A and B at the same time on two slots, which swap every round
     INTERLEAVED = "interleaved"  # each round runs A and B one after the other, in a seeded random order
     SEQUENTIAL = "sequential"  # A's runs, then B's: two campaigns one after another (the baseline)
 
@@ -110,7 +111,10 @@ class Slot:
 
 def schedule(design: Design, rounds: int, seed: int) -> tuple[Slot, ...]:
     """The order of every run. Both warm-ups come first; then interleaved rounds run A and B in a
-    seeded random order each round, and sequential runs all of A's rounds, then all of B's."""
+    seeded random order each round, sequential runs all of A's rounds, then all of B's, and a duet
+    runs each round's two runs at once (the order within a round is only the record's)."""
+    if design is Design.DUET:
+        return tuple(Slot(side, r) for r in range(rounds + 1) for side in SIDES)
     if design is Design.SEQUENTIAL:
         return (Slot("A", 0), *(Slot("A", r) for r in range(1, rounds + 1)),
                 Slot("B", 0), *(Slot("B", r) for r in range(1, rounds + 1)))
@@ -135,6 +139,14 @@ class Attempt:
     seconds: float = 0.0
     error: str = ""
     moved_to: str = ""
+    where: str = ""  # the slot it ran on (duet), e.g. "slot 1 (port 8001, CPUs 1)"
+    alone: bool = False  # duet: its partner was not running for the whole of it (a retry, or it ended early)
+
+
+def duet_slot(side: str, round_: int) -> int:
+    """Which of the two slots a side uses in a round: they swap every round, so each side spends
+    as many rounds on each slot (with an even number of rounds)."""
+    return (round_ + (0 if side == "A" else 1)) % 2
 
 
 @dataclass(frozen=True)
@@ -292,7 +304,8 @@ def load(path: Path) -> Experiment:
             run=r.get(raw, "run", str, where), revision=r.get(raw, "revision", str, where),
             status=r.enum(AttemptStatus, raw, "status", where), started=r.get(raw, "started", str, where),
             seconds=float(r.get(raw, "seconds", (int, float), where)), error=r.get(raw, "error", str, where),
-            moved_to=r.get(raw, "moved_to", str, where))
+            moved_to=r.get(raw, "moved_to", str, where), where=r.get(raw, "where", str, where),
+            alone=r.get(raw, "alone", bool, where))
         if Slot(attempt.side, attempt.round) not in order:
             raise r.fail(f"{where}round", f"side {attempt.side} round {attempt.round} is not in the schedule")
         if attempt.run and attempt.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
@@ -320,5 +333,5 @@ def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:
 
 
 __all__ = ["AB_FOLDER", "Attempt", "AttemptStatus", "Design", "Experiment", "ExperimentStatus", "Identity",
-           "RecordError", "Side", "Slot", "experiment_path", "identity_differences", "load", "runs_of",
+           "RecordError", "Side", "Slot", "duet_slot", "experiment_path", "identity_differences", "load", "runs_of",
            "save", "schedule"]
