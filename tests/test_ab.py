@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO, free_port
 
 from omnibench_core.ab import record
+from omnibench_core.ports import port_in_use
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
 
@@ -106,7 +107,7 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
 @pytest.mark.parametrize("args, words", [
     ((), "A/A experiment"),
     (("--aa", "--rounds", "1"), "--rounds"),
-    (("--b-set", "local_delay_ms=5", "--design", "duet"), "unknown --design 'duet'"),
+    (("--b-set", "local_delay_ms=5", "--design", "dual"), "unknown --design 'dual'"),
     (("--b-set", "nosuch=1"), "unknown setting 'nosuch'"),
     (("--b-set", "port=9"), "port is the experiment's"),
     (("--b-set", "local_delay_ms=abc"), "local_delay_ms"),
@@ -124,7 +125,7 @@ def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
 # -- real experiments on the local target ---------------------------------------------------------------
 def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_the_runbook_block(tmp_path):
     results = tmp_path / "results"
-    done = run_ab(results, "--b-set", "local_delay_ms=60", "--rounds", "3", "--fail-on", "worse")
+    done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--fail-on", "worse")
     assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("selftest.latency_mean_s"))
     assert "WORSE" in line and "[+" in line  # the interval is shown, and is all above 0
@@ -148,10 +149,12 @@ def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
     assert "better" not in verdicts and "worse" not in verdicts
 
 
-def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path):
+@pytest.mark.parametrize("design", [(), ("--slots", "0,1", "--slot-cpus", "shared")], ids=["interleaved", "duet"])
+def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path, design):
     results = tmp_path / "results"
-    argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--opt", "selftest.client_seconds=1.5",
-                   port=free_port())
+    port = free_port()
+    argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--opt", "selftest.client_seconds=1.5", *design,
+                   port=port)
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -171,6 +174,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path)
             proc.kill()
     assert proc.returncode == 130, out
     assert the_record(results)["status"] == "interrupted"
+    assert not port_in_use(port) and not port_in_use(port + 1)  # every server of both sides stopped
     again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     rec = the_record(results)
@@ -180,3 +184,32 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path)
     (revision,) = {a["revision"] for a in kept}
     complete = [d for d in (results / revision).iterdir() if d.name.startswith("run") and "-incomplete" not in d.name]
     assert len(complete) == 6  # nothing measured twice: the interrupted run was moved aside, not kept
+
+
+def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_path):
+    results = tmp_path / "results"
+    done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--slots", "0,1",
+                  "--slot-cpus", "shared", "--fail-on", "worse")
+    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    rec = the_record(results)
+    assert rec["identity"]["design"] == "duet" and rec["status"] == "complete"
+    kept = {(a["side"], a["round"]): a for a in rec["attempts"] if a["status"] == "complete"}
+    assert len(kept) == 8 and not any(a["alone"] for a in kept.values())
+    for r in range(4):  # the two sides never share a slot, and the slots swap every round
+        assert kept[("A", r)]["where"] != kept[("B", r)]["where"]
+        if r:
+            assert kept[("A", r)]["where"] == kept[("B", r - 1)]["where"]
+    # every timed window was held at the barrier until both servers were READY
+    assert done.stdout.count("waiting for the partner's server (duet)") == 8
+    for side in "AB":
+        starts = [json.loads((results / a["revision"] / a["run"] / "manifest.json").read_text())["slot"]["port"]
+                  for (s, _), a in sorted(kept.items()) if s == side]
+        assert len(set(starts)) == 2  # each side ran on both slots' ports
+
+
+def test_a_duet_needs_two_slots(tmp_path):
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", timeout=60)
+    assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", "--slots", "0", timeout=60)
+    assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
+    assert not (tmp_path / "results").exists()
