@@ -17,9 +17,9 @@ import pytest
 from conftest import REPO, free_port
 
 from omnibench_core.ab import record
-from omnibench_core.ports import port_in_use
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
+from omnibench_core.ports import port_in_use
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")

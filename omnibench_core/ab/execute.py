@@ -22,6 +22,7 @@ from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed, Terminated
 from ..jsonio import read_json
 from ..records import PHASES, Phase
+from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings, format_cpu_list
 from . import duet, record
@@ -76,7 +77,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                  b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
                  options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
                  rounds: int = 3, seed: int = 0, retries: int = 2, scoring: str = "deferred", aa: bool = False,
-                 name: str = "") -> Request:
+                 name: str = "", a_rev: str = "", b_rev: str = "") -> Request:
     """The experiment's request, checked before anything starts."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
@@ -92,18 +93,36 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
     if scoring not in SCORINGS:
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
-    a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"))
-    b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"))
+    revs = sides_revisions(settings, a_rev, b_rev)
+    a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
+    b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])
     for side in (a, b):
         side_settings(settings, side)  # a bad value is refused now, not after side A's runs
-    if (a.options, a.sets) == (b.options, b.sets) and not aa:
-        raise SettingsError("both sides are the same (the same options and settings): that is an A/A experiment",
-                            hint="give B what differs (--b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
+    if (a.options, a.sets, a.revision) == (b.options, b.sets, b.revision) and not aa:
+        raise SettingsError("both sides are the same (the same revision, options and settings): that is an A/A "
+                            "experiment",
+                            hint="give B what differs (--b REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
     flat = settings.flat()
     shared = tuple((k, str(flat[k])) for k in RESULT_SETTINGS if k not in SLOT_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
     return Request(identity, retries, scoring, name)
+
+
+def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, str]:
+    """Both sides' revisions as full commits of the checkout, or ``("", "")`` for none."""
+    if not (a_rev or b_rev):
+        return "", ""
+    if settings.run.target == "local":
+        raise SettingsError("the local target measures omnibench's own commit; --a and --b do not apply",
+                            hint="use --target sglang-omni --checkout PATH to compare commits of a checkout, or "
+                                 "--a-set/--b-set and --a-opt/--b-opt on the local target")
+    if not (a_rev and b_rev):
+        raise SettingsError(f"only side {'A' if a_rev else 'B'} names a revision",
+                            hint="name both: --a BASE_REVISION --b NEW_REVISION")
+    checkout = Path(settings.run.checkout).expanduser()
+    a, b = (revisions.resolve(checkout, rev, settings.tools.git)[0] for rev in (a_rev, b_rev))
+    return a, b
 
 
 def side_settings(settings: Settings, side: Side) -> Settings:
@@ -148,7 +167,8 @@ class _Driver:
     def __init__(self, settings: Settings, path: Path, experiment: Experiment, progress: Callable[[str], None],
                  slots: tuple[HostSlot, ...] = ()):
         self.path, self.experiment, self.slots = path, experiment, slots
-        self.sides = {s.label: side_settings(settings, s) for s in (experiment.identity.a, experiment.identity.b)}
+        self.sides = {s.label: _prepared(side_settings(settings, s), s, progress)
+                      for s in (experiment.identity.a, experiment.identity.b)}
         done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
         self.progress = CampaignProgress(progress, len(experiment.order), done)
 
@@ -338,6 +358,18 @@ class _Driver:
                     elif status != "generated":
                         self.save(replace(attempt, status=AttemptStatus.FAILED,
                                           error=f"scoring left the run {status or 'moved aside'}"))
+
+
+def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:
+    """A side of a revision runs in that revision's worktree with its venv, prepared as ``invoke
+    matrix`` prepares one (venvs shared by dependency hash)."""
+    if not side.revision:
+        return settings
+    prepared = revisions.prepare(Path(settings.run.checkout).expanduser(), side.revision,
+                                 settings.run.results_root / revisions.WORKTREES, venv_name=settings.run.venv,
+                                 git=settings.tools.git, bash=settings.tools.bash, progress=progress)
+    progress(f"side {side.label}: revision {side.revision[:12]} in {prepared.worktree}")
+    return Settings.from_mapping({**settings.flat(), "checkout": str(prepared.worktree)})
 
 
 def _label(slot: Slot) -> str:

@@ -70,10 +70,12 @@ class Side:
     label: str  # A (the base) or B
     options: tuple[str, ...] = ()  # WORKLOAD.KEY=VALUE, sorted
     sets: tuple[tuple[str, str], ...] = ()  # settings NAME=VALUE, sorted
+    revision: str = ""  # a full commit of the checkout (target sglang-omni); "" for the checkout as it is
 
     def describe(self) -> str:
-        """``options ...; settings ...`` for a header line."""
-        parts = [", ".join(self.options) or "default options"]
+        """``revision ...; options ...; settings ...`` for a header line."""
+        parts = [f"revision {self.revision[:12]}"] if self.revision else []
+        parts.append(", ".join(self.options) or "default options")
         parts.append(", ".join(f"{k}={v}" for k, v in self.sets) or "shared settings")
         return "; ".join(parts)
 
@@ -259,7 +261,8 @@ class _Reader:
             raise self.fail(where.rstrip("."), "must be an object")
         if data.get("label") != label:
             raise self.fail(f"{where}label", f"must be {label!r}")
-        return Side(label, self.words(data, "options", where), self.pairs(data, "sets", where))
+        return Side(label, self.words(data, "options", where), self.pairs(data, "sets", where),
+                    self.get(data, "revision", str, where))
 
 
 def load(path: Path) -> Experiment:
