@@ -289,8 +289,8 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     "slots": "two slot ids for a duet: GPU ids on sglang-omni (e.g. 0,1), any two ids on local (default: none, "
              "every run on the settings' own port, GPUs and CPUs)",
     "slot-per": SCALE_HELP["slot-per"], "slot-cpus": SCALE_HELP["slot-cpus"],
-    "a": "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)",
-    "b": "side B's revision of the checkout (with --a)",
+    "a-rev": "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)",
+    "b-rev": "side B's revision of the checkout (with --a-rev)",
     "a-opt": "workload option WORKLOAD.KEY=VALUE of side A only (repeatable)",
     "b-opt": "workload option WORKLOAD.KEY=VALUE of side B only (repeatable)",
     "a-set": "setting NAME=VALUE of side A only, e.g. local_delay_ms=0 (repeatable)",
@@ -304,7 +304,7 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
-def ab(c, workload, a="", b="", rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
+def ab(c, workload, a_rev="", b_rev="", rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
        aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None):
@@ -316,7 +316,7 @@ def ab(c, workload, a="", b="", rounds="3", design="auto", a_opt=None, b_opt=Non
         on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,
-                                        design=ab_layer.design_for(design, on), a_rev=a, b_rev=b,
+                                        design=ab_layer.design_for(design, on), a_rev=a_rev, b_rev=b_rev,
                                         rounds=checked.rounds, seed=checked.seed, retries=checked.retries,
                                         scoring=scoring, aa=aa, name=name)
         done = ab_layer.ab(settings, request, alpha=checked.alpha, min_effect=checked.min_effect, slots=on,

@@ -101,7 +101,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     if (a.options, a.sets, a.revision) == (b.options, b.sets, b.revision) and not aa:
         raise SettingsError("both sides are the same (the same revision, options and settings): that is an A/A "
                             "experiment",
-                            hint="give B what differs (--b REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
+                            hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
     flat = settings.flat()
     shared = tuple((k, str(flat[k])) for k in RESULT_SETTINGS if k not in SLOT_SETTINGS)
@@ -114,12 +114,12 @@ def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, st
     if not (a_rev or b_rev):
         return "", ""
     if settings.run.target == "local":
-        raise SettingsError("the local target measures omnibench's own commit; --a and --b do not apply",
+        raise SettingsError("the local target measures omnibench's own commit; --a-rev and --b-rev do not apply",
                             hint="use --target sglang-omni --checkout PATH to compare commits of a checkout, or "
                                  "--a-set/--b-set and --a-opt/--b-opt on the local target")
     if not (a_rev and b_rev):
         raise SettingsError(f"only side {'A' if a_rev else 'B'} names a revision",
-                            hint="name both: --a BASE_REVISION --b NEW_REVISION")
+                            hint="name both: --a-rev BASE_REVISION --b-rev NEW_REVISION")
     checkout = Path(settings.run.checkout).expanduser()
     a, b = (revisions.resolve(checkout, rev, settings.tools.git)[0] for rev in (a_rev, b_rev))
     return a, b
