@@ -115,6 +115,7 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
     (("--b-set", "local_delay_ms=5", "--alpha", "abc"), "--alpha"),
     (("--b-set", "local_delay_ms=5", "--fail-on", "wrose"), "--fail-on 'wrose' is not a verdict"),
     (("--b-set", "local_delay_ms=5", "--rounds", "x"), "--rounds"),
+    (("--a-rev", "HEAD", "--b-rev", "HEAD~1"), "the local target measures omnibench's own commit"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
     done = run_ab(tmp_path / "results", *args, timeout=60)
