@@ -148,9 +148,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the outcomes and the summary as JSON")
     parser.add_argument("--smoke", action="store_true", help="one tiny experiment of each kind: the wiring, no figures")
     args = parser.parse_args()
-    if args.smoke:
+    if args.smoke:  # every code path (a duet and a one-slot design, A/A and A/B, the hog), in about a minute
         args.experiments, args.rounds, args.requests, args.base_delay_ms = 1, 2, 2, 5.0
-        args.conditions, args.hog_on, args.hog_off = "quiet,drift", 1.0, 1.0
+        args.designs, args.conditions, args.hog_on, args.hog_off = "duet,sequential", "drift", 1.0, 1.0
     outcomes: list[Outcome] = []
     from contextlib import nullcontext
 
