@@ -11,6 +11,7 @@ from pathlib import Path
 import invoke
 from invoke import Collection, Context, Exit
 
+from omnibench_core import ab as ab_layer
 from omnibench_core import api, campaign, config, plugin_manager, report
 from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
@@ -227,13 +228,14 @@ def setup_all(c, where="auto"):
         setup_host.setup_all(settings_from(c), where)
 
 
-@task(checks={"target": TARGET, "checkout": f.text()},
+@task(checks={"target": TARGET, "checkout": f.text(), "port": f.port()},
       help={"target": "the target to check for: local (default; needs no GPU or checkout) or sglang-omni",
-            "checkout": "sglang-omni checkout (target sglang-omni)"})
-def doctor(c, target=None, checkout=None):
+            "checkout": "sglang-omni checkout (target sglang-omni)",
+            "port": "the port the runs will serve on (default 8000): is it free?"})
+def doctor(c, target=None, checkout=None, port=None):
     """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
     with reported():
-        checks = api.diagnose(settings_from(c, target=target, checkout=checkout))
+        checks = api.diagnose(settings_from(c, target=target, checkout=checkout, port=port))
     emit(report.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
@@ -241,17 +243,21 @@ def doctor(c, target=None, checkout=None):
 
 
 @task(checks={"out": f.text(empty=False), "commits": f.positive_int(), "regress_at": f.positive_int(),
-              "delay_ms": f.number(0), "fail_stage": f.choice(CI_STAGES)},
+              "delay_ms": f.number(0), "fail_stage": f.choice(CI_STAGES), "fake_gpus": f.text(empty=False),
+              "fake_gpu_count": f.positive_int()},
       help={"out": "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
             "commits": "how many commits of history (default 1)",
             "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
             "delay-ms": "latency added per request from --regress-at on (default 50)",
-            "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)"})
-def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None):
+            "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)",
+            "fake-gpus": "also write a fake nvidia-smi into this folder (for a machine without a GPU; put it first on PATH)",
+            "fake-gpu-count": "GPUs the fake nvidia-smi has (default 2, a pair)"})
+def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None, fake_gpus=None,
+            fake_gpu_count=2):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
         spec = StandinSpec(commits=commits, regress_at=regress_at, delay_ms=delay_ms, fail_stage=fail_stage)
-        made = make_standin(Path(out), spec)
+        made = make_standin(Path(out), spec, fake_gpus=Path(fake_gpus) if fake_gpus else None, gpus=fake_gpu_count)
     emit(history_text(made, spec))
 
 
@@ -317,8 +323,57 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     emit(bisect_text(result))
 
 
+@task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], checks={
+    **SETTING_CHECKS, "a_rev": f.revision(), "b_rev": f.revision(), "rounds": f.whole(2),
+    "design": f.choice(ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
+    "a_set": f.Many(f.text(empty=False)), "b_set": f.Many(f.text(empty=False)), "aa": f.SWITCH, "seed": f.whole(0),
+    "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.text(), "alpha": f.fraction_open(0, 1, "0.05"),
+    "min_effect": f.percent(), "fail_on": f.choice(VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
+    "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS)}, help={
+    "workload": "workload both sides measure (repeat for several)",
+    "rounds": "rounds after the warm-ups; each round measures each side once (default 3, at least 2)",
+    "design": "auto (default: duet with two --slots, else interleaved), duet (A and B at once on two slots, "
+              "swapped every round), interleaved (each round A and B one after the other in a seeded random order) "
+              "or sequential (A's rounds, then B's)",
+    "slots": "two slot ids for a duet: GPU ids on sglang-omni (e.g. 0,1), any two ids on local (default: none, "
+             "every run on the settings' own port, GPUs and CPUs)",
+    "slot-per": SCALE_HELP["slot-per"], "slot-cpus": SCALE_HELP["slot-cpus"],
+    "a-rev": "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)",
+    "b-rev": "side B's revision of the checkout (with --a-rev)",
+    "a-opt": "workload option WORKLOAD.KEY=VALUE of side A only (repeatable)",
+    "b-opt": "workload option WORKLOAD.KEY=VALUE of side B only (repeatable)",
+    "a-set": "setting NAME=VALUE of side A only, e.g. local_delay_ms=0 (repeatable)",
+    "b-set": "setting NAME=VALUE of side B only, e.g. local_delay_ms=40 (repeatable)",
+    "aa": "both sides the same on purpose: an A/A experiment, to see the noise",
+    "seed": "seed of the interleaved order (default 0; recorded)",
+    "retries": "tries again of a run that misses a gate or coverage rule, inside its round (default 2)",
+    "scoring": "deferred (default: every run generated, then each side scored together) or per-run",
+    "name": "experiment name (default: from the whole request; the same command resumes it)",
+    "alpha": "the family's error rate, held with Holm's correction (default 0.05, above 0 and at most 0.5)",
+    "min-effect": "smallest relative change that counts, in percent (default 5)",
+    "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
+    **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
+def ab(c, workload, a_rev="", b_rev="", rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
+       aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
+       slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
+       cpus=None, client=None):
+    """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
+    with reported():
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
+        request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
+                                        b_sets=b_set or [], options=opt or [], client=client,
+                                        design=ab_layer.design_for(design, on), a_rev=a_rev, b_rev=b_rev,
+                                        rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name)
+        done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
+                           progress=emit)
+    emit(ab_layer.ab_text(done))
+    if fail_on and any(v.verdict.value == fail_on for v in done.analysis.verdicts):
+        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
+
+
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, compare, matrix, bisect, plugins, doctor, standin, setup)
+ns = Collection(run, measure, compare, ab, matrix, bisect, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.config_defaults()})

@@ -78,13 +78,16 @@ def run(
     progress: Callable[[str], None] = print,
     extra_plugins: Iterable[tuple[str, object]] = (),
     phases: Sequence[Phase] = PHASES,
+    before_timed: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run the named workloads once on the configured target: the runbook's "One run".
 
     The run goes to ``<results>/<revision>/<run_name or next free runN>``. Raises a typed
     error when a gate or step fails; the run directory is then moved aside as ``-incomplete``.
     ``phases=("generate",)`` stops after generation and leaves the run ``generated``, for
-    :func:`score_runs` to score with other runs on one scoring server start.
+    :func:`score_runs` to score with other runs on one scoring server start. ``before_timed``
+    is called with a step's name before each timed window opens (its server READY): a duet
+    A/B's barrier.
     """
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
     revision = layout.revision_dir(settings.run.results_root, target_env.folder)
@@ -99,7 +102,7 @@ def run(
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
         raise
-    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start)
+    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start, before_timed=before_timed)
     try:
         return runner.execute(phases)
     finally:

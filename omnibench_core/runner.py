@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import gates, ownership
+from . import gates, hostload, ownership
 from .collection import collect_run, write_metrics
 from .errors import (
     GateError,
@@ -91,10 +91,14 @@ class Runner:
     """Runs one :class:`RunPlan`. Use :meth:`execute`."""
 
     def __init__(self, plan: RunPlan, *, progress: Progress = print,
-                 on_start: Callable[[RunInfo], None] = lambda info: None):
+                 on_start: Callable[[RunInfo], None] = lambda info: None,
+                 before_timed: Callable[[str], None] | None = None):
         self.plan = plan
         self.progress = progress
         self.on_start = on_start
+        # Called with the step's name once its server is READY, before a timed window opens: a
+        # duet A/B holds both sides there, so their timed windows overlap.
+        self.before_timed = before_timed
         self.run_dir = plan.run_dir
         self.info = RunInfo(plan.run_dir, plan.target.target, tuple(w.name for w in plan.workloads),
                             plan.target.revision)
@@ -440,6 +444,13 @@ class Runner:
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
+        timed = step.phase == "generate" and step.server is not None
+        if timed and self.before_timed is not None:
+            self.say(f"{workload}.{step.name}: waiting for the partner's server (duet)")
+            self.before_timed(self._current)
+        # The noise guard: how much of the slot's CPU went to other processes in a timed window.
+        load = hostload.LoadWindow(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
+            if timed else None
         began = self._mark()
         try:
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
@@ -455,11 +466,17 @@ class Runner:
             raise
         finally:
             self._current = ""
-            self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(),
-                                            timed=step.phase == "generate" and step.server is not None))
+            self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
+            if load is not None:
+                self._record_load(entry, load.close())
         entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
+
+    def _record_load(self, entry: dict[str, Any], load: hostload.HostLoad) -> None:
+        entry["host_load"] = load.as_record()
+        if load.noisy:
+            self.say(f"noisy window: {load.describe()}")
 
     def _spawned(self, entry: dict[str, Any], pgid: int) -> None:
         assert self.manifest is not None

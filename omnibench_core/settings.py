@@ -41,6 +41,9 @@ class RunSettings:
     gpu_poll_interval_s: float = 0.1
     telemetry_interval_s: float = 0.2  # GPU telemetry sampling while servers are up (GPU targets)
     local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
+    # The noise guard: a timed window in which other processes took more than this share of the
+    # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
+    noise_max_foreign: float = 0.10
 
     @property
     def results_root(self) -> Path:
@@ -171,6 +174,9 @@ class Settings:
             settings.run.cpu_list()  # validate early
         except SettingsError as exc:
             raise refuse("cpus", exc.message, exc.hint) from None
+        if not 0 <= settings.run.noise_max_foreign <= 1:
+            raise refuse("noise_max_foreign", f"noise_max_foreign {settings.run.noise_max_foreign} is out of range",
+                         "a share of the slot's CPU time from 0 to 1, e.g. 0.10")
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
         problem = results_problem(settings.run.results_root)

@@ -53,9 +53,11 @@ def invoke(tmp_path):
     return run_invoke
 
 
-def invoke_run_into(results: Path, *workloads: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """One real `invoke run` of ``workloads`` on the local target, results under ``results``."""
-    argv = [sys.executable, "-m", "invoke", "run", "--port", str(free_port())]
+def invoke_run_into(results: Path, *workloads: str, timeout: float = 900,
+                    extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """One real `invoke run` of ``workloads`` on the local target, results under ``results``;
+    ``extra``: more flags, as a user would add them."""
+    argv = [sys.executable, "-m", "invoke", "run", "--port", str(free_port()), *extra]
     for workload in workloads:
         argv += ["--workload", workload]
     return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},

@@ -121,6 +121,8 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = ALPHA, min_effect:
     # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
     for side, stats in (("A", a), ("B", b)):
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
+        # Another process took the slot's CPUs during a timed window: a verdict may be the host's.
+        notes += [f"{side} {n}" for n in stats.noisy]
     return Comparison(a.title, b.title, TEST, alpha, min_effect, tuple(rows), tuple(diffs),
                       bool(diffs), tuple(notes))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError
+from ..hostload import noisy_windows
 from ..jsonio import read_json
 from . import metrics as meta
 from .record import differences
@@ -49,6 +50,7 @@ class RunSetStats:
     metrics: tuple[MetricStats, ...]
     notes: tuple[str, ...] = ()
     environment: dict[str, Any] = field(default_factory=dict)
+    noisy: tuple[str, ...] = ()  # "runN: window: ..." for each timed window the noise guard marked
 
     def metric(self, name: str) -> MetricStats | None:
         """The metric called ``name``."""
@@ -120,4 +122,19 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [MetricStats(r.name, r.values, r.mean, r.sd, r.direction, r.rel_spread, tuple(flagged.get(r.name, ())))
             for r in rows]
-    return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), tuple(notes), environment or {})
+    noisy = tuple(noisy_runs(run_dirs))
+    return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
+                       noisy)
+
+
+def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
+    """Each timed window the noise guard marked, as ``runN: <what other processes took>``."""
+    out = []
+    for d in run_dirs:
+        try:
+            manifest = read_json(d / "manifest.json")
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict):
+            out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest)]
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import plugin_manager
 from ..errors import SettingsError
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
@@ -13,26 +14,45 @@ from . import revisions
 from .engine import Engine
 from .local import LocalEngine
 from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
-from .slots import parse_gpu_ids, plan_slots
+from .slots import HostSlot, parse_gpu_ids, plan_slots
 
 Progress = Callable[[str], None]
 ENGINES: tuple[str, ...] = ("local", "ray")
 
 
+def uses_gpu(settings: Settings) -> bool:
+    """Whether the configured target's servers use GPUs (its ``TargetFacts``): slots get GPUs and
+    SLOT_FREE asks nvidia-smi only then."""
+    _, registry = plugin_manager.load()
+    return registry.get("target", settings.run.target).facts.uses_gpu
+
+
+def host_slots(settings: Settings, slots: str, slot_per: str, slot_cpus: str, progress: Progress = print
+               ) -> list[HostSlot]:
+    """This host's slots from ``--slots`` (GPU ids; default the ``gpus`` setting; on a target whose
+    servers use no GPU each id names a slot of a port and CPUs only); each slot's note is said once."""
+    ids = parse_gpu_ids(slots or settings.run.gpus)
+    h = settings.host
+
+    def topo() -> Topology:
+        return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
+
+    skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
+    planned = plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
+                         cores_per_gpu=h.cores_per_gpu, skip_cores=skip, uses_gpu=uses_gpu(settings))
+    for slot in planned:
+        if slot.note:
+            progress(f"note: {slot.label}: {slot.note}")
+    return planned
+
+
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
                 slot_cpus: str = "rule", address: str = "auto", progress: Progress = print) -> Engine:
-    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting), or
-    the Ray engine on the cluster at ``address``."""
+    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting; on a
+    target whose servers use no GPU, each id names a slot of a port and CPUs only), or the Ray
+    engine on the cluster at ``address``. Each slot's note is said once, here."""
     if engine == "local":
-        ids = parse_gpu_ids(slots or settings.run.gpus)
-        h = settings.host
-
-        def topo() -> Topology:
-            return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
-
-        skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
-        return LocalEngine(plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
-                                      cores_per_gpu=h.cores_per_gpu, skip_cores=skip), progress=progress)
+        return LocalEngine(host_slots(settings, slots, slot_per, slot_cpus, progress), progress=progress)
     if engine == "ray":
         from .ray_engine import RayEngine
         return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,

@@ -109,8 +109,6 @@ class MatrixResult:
     file: Path
 
 
-
-
 def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False, threshold: float = 0.05,
                progress: Progress = print) -> MatrixResult:
     """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``."""
@@ -152,12 +150,16 @@ def matrix_text(result: MatrixResult) -> str:
             rows.append((job.short, ";".join(job.options) or "defaults", "not run", "", "", "", ""))
             continue
         slot = o.slot
-        where = f"{slot.get('index', '?')}: GPU {','.join(slot.get('gpus', [])) or '-'} port {slot.get('port', '?')}"
+        gpus = ",".join(slot.get("gpus", []))
+        where = f"{slot.get('index', '?')}: {f'GPU {gpus}' if gpus else 'no GPU'} port {slot.get('port', '?')}"
         vs = result.verdicts.get(job.key)
         rows.append((job.short, ";".join(job.options) or "defaults", o.status + (" (kept)" if o.reused else ""), where,
                      ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status == "complete" else
                      (_verdict_text(vs) if vs is not None else o.error[:80])))
     lines = [table(rows, ("revision", "options", "campaign", "slot", "measured runs", "seconds", "against the first revision"))]
+    notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()
+                    if o.slot.get("note")})
+    lines += [f"note: {n}" for n in notes]
     if result.shared_cpus:
         lines.append("note: the slots shared CPUs (--slot-cpus shared): campaigns side by side may slow each other")
     lines.append(f"matrix file: {result.file}")

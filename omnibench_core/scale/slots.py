@@ -4,6 +4,10 @@ A campaign holds one slot from its first server start to its last GPU_FREE; two 
 share a slot, a GPU or a CPU. CPU groups follow the ``setup.cpus`` rule (the next
 ``cores_per_gpu`` cores of the GPU's NUMA node with their SMT siblings); ``shared`` gives every
 slot this process's CPU set, for hosts too small for the rule (CI has 2 cores), and says so.
+
+On a target whose servers use no GPU (``TargetFacts.uses_gpu`` false, e.g. ``local``) a slot is
+a port and a CPU group only: each id of ``--slots`` names one slot, nvidia-smi is never asked,
+and the rule splits this process's CPU set into one disjoint group per slot.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..errors import GateError, GpuQueryError, SettingsError
+from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
 from ..gpu import query_memory_used
 from ..ports import port_in_use
+from ..settings import format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
 from ..strays import find_strays
 
@@ -44,6 +49,7 @@ class HostSlot:
     cpus: tuple[int, ...] = ()
     shared_cpus: bool = False
     node: str = ""  # a Ray node id; "" is this host
+    note: str = ""  # what the table says about it (e.g. a pair slot with one GPU)
 
     @property
     def label(self) -> str:
@@ -71,15 +77,44 @@ def own_cpus() -> tuple[int, ...]:
     return tuple(sorted(os.sched_getaffinity(0)))
 
 
+def _split_cpus(n: int) -> list[tuple[int, ...]]:
+    """This process's CPU set in ``n`` disjoint contiguous groups (the larger ones first), or a
+    SettingsError when it has fewer CPUs than slots."""
+    mine = own_cpus()
+    if len(mine) < n:
+        raise SettingsError(f"{n} slots need {n} CPUs for a group each; this process may use {len(mine)}",
+                            evidence={"CPU set": format_cpu_list(mine)},
+                            hint="pass --slot-cpus shared (the table then says the slots shared CPUs), or fewer --slots")
+    size, extra = divmod(len(mine), n)
+    groups, at = [], 0
+    for k in range(n):
+        take = size + (k < extra)
+        groups.append(mine[at:at + take])
+        at += take
+    return groups
+
+
+def _cpu_groups(topology: Callable[[], Topology], cores_per_gpu: int, skip_cores: Sequence[int]) -> dict[str, list[int]]:
+    try:
+        return assign_groups(topology(), cores_per_gpu, skip_cores)
+    except OmnibenchError as exc:  # the rule reads nvidia-smi and sysfs: say which flag avoids it
+        raise SettingsError(f"--slot-cpus rule cannot read this host's GPU and CPU topology: {exc.message}",
+                            evidence=exc.evidence, hint="pass --slot-cpus shared (every slot gets this process's CPUs, "
+                            "and the table says so), or fix what the message names") from exc
+
+
 def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpus: str = "rule",
                topology: Callable[[], Topology] | None = None, cores_per_gpu: int = 14,
-               skip_cores: Sequence[int] = (0, 1)) -> list[HostSlot]:
+               skip_cores: Sequence[int] = (0, 1), uses_gpu: bool = True) -> list[HostSlot]:
     """The slots of ``gpu_ids`` on this host: slot k serves on ``base_port + k``.
 
     ``per="pair"`` (the runbook's default: nothing else on the pair) makes GPUs 2k and 2k+1 one
-    slot whose second GPU stays idle; ``per="gpu"`` makes every GPU a slot. ``cpus="rule"`` gives
-    each slot its GPU's CPU group (``topology`` reads the host; a GPU without a group is a
-    SettingsError naming ``--slot-cpus shared``); ``"shared"`` gives each the process's CPU set.
+    slot whose second GPU stays idle; a single GPU is one slot alone (it has no partner to keep
+    idle; its note says so); ``per="gpu"`` makes every GPU a slot. ``cpus="rule"`` gives each
+    slot its GPU's CPU group (``topology`` reads the host; a GPU without a group, or a topology
+    that cannot be read, is a SettingsError naming ``--slot-cpus shared``); ``"shared"`` gives
+    each the process's CPU set. ``uses_gpu=False`` (the target's servers use no GPU): every id is
+    a slot without GPUs, ``per`` does not apply, and the rule splits the process's CPU set.
     """
     if per not in SLOT_PER:
         raise SettingsError(f"unknown --slot-per {per!r}", hint="use pair or gpu")
@@ -87,26 +122,31 @@ def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpu
         raise SettingsError(f"unknown --slot-cpus {cpus!r}", hint="use rule or shared")
     if not gpu_ids:
         raise SettingsError("no slot: --slots lists no GPU", hint="e.g. --slots 0,1")
-    if per == "pair" and len(gpu_ids) % 2:
+    if not uses_gpu:
+        groups = _split_cpus(len(gpu_ids)) if cpus == "rule" else [own_cpus()] * len(gpu_ids)
+        return [HostSlot(k, base_port + k, cpus=group, shared_cpus=cpus == "shared")
+                for k, group in enumerate(groups)]
+    if per == "pair" and len(gpu_ids) % 2 and len(gpu_ids) > 1:
         raise SettingsError(f"--slot-per pair needs GPUs in pairs, got {len(gpu_ids)}: {','.join(gpu_ids)}",
                             hint="list an even number of GPUs, or pass --slot-per gpu (and say so in the report)")
-    groups: dict[str, list[int]] = {}
+    by_gpu: dict[str, list[int]] = {}
     if cpus == "rule":
-        groups = assign_groups((topology or read_topology)(), cores_per_gpu, skip_cores)
+        by_gpu = _cpu_groups(topology or read_topology, cores_per_gpu, skip_cores)
     step = 2 if per == "pair" else 1
     slots = []
     for k, i in enumerate(range(0, len(gpu_ids), step)):
         gpu, idle = gpu_ids[i], tuple(gpu_ids[i + 1:i + step])
         if cpus == "rule":
-            if gpu not in groups:
+            if gpu not in by_gpu:
                 raise SettingsError(f"GPU {gpu} gets no CPU group of {cores_per_gpu} cores on its NUMA node",
-                                    evidence={"GPUs with a group": ", ".join(sorted(groups)) or "none"},
+                                    evidence={"GPUs with a group": ", ".join(sorted(by_gpu)) or "none"},
                                     hint="pass --slot-cpus shared on a host too small for the rule "
                                          "(the report then says the slots shared CPUs)")
-            slot_cpus = tuple(groups[gpu])
+            slot_cpus = tuple(by_gpu[gpu])
         else:
             slot_cpus = own_cpus()
-        slots.append(HostSlot(k, base_port + k, (gpu,), idle, slot_cpus, cpus == "shared"))
+        note = f"GPU {gpu} alone: --slot-per pair got one GPU, no partner to keep idle" if per == "pair" and not idle else ""
+        slots.append(HostSlot(k, base_port + k, (gpu,), idle, slot_cpus, cpus == "shared", note=note))
     return slots
 
 

@@ -47,7 +47,8 @@ class WorkerSpec:
         """Inverse of :meth:`as_dict`."""
         s = dict(data["slot"])
         slot = HostSlot(int(s["index"]), int(s["port"]), tuple(s.get("gpus", ())), tuple(s.get("idle_gpus", ())),
-                        tuple(s.get("cpus", ())), bool(s.get("shared_cpus", False)), str(s.get("node", "")))
+                        tuple(s.get("cpus", ())), bool(s.get("shared_cpus", False)), str(s.get("node", "")),
+                        str(s.get("note", "")))
         return cls(CampaignJob.from_dict(data["job"]), slot, dict(data["settings"]), str(data["worktrees"]),
                    float(data.get("slot_timeout_s", 30.0)))
 

@@ -90,4 +90,5 @@ def build_venv(checkout: Path, omni_ci_home: Path, *, bash: str = "bash", log: P
                               stderr=subprocess.STDOUT, check=False).returncode
     if code != 0:
         raise OmnibenchError(f"{VENV_SCRIPT} exited with {code}", evidence={"log": str(log), "log tail": log_tail(log)},
-                             hint="it works only inside the CI image and with network access")
+                             hint="the log tail says why; on a real sglang-omni checkout the script needs the CI image "
+                                  "and network access, a stand-in's needs a python that has omnibench (OMNIBENCH_PYTHON)")

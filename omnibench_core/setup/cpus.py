@@ -73,9 +73,13 @@ def parse_lscpu(text: str) -> tuple[dict[int, list[int]], dict[int, int]]:
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        cpu, core, node = line.strip().split(",")
-        siblings[int(core)].append(int(cpu))
-        core_node[int(core)] = max(int(node or 0), 0)
+        try:
+            cpu, core, node = line.strip().split(",")
+            siblings[int(core)].append(int(cpu))
+            core_node[int(core)] = max(int(node or 0), 0)
+        except ValueError:
+            raise OmnibenchError("lscpu -p=CPU,CORE,NODE printed a line that is not 'cpu,core,node'",
+                                 evidence={"line": line.strip()}, hint="check which lscpu runs (omnibench.lscpu)") from None
     return dict(siblings), core_node
 
 
@@ -83,10 +87,18 @@ def read_topology(*, lscpu: str = "lscpu", nvidia_smi: str = "nvidia-smi", sysfs
     """Read the host: lscpu, nvidia-smi and each GPU's ``numa_node`` under ``sysfs``."""
     siblings, core_node = parse_lscpu(_run([lscpu, "-p=CPU,CORE,NODE"]))
     gpu_nodes = []
-    for line in _run([nvidia_smi, "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]).splitlines():
+    argv = [nvidia_smi, "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]
+    out = _run(argv)
+    for line in out.splitlines():
         if not line.strip():
             continue
-        index, bus = (x.strip() for x in line.split(","))
+        cols = [x.strip() for x in line.split(",")]
+        if len(cols) != 2 or not cols[0].isdigit() or not cols[1]:
+            raise OmnibenchError(f"{nvidia_smi} printed a GPU line that is not 'index, pci.bus_id'",
+                                 evidence={"command": " ".join(argv), "line": line.strip(), "output": out.strip()[:400]},
+                                 hint=f"check that {nvidia_smi} is NVIDIA's (or a fake that answers --query-gpu=FIELDS "
+                                      "field by field, as `invoke standin --fake-gpus DIR` writes)")
+        index, bus = cols
         path = Path(sysfs) / "bus" / "pci" / "devices" / bus[-12:].lower() / "numa_node"
         try:
             node = max(int(path.read_text().strip() or 0), 0)

@@ -1,4 +1,11 @@
-"""``invoke doctor``: every prerequisite of a run on this host, each OK or FAIL with its fix."""
+"""``invoke doctor``: every prerequisite of a run on this host, each OK or FAIL with its fix.
+
+A stand-in checkout (``invoke standin``) is judged for what it is: it runs on CPU without a
+container or pinned downloads (docker, lscpu and REVISIONS_OK do not apply; an empty CPU set
+pins nothing), its venv's stamp is its own (``.standin/omni_ci``) until ``invoke setup.venv``
+writes CI's, and its GPU checks ask whatever ``nvidia-smi`` is on PATH (its fake, on a machine
+without a GPU).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from ..errors import OmnibenchError
 from ..gpu import query_memory_used
 from ..ports import port_holder, port_in_use
 from ..settings import Settings
+from ..standin import is_standin, omni_ci_home
 from .checkout import check_venv
 from .pins import load_pins, verify
 
@@ -60,34 +68,59 @@ def diagnose(settings: Settings, *, gpu_host: bool = True, checkout: bool = True
     return out
 
 
+STANDIN_NA = {  # check -> why the stand-in does not need it
+    "lscpu": "the stand-in's slots need it only with --slot-cpus rule; runs read no topology",
+    "docker": "the stand-in runs on this machine, without a container",
+    "model and data pins (REVISIONS_OK)": "the stand-in serves omnibench's local sets offline; it loads no pinned model",
+}
+FAKE_GPUS = "on a machine without a GPU: invoke standin --fake-gpus DIR, and put DIR first on PATH"
+
+
 def _all_checks(settings: Settings) -> list[Check]:
+    co = None
+    try:
+        co = check_checkout(settings)
+        found = Check("checkout and commit", True, f"{co.root} at {co.revision[:12]}" + (" (dirty)" if co.dirty.strip() else ""))
+    except OmnibenchError as exc:
+        found = Check("checkout and commit", False, exc.message, exc.hint)
+    standin = co is not None and is_standin(co.root)
     checks = [
         Check("python3", sys.version_info >= (3, 10), sys.version.split()[0],
               "" if sys.version_info >= (3, 10) else "use Python 3.10 or newer"),
         _tool("lscpu", settings.tools.lscpu, "install util-linux"),
         _tool("nvidia-smi", settings.tools.nvidia_smi, "install the NVIDIA driver tools (or run inside the container)"),
         _tool("docker", settings.tools.docker, "install Docker with the NVIDIA container runtime (host only)"),
+        found,
     ]
-    co = None
-    try:
-        co = check_checkout(settings)
-        checks.append(Check("checkout and commit", True, f"{co.root} at {co.revision[:12]}"
-                            + (" (dirty)" if co.dirty.strip() else "")))
-    except OmnibenchError as exc:
-        checks.append(Check("checkout and commit", False, exc.message, exc.hint))
     if co is not None:
-        checks.append(_guard("venv hash (VENV_OK)", "invoke setup.venv",
-                             lambda: check_venv(co.root, Path(settings.ci.omni_ci_home), settings.tools.bash)[:16]))
-    checks.append(_guard("model and data pins (REVISIONS_OK)", "invoke setup.download",
-                         lambda: f"{len(verify(load_pins(settings.host.pins_file or None), cache_dir=settings.host.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
+        checks.append(_guard("venv hash (VENV_OK)", "invoke setup.venv", lambda: _venv_hash(settings, co.root, standin)))
+    pins = "model and data pins (REVISIONS_OK)"
+    if standin:
+        checks.append(Check(pins, True, "not checked"))
+    else:
+        checks.append(_guard(pins, "invoke setup.download",
+                             lambda: f"{len(verify(load_pins(settings.host.pins_file or None), cache_dir=settings.host.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
     busy = port_in_use(settings.run.port)
     checks.append(Check(f"port {settings.run.port} free", not busy,
                         port_holder(settings.run.port) or "held" if busy else "free",
-                        "stop the server holding it, or set omnibench.port" if busy else ""))
+                        "stop the server holding it, or pass another --port" if busy else ""))
     checks.append(_guard("GPU memory free", "stop what holds the GPU (nvidia-smi), or set omnibench.gpus",
                          lambda: _gpu_memory(settings)))
-    checks.append(_cpu_set(settings))
+    checks.append(_cpu_set(settings, standin))
+    if standin:  # what the stand-in does not use is not needed, and says why
+        checks = [replace(k, needed=False, fix=STANDIN_NA[k.name]) if k.name in STANDIN_NA else k for k in checks]
+        checks = [replace(k, fix=FAKE_GPUS) if k.name in ("nvidia-smi", "GPU memory free") and not k.ok else k
+                  for k in checks]
     return checks
+
+
+def _venv_hash(settings: Settings, root: Path, standin: bool) -> str:
+    """VENV_OK against CI's ``omni_ci_home``; a stand-in without CI's stamp there has its own."""
+    home = Path(settings.ci.omni_ci_home)
+    if standin and not (home / ".deps-hash").is_file():
+        own = omni_ci_home(root)
+        return f"{check_venv(root, own, settings.tools.bash)[:16]} (the stand-in's own stamp, {own})"
+    return check_venv(root, home, settings.tools.bash)[:16]
 
 
 def _gpu_memory(settings: Settings) -> str:
@@ -99,8 +132,11 @@ def _gpu_memory(settings: Settings) -> str:
     return ", ".join(f"GPU {g}: {v} MiB" for g, v in used.items())
 
 
-def _cpu_set(settings: Settings) -> Check:
+def _cpu_set(settings: Settings, standin: bool = False) -> Check:
     wanted = set(settings.run.cpu_list())
+    if not wanted and standin:
+        return Check("CPU set (BENCH_CPUS)", True, "omnibench.cpus is empty: nothing is pinned", needed=False,
+                     fix="the stand-in's numbers measure the harness; set omnibench.cpus (invoke run --cpus) to pin")
     if not wanted:
         return Check("CPU set (BENCH_CPUS)", False, "omnibench.cpus is empty",
                      "invoke setup.cpus, then set omnibench.cpus to its BENCH_CPUS")

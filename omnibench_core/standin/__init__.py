@@ -4,12 +4,14 @@ run on CPU through omnibench's local server, clients and scorers (``invoke stand
 - :mod:`.repo` makes the repository (files, commits with a settings file each, the venv);
 - :mod:`.venv` makes its ``omni`` venv (also run by its ``prepare_omni_venv.sh``);
 - :mod:`.stages` writes its ten CI stage files; ``files/`` holds every other file it gets;
-- :mod:`.gpu` writes a fake ``nvidia-smi`` whose memory is in use while a stand-in server lives.
+- :mod:`.gpu` writes a fake ``nvidia-smi`` (:mod:`.nvidia_smi`) whose GPUs are in use while a
+  stand-in server lives on them (``invoke standin --fake-gpus DIR``).
 """
 
 from __future__ import annotations
 
 from .gpu import write_fake_nvidia_smi
-from .repo import Standin, StandinSpec, history_text, make_standin
+from .repo import Standin, StandinSpec, history_text, is_standin, make_standin, omni_ci_home, try_it
 
-__all__ = ["Standin", "StandinSpec", "history_text", "make_standin", "write_fake_nvidia_smi"]
+__all__ = ["Standin", "StandinSpec", "history_text", "is_standin", "make_standin", "omni_ci_home", "try_it",
+           "write_fake_nvidia_smi"]

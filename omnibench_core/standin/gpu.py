@@ -1,46 +1,34 @@
-"""A fake ``nvidia-smi`` for a stand-in: memory is in use exactly while a stand-in server lives.
-
-Each ``sgl-omni serve`` leaves ``<checkout>/.standin/gpu/<pid>.pid`` and then becomes the server
-(same pid), so the GPU_FREE gate sees memory drop only after the server really stopped.
-"""
+"""Write the stand-in's fake ``nvidia-smi`` (:mod:`.nvidia_smi`): a small launcher that runs it
+with the stand-in's state folder, its number of GPUs and a call log next to it."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
-SCRIPT = '''\
-#!{python}
-import os, pathlib, sys
-STATE = pathlib.Path({state!r})
-with open(pathlib.Path(__file__).with_name("calls.log"), "a") as log:
-    log.write(" ".join(sys.argv[1:]) + "\\n")
+from . import nvidia_smi
 
-def alive(pid):
-    try:
-        with open(f"/proc/{{pid}}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-live = [p for p in STATE.glob("*.pid") if alive(p.stem)] if STATE.is_dir() else []
-used = {busy} * len(live) + {idle}
-if "--query-gpu=memory.used" in sys.argv:
-    ids = sys.argv[sys.argv.index("-i") + 1].split(",") if "-i" in sys.argv else ["0"]
-    for _ in ids:
-        print(used)
-elif any(a.startswith("--query-gpu=") for a in sys.argv):
-    print("0, Stand-in GPU, 0.0, 143771 MiB, 00000000:00:00.0")
-else:
-    sys.exit(6)
-'''
+DEFAULT_GPUS = 2  # a pair, as the runbook's host: `--slot-per pair` gets one slot
+STATE = (".standin", "gpu")  # under the stand-in's root: one pid file per live server
 
 
-def write_fake_nvidia_smi(folder: Path, checkout: Path, *, busy_mib: int = 20000, idle_mib: int = 300) -> Path:
-    """``folder/nvidia-smi`` reporting ``busy_mib`` per live stand-in server of ``checkout``, plus ``idle_mib``."""
+def state_dir(checkout: Path) -> Path:
+    """Where the servers of ``checkout`` (and of its git worktrees) leave their pid files."""
+    return Path(checkout).resolve().joinpath(*STATE)
+
+
+def write_fake_nvidia_smi(folder: Path, checkout: Path, *, gpus: int = DEFAULT_GPUS, busy_mib: int = 20000,
+                          idle_mib: int = 300) -> Path:
+    """``folder/nvidia-smi``: ``gpus`` fake GPUs, each using ``busy_mib`` per live stand-in server of
+    ``checkout`` on it plus ``idle_mib``; every call is logged to ``folder/calls.log``."""
+    folder = Path(folder).expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
-    script.write_text(SCRIPT.format(python=sys.executable, state=str(checkout.resolve() / ".standin" / "gpu"),
-                                    busy=busy_mib, idle=idle_mib))
+    argv = [sys.executable, nvidia_smi.__file__, "--standin-state", str(state_dir(checkout)), "--standin-gpus", str(gpus),
+            "--standin-busy-mib", str(busy_mib), "--standin-idle-mib", str(idle_mib),
+            "--standin-log", str(folder / "calls.log")]
+    # exec: the caller's timeout and process-group kill reach the python that answers
+    script.write_text(f"#!/bin/sh\n# omnibench standin's fake nvidia-smi for {checkout}\nexec {shlex.join(argv)} \"$@\"\n")
     script.chmod(0o755)
     return script

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -11,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
+from ..setup.checkout import build_venv
+from .gpu import DEFAULT_GPUS, write_fake_nvidia_smi
 from .stages import KINDS, stage_files
-from .venv import make_venv
 
 FILES = Path(__file__).with_name("files")
 SETTINGS_FILE = "standin.json"
+STATE = ".standin"  # ignored by git: the base python, the venv's OMNI_CI_HOME, the servers' pid files
 UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
 
 
@@ -53,11 +56,17 @@ class Standin:
     root: Path
     commits: tuple[str, ...]
     spec: StandinSpec
+    fake_gpus: Path | None = None  # the folder of its fake nvidia-smi, when one was written
 
     @property
     def venv(self) -> Path:
         """The ``omni`` venv."""
         return self.root / "omni"
+
+    @property
+    def omni_ci_home(self) -> Path:
+        """The ``OMNI_CI_HOME`` its venv was built with (holds ``.deps-hash``, so VENV_OK holds)."""
+        return omni_ci_home(self.root)
 
     @property
     def head(self) -> str:
@@ -97,10 +106,24 @@ def _message(spec: StandinSpec, index: int) -> str:
     return f"{what}: " + ("; ".join(planted) + " (planted regression)" if planted else "no regression")
 
 
-def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git") -> Standin:
-    """Make the stand-in at ``out`` (which must not exist or be empty) and return it."""
+def is_standin(root: Path) -> bool:
+    """Whether ``root`` is a stand-in checkout (or a worktree of one): its package and settings file."""
+    return (root / SETTINGS_FILE).is_file() and (root / "sglang_omni_standin" / "cli.py").is_file()
+
+
+def omni_ci_home(root: Path) -> Path:
+    """The stand-in's own ``OMNI_CI_HOME``, under its ignored state folder."""
+    return root / STATE / "omni_ci"
+
+
+def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git", bash: str = "bash",
+                 fake_gpus: Path | None = None, gpus: int = DEFAULT_GPUS) -> Standin:
+    """Make the stand-in at ``out`` (which must not exist or be empty) and return it; with
+    ``fake_gpus``, also a fake ``nvidia-smi`` of ``gpus`` GPUs in that folder for its servers."""
     spec = spec or StandinSpec()
     spec.check()
+    if gpus < 1:
+        raise SettingsError(f"--fake-gpu-count must be at least 1, not {gpus}", hint="e.g. --fake-gpu-count 2 (a pair)")
     out = Path(out).expanduser().resolve()
     if out.exists() and any(out.iterdir()):
         raise SettingsError(f"{out} exists and is not empty", hint="choose a new --out, or remove it")
@@ -113,18 +136,37 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
         _git(out, "add", "-A", git=git)
         _git(out, "commit", "-q", "--allow-empty", "-m", _message(spec, index), git=git)
         commits.append(_git(out, "rev-parse", "HEAD", git=git))
-    state = out / ".standin"
+    state = out / STATE
     state.mkdir(exist_ok=True)
     (state / "base-python").write_text(sys.executable + "\n")  # prepare_omni_venv.sh rebuilds with it
-    make_venv(out, "omni")
-    return Standin(out, tuple(commits), spec)
+    # the venv through its own prepare_omni_venv.sh, as CI builds one: the script is tried, VENV_OK holds
+    build_venv(out, omni_ci_home(out), bash=bash, log=state / "prepare_omni_venv.log")
+    if fake_gpus is not None:
+        fake_gpus = write_fake_nvidia_smi(Path(fake_gpus), out, gpus=gpus).parent
+    return Standin(out, tuple(commits), spec, fake_gpus)
 
 
-def history_text(made: Standin, spec: StandinSpec) -> str:
-    """What ``invoke standin`` prints: each commit with its planted settings, then how to use it."""
+def try_it(made: Standin) -> str:
+    """The command ``invoke standin`` offers (run from omnibench's root): a quick One run on the
+    stand-in, with its fake nvidia-smi first on PATH when it has one."""
+    path = f"PATH={shlex.quote(str(made.fake_gpus))}:$PATH " if made.fake_gpus else ""
+    return (f"{path}invoke run --target sglang-omni --checkout {shlex.quote(str(made.root))} --workload videoamme "
+            "--workload seedtts --opt videoamme.max_samples=2 --opt seedtts.max_samples=2")
+
+
+def history_text(made: Standin, spec: StandinSpec, *, nvidia_smi: str = "nvidia-smi") -> str:
+    """What ``invoke standin`` prints: each commit with its planted settings, then how to use it.
+    Without a fake and without ``nvidia_smi`` on PATH it says the target needs one, and how."""
     from ..report import table
 
     rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
             for i, sha in enumerate(made.commits, start=1))
-    return (table(rows, ("commit", "sha", "delay_ms", "failing CI stage")) + f"\nSTANDIN_OK {made.root}\n"
-            f"try it: invoke run --target sglang-omni --checkout {made.root} --workload videoamme --workload seedtts")
+    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage")), f"STANDIN_OK {made.root}"]
+    if made.fake_gpus:
+        lines.append(f"fake nvidia-smi: {made.fake_gpus / 'nvidia-smi'} (memory in use while a stand-in server lives)")
+    elif shutil.which(nvidia_smi) is None:
+        lines.append(f"note: no {nvidia_smi} on PATH, and the sglang-omni target asks it for GPU memory (GPU_FREE): "
+                     "on a machine without a GPU make the stand-in with --fake-gpus DIR, and its fake goes first on PATH")
+    lines.append(f"try it: {try_it(made)}")
+    lines.append("  (from omnibench's folder; 2 samples a workload: leave out the --opt flags for the whole local sets)")
+    return "\n".join(lines)

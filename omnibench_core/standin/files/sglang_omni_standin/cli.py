@@ -6,6 +6,11 @@ as sglang-omni does (``SGLANG_OMNI_STRICT_PORT=1``: a taken port is an error; ot
 a free one and says so), then replaces itself with omnibench's local server, so the process the
 caller started is the server. This commit's ``standin.json`` may add per-request latency
 (``delay_ms``, passed on as the local server's ``--delay-ms``).
+
+One model is the stand-in's own: ``--model-path selftest`` (what omnibench's selftest workload
+asks for with ``selftest.serve_with_target=true``) becomes omnibench's selftest server instead,
+with the same ``delay_ms``, and ``--delay SECONDS`` is its loading time (the port stays closed
+that long). Any other model with ``--delay`` is refused: sglang-omni has no such flag.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ import socket
 import sys
 from pathlib import Path
 
-from sglang_omni_standin import ROOT, settings
+from sglang_omni_standin import ROOT, main_root, settings
 
-GPU_STATE = ROOT / ".standin" / "gpu"  # one file per live server: the fake nvidia-smi reads them
+# one file per live server, in the stand-in's own checkout (also for a worktree): the fake nvidia-smi reads them
+GPU_STATE = main_root(ROOT) / ".standin" / "gpu"
+SELFTEST = "selftest"  # omnibench's selftest workload's model path (omnibench_core.testing.NAME)
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -55,7 +62,11 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     serve.add_argument("--host", default="127.0.0.1", help="the stand-in binds loopback unless told otherwise")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--text-only", action="store_true", help="accepted as CI's text stages pass it")
+    serve.add_argument("--delay", type=float, default=None,
+                       help=f"--model-path {SELFTEST} only: seconds its server loads with the port closed")
     args, rest = parser.parse_known_args(argv)
+    if args.delay is not None and args.model_path != SELFTEST:
+        parser.error(f"--delay is the {SELFTEST} model's loading time; sglang-omni has no such flag")
     engine = []
     i = 0
     while i < len(rest):  # --thinker.x VALUE / --talker.x=VALUE pairs, nothing else
@@ -72,7 +83,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float) -> list[str]:
-    """The local server's argv for these flags."""
+    """The server's argv for these flags: the selftest server for ``--model-path selftest``, else the local server."""
+    if args.model_path == SELFTEST:
+        argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--host", args.host, "--port", str(port)]
+        if args.delay is not None:
+            argv += ["--delay", f"{args.delay:g}"]
+        return argv + (["--delay-ms", f"{delay_ms:g}"] if delay_ms else [])
     argv = [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", args.model_path,
             "--model-name", args.model_name or args.model_path, "--host", args.host, "--port", str(port), *engine]
     if delay_ms:
@@ -99,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sgl-omni (stand-in) serving {args.model_name or args.model_path} on {args.host}:{port}: "
           f"{' '.join(full)}", flush=True)
     GPU_STATE.mkdir(parents=True, exist_ok=True)
+    for old in GPU_STATE.glob("*.pid"):  # servers long gone: their files only slow the fake down
+        if old.stem.isdigit() and not Path(f"/proc/{old.stem}").exists():
+            old.unlink(missing_ok=True)
     # exec keeps this pid, so the fake nvidia-smi sees memory in use exactly while the server lives
     (GPU_STATE / f"{os.getpid()}.pid").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", "0") + "\n")
     os.execv(sys.executable, full)

@@ -1,0 +1,89 @@
+"""A/B experiments (``invoke ab``): two sides measured round by round on one host, judged on the
+rounds' paired values. ``record`` owns the A/B file, ``execute`` runs the schedule, ``analysis``
+judges it, ``writing`` publishes ab.md and ab.json; :func:`ab` and :func:`ab_text` are the front
+door the task calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SettingsError
+from ..report import table
+from ..scale.commands import host_slots
+from ..scale.slots import HostSlot
+from ..settings import Settings
+from .analysis import HEADERS, Analysis, analyse, rows
+from .execute import Request, on_slot, request_from, run_ab
+from .record import Design, Experiment
+from .writing import write_result
+
+__all__ = ["DESIGN_WORDS", "Done", "Request", "ab", "ab_text", "design_for", "request_from", "slots_for"]
+DESIGN_WORDS = ("auto", *(d.value for d in Design))
+
+
+@dataclass(frozen=True)
+class Done:
+    """An A/B experiment measured and judged."""
+
+    record: Path
+    experiment: Experiment
+    analysis: Analysis
+    markdown: Path
+    json: Path
+
+
+def slots_for(settings: Settings, design: str, slots: str, slot_per: str, slot_cpus: str,
+              progress: Callable[[str], None] = print) -> list[HostSlot]:
+    """The slots an experiment runs on: none given, the settings' own port, GPUs and CPUs; else
+    this host's slots from ``--slots`` (two for a duet)."""
+    if design not in DESIGN_WORDS:
+        raise SettingsError(f"unknown --design {design!r}", hint=f"use {', '.join(DESIGN_WORDS)}")
+    if not slots:
+        if design == Design.DUET.value:
+            raise SettingsError("the duet design needs two slots, and --slots names none",
+                                hint="pass --slots with two ids (GPUs on sglang-omni; any two ids on local, e.g. "
+                                     "--slots 0,1), or --design interleaved on one slot")
+        return []
+    planned = host_slots(settings, slots, slot_per, slot_cpus, progress)
+    if design == Design.DUET.value and len(planned) < 2:
+        raise SettingsError(f"the duet design needs two slots; --slots {slots} makes {len(planned)}",
+                            hint="name two GPUs (or two pairs with --slot-per pair), or --design interleaved")
+    if len(planned) > 2:
+        raise SettingsError(f"an A/B runs on at most two slots; --slots {slots} makes {len(planned)}",
+                            hint="name two slots")
+    return planned
+
+
+def design_for(design: str, slots: list[HostSlot]) -> str:
+    """``auto``: a duet when two slots are given, else interleaved."""
+    if design == "auto":
+        return Design.DUET.value if len(slots) == 2 else Design.INTERLEAVED.value
+    return design
+
+
+def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float, slots: list[HostSlot] | None = None,
+       progress: Callable[[str], None] = print) -> Done:
+    """Measure (or resume) the experiment, then judge and publish it."""
+    slots = slots or []
+    if request.identity.design is not Design.DUET and slots:
+        settings = on_slot(settings, slots[0])  # one slot: every run on it
+    path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
+                              progress=progress)
+    analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
+    md, js = write_result(experiment, analysis, path)
+    return Done(path, experiment, analysis, md, js)
+
+
+def ab_text(done: Done) -> str:
+    """What ``invoke ab`` prints."""
+    a = done.analysis
+    lines = [f"A/B {a.name}: {a.design}, rounds {', '.join(map(str, a.rounds))}; A runs {', '.join(a.runs['A'])}; "
+             f"B runs {', '.join(a.runs['B'])}",
+             table(rows(a), HEADERS)]
+    lines += [f"note: {n}" for n in a.not_compared]
+    lines += [f"NOISY: {n}" for n in a.noisy]
+    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in a.counts().items()))
+    lines += [f"result: {done.markdown}", f"result data: {done.json}", f"record: {done.record}"]
+    return "\n".join(lines)

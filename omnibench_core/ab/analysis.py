@@ -1,0 +1,124 @@
+"""An A/B experiment's verdicts: per metric the rounds' paired values (B's run and A's run of the
+same round), judged by the verdict code every comparison uses (``campaign.verdict``), with the
+noise guard's findings for the runs each verdict rests on."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..campaign import metrics as meta
+from ..campaign import verdict
+from ..campaign.summary import noisy_runs
+from ..errors import OmnibenchError
+from ..jsonio import read_json
+from .record import Experiment, runs_of
+
+
+class NotEnoughRounds(OmnibenchError):
+    """Fewer than two rounds have a complete run on both sides."""
+
+
+@dataclass(frozen=True)
+class RoundValues:
+    """One metric's value in each round, on each side (None: not a number in that run)."""
+
+    metric: str
+    rounds: tuple[int, ...]
+    a: tuple[Any, ...]
+    b: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The experiment's verdicts and what they rest on."""
+
+    name: str
+    design: str
+    rounds: tuple[int, ...]  # the rounds with a complete run on both sides
+    runs: Mapping[str, tuple[str, ...]]  # side -> "revision/runN" in round order
+    values: tuple[RoundValues, ...]
+    verdicts: tuple[verdict.MetricVerdict, ...]
+    not_compared: tuple[str, ...]  # "metric: why" for values that are not finite numbers
+    noisy: tuple[str, ...]  # "A round 2 (run3) was noisy: ..." for each noisy timed window
+    alpha: float
+    min_effect: float
+
+    def counts(self) -> dict[str, int]:
+        """How many metrics got each verdict."""
+        out: dict[str, int] = {}
+        for v in self.verdicts:
+            out[v.verdict.value] = out.get(v.verdict.value, 0) + 1
+        return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _metrics(run_dir: Path) -> Mapping[str, Any]:
+    try:
+        doc = read_json(run_dir / "metrics.json")
+    except (OSError, ValueError) as exc:
+        raise OmnibenchError(f"cannot read {run_dir / 'metrics.json'}: {exc}",
+                             hint="repeat the A/B command: a run whose files are gone is measured again") from exc
+    metrics = doc.get("metrics") if isinstance(doc, dict) else None
+    if not isinstance(metrics, dict):
+        raise OmnibenchError(f"{run_dir / 'metrics.json'} has no metrics object", hint="repeat that run")
+    return metrics
+
+
+def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdict.ALPHA,
+            min_effect: float = verdict.MIN_EFFECT) -> Analysis:
+    """Judge B against A over the rounds where both sides have a complete run (paired)."""
+    a_runs = {at.round: at for at in runs_of(experiment, "A")}
+    b_runs = {at.round: at for at in runs_of(experiment, "B")}
+    rounds = tuple(sorted(set(a_runs) & set(b_runs)))
+    if len(rounds) < 2:
+        raise NotEnoughRounds(f"only {len(rounds)} round(s) have a complete run on both sides; a verdict needs 2",
+                              hint="repeat the A/B command to measure the missing rounds")
+    dirs = {side: [results_root / runs[r].revision / runs[r].run for r in rounds]
+            for side, runs in (("A", a_runs), ("B", b_runs))}
+    docs = {side: [_metrics(d) for d in ds] for side, ds in dirs.items()}
+    names = [k for k in docs["A"][0] if all(k in m for m in docs["A"] + docs["B"])]
+    values, samples, not_compared = [], [], []
+    for name in names:
+        a = tuple(m[name] for m in docs["A"])
+        b = tuple(m[name] for m in docs["B"])
+        values.append(RoundValues(name, rounds, a, b))
+        if all(_number(v) for v in a + b):
+            samples.append(verdict.Samples(name, meta.direction(name), tuple(map(float, a)), tuple(map(float, b))))
+        else:
+            bad = next(v for v in a + b if not _number(v))
+            not_compared.append(f"{name}: a value is not a finite number ({bad!r}); it gets no verdict")
+    noisy = []
+    for side, ds in dirs.items():
+        for r, d in zip(rounds, ds, strict=True):
+            noisy += [f"{side} round {r}: {line}" for line in noisy_runs([d])]
+    return Analysis(experiment.name, experiment.identity.design.value, rounds,
+                    {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
+                    verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
+                    tuple(not_compared), tuple(noisy), alpha, min_effect)
+
+
+def rows(analysis: Analysis) -> list[list[str]]:
+    """The console and Markdown table: metric, direction, A and B by round, change, interval, verdict."""
+    by_name = {v.metric: v for v in analysis.values}
+    out = []
+    for v in analysis.verdicts:
+        vals = by_name[v.metric]
+        out.append([v.metric, v.direction, ", ".join(f"{x:.6g}" for x in vals.a), ", ".join(f"{x:.6g}" for x in vals.b),
+                    verdict.change_text(v.change, v.relative), verdict.interval_text(v.low, v.high, v.relative, v.method),
+                    f"{v.level:.3g}", v.verdict.value.upper() if v.verdict.value in ("better", "worse") else v.verdict.value])
+    return out
+
+
+HEADERS = ("metric", "better", "A by round", "B by round", "change", "interval", "held to", "verdict")
+
+
+def explanations(analysis: Analysis) -> Sequence[str]:
+    """One line per metric with a better side: why its verdict is what it is."""
+    return [f"{v.metric}: {v.verdict.value}: {v.why}" for v in analysis.verdicts if v.direction != "context"]

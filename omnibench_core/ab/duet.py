@@ -1,0 +1,163 @@
+"""A duet round: both sides' runs at the same time, one per slot, each in its own worker process;
+their timed windows are released together once both servers are READY (a barrier per timed
+step), so whatever else the host does hits both sides alike.
+
+Ctrl-C or SIGTERM of the driver goes to both workers once (each stops its servers and moves its
+run aside), then the interrupt is raised here. A worker that ends early (a failed gate) releases
+its partner, whose later windows then run alone; the attempt says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Terminated
+from ..jsonio import read_json, write_json
+from ..runner import sigterm_as_exception
+from .worker import BARRIER, Spec
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class _Worker:
+    side: str
+    proc: subprocess.Popen[str]
+    out: Path
+    waiting: str = ""  # the step it waits at, "" when running
+    steps: list[str] = field(default_factory=list)  # the timed steps it was released into
+    alone: bool = False  # released into a step without its partner
+    reader: threading.Thread | None = None
+
+
+@dataclass(frozen=True)
+class SideOutcome:
+    """What one side's worker reported."""
+
+    side: str
+    status: str  # complete, generated, incomplete, failed, interrupted, not-ready, error, lost
+    run_dir: str
+    error: str
+    moved_to: str
+    alone: bool
+    rendered: str = ""
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """Both sides' outcomes; ``interrupted``: Ctrl-C or SIGTERM reached the driver during the round."""
+
+    sides: Mapping[str, SideOutcome]
+    interrupted: bool
+
+
+def run_pair(specs: Mapping[str, Spec], *, progress: Callable[[str], None], labels: Mapping[str, str],
+             python: str = sys.executable, grace_s: float = 60.0) -> PairOutcome:
+    """Run the sides' specs at once and wait for both. On Ctrl-C or SIGTERM each worker gets one
+    SIGINT (it stops its servers and moves its run aside) and the outcomes say so."""
+    with tempfile.TemporaryDirectory(prefix="omnibench-duet-") as tmp:
+        workers = [_start(side, spec, Path(tmp), python, progress, labels[side]) for side, spec in specs.items()]
+        interrupted = False
+        with sigterm_as_exception():
+            try:
+                _barrier_loop(workers, progress)
+            except (KeyboardInterrupt, Terminated):
+                interrupted = True
+                _stop(workers, grace_s)
+        return PairOutcome({w.side: _outcome(w) for w in workers}, interrupted)
+
+
+def _start(side: str, spec: Spec, tmp: Path, python: str, progress: Callable[[str], None], label: str) -> _Worker:
+    spec_file, out = tmp / f"{side}.json", tmp / f"{side}.out.json"
+    write_json(spec_file, spec.as_dict())
+    proc = subprocess.Popen([python, "-m", "omnibench_core.ab.worker", str(spec_file), str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True,  # the driver alone forwards Ctrl-C, once
+                            preexec_fn=_die_with_parent)
+    worker = _Worker(side, proc, out)
+
+    def forward() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith(BARRIER):
+                worker.waiting = line[len(BARRIER):]
+                continue
+            try:
+                progress(f"[{label}] {line}")
+            except (BrokenPipeError, ValueError):
+                pass
+
+    worker.reader = threading.Thread(target=forward, daemon=True, name=f"duet-{side}")
+    worker.reader.start()
+    return worker
+
+
+def _release(worker: _Worker, alone: bool) -> None:
+    worker.steps.append(worker.waiting)
+    worker.alone = worker.alone or alone
+    worker.waiting = ""
+    try:
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write("go\n")
+        worker.proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None]) -> None:
+    """Release waiting workers: together when both wait at the same step, alone when the other
+    has ended; until both ended."""
+    while any(w.proc.poll() is None for w in workers):
+        live = [w for w in workers if w.proc.poll() is None]
+        waiting = [w for w in live if w.waiting]
+        if waiting and len(waiting) == len(live):
+            steps = {w.waiting for w in waiting}
+            together = len(live) == len(workers) and len(steps) == 1
+            if not together and len(steps) > 1:
+                progress(f"duet: the sides wait at different steps ({', '.join(sorted(steps))}); released apart")
+            for w in waiting:
+                _release(w, alone=not together)
+        time.sleep(0.02)
+
+
+def _stop(workers: Sequence[_Worker], grace_s: float) -> None:
+    """SIGINT to every worker once (each stops its servers), then SIGTERM, then SIGKILL."""
+    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        alive = [w for w in workers if w.proc.poll() is None]
+        for w in alive:
+            w.proc.send_signal(sig)
+        deadline = time.monotonic() + wait
+        while any(w.proc.poll() is None for w in alive) and time.monotonic() < deadline:
+            try:
+                time.sleep(0.05)
+            except KeyboardInterrupt:  # a second Ctrl-C: go on to the next signal at once
+                break
+
+
+def _outcome(w: _Worker) -> SideOutcome:
+    if w.reader is not None:
+        w.reader.join(timeout=5)
+    try:
+        data: dict[str, Any] = read_json(w.out)
+    except (OSError, ValueError):
+        return SideOutcome(w.side, "lost", "", f"the worker ended with {w.proc.returncode} and no outcome", "", w.alone)
+    return SideOutcome(w.side, str(data.get("status", "lost")), str(data.get("run_dir", "")),
+                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone, str(data.get("rendered", "")))

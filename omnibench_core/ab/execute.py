@@ -1,0 +1,395 @@
+"""``invoke ab``: one A/B experiment, resumed by the same command.
+
+Each side first does its warm-up run0; then every round measures each side once, with a fresh
+server per workload per run and every gate, exactly as ``invoke run`` does. The schedule (the
+design, its seed, which side runs when) is fixed when the experiment is made and kept in the
+record, so a resumed experiment runs what is left of the same schedule. A run that misses a gate
+or a coverage rule is tried again inside its round; with deferred scoring each side's runs are
+generated first and scored together afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import api
+from ..campaign.progress import CampaignProgress
+from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed, Terminated
+from ..jsonio import read_json
+from ..records import PHASES, Phase
+from ..scale import revisions
+from ..scale.slots import HostSlot, check_free
+from ..settings import Settings, format_cpu_list
+from . import duet, record
+from .record import Attempt, AttemptStatus, Design, Experiment, ExperimentStatus, Identity, Side, Slot
+from .worker import Spec
+
+# Where a run is and what it holds is the experiment's to decide, not a side's.
+NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
+
+
+class ExperimentStopped(OmnibenchError):
+    """A scheduled run missed its gates or coverage more often than ``--retries`` allows."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``invoke ab`` was asked, checked."""
+
+    identity: Identity
+    retries: int
+    scoring: str
+    name: str = ""
+
+    @property
+    def experiment_name(self) -> str:
+        """The given name, or one made from the whole identity."""
+        return self.name or self.identity.default_name()
+
+
+def parse_sets(pairs: Sequence[str], flag: str) -> tuple[tuple[str, str], ...]:
+    """``NAME=VALUE`` settings of one side, checked against the settings omnibench has."""
+    known = Settings.keys()
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SettingsError(f"{flag} {pair!r} is not NAME=VALUE", hint=f"e.g. {flag} local_delay_ms=40")
+        if name not in known:
+            raise SettingsError(f"{flag} {pair!r}: unknown setting {name!r}",
+                                hint=f"known settings: {', '.join(sorted(known))}")
+        if name in NOT_PER_SIDE:
+            raise SettingsError(f"{flag} {pair!r}: {name} is the experiment's, not a side's",
+                                hint=f"set it once for both sides (--{name.replace('_', '-')})")
+        if name in out:
+            raise SettingsError(f"{flag} sets {name} twice", hint="give each setting once")
+        out[name] = value.strip()
+    return tuple(sorted(out.items()))
+
+
+def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequence[str] = (),
+                 b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
+                 options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
+                 rounds: int = 3, seed: int = 0, retries: int = 2, scoring: str = "deferred", aa: bool = False,
+                 name: str = "", a_rev: str = "", b_rev: str = "") -> Request:
+    """The experiment's request, checked before anything starts."""
+    if not workloads:
+        raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
+    try:
+        chosen = Design(design)
+    except ValueError:
+        raise SettingsError(f"unknown --design {design!r}",
+                            hint=f"use {' or '.join(d.value for d in Design)}") from None
+    if rounds < 2:
+        raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
+                            hint="use --rounds 3 or more")
+    if retries < 0:
+        raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
+    if scoring not in SCORINGS:
+        raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
+    revs = sides_revisions(settings, a_rev, b_rev)
+    a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
+    b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])
+    for side in (a, b):
+        side_settings(settings, side)  # a bad value is refused now, not after side A's runs
+    if (a.options, a.sets, a.revision) == (b.options, b.sets, b.revision) and not aa:
+        raise SettingsError("both sides are the same (the same revision, options and settings): that is an A/A "
+                            "experiment",
+                            hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
+                                 "measure the noise of identical sides on purpose")
+    flat = settings.flat()
+    shared = tuple((k, str(flat[k])) for k in RESULT_SETTINGS if k not in SLOT_SETTINGS)
+    identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
+    return Request(identity, retries, scoring, name)
+
+
+def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, str]:
+    """Both sides' revisions as full commits of the checkout, or ``("", "")`` for none."""
+    if not (a_rev or b_rev):
+        return "", ""
+    if settings.run.target == "local":
+        raise SettingsError("the local target measures omnibench's own commit; --a-rev and --b-rev do not apply",
+                            hint="use --target sglang-omni --checkout PATH to compare commits of a checkout, or "
+                                 "--a-set/--b-set and --a-opt/--b-opt on the local target")
+    if not (a_rev and b_rev):
+        raise SettingsError(f"only side {'A' if a_rev else 'B'} names a revision",
+                            hint="name both: --a-rev BASE_REVISION --b-rev NEW_REVISION")
+    checkout = Path(settings.run.checkout).expanduser()
+    a, b = (revisions.resolve(checkout, rev, settings.tools.git)[0] for rev in (a_rev, b_rev))
+    return a, b
+
+
+def side_settings(settings: Settings, side: Side) -> Settings:
+    """The shared settings with the side's on top."""
+    return Settings.from_mapping({**settings.flat(), **dict(side.sets)})
+
+
+def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = (),
+           progress: Callable[[str], None] = print) -> tuple[Path, Experiment]:
+    """Run (or continue) the experiment; raises ExperimentStopped, RunInterrupted or a setup error.
+    ``slots``: the two slots of a duet (where a slot is not part of the experiment's identity)."""
+    if request.identity.design is Design.DUET and len(slots) != 2:
+        raise SettingsError(f"the duet design needs two slots, {len(slots)} given",
+                            hint="pass two with --slots (e.g. --slots 0,1), or --design interleaved on one slot")
+    path = record.experiment_path(settings.run.results_root, request.experiment_name)
+    ident = request.identity
+    if path.exists():
+        experiment = record.load(path)
+        diffs = record.identity_differences(experiment.identity, ident)
+        if diffs:
+            raise SettingsError(f"A/B experiment {experiment.name!r} measured something else",
+                                evidence={"differences": "\n".join(diffs), "record": str(path)},
+                                hint="repeat its own command, or pass --name for a new experiment")
+        experiment = replace(experiment, retries=request.retries, status=ExperimentStatus.RUNNING, reason="")
+        if experiment.scoring != request.scoring and _any(experiment, AttemptStatus.GENERATED):
+            raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
+                                f"--scoring {request.scoring} would leave them unscored",
+                                hint=f"repeat with --scoring {experiment.scoring}")
+        experiment = replace(experiment, scoring=request.scoring)
+    else:
+        experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
+                                record.schedule(ident.design, ident.rounds, ident.seed))
+    experiment = record.save(path, experiment)
+    return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
+
+
+def _any(experiment: Experiment, status: AttemptStatus) -> bool:
+    return any((a := experiment.latest(s)) is not None and a.status is status for s in experiment.order)
+
+
+class _Driver:
+    def __init__(self, settings: Settings, path: Path, experiment: Experiment, progress: Callable[[str], None],
+                 slots: tuple[HostSlot, ...] = ()):
+        self.path, self.experiment, self.slots = path, experiment, slots
+        self.sides = {s.label: _prepared(side_settings(settings, s), s, progress)
+                      for s in (experiment.identity.a, experiment.identity.b)}
+        done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
+        self.progress = CampaignProgress(progress, len(experiment.order), done)
+
+    def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
+        if attempt is not None:
+            self.experiment = self.experiment.with_attempt(attempt)
+        self.experiment = record.save(self.path, replace(self.experiment, **changes))
+
+    def side(self, label: str) -> Side:
+        ident = self.experiment.identity
+        return ident.a if label == "A" else ident.b
+
+    def _run_status(self, attempt: Attempt) -> str:
+        """What the run's own manifest says now ("" when it is gone)."""
+        settings = self.sides[attempt.side]
+        try:
+            return str(read_json(settings.run.results_root / attempt.revision / attempt.run / "manifest.json")
+                       .get("status", ""))
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def _done(self, slot: Slot) -> bool:
+        last = self.experiment.latest(slot)
+        if last is None or not last.run:
+            return False
+        wanted = {AttemptStatus.COMPLETE} | ({AttemptStatus.GENERATED} if self.experiment.scoring == "deferred" else set())
+        return last.status in wanted and self._run_status(last) == last.status.value
+
+    def go(self) -> Experiment:
+        e = self.experiment
+        ident = e.identity
+        with self.progress:
+            self.progress.say(f"A/B {e.name}: {ident.design.value}, {ident.rounds} rounds (seed {ident.seed}) of "
+                              f"{', '.join(ident.workloads)}; A: {ident.a.describe()}; B: {ident.b.describe()}; "
+                              f"record {self.path}")
+            try:
+                if ident.design is Design.DUET:
+                    for r in range(ident.rounds + 1):
+                        self._fill_duet(r)
+                else:
+                    for k, slot in enumerate(e.order, start=1):
+                        self._fill(k, slot)
+                if self.experiment.scoring == "deferred":
+                    self._score_generated()
+                missing = [f"{s.side}{s.round}" for s in e.order if not self._complete(s)]
+                if missing:
+                    raise ExperimentStopped(f"runs {', '.join(missing)} did not complete in scoring",
+                                            evidence={"record": str(self.path)},
+                                            hint="repeat the command: the missing runs are measured again")
+            except (KeyboardInterrupt, Terminated) as exc:  # between runs: the same as during one
+                self.save(status=ExperimentStatus.INTERRUPTED, reason="interrupted between runs")
+                self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
+                raise RunInterrupted("interrupted between runs", hint="repeat the same command to resume") from exc
+            except RunInterrupted as exc:
+                self.save(status=ExperimentStatus.INTERRUPTED, reason=exc.message)
+                self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
+                raise
+            except ExperimentStopped as exc:
+                self.save(status=ExperimentStatus.STOPPED, reason=exc.message)
+                raise
+            self.save(status=ExperimentStatus.COMPLETE, reason="")
+            self.progress.say(f"A/B experiment complete: {ident.rounds} rounds a side")
+        return self.experiment
+
+    def _complete(self, slot: Slot) -> bool:
+        last = self.experiment.latest(slot)
+        return last is not None and last.status is AttemptStatus.COMPLETE and self._run_status(last) == "complete"
+
+    def _check_retries(self, slot: Slot, label: str) -> None:
+        if self.experiment.failures(slot) > self.experiment.retries:
+            errors = [f"{a.run or '-'}: {a.status.value}: {a.error}" for a in self.experiment.attempts
+                      if (a.side, a.round) == (slot.side, slot.round)]
+            raise ExperimentStopped(f"{label} missed its gates or coverage {self.experiment.failures(slot)} "
+                                    f"times; --retries {self.experiment.retries} is spent",
+                                    evidence={"attempts": "\n".join(errors), "record": str(self.path)},
+                                    hint="fix the cause, then repeat the command (complete runs are kept)")
+
+    def _fill(self, k: int, slot: Slot) -> None:
+        label = _label(slot)
+        while not self._done(slot):
+            self._check_retries(slot, label)
+            self._attempt(k, slot, label)
+
+    # -- the duet --------------------------------------------------------------------------
+    def _fill_duet(self, r: int) -> None:
+        """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone."""
+        while True:
+            pending = [s for s in (Slot("A", r), Slot("B", r)) if not self._done(s)]
+            if not pending:
+                return
+            for slot in pending:
+                self._check_retries(slot, _label(slot))
+            self._duet_attempt(r, pending)
+
+    def _duet_attempt(self, r: int, pending: list[Slot]) -> None:
+        e = self.experiment
+        placed = {s.side: self.slots[record.duet_slot(s.side, r)] for s in pending}
+        for host in placed.values():
+            check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
+                       free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
+        what = " and ".join(f"{s.side} on {placed[s.side].label}" for s in pending)
+        self.progress.start_run(2 * r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
+        phases = ("generate",) if e.scoring == "deferred" else PHASES
+        specs, attempts = {}, {}
+        for slot in pending:
+            settings = on_slot(self.sides[slot.side], placed[slot.side])
+            specs[slot.side] = Spec(settings.flat(), e.identity.workloads, self.side(slot.side).options,
+                                    e.identity.client, tuple(phases))
+            attempts[slot.side] = Attempt(slot.side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
+                                          record.now_iso(), where=placed[slot.side].label, alone=len(pending) == 1)
+            self.save(attempts[slot.side])
+        t0 = time.monotonic()
+        pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs})
+        seconds = time.monotonic() - t0
+        not_ready = ""
+        for side, out in pair.sides.items():
+            a = attempts[side]
+            if out.status in ("complete", "generated", "incomplete"):
+                status = AttemptStatus(out.status)
+                run, moved = _name(out.run_dir), out.run_dir if out.status == "incomplete" else ""
+            else:  # interrupted, not-ready, failed, error, lost: the run layer moved the run aside
+                status = AttemptStatus.INTERRUPTED if out.status == "interrupted" else AttemptStatus.FAILED
+                run, moved = _name(out.moved_to), out.moved_to
+                if out.status == "not-ready":
+                    not_ready = f"side {side} on {placed[side].label}: {out.error}"
+                elif status is AttemptStatus.FAILED and not pair.interrupted:
+                    self.progress.say(f"side {side} failed ({out.error}); it is tried again if retries are left")
+            self.save(replace(a, status=status, run=run, seconds=seconds, error=out.error, moved_to=moved,
+                              alone=a.alone or out.alone))
+        if pair.interrupted or any(o.status == "interrupted" for o in pair.sides.values()):
+            raise RunInterrupted("the duet round was interrupted; both sides stopped their servers",
+                                 hint="repeat the same command to resume the experiment")
+        if not_ready:  # the slot's port or folder is not ready: a retry would miss the same way
+            raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
+        self.progress.end_run(seconds)
+
+    def _attempt(self, k: int, slot: Slot, label: str) -> None:
+        e = self.experiment
+        settings = self.sides[slot.side]
+        tries = e.failures(slot)
+        self.progress.start_run(k, label + (f", retry {tries}" if tries else ""))
+        phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
+        revision = api.revision_dir(settings).name
+        attempt = Attempt(slot.side, slot.round, "", revision, AttemptStatus.RUNNING, record.now_iso())
+        self.save(attempt)
+        t0 = time.monotonic()
+        try:
+            result = api.run(settings, e.identity.workloads, options=self.side(slot.side).options,
+                             client=e.identity.client, progress=self.progress, phases=phases)
+        except RunInterrupted as exc:
+            self.save(_moved(replace(attempt, status=AttemptStatus.INTERRUPTED, seconds=time.monotonic() - t0,
+                                     error=exc.message), exc.evidence))
+            raise
+        except (GateError, StepFailed) as exc:
+            if isinstance(exc, RunNotReady):
+                raise  # the port or folder is not ready: a retry would miss the same way
+            self.save(_moved(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
+                                     error=exc.message), exc.evidence))
+            self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
+            return
+        seconds = time.monotonic() - t0
+        status = AttemptStatus(result.status)
+        self.save(replace(attempt, run=result.run_dir.name.split("-incomplete")[0], status=status, seconds=seconds,
+                          moved_to=str(result.run_dir) if status is AttemptStatus.INCOMPLETE else "",
+                          error="; ".join(f"{r.name}: {r.detail}" for r in result.broken_rules)))
+        self.progress.end_run(seconds)
+
+    def _score_generated(self) -> None:
+        """Deferred scoring: each side's generated runs together, one start of each scoring server a side."""
+        for label in record.SIDES:
+            pending = [a for s in self.experiment.order if s.side == label
+                       and (a := self.experiment.latest(s)) is not None and a.status is AttemptStatus.GENERATED]
+            if not pending:
+                continue
+            settings = self.sides[label]
+            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together")
+            root = settings.run.results_root
+            try:
+                api.score_runs(settings, self.experiment.identity.workloads,
+                               [root / a.revision / a.run for a in pending], options=self.side(label).options,
+                               client=self.experiment.identity.client, progress=self.progress)
+            finally:
+                for attempt in pending:  # what each run's manifest says now, also after Ctrl-C
+                    status = self._run_status(attempt)
+                    if status == "complete":
+                        self.save(replace(attempt, status=AttemptStatus.COMPLETE))
+                    elif status != "generated":
+                        self.save(replace(attempt, status=AttemptStatus.FAILED,
+                                          error=f"scoring left the run {status or 'moved aside'}"))
+
+
+def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:
+    """A side of a revision runs in that revision's worktree with its venv, prepared as ``invoke
+    matrix`` prepares one (venvs shared by dependency hash)."""
+    if not side.revision:
+        return settings
+    prepared = revisions.prepare(Path(settings.run.checkout).expanduser(), side.revision,
+                                 settings.run.results_root / revisions.WORKTREES, venv_name=settings.run.venv,
+                                 git=settings.tools.git, bash=settings.tools.bash, progress=progress)
+    progress(f"side {side.label}: revision {side.revision[:12]} in {prepared.worktree}")
+    return Settings.from_mapping({**settings.flat(), "checkout": str(prepared.worktree)})
+
+
+def _label(slot: Slot) -> str:
+    return f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
+
+
+def _name(run_dir: str) -> str:
+    """``run3`` of ``.../run3`` or ``.../run3-incomplete-2`` ("" for none)."""
+    return Path(run_dir).name.split("-incomplete")[0] if run_dir else ""
+
+
+def on_slot(settings: Settings, slot: HostSlot) -> Settings:
+    """A side's settings on a duet slot: its port, CPUs and GPUs."""
+    values: dict[str, Any] = {**settings.flat(), "port": slot.port, "cpus": format_cpu_list(slot.cpus)}
+    if slot.gpus:
+        values["gpus"] = ",".join(slot.gpus)
+    return Settings.from_mapping(values)
+
+
+def _moved(attempt: Attempt, evidence: Mapping[str, Any]) -> Attempt:
+    """The attempt with the folder the run layer moved its run to (from the error's evidence)."""
+    moved = str(evidence.get("run moved to", ""))
+    return replace(attempt, run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved)

@@ -1,0 +1,83 @@
+"""The A/B result files, ``<results>/ab/<name>/ab.md`` and ``ab.json``: written complete under a
+temporary name and linked to the final one, so a reader never sees half a file and an earlier
+result is never overwritten (the next is ``ab-2.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import storage_error
+from .analysis import HEADERS, Analysis, explanations, rows
+from .record import Experiment
+
+
+def _publish(folder: Path, stem: str, suffix: str, text: str) -> Path:
+    """``text`` at ``folder/stem-N.suffix`` for the first free N (``stem.suffix`` first), whole."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        n = 1
+        while True:
+            target = folder / (f"{stem}{suffix}" if n == 1 else f"{stem}-{n}{suffix}")
+            try:
+                os.link(tmp, target)  # fails if the name exists: nothing is overwritten
+                return target
+            except FileExistsError:
+                n += 1
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _md_table(headers: tuple[str, ...], body: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
+
+
+def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> str:
+    """ab.md: the design, the sides, where each side's runs are, the table, why, the noise."""
+    ident = experiment.identity
+    md = [f"# A/B: {experiment.name}", "",
+          f"- design: {ident.design.value}, {ident.rounds} rounds a side (seed {ident.seed}); "
+          f"rounds compared: {', '.join(map(str, analysis.rounds))}",
+          f"- workloads: {', '.join(ident.workloads)}; client: {ident.client or 'the target default'}",
+          f"- A (base): {ident.a.describe()}; runs {', '.join(analysis.runs['A'])}",
+          f"- B: {ident.b.describe()}; runs {', '.join(analysis.runs['B'])}",
+          f"- statistics: per round B/A, paired t interval of the log-ratios; the family held to alpha "
+          f"{analysis.alpha:g} with Holm's correction (each row's level is in `held to`); minimum effect "
+          f"{analysis.min_effect:.0%}",
+          f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
+          f"- record: {record_path}", ""]
+    md += _md_table(HEADERS, rows(analysis))
+    md += ["", "## Why", ""] + [f"- {line}" for line in explanations(analysis)]
+    if analysis.not_compared:
+        md += ["", "## Not compared", ""] + [f"- {line}" for line in analysis.not_compared]
+    md += ["", "## Host noise", ""]
+    md += ([f"- {line}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
+                                                          "not the code's: repeat the experiment on a quieter host."]
+           if analysis.noisy else ["No timed window was noisy (the noise guard's threshold: `noise_max_foreign`)."])
+    return "\n".join(md) + "\n"
+
+
+def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) -> tuple[Path, Path]:
+    """ab.md and ab.json in ``<results>/ab/<name>/``."""
+    folder = record_path.parent / experiment.name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        md = _publish(folder, "ab", ".md", markdown(experiment, analysis, record_path))
+        doc: dict[str, Any] = {
+            "experiment": experiment.as_record(), "record": str(record_path),
+            "analysis": json.loads(json.dumps(dataclasses.asdict(analysis), default=str)),
+        }
+        js = _publish(folder, md.stem, ".json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    except OSError as exc:
+        raise storage_error(f"writing the A/B result in {folder}", exc) from exc
+    return md, js

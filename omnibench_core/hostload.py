@@ -1,0 +1,164 @@
+"""How busy the host was during a timed window, from ``/proc``: the noise guard.
+
+A verdict that compares two measurements assumes that only the code differed. On a shared host
+(a CI runner, a GPU box with other tenants) another process can take the slot's CPUs during one
+side's timed window and move its numbers. The guard records, for each timed window, the CPU time
+spent on the slot's CPUs (``/proc/stat``), the CPU time of omnibench's own process tree
+(``/proc/<pid>/stat``, reaped children included), and the load average; the difference is the
+time that went to processes outside the run. A window whose foreign share of the slot's capacity
+is above the ``noise_max_foreign`` setting marks the run noisy.
+
+The runner's own CPU time counts as the run's wherever it ran, so the foreign share is a lower
+bound when the runner is not pinned to the slot's CPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+PROC = Path("/proc")
+# /proc/stat's per-CPU columns: user nice system idle iowait irq softirq steal (guest is in user).
+_BUSY_COLUMNS = (0, 1, 2, 5, 6, 7)
+
+
+def clock_ticks() -> int:
+    """Kernel clock ticks per second (the unit of /proc's CPU times)."""
+    return int(os.sysconf("SC_CLK_TCK"))
+
+
+def busy_ticks(cpus: Sequence[int], proc: Path = PROC) -> int:
+    """Ticks the CPUs ``cpus`` spent busy since boot (every CPU's when ``cpus`` is empty)."""
+    wanted = {f"cpu{c}" for c in cpus}
+    total = 0
+    for line in (proc / "stat").read_text().splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or name == "cpu" or (wanted and name not in wanted):
+            continue
+        columns = [int(x) for x in rest.split()]
+        total += sum(columns[i] for i in _BUSY_COLUMNS if i < len(columns))
+    return total
+
+
+def _stat_fields(pid: int, proc: Path) -> list[str] | None:
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()  # field 3 (state) onwards; the name may hold spaces
+
+
+def tree_ticks(root: int, proc: Path = PROC) -> int:
+    """CPU ticks used by ``root`` and every live descendant, each with its reaped children.
+
+    A process that exited and was reaped has its time in its parent's ``cutime``/``cstime``
+    (Linux adds it on wait), so a short-lived client still counts as the run's."""
+    parents: dict[int, int] = {}
+    own: dict[int, int] = {}
+    try:
+        entries = [e.name for e in os.scandir(proc) if e.name.isdigit()]
+    except OSError:
+        entries = []
+    for name in entries:
+        fields = _stat_fields(int(name), proc)
+        if fields is None or fields[0] in ("Z", "X"):
+            continue
+        pid = int(name)
+        parents[pid] = int(fields[1])
+        own[pid] = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += own.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def load_average(proc: Path = PROC) -> float | None:
+    """The 1-minute load average, or None where /proc/loadavg cannot be read."""
+    try:
+        return float((proc / "loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """One timed window's host load: the slot's CPU time, the run's share, the rest, the load."""
+
+    window: str
+    seconds: float
+    cpus: tuple[int, ...]  # the slot's CPUs (all of the process's when it is not pinned)
+    busy_cpu_s: float  # CPU time the slot's CPUs were busy
+    own_cpu_s: float  # CPU time of omnibench's process tree
+    foreign_cpu_s: float  # busy minus own, never below 0
+    foreign_fraction: float  # foreign CPU time over the slot's capacity (seconds x CPUs)
+    load_start: float | None
+    load_end: float | None
+    threshold: float
+    noisy: bool
+
+    def as_record(self) -> dict[str, Any]:
+        """The manifest's form (rounded)."""
+        out = asdict(self)
+        out["cpus"] = list(self.cpus)
+        for key in ("seconds", "busy_cpu_s", "own_cpu_s", "foreign_cpu_s"):
+            out[key] = round(out[key], 3)
+        out["foreign_fraction"] = round(self.foreign_fraction, 4)
+        return out
+
+    def describe(self) -> str:
+        """One line for a report: what the other processes took, against the threshold."""
+        load = f", load {self.load_start:.1f} -> {self.load_end:.1f}" if self.load_start is not None \
+            and self.load_end is not None else ""
+        return (f"{self.window}: {self.foreign_fraction:.0%} of the slot's CPU time went to other processes "
+                f"({self.foreign_cpu_s:.1f} CPU-s in {self.seconds:.1f} s on {len(self.cpus)} CPUs{load}; "
+                f"threshold {self.threshold:.0%})")
+
+
+class LoadWindow:
+    """A timed window being watched: made at its start, :meth:`close` at its end."""
+
+    def __init__(self, window: str, cpus: Sequence[int], threshold: float, *, root: int | None = None,
+                 proc: Path = PROC, clock: Callable[[], float] = time.monotonic):
+        self.window, self.threshold, self.proc, self.clock = window, threshold, proc, clock
+        self.cpus = tuple(cpus) or tuple(sorted(os.sched_getaffinity(0)))
+        self.root = os.getpid() if root is None else root
+        self._t0 = clock()
+        self._busy0 = busy_ticks(self.cpus, proc)
+        self._own0 = tree_ticks(self.root, proc)
+        self._load0 = load_average(proc)
+
+    def close(self) -> HostLoad:
+        """The window's record, from the counters now against those at its start."""
+        seconds = max(self.clock() - self._t0, 1e-9)
+        hz = clock_ticks()
+        busy = max(busy_ticks(self.cpus, self.proc) - self._busy0, 0) / hz
+        own = max(tree_ticks(self.root, self.proc) - self._own0, 0) / hz
+        foreign = max(busy - own, 0.0)
+        fraction = foreign / (seconds * len(self.cpus))
+        return HostLoad(self.window, seconds, self.cpus, busy, own, foreign, fraction, self._load0,
+                        load_average(self.proc), self.threshold, fraction > self.threshold)
+
+
+def noisy_windows(manifest: dict[str, Any]) -> list[HostLoad]:
+    """The noisy timed windows a run's manifest recorded (none for a run made before the guard)."""
+    out = []
+    for step in manifest.get("steps") or []:
+        record = step.get("host_load") if isinstance(step, dict) else None
+        if isinstance(record, dict) and record.get("noisy") is True:
+            try:
+                out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ())}))
+            except TypeError:
+                continue  # a record of another shape: not ours to judge
+    return out

@@ -1,0 +1,217 @@
+"""`invoke ab`: the schedule, the record checked on load, bad input refused before anything
+starts, and real A/B experiments on the local target: a planted delay on B is called worse with
+its interval, an A/A calls nothing better or worse, Ctrl-C then the same command measures nothing
+twice, and each side's runs pass the runbook's statistics block."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port
+
+from omnibench_core.ab import record
+from omnibench_core.ab.analysis import analyse
+from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
+from omnibench_core.ports import port_in_use
+
+ORACLE = Path(__file__).with_name("runbook_stats.py")
+QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
+
+
+def ab_argv(*args: str, port: int | None = None) -> list[str]:
+    return [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", "--port", str(port or free_port()),
+            *QUICK, *args]
+
+
+def run_ab(results: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(ab_argv(*args), cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def the_record(results: Path) -> dict:
+    (path,) = (results / "ab").glob("*.json")
+    return json.loads(path.read_text())
+
+
+# -- the schedule and the record ------------------------------------------------------------------
+def test_interleaved_rounds_run_each_side_once_in_a_seeded_order():
+    order = record.schedule(Design.INTERLEAVED, 6, seed=3)
+    assert order[:2] == (Slot("A", 0), Slot("B", 0))  # both warm-ups first
+    for r in range(1, 7):
+        assert sorted(s.side for s in order if s.round == r) == ["A", "B"]
+    assert order == record.schedule(Design.INTERLEAVED, 6, seed=3)  # the seed fixes it
+    firsts = {tuple(s.side for s in record.schedule(Design.INTERLEAVED, 6, seed=k)[2::2]) for k in range(10)}
+    assert len(firsts) > 1 and any(f.count("A") not in (0, 6) for f in firsts)  # random, not always A first
+    assert [f"{s.side}{s.round}" for s in record.schedule(Design.SEQUENTIAL, 2, 0)] == \
+        ["A0", "A1", "A2", "B0", "B1", "B2"]
+
+
+def _experiment() -> Experiment:
+    ident = Identity(("selftest",), None, (("target", "local"),), Side("A"), Side("B", sets=(("local_delay_ms", "9"),)),
+                     Design.INTERLEAVED, 2, 0)
+    return Experiment("x", ident, 2, "deferred", record.schedule(Design.INTERLEAVED, 2, 0))
+
+
+def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "x.json"
+    e = _experiment().with_attempt(Attempt("A", 1, "run2", "local-abc", AttemptStatus.COMPLETE, "t1", 1.5))
+    record.save(path, e)
+    assert record.load(path).attempts == e.attempts and record.load(path).identity == e.identity
+    good = json.loads(path.read_text())
+    cases = {
+        "format": (lambda d: d.update(format=2), "format 2"),
+        "attempts[0].seconds": (lambda d: d["attempts"][0].update(seconds="abc"), "attempts[0].seconds"),
+        "attempts[0].status": (lambda d: d["attempts"][0].update(status="done"), "attempts[0].status"),
+        "round": (lambda d: d["attempts"][0].update(round=7), "attempts[0].round"),
+        "order": (lambda d: d["order"].reverse(), "order"),
+        "rounds": (lambda d: d["identity"].update(rounds="2"), "identity.rounds"),
+        "twice": (lambda d: d["attempts"].append({**d["attempts"][0], "side": "B"}), "already the run of A1"),
+    }
+    for name, (edit, words) in cases.items():
+        data = json.loads(json.dumps(good))
+        edit(data)
+        path.write_text(json.dumps(data))
+        with pytest.raises(record.RecordError) as err:
+            record.load(path)
+        assert words in str(err.value) and str(path) in str(err.value), name
+
+
+def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
+    """Scripted run folders: B is 20 % slower in every round; B's round 2 was noisy."""
+    e = _experiment()
+    for i, (side, rnd, latency) in enumerate([("A", 1, 1.0), ("B", 1, 1.2), ("A", 2, 1.1), ("B", 2, 1.32)]):
+        run = tmp_path / "local-abc" / f"run{i + 2}"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({"metrics": {"selftest.latency_mean_s": latency,
+                                                                  "selftest.note": "text"}, "complete": True}))
+        load = {"window": "selftest.client", "seconds": 2.0, "cpus": [0], "busy_cpu_s": 2.0, "own_cpu_s": 0.5,
+                "foreign_cpu_s": 1.5, "foreign_fraction": 0.75, "load_start": 1.0, "load_end": 2.0,
+                "threshold": 0.1, "noisy": (side, rnd) == ("B", 2)}
+        (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "host_load": load}]}))
+        e = e.with_attempt(Attempt(side, rnd, run.name, "local-abc", AttemptStatus.COMPLETE, f"t{i}"))
+    a = analyse(e, tmp_path)
+    (row,) = a.verdicts
+    assert row.metric == "selftest.latency_mean_s" and abs(row.change - 0.2) < 1e-9 and row.method.startswith("exact")
+    assert a.not_compared == ("selftest.note: a value is not a finite number ('text'); it gets no verdict",)
+    assert len(a.noisy) == 1 and a.noisy[0].startswith("B round 2: run5 was noisy: selftest.client: 75%")
+
+
+# -- bad input, refused before anything starts --------------------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    ((), "A/A experiment"),
+    (("--aa", "--rounds", "1"), "--rounds '1' refused"),
+    (("--b-set", "local_delay_ms=5", "--design", "dual"), "--design 'dual' refused"),
+    (("--b-set", "nosuch=1"), "unknown setting 'nosuch'"),
+    (("--b-set", "port=9"), "port is the experiment's"),
+    (("--b-set", "local_delay_ms=abc"), "local_delay_ms"),
+    (("--b-set", "local_delay_ms=5", "--alpha", "2"), "--alpha '2' refused"),
+    (("--b-set", "local_delay_ms=5", "--alpha", "abc"), "--alpha 'abc' refused"),
+    (("--b-set", "local_delay_ms=5", "--fail-on", "wrose"), "--fail-on 'wrose' refused"),
+    (("--b-set", "local_delay_ms=5", "--rounds", "x"), "--rounds 'x' refused"),
+    (("--b-set", "local_delay_ms=5", "--a-rev", "--output=x"), "--a-rev"),
+    (("--a-rev", "HEAD", "--b-rev", "HEAD~1"), "the local target measures omnibench's own commit"),
+])
+def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
+    done = run_ab(tmp_path / "results", *args, timeout=60)
+    assert done.returncode == 1 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()
+
+
+# -- real experiments on the local target ---------------------------------------------------------------
+def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_the_runbook_block(tmp_path):
+    results = tmp_path / "results"
+    done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--fail-on", "worse")
+    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("selftest.latency_mean_s"))
+    assert "WORSE" in line and "[+" in line  # the interval is shown, and is all above 0
+    rec = the_record(results)
+    assert rec["status"] == "complete" and rec["identity"]["design"] == "interleaved"
+    by_side = {s: [a for a in rec["attempts"] if a["side"] == s and a["round"] > 0] for s in "AB"}
+    for side, attempts in by_side.items():
+        assert [a["status"] for a in attempts] == ["complete"] * 3, side
+        dirs = [str(results / a["revision"] / a["run"]) for a in attempts]
+        oracle = subprocess.run([sys.executable, str(ORACLE), *dirs], capture_output=True, text=True)
+        assert oracle.returncode == 0 and "selftest.latency_mean_s" in oracle.stdout, oracle.stderr
+    md = next((results / "ab").glob("*/ab.md")).read_text()
+    assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
+
+
+def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
+    # alpha 0.001: by construction at most 0.1 % of such experiments call a change, busy host or not
+    done = run_ab(tmp_path / "results", "--aa", "--rounds", "2", "--alpha", "0.001")
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = done.stdout.split("verdicts: ", 1)[1].splitlines()[0]
+    assert "better" not in verdicts and "worse" not in verdicts
+
+
+@pytest.mark.parametrize("design", [(), ("--slots", "0,1", "--slot-cpus", "shared")], ids=["interleaved", "duet"])
+def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path, design):
+    results = tmp_path / "results"
+    port = free_port()
+    argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--opt", "selftest.client_seconds=1.5", *design,
+                   port=port)
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # wait until round 1 is under way
+            try:
+                if any(a["round"] == 1 and a["status"] == "running" for a in the_record(results)["attempts"]):
+                    break
+            except (ValueError, FileNotFoundError, KeyError):
+                pass
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert the_record(results)["status"] == "interrupted"
+    assert not port_in_use(port) and not port_in_use(port + 1)  # every server of both sides stopped
+    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    rec = the_record(results)
+    kept = [a for a in rec["attempts"] if a["status"] == "complete"]
+    assert sorted((a["side"], a["round"]) for a in kept) == [("A", 0), ("A", 1), ("A", 2), ("B", 0), ("B", 1), ("B", 2)]
+    assert len({(a["revision"], a["run"]) for a in kept}) == 6  # no run counted twice
+    (revision,) = {a["revision"] for a in kept}
+    complete = [d for d in (results / revision).iterdir() if d.name.startswith("run") and "-incomplete" not in d.name]
+    assert len(complete) == 6  # nothing measured twice: the interrupted run was moved aside, not kept
+
+
+def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_path):
+    results = tmp_path / "results"
+    done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--slots", "0,1",
+                  "--slot-cpus", "shared", "--fail-on", "worse")
+    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    rec = the_record(results)
+    assert rec["identity"]["design"] == "duet" and rec["status"] == "complete"
+    kept = {(a["side"], a["round"]): a for a in rec["attempts"] if a["status"] == "complete"}
+    assert len(kept) == 8 and not any(a["alone"] for a in kept.values())
+    for r in range(4):  # the two sides never share a slot, and the slots swap every round
+        assert kept[("A", r)]["where"] != kept[("B", r)]["where"]
+        if r:
+            assert kept[("A", r)]["where"] == kept[("B", r - 1)]["where"]
+    # every timed window was held at the barrier until both servers were READY
+    assert done.stdout.count("waiting for the partner's server (duet)") == 8
+    for side in "AB":
+        starts = [json.loads((results / a["revision"] / a["run"] / "manifest.json").read_text())["slot"]["port"]
+                  for (s, _), a in sorted(kept.items()) if s == side]
+        assert len(set(starts)) == 2  # each side ran on both slots' ports
+
+
+def test_a_duet_needs_two_slots(tmp_path):
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", timeout=60)
+    assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", "--slots", "0", timeout=60)
+    assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
+    assert not (tmp_path / "results").exists()
