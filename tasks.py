@@ -353,7 +353,7 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
-def ab(c, workload, a_rev="", b_rev="", rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
+def ab(c, workload, a_rev=None, b_rev=None, rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
        aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None):
@@ -363,7 +363,7 @@ def ab(c, workload, a_rev="", b_rev="", rounds="3", design="auto", a_opt=None, b
         on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,
-                                        design=ab_layer.design_for(design, on), a_rev=a_rev, b_rev=b_rev,
+                                        design=ab_layer.design_for(design, on), a_rev=a_rev or "", b_rev=b_rev or "",
                                         rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=emit)
