@@ -14,6 +14,7 @@ from .stats import welch
 from .summary import RunSetStats
 
 BETTER, WORSE, SAME = "better", "worse", "no significant change"
+NOT_COMPARABLE = "not comparable"  # a side has no mean (a value that is not a finite number, or missing)
 
 
 class NotComparable(OmnibenchError):
@@ -47,11 +48,11 @@ class MetricComparison:
 
     name: str
     direction: str
-    a_mean: float
+    a_mean: float | None  # None (and diff None) when the metric cannot be compared
     a_sd: float | None
-    b_mean: float
+    b_mean: float | None
     b_sd: float | None
-    diff: float
+    diff: float | None
     pct: float | None
     p: float | None
     verdict: str
@@ -114,7 +115,11 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: 
     rows = []
     for ma in a.metrics:
         mb = b.metric(ma.name)
-        if mb is None or ma.mean is None or mb.mean is None:
+        if mb is None or ma.mean is None or mb.mean is None:  # listed, never dropped in silence
+            why = "B has no such metric" if mb is None else "; ".join(
+                f"{side}: {m.problem or 'no mean'}" for side, m in (("A", ma), ("B", mb)) if m.mean is None)
+            rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean if mb else None,
+                                         mb.sd if mb else None, None, None, None, NOT_COMPARABLE, why))
             continue
         diff = mb.mean - ma.mean
         pct = diff / abs(ma.mean) if ma.mean else None
@@ -124,7 +129,10 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = 0.05, min_effect: 
             p = None
         verdict, why = _verdict(ma.direction, pct, p, alpha, min_effect, diff)
         rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, diff, pct, p, verdict, why))
+    rows += [MetricComparison(m.name, m.direction, None, None, m.mean, m.sd, None, None, None, NOT_COMPARABLE,
+                              "A has no such metric") for m in b.metrics if a.metric(m.name) is None]
     notes = _length_notes(rows, min_effect)
+    notes += [f"{r.name} is not comparable: {r.why}" for r in rows if r.verdict == NOT_COMPARABLE]
     # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
     for side, stats in (("A", a), ("B", b)):
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
