@@ -10,8 +10,9 @@ from pathlib import Path
 from invoke import Collection, Context, Exit, task
 
 from omnibench_core import api, campaign, report
-from omnibench_core.errors import OmnibenchError, RunInterrupted
+from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.report import emit
+from omnibench_core.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import commands as scale
 from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text
@@ -22,13 +23,17 @@ from omnibench_core.standin import StandinSpec, history_text, make_standin
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """A typed omnibench error becomes a clean message and exit code (130 for an interrupt)."""
+    """A typed omnibench error becomes a clean message and exit code; Ctrl-C and SIGTERM anywhere
+    (a report being written, say) exit 130 with a message, as an interrupted run does."""
     try:
-        yield
+        with sigterm_as_exception():
+            yield
     except RunInterrupted as exc:
         raise Exit(f"error: {exc}", code=130) from None
     except OmnibenchError as exc:
         raise Exit(f"error: {exc}", code=1) from None
+    except (KeyboardInterrupt, Terminated) as exc:
+        raise Exit(f"error: {interrupted_message(exc)}", code=130) from None
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
