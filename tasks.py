@@ -125,8 +125,9 @@ def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", targ
         settings = settings_from(c, target=target, results=results)
         made = campaign.compare(settings, a, b, force=force, min_effect=float(min_effect) / 100, alpha=float(alpha))
     emit(campaign.compare_text(made))
-    if fail_on and any(m.verdict == fail_on for m in made.comparison.metrics):
-        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
+    failing = made.comparison.fail_on(fail_on) if fail_on else []
+    if failing:
+        raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
 
 
 @task(help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})

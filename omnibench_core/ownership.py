@@ -9,6 +9,7 @@ still "running" whose owner is gone is moved aside by the next run on that revis
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import os
 import socket
@@ -139,9 +140,8 @@ def lock_dir() -> Path:
 
 
 def holder_line(owner: Owner | None = None) -> str:
-    """``pid N on HOST, started ISO`` for a lock file: who holds it, and since when."""
-    import datetime as dt
-
+    """``pid N on HOST (pid start T), since ISO`` for a lock file: who holds it (the pid's start
+    time tells a reused pid apart) and since when."""
     owner = owner or Owner.me()
     since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}"

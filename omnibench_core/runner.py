@@ -89,9 +89,9 @@ def sigterm_as_exception() -> Iterator[None]:
 
 
 def interrupted_message(exc: BaseException) -> str:
-    """What an interrupt outside a run says: which signal, and that files are written whole or not at all."""
+    """What an interrupt outside a run says: which signal, and that repeating the command is safe."""
     why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
-    return (f"interrupted by {why}; every file omnibench writes is written whole or not at all, "
+    return (f"interrupted by {why}; reports and campaign files are written whole or not at all, "
             "so the same command can be repeated")
 
 

@@ -360,6 +360,8 @@ def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
     assert "note: selftest.failed is not comparable: B: metric selftest.failed" in compared.stdout
     doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
     assert {m["name"]: m["verdict"] for m in doc["metrics"]}["selftest.failed"] == "not comparable"
+    gate = _invoke(results, "compare", "base", "cand", "--fail-on", "worse")  # a CI gate cannot pass it unseen
+    assert gate.returncode == 1 and "selftest.failed: not comparable" in gate.stderr, gate.stdout + gate.stderr
 
 
 # -- 7. SIGTERM of a matrix ----------------------------------------------------------------------

@@ -73,6 +73,12 @@ class Comparison:
     forced: bool
     notes: tuple[str, ...]
 
+    def fail_on(self, verdict: str) -> list[str]:
+        """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric
+        that could not be compared (it might hide that verdict; a CI gate must not pass it unseen)."""
+        return [f"{m.name}: {m.verdict}" + (f" ({m.why})" if m.verdict == NOT_COMPARABLE else "")
+                for m in self.metrics if m.verdict == verdict or (m.verdict == NOT_COMPARABLE and m.direction != "context")]
+
     def verdicts(self) -> Mapping[str, int]:
         """How many metrics got each verdict."""
         out: dict[str, int] = {}
