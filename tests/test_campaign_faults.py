@@ -178,7 +178,7 @@ def test_a_signal_while_the_report_is_written_leaves_nothing_half_written(result
 # -- 3. the campaign lock ------------------------------------------------------------------------
 def test_a_second_measure_of_a_campaign_is_refused_and_a_dead_holders_lock_taken_over(tmp_path):
     results, port = tmp_path / "r", free_port()
-    slow = ("-o", "selftest.client_seconds=2")
+    slow = ("-o", "selftest.client_seconds=3")  # the first holds the lock for about 10 s
     first = subprocess.Popen(_argv(*SELFTEST, *slow, "-p", str(port)), cwd=REPO, env=_env(results),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

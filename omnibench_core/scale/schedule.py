@@ -20,8 +20,9 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
     """Run ``jobs`` on the engine's slots; returns each job's outcome by key.
 
     A ``lost`` outcome puts the job back at the front of the queue (up to ``max_lost`` times).
-    KeyboardInterrupt (or Terminated: SIGTERM) cancels every running campaign, waits for their servers to stop, and
-    raises RunInterrupted; complete campaigns and runs stay, so the same command resumes.
+    KeyboardInterrupt or Terminated (SIGTERM) cancels every running campaign, waits for their
+    servers to stop, and raises RunInterrupted; complete campaigns and runs stay, so the same
+    command resumes.
     """
     pending = deque(jobs)
     busy: dict[object, tuple[CampaignJob, HostSlot]] = {}

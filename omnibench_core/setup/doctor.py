@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..checkout import check_checkout
 from ..errors import OmnibenchError
-from ..gpu import query_memory_used
+from ..gpu import call_timeout, query_memory_used
 from ..ports import port_holder, port_in_use
 from ..settings import Settings
 from .checkout import check_venv
@@ -91,7 +91,8 @@ def _all_checks(settings: Settings) -> list[Check]:
 
 
 def _gpu_memory(settings: Settings) -> str:
-    used = query_memory_used(settings.run.gpu_list(), settings.tools.nvidia_smi)
+    used = query_memory_used(settings.run.gpu_list(), settings.tools.nvidia_smi,
+                             call_timeout(settings.run.gpu_free_timeout_s))
     busy = {g: v for g, v in used.items() if v >= settings.run.gpu_free_mib}
     if busy:
         raise OmnibenchError(f"GPU memory in use: {busy} MiB (limit {settings.run.gpu_free_mib})",
