@@ -16,8 +16,9 @@ from omnibench_core import api, campaign, config, plugin_manager, report
 from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
-from omnibench_core.errors import OmnibenchError, RunInterrupted
+from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.report import emit
+from omnibench_core.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import commands as scale
 from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
@@ -35,13 +36,17 @@ task = partial(invoke.task, klass=f.FlagTask)
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """A typed omnibench error becomes a clean message and exit code (130 for an interrupt)."""
+    """A typed omnibench error becomes a clean message and exit code; Ctrl-C and SIGTERM anywhere
+    (a report being written, say) exit 130 with a message, as an interrupted run does."""
     try:
-        yield
+        with sigterm_as_exception():
+            yield
     except RunInterrupted as exc:
         raise Exit(f"error: {exc}", code=130) from None
     except OmnibenchError as exc:
         raise Exit(f"error: {exc}", code=1) from None
+    except (KeyboardInterrupt, Terminated) as exc:
+        raise Exit(f"error: {interrupted_message(exc)}", code=130) from None
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
@@ -149,8 +154,9 @@ def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", targ
         settings = settings_from(c, target=target, results=results)
         made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha)
     emit(campaign.compare_text(made))
-    if fail_on and any(m.verdict == fail_on for m in made.comparison.metrics):
-        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
+    failing = made.comparison.fail_on(fail_on) if fail_on else []
+    if failing:
+        raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
 
 
 @task(checks={"options": f.SWITCH}, help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
@@ -368,8 +374,9 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds="3", design="auto", a_opt=Non
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=emit)
     emit(ab_layer.ab_text(done))
-    if fail_on and any(v.verdict.value == fail_on for v in done.analysis.verdicts):
-        raise Exit(f"a metric's verdict is {fail_on!r}", code=1)
+    failing = ab_layer.failing(done, fail_on) if fail_on else []
+    if failing:
+        raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
 
 
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)

@@ -9,6 +9,7 @@ from pathlib import Path
 from . import environment, layout, ownership, plugin_manager
 from . import options as workload_options
 from .errors import SettingsError, storage_error
+from .gpu import call_timeout
 from .plugin_manager import Registry
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan, score_together
@@ -93,7 +94,8 @@ def run(
     revision = layout.revision_dir(settings.run.results_root, target_env.folder)
     try:
         for moved in ownership.reclaim_abandoned(revision):
-            progress(f"moved aside {moved.name}: its omnibench process died while it was running")
+            progress(f"moved aside {moved.name}: its omnibench process died while it was running" if "-incomplete" in
+                     moved.name else f"{moved.name}: its omnibench process died while scoring it; it is generated again")
         run_dir = ownership.claim_run_dir(revision, run_name)
     except OSError as exc:
         raise storage_error(f"claiming a run directory in {revision}", exc) from exc
@@ -170,7 +172,8 @@ def _plan(registry: Registry, settings: Settings, chosen: Sequence[Workload], op
     gpu_tool = settings.tools.nvidia_smi if target_env.facts.uses_gpu else ""
     return RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot, workloads=tuple(chosen),
                    steps=steps, options=opts, checks=run_checks(registry, chosen),
-                   environment=environment.capture(gpu_tool, sorted(plugin_dists)))
+                   environment=environment.capture(gpu_tool, sorted(plugin_dists),
+                                                   call_timeout(settings.run.gpu_free_timeout_s)))
 
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from .gpu import describe_gpus
+from .gpu import CALL_TIMEOUT_S, describe_gpus
 from .settings import format_cpu_list
 
 CORE_PACKAGES = ("omnibench", "invoke", "nox", "pluggy", "huggingface_hub", "requests", "numpy",
@@ -30,9 +30,10 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = ()) -> dict[str, Any]:
+def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = (),
+            gpu_timeout_s: float = CALL_TIMEOUT_S) -> dict[str, Any]:
     """The environment section of a manifest. ``nvidia_smi`` empty: the target uses no GPU, and
-    no GPU tool is run."""
+    no GPU tool is run; its call takes at most ``gpu_timeout_s``."""
     try:
         cpus = format_cpu_list(sorted(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
@@ -43,6 +44,6 @@ def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = ()) 
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
         "cpu_set": cpus,
-        "gpus": describe_gpus(nvidia_smi) if nvidia_smi else "not applicable: the target uses no GPU",
+        "gpus": describe_gpus(nvidia_smi, gpu_timeout_s) if nvidia_smi else "not applicable: the target uses no GPU",
         "packages": package_versions([*CORE_PACKAGES, *SPEECH_VIDEO_PACKAGES, *extra_packages]),
     }

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import requests
 
 from .errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
-from .gpu import query_memory_used
+from .gpu import CALL_TIMEOUT_S, query_memory_used
 from .ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from .processes import GroupProcess, log_tail
 
@@ -184,7 +184,7 @@ def wait_gpu_free(
     interval_s: float = 0.1,
     nvidia_smi: str = "nvidia-smi",
     clock: Callable[[], float] = time.monotonic,
-    call_timeout_s: float = 30.0,
+    call_timeout_s: float = CALL_TIMEOUT_S,
 ) -> GateRecord:
     """GPU_FREE: poll nvidia-smi until every GPU in ``gpus`` uses less than ``threshold_mib``.
 

@@ -14,6 +14,14 @@ from dataclasses import dataclass
 from .errors import GpuQueryError, GpuQueryTimeout
 from .processes import run_bounded
 
+CALL_TIMEOUT_S = 30.0  # the longest one nvidia-smi call may take, when nothing shorter is configured
+
+
+def call_timeout(configured_s: float) -> float:
+    """The bound of one nvidia-smi call under a configured time (``gpu_free_timeout_s``): never
+    longer than it, so a hung nvidia-smi cannot hold a run past what the user allowed."""
+    return min(CALL_TIMEOUT_S, max(configured_s, 0.5))
+
 
 def _run(argv: list[str], nvidia_smi: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
     try:
@@ -39,7 +47,7 @@ def _run(argv: list[str], nvidia_smi: str, timeout_s: float) -> subprocess.Compl
     return done
 
 
-def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> dict[str, int]:
+def query_memory_used(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeout_s: float = CALL_TIMEOUT_S) -> dict[str, int]:
     """Used memory in MiB for each GPU, as the runbook's GPU_FREE check reads it.
 
     Runs ``nvidia-smi -i <ids> --query-gpu=memory.used --format=csv,noheader,nounits``; raises
@@ -70,7 +78,7 @@ class ComputeApp:
     used_mib: int | None
 
 
-def query_compute_apps(gpus: Sequence[str] = (), nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> list[ComputeApp]:
+def query_compute_apps(gpus: Sequence[str] = (), nvidia_smi: str = "nvidia-smi", timeout_s: float = CALL_TIMEOUT_S) -> list[ComputeApp]:
     """The compute processes on ``gpus`` (all GPUs when empty).
 
     Runs ``nvidia-smi [-i <ids>] --query-compute-apps=pid,used_memory --format=csv,noheader,nounits``.
@@ -92,7 +100,7 @@ def query_compute_apps(gpus: Sequence[str] = (), nvidia_smi: str = "nvidia-smi",
     return apps
 
 
-def describe_gpus(nvidia_smi: str = "nvidia-smi", timeout_s: float = 30) -> list[dict[str, str]]:
+def describe_gpus(nvidia_smi: str = "nvidia-smi", timeout_s: float = CALL_TIMEOUT_S) -> list[dict[str, str]]:
     """Index, name, driver and total memory of every GPU; ``[]`` where there is no nvidia-smi."""
     if shutil.which(nvidia_smi) is None:
         return []

@@ -9,11 +9,12 @@ still "running" whose owner is gone is moved aside by the next run on that revis
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import os
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -71,7 +72,9 @@ def owner_alive(record: Any, proc: Path = Path("/proc")) -> bool:
 def reclaim_abandoned(revision_dir: Path, proc: Path = Path("/proc")) -> list[Path]:
     """Move aside every ``runN`` of ``revision_dir`` left "running" by an owner that died.
 
-    Its manifest gets status ``abandoned`` and the reason; returns the new paths.
+    Its manifest gets status ``abandoned`` and the reason; returns the new paths. A run that was
+    ``generated`` and whose later phases (deferred scoring) died with their owner goes back to
+    ``generated`` in place (its path is returned as it is): only its scoring is done again.
     """
     moved: list[Path] = []
     if not revision_dir.is_dir():
@@ -86,12 +89,27 @@ def reclaim_abandoned(revision_dir: Path, proc: Path = Path("/proc")) -> list[Pa
             if not isinstance(data, dict) or data.get("status") != "running" or owner_alive(data.get("owner"), proc):
                 continue
             owner = data.get("owner") or {}
+            if data.get("resumes"):  # generated, then its later phases died: keep what it generated
+                _back_to_generated(run, data, owner)
+                moved.append(run)
+                continue
             new = move_aside(run)
             data.update(status="abandoned", reason=f"its owner (pid {owner.get('pid')} on {owner.get('host')}) "
                                                    "died while the run was running; moved aside by a later run")
             write_json(new / MANIFEST_NAME, data)
             moved.append(new)
     return moved
+
+
+def _back_to_generated(run: Path, data: dict[str, Any], owner: dict[str, Any]) -> None:
+    """A scoring whose owner died: the run is ``generated`` again, its unfinished steps interrupted."""
+    for step in data.get("steps", []):
+        if isinstance(step, dict) and step.get("status") == "running":
+            step["status"] = "interrupted"
+    data.setdefault("scoring_cut_short", []).append(
+        f"its owner (pid {owner.get('pid')} on {owner.get('host')}) died while scoring it; left generated again")
+    data.update(status="generated", ended=None)
+    write_json(run / MANIFEST_NAME, data)
 
 
 def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 20) -> Path:
@@ -121,25 +139,50 @@ def lock_dir() -> Path:
     return Path(configured) if configured else Path(tempfile.gettempdir()) / f"omnibench-locks-{os.getuid()}"
 
 
+def holder_line(owner: Owner | None = None) -> str:
+    """``pid N on HOST (pid start T), since ISO`` for a lock file: who holds it (the pid's start
+    time tells a reused pid apart) and since when."""
+    owner = owner or Owner.me()
+    since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}"
+
+
 @contextmanager
-def port_lock(port: int, folder: Path | None = None) -> Iterator[Path]:
-    """Hold ``port`` for this run; a port another omnibench run holds is a :class:`RunNotReady`."""
-    folder = folder or lock_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"port-{port}.lock"
-    handle = open(path, "a+")
+def held_lock(path: Path, refuse: Callable[[str], Exception]) -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on ``path`` while inside; the file names the holder.
+
+    A lock held by another live process is ``refuse(holder line)``, raised. The kernel drops
+    the lock when its holder dies (even by SIGKILL), so a dead holder's lock is taken over;
+    the descriptor is not inherited by children (Python opens files close-on-exec).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RunNotReady(f"port {port} is held by another omnibench run", evidence={"held by": holder,
-                              "lock": str(path)}, hint="wait for that run to end, or pass another --port") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
+            raise refuse(handle.read().strip() or "unknown") from None
+        try:  # overwrite, then cut: a full disk keeps the old holder line rather than an empty file
+            handle.write(holder_line() + "\n")
+            handle.flush()
+            handle.truncate()
+        except OSError:
+            if os.fstat(handle.fileno()).st_size == 0:
+                path.unlink(missing_ok=True)
+            raise
         yield path
     finally:
         handle.close()  # closing drops the lock
+
+
+@contextmanager
+def port_lock(port: int, folder: Path | None = None) -> Iterator[Path]:
+    """Hold ``port`` for this run; a port another omnibench run holds is a :class:`RunNotReady`."""
+    path = (folder or lock_dir()) / f"port-{port}.lock"
+
+    def refuse(holder: str) -> Exception:
+        return RunNotReady(f"port {port} is held by another omnibench run", evidence={"held by": holder,
+                           "lock": str(path)}, hint="wait for that run to end, or pass another --port")
+
+    with held_lock(path, refuse):
+        yield path

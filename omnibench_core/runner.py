@@ -33,6 +33,7 @@ from .errors import (
     Terminated,
     storage_error,
 )
+from .gpu import call_timeout
 from .jsonio import read_json
 from .layout import move_aside
 from .manifest import Manifest, now_iso
@@ -85,6 +86,13 @@ def sigterm_as_exception() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_message(exc: BaseException) -> str:
+    """What an interrupt outside a run says: which signal, and that repeating the command is safe."""
+    why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
+    return (f"interrupted by {why}; reports and campaign files are written whole or not at all, "
+            "so the same command can be repeated")
 
 
 class Runner:
@@ -383,9 +391,10 @@ class Runner:
                      "a second Ctrl-C cuts the wait short)")
         record = proc.stop_tree(grace)
         entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
-        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.tools.nvidia_smi)
+        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.tools.nvidia_smi,
+                           gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
         left = list(record.leftover)
-        if scan.strays:
+        if scan.strays or scan.notes:  # a note: what could not be looked at (a hung nvidia-smi, say)
             entry["strays"] = scan.as_dict()
             if scan.ours:
                 stray_stop = stop_strays(scan.ours, grace)

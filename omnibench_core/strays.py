@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import GpuQueryError
-from .gpu import query_compute_apps
+from .gpu import CALL_TIMEOUT_S, query_compute_apps
 from .ports import port_listeners
 from .processes import GroupProcess
 from .proctree import Tree, alive, cmdline, descendants, environ_has_token, snapshot
@@ -60,14 +60,15 @@ def find_strays(
     port: int | None = None,
     gpus: Sequence[str] = (),
     nvidia_smi: str = "nvidia-smi",
-    gpu_timeout_s: float = 30.0,
+    gpu_timeout_s: float = CALL_TIMEOUT_S,
     proc: Path = Path("/proc"),
 ) -> StrayScan:
     """Live processes of ``program`` (a started program or its :class:`Tree`), the listener of ``port``,
     and the compute processes on ``gpus`` (skipped when ``gpus`` is empty).
 
     Omnibench itself is never listed. An nvidia-smi failure is a note, not an error: the scan
-    is evidence for a message, and the other findings still count.
+    is evidence for a message, and the other findings still count. The nvidia-smi call takes at
+    most ``gpu_timeout_s`` (pass the configured bound: a hung call must not outlast it).
     """
     tree = program.tree() if isinstance(program, GroupProcess) else program
     reasons: dict[int, list[str]] = {}

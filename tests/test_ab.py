@@ -128,7 +128,7 @@ def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
 def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_the_runbook_block(tmp_path):
     results = tmp_path / "results"
     done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--fail-on", "worse")
-    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr, done.stdout + done.stderr
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("selftest.latency_mean_s"))
     assert "WORSE" in line and "[+" in line  # the interval is shown, and is all above 0
     rec = the_record(results)
@@ -192,7 +192,7 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     results = tmp_path / "results"
     done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--slots", "0,1",
                   "--slot-cpus", "shared", "--fail-on", "worse")
-    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr, done.stdout + done.stderr
     rec = the_record(results)
     assert rec["identity"]["design"] == "duet" and rec["status"] == "complete"
     kept = {(a["side"], a["round"]): a for a in rec["attempts"] if a["status"] == "complete"}

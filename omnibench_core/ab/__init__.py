@@ -19,7 +19,7 @@ from .execute import Request, on_slot, request_from, run_ab
 from .record import Design, Experiment
 from .writing import write_result
 
-__all__ = ["DESIGN_WORDS", "Done", "Request", "ab", "ab_text", "design_for", "request_from", "slots_for"]
+__all__ = ["DESIGN_WORDS", "Done", "Request", "ab", "ab_text", "design_for", "failing", "request_from", "slots_for"]
 DESIGN_WORDS = ("auto", *(d.value for d in Design))
 
 
@@ -74,6 +74,13 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
     analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
     md, js = write_result(experiment, analysis, path)
     return Done(path, experiment, analysis, md, js)
+
+
+def failing(done: Done, verdict: str) -> list[str]:
+    """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric that
+    could not be compared (it might hide that verdict; a CI gate must not pass it unseen)."""
+    return [f"{v.metric}: {v.verdict.value}" for v in done.analysis.verdicts if v.verdict.value == verdict] + \
+        [f"not compared: {line}" for line in done.analysis.not_compared]
 
 
 def ab_text(done: Done) -> str:

@@ -11,7 +11,7 @@ imports it.
 - :mod:`.metrics`   the runbook's directions and notes, applied as flags
 - :mod:`.summary`   a campaign's (or named runs') statistics; refuses mixed runs
 - :mod:`.compare`   two campaigns: comparability guard and verdicts
-- :mod:`.writing`   report.md/json, compare.md/json, never overwriting
+- :mod:`.writing`   report.md/json, compare.md/json, never overwriting, written whole or not at all
 - :mod:`.plots`     PNG plots with the optional matplotlib extra
 """
 

@@ -106,6 +106,8 @@ def _files(w: Written, what: str) -> list[str]:
     lines = [f"{what}: {w.markdown}", f"{what} data: {w.json}"]
     if w.numbered:
         lines.append(f"(an earlier {what} is kept; this one got the next number)")
+    if w.replaced_partial:
+        lines.append(f"(an unfinished {what} under this name, cut short while it was written, was replaced)")
     lines.append(f"plots: {len(w.plots)} in {w.plots[0].parent}" if w.plots else w.plots_note)
     return lines
 

@@ -14,10 +14,11 @@ from . import telemetry_view
 from .summary import RunSetStats
 from .verdict import ALPHA, CORRECTION, MIN_EFFECT, VERDICTS, Design, Samples, Verdict, judge
 
-__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "VERDICTS", "WORSE", "Comparison", "MetricComparison",
-           "NotComparable", "compare"]
+__all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "NOT_COMPARABLE", "VERDICTS", "WORSE", "Comparison",
+           "MetricComparison", "NotComparable", "compare"]
 
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = Verdict.BETTER, Verdict.WORSE, Verdict.EQUIVALENT, Verdict.INCONCLUSIVE
+NOT_COMPARABLE = "not comparable"  # a side has no mean (a value that is not a finite number, or missing)
 TEST = "Welch's t interval of B - A, as a fraction of A's mean"
 
 
@@ -52,14 +53,14 @@ class MetricComparison:
 
     name: str
     direction: str
-    a_mean: float
+    a_mean: float | None  # None (and diff None) when the metric cannot be compared
     a_sd: float | None
-    b_mean: float
+    b_mean: float | None
     b_sd: float | None
-    diff: float
+    diff: float | None  # None (and a mean None) when the metric cannot be compared
     pct: float | None  # (B - A) / |A|, the verdict's change; None when A's mean is 0
     p: float | None
-    verdict: Verdict
+    verdict: Verdict | str  # a Verdict, or NOT_COMPARABLE
     why: str
     low: float | None = None  # the change's interval at 1 - level (fractions of A, or B - A if not relative)
     high: float | None = None
@@ -85,6 +86,12 @@ class Comparison:
     notes: tuple[str, ...]
     correction: str = CORRECTION
 
+    def fail_on(self, verdict: str) -> list[str]:
+        """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric
+        that could not be compared (it might hide that verdict; a CI gate must not pass it unseen)."""
+        return [f"{m.name}: {m.verdict}" + (f" ({m.why})" if m.verdict == NOT_COMPARABLE else "")
+                for m in self.metrics if m.verdict == verdict or (m.verdict == NOT_COMPARABLE and m.direction != "context")]
+
     def verdicts(self) -> Mapping[str, int]:
         """How many metrics got each verdict."""
         out: dict[str, int] = {}
@@ -108,16 +115,31 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = ALPHA, min_effect:
                             evidence={"differences": "\n".join(refused)},
                             hint="compare campaigns of the same target, GPU, driver, models, CPU set and options, "
                                  "or pass --force (the differences are then written into the comparison)")
-    pairs = [(ma, mb) for ma in a.metrics if (mb := b.metric(ma.name)) is not None
-             and ma.mean is not None and mb.mean is not None and (metrics is None or ma.name in metrics)]
+    asked = [m for m in a.metrics if metrics is None or m.name in metrics]
+    pairs = [(ma, mb) for ma in asked if (mb := b.metric(ma.name)) is not None
+             and ma.mean is not None and mb.mean is not None]
     judged = judge([Samples(ma.name, ma.direction, tuple(ma.numbers), tuple(mb.numbers)) for ma, mb in pairs],
                    Design.UNPAIRED, alpha=alpha, min_effect=min_effect)
-    rows = [MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd, mb.mean - ma.mean,
-                             v.change if v.relative else None, v.p, v.verdict, v.why, v.low, v.high, v.relative,
-                             v.level, v.method, v.needed, v.in_family)
-            for (ma, mb), v in zip(pairs, judged, strict=True)
-            if ma.mean is not None and mb.mean is not None]  # always: the filter above, restated for mypy
+    by_name = {ma.name: MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd,
+                                         (mb.mean or 0.0) - (ma.mean or 0.0), v.change if v.relative else None, v.p,
+                                         v.verdict, v.why, v.low, v.high, v.relative, v.level, v.method, v.needed,
+                                         v.in_family)
+               for (ma, mb), v in zip(pairs, judged, strict=True)}
+    rows = []
+    for ma in asked:  # in A's order; a metric that cannot be compared is listed, never dropped in silence
+        if ma.name in by_name:
+            rows.append(by_name[ma.name])
+            continue
+        mb = b.metric(ma.name)
+        why = "B has no such metric" if mb is None else "; ".join(
+            f"{side}: {m.problem or 'no mean'}" for side, m in (("A", ma), ("B", mb)) if m.mean is None)
+        rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean if mb else None,
+                                     mb.sd if mb else None, None, None, None, NOT_COMPARABLE, why))
+    rows += [MetricComparison(m.name, m.direction, None, None, m.mean, m.sd, None, None, None, NOT_COMPARABLE,
+                              "A has no such metric") for m in b.metrics
+             if a.metric(m.name) is None and (metrics is None or m.name in metrics)]
     notes = _length_notes(rows, min_effect)
+    notes += [f"{r.name} is not comparable: {r.why}" for r in rows if r.verdict == NOT_COMPARABLE]
     # The GPU said a side is not comparable as measured (throttled in a timed window, shared).
     for side, stats in (("A", a), ("B", b)):
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]

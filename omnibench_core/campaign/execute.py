@@ -5,14 +5,23 @@ each scoring server scores them all."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed
+from .. import api, ownership
+from ..errors import (
+    GateError,
+    OmnibenchError,
+    RunInterrupted,
+    RunNotReady,
+    SettingsError,
+    StepFailed,
+    storage_error,
+)
 from ..jsonio import read_json
 from ..records import PHASES, Phase
 from ..settings import Settings
@@ -52,21 +61,68 @@ def asked_from(settings: Settings, workloads: Sequence[str], options: Sequence[s
     return Asked(tuple(workloads), record.sorted_options(options), client, values, runs, retries, scoring)
 
 
+class CampaignBusy(OmnibenchError):
+    """Another live omnibench process is measuring this campaign (it holds the campaign lock)."""
+
+
 def measure(settings: Settings, asked: Asked, *, name: str | None = None,
             progress: Callable[[str], None] = print) -> Outcome:
-    """Run (or continue) the campaign; raises CampaignStopped, RunInterrupted or a setup error."""
+    """Run (or continue) the campaign; raises CampaignStopped, RunInterrupted, CampaignBusy,
+    StorageError or a setup error.
+
+    The campaign is locked for the whole measurement: a second command for it at once (on
+    another port, say) is refused, naming the holder; a dead holder's lock is taken over.
+    """
     revision = api.revision_dir(settings)
     name = name or asked.default_name()
     path = record.campaign_path(revision, name)
-    if path.exists():
-        campaign = record.load(path)
-        record.check_same(campaign, asked)
-        campaign = replace(campaign, asked=asked, status="running", reason="")
-    else:
-        campaign = Campaign(name=name, revision=revision.name, asked=asked)
-    campaign = record.save(path, campaign)
-    driver = _Driver(settings, path, campaign, progress)
-    return Outcome(path, driver.go())
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_campaign_lock(path))
+        if path.exists():
+            campaign = record.load(path)
+            record.check_same(campaign, asked)
+            campaign = replace(campaign, asked=asked, status="running", reason="", attempts=tuple(
+                _dead(a) if a.status == "running" else a for a in campaign.attempts))
+        else:
+            campaign = Campaign(name=name, revision=revision.name, asked=asked)
+        try:
+            # A run whose deferred scoring died with its omnibench (kill -9) goes back to generated, so
+            # only its scoring is done again; other abandoned runs are moved aside as the run layer does.
+            for run_dir in ownership.reclaim_abandoned(revision):
+                progress(f"{run_dir.name}: its omnibench process died while it was running; "
+                         + ("moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
+        except OSError as exc:
+            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+        campaign = record.save(path, campaign)
+        driver = _Driver(settings, path, campaign, progress)
+        return Outcome(path, driver.go())
+
+
+def _dead(attempt: Attempt) -> Attempt:
+    """An attempt left "running" in a campaign whose lock was free: its process died (kill -9)."""
+    return replace(attempt, status="interrupted",
+                   error=attempt.error or "its omnibench process died while it ran (the campaign lock was free)")
+
+
+@contextlib.contextmanager
+def _campaign_lock(path: Path) -> Iterator[Path]:
+    """Hold the campaign's lock, ``campaigns/<name>.lock`` beside its file; a results folder that
+    cannot hold it is a StorageError."""
+    lock = path.with_suffix(".lock")
+
+    def refuse(holder: str) -> Exception:
+        return CampaignBusy(f"campaign {path.stem!r} is being measured by another omnibench process",
+                            evidence={"held by": holder, "lock": str(lock)},
+                            hint="wait for it to end (the same command then resumes the campaign), "
+                                 "or pass --name for another campaign")
+
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(ownership.held_lock(lock, refuse))
+    except OSError as exc:
+        raise storage_error("locking the campaign", exc) from exc
+    with stack:
+        yield lock
 
 
 class _Driver:
@@ -104,6 +160,12 @@ class _Driver:
                               f"{', '.join(c.asked.workloads)}, {c.asked.scoring} scoring, up to {c.asked.retries} "
                               f"retries a run; file {self.path}")
             try:
+                if c.asked.scoring == "per-run" and self._pending_generated():
+                    # Left generated by deferred scoring before (Ctrl-C, kill): scored now, together,
+                    # rather than measured again; later runs follow --scoring per-run.
+                    self.progress.say("runs left generated by deferred scoring are scored first; "
+                                      "the campaign then goes on with per-run scoring")
+                    self._score_generated()
                 while True:
                     for slot in range(c.slots):
                         self._fill(slot)
@@ -182,8 +244,7 @@ class _Driver:
     def _score_generated(self) -> None:
         """Deferred scoring: every generated run of the campaign on one start of each scoring server."""
         c = self.campaign
-        latest = [c.latest(s) for s in range(c.slots)]
-        pending = [a for a in latest if a is not None and a.status == "generated"]
+        pending = self._pending_generated()
         if not pending:
             return
         self.progress.phase(f"scoring {len(pending)} generated runs together")
@@ -195,6 +256,11 @@ class _Driver:
             for attempt in pending:  # record what each run's manifest says now, also after Ctrl-C
                 self._after_scoring(attempt)
         del results
+
+    def _pending_generated(self) -> list[Attempt]:
+        """The latest attempt of each slot whose run is left generated (to be scored)."""
+        latest = [self.campaign.latest(s) for s in range(self.campaign.slots)]
+        return [a for a in latest if a is not None and a.status == "generated" and self._run_status(a) == "generated"]
 
     def _after_scoring(self, attempt: Attempt) -> None:
         here = self.revision / attempt.run

@@ -4,8 +4,9 @@ all measure the same thing (workloads, options, target)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,12 @@ class MetricStats:
     direction: str
     rel_spread: float | None  # sd / |mean|
     flags: tuple[str, ...] = ()
+    problem: str = ""  # why it has no mean: a value that is not a finite number, named with its run
 
     @property
     def numbers(self) -> list[float]:
-        """The values, when all are numbers."""
-        return [float(v) for v in self.values.values()]
+        """The values, when all are finite numbers (else none)."""
+        return [] if self.problem else [float(v) for v in self.values.values()]
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,15 @@ class RunSetStats:
         return next((m for m in self.metrics if m.name == name), None)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def value_problem(name: str, values: dict[str, Any]) -> str:
+    """Why ``values`` (by run) give no mean: ``non-finite metric X in runN (nan)`` or ``metric X in
+    runN is not a number ('fast')``; "" when every value is a finite number."""
+    for run, v in values.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return f"metric {name} in {run} is not a number ({v!r})"
+        if not math.isfinite(v):
+            return f"non-finite metric {name} in {run} ({v!r})"
+    return ""
 
 
 def run_identity(run_dir: Path) -> dict[str, Any]:
@@ -110,18 +119,19 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         mean: float | None
         sd: float | None
         rel: float | None
-        if all(_number(v) for v in values.values()):
+        problem = value_problem(key, values)
+        if not problem:
             mean, sd = mean_sd([float(v) for v in values.values()])
             rel = sd / abs(mean) if sd is not None and mean else (0.0 if sd == 0 else None)
             numeric[key] = [float(v) for v in values.values()]
         else:
             mean = sd = rel = None
-        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel))
+            notes = [*notes, f"{problem}: no mean or spread, and it cannot be compared"]
+        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel, problem=problem))
     flagged: dict[str, list[str]] = {}
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
-    rows = [MetricStats(r.name, r.values, r.mean, r.sd, r.direction, r.rel_spread, tuple(flagged.get(r.name, ())))
-            for r in rows]
+    rows = [replace(r, flags=tuple(flagged.get(r.name, ()))) for r in rows]
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
                        noisy)

@@ -1,36 +1,90 @@
 """Report and comparison files: Markdown for people, JSON for programs, PNG plots when matplotlib
-is installed. A file is never overwritten: a later report of the same campaign gets the next
-number (``report-2.md``...), and says so."""
+is installed. A complete report is never overwritten: a later report of the same campaign gets
+the next number (``report-2.md``...), and says so. Every file is written under a temporary name
+and renamed, the JSON last, so an interrupted report never leaves a half file under its final
+name, and the next report replaces what it left."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
+import functools
 import os
 import re
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import storage_error
 from ..jsonio import write_json
 from . import plots, references, telemetry_view
-from .compare import Comparison
+from .compare import NOT_COMPARABLE, Comparison
 from .summary import RunSetStats
 from .verdict import Verdict, change_text, interval_text
 
 
-def fresh_stem(folder: Path, stem: str) -> str:
-    """``stem`` or ``stem-N``: the first whose .md, .json and plots folder are all new; the .md is
-    created exclusively, so two reports at once never share a name."""
+@contextlib.contextmanager
+def report_slot(folder: Path, stem: str) -> Iterator[tuple[str, bool]]:
+    """Hold the folder (``flock`` on it, so two reports at once take turns) and give the name to
+    write: ``stem`` or ``stem-N``, the first without its ``.json``, and whether a partial one
+    under that name is being replaced.
+
+    The ``.json`` is written last, so a name without it was never finished (a report killed while
+    it was written, or one whose disk filled): its leftovers are replaced, never kept as a report
+    and never a reason to go on to the next number. A complete report is never overwritten.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
-        name = stem if n == 1 else f"{stem}-{n}"
-        if not (folder / f"{name}.json").exists() and not (folder / f"{name}-plots").exists():
-            try:
-                os.close(os.open(folder / f"{name}.md", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-                return name
-            except FileExistsError:
-                pass
-        n += 1
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # dropped by the kernel if this process dies
+        n = 1
+        while (folder / f"{_numbered(stem, n)}.json").exists():
+            n += 1
+        name = _numbered(stem, n)
+        partial = [p for p in (folder / f"{name}.md", folder / f".{name}.md.partial", folder / f"{name}-plots",
+                               *folder.glob(f".{name}.json.*.tmp"))  # jsonio's temporary name
+                   if p.exists() or p.is_symlink()]
+        for leftover in partial:
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
+        yield name, bool(partial)
+    finally:
+        os.close(fd)
+
+
+def _numbered(stem: str, n: int) -> str:
+    return stem if n == 1 else f"{stem}-{n}"
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` whole or not at all: a temporary name in the same folder, fsync,
+    rename. The temporary name is fixed (``.<name>.partial``): the folder is held while writing."""
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def plot_atomic(path: Path, draw: Callable[[Path], Path]) -> Path:
+    """A plot drawn to a temporary PNG beside ``path`` (``draw(tmp)``), then renamed onto it."""
+    tmp = path.with_name(f".{path.stem}.partial.png")  # .png: matplotlib picks the format from it
+    try:
+        os.replace(draw(tmp), path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def fmt(value: Any) -> str:
@@ -57,6 +111,7 @@ class Written:
     plots: tuple[Path, ...]
     plots_note: str  # how to get plots when matplotlib is missing ("" when they were made)
     numbered: bool  # an earlier one exists and was kept
+    replaced_partial: bool = False  # an unfinished one under this name (interrupted, disk full) was replaced
 
 
 def report_rows(stats: RunSetStats) -> list[list[str]]:
@@ -75,15 +130,24 @@ def _md_table(headers, rows) -> list[str]:
 
 
 def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Written:
-    """report.md, report.json and one plot per numeric metric (with the extra)."""
-    stem = fresh_stem(folder, "report")
+    """report.md, report.json and one plot per numeric metric (with the extra); a disk that refuses
+    is a StorageError, and nothing half-written stays under a final name."""
+    try:
+        with report_slot(folder, "report") as (stem, replaced):
+            return _write_report(folder, stem, replaced, stats, header)
+    except OSError as exc:
+        raise storage_error(f"writing the report in {folder}", exc) from exc
+
+
+def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, header: dict[str, Any]) -> Written:
     made: list[Path] = []
     note = ""
     if plots.available():
         for m in stats.metrics:
             if m.mean is not None:
-                made.append(plots.metric_plot(folder / f"{stem}-plots" / f"{_safe(m.name)}.png", m.name,
-                                              {r: float(v) for r, v in m.values.items()}, m.mean, m.sd, m.direction))
+                made.append(plot_atomic(folder / f"{stem}-plots" / f"{_safe(m.name)}.png", functools.partial(
+                    plots.metric_plot, name=m.name, values={r: float(v) for r, v in m.values.items()}, mean=m.mean,
+                    sd=m.sd, direction=m.direction)))
     else:
         note = plots.HOW_TO_GET
     refs = references.for_workloads(list(stats.identity.get("workloads") or []))
@@ -105,10 +169,11 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
     tele = telemetry_view.view(stats.run_dirs)
     md += telemetry_view.markdown(tele)
     if plots.available():
-        made += [plots.telemetry_plot(folder / f"{stem}-plots" / f"telemetry-{csv.stem}.png", csv) for csv in tele.csvs]
+        made += [plot_atomic(folder / f"{stem}-plots" / f"telemetry-{csv.stem}.png",
+                             functools.partial(plots.telemetry_plot, csv_path=csv)) for csv in tele.csvs]
     md += ["", "## Plots", ""]
     md += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in made] if made else [note]
-    (folder / f"{stem}.md").write_text("\n".join(md) + "\n")
+    write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     doc = {**header, "runs": list(stats.runs), "run_dirs": [str(d) for d in stats.run_dirs],
            "identity": stats.identity, "environment": stats.environment, "notes": list(stats.notes),
            "metrics": {m.name: {"mean": m.mean, "sd": m.sd, "values": m.values, "direction": m.direction,
@@ -118,8 +183,8 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
                          "workloads": {w: {"energy_j": e, "energy_per_request_j": r, "energy_per_speech_second_j": s}
                                        for w, e, r, s in tele.rows}},
            "plots": [str(p) for p in made], "plots_note": note}
-    json_path = write_json(folder / f"{stem}.json", doc)
-    return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report")
+    json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the report complete
+    return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report", replaced)
 
 
 COMPARE_HEADERS = ("metric", "better", "A mean ± sd", "B mean ± sd", "B - A", "change", "interval", "held to",
@@ -137,13 +202,24 @@ def compare_rows(c: Comparison) -> list[list[str]]:
 
 
 def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[float], list[float]]]) -> Written:
-    """compare.md, compare.json and a plot of A against B (with the extra)."""
-    stem = fresh_stem(folder, "compare")
+    """compare.md, compare.json and a plot of A against B (with the extra); written as reports are
+    (:func:`write_report`)."""
+    try:
+        with report_slot(folder, "compare") as (stem, replaced):
+            return _write_compare(folder, stem, replaced, c, values)
+    except OSError as exc:
+        raise storage_error(f"writing the comparison in {folder}", exc) from exc
+
+
+def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
+                   values: dict[str, tuple[list[float], list[float]]]) -> Written:
     made: tuple[Path, ...] = ()
     note = ""
     if plots.available():
-        rows = [(m.name, *values[m.name], m.verdict) for m in c.metrics if m.direction != "context"]
-        made = (plots.compare_plot(folder / f"{stem}-plots" / "a_vs_b.png", rows, c.a, c.b),)
+        rows = [(m.name, *values[m.name], m.verdict) for m in c.metrics
+                if m.direction != "context" and m.verdict != NOT_COMPARABLE]
+        made = (plot_atomic(folder / f"{stem}-plots" / "a_vs_b.png",
+                            functools.partial(plots.compare_plot, rows=rows, a=c.a, b=c.b)),)
     else:
         note = plots.HOW_TO_GET
     md = [f"# Compare: A {c.a} (base) vs B {c.b}", "",
@@ -161,8 +237,8 @@ def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[floa
     if c.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in c.notes]
     md += ["", "## Plot", ""] + ([f"![A vs B]({p.parent.name}/{p.name})" for p in made] or [note])
-    (folder / f"{stem}.md").write_text("\n".join(md) + "\n")
+    write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     doc = {**dataclasses.asdict(c), "values": {k: {"a": a, "b": b} for k, (a, b) in values.items()},
            "plots": [str(p) for p in made], "plots_note": note}
-    json_path = write_json(folder / f"{stem}.json", doc)
-    return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare")
+    json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the comparison complete
+    return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced)

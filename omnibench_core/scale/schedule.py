@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from ..errors import OmnibenchError, RunInterrupted
+from ..errors import OmnibenchError, RunInterrupted, Terminated
 from .engine import LOST, Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot
@@ -20,8 +20,9 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
     """Run ``jobs`` on the engine's slots; returns each job's outcome by key.
 
     A ``lost`` outcome puts the job back at the front of the queue (up to ``max_lost`` times).
-    KeyboardInterrupt cancels every running campaign, waits for their servers to stop, and
-    raises RunInterrupted; complete campaigns and runs stay, so the same command resumes.
+    KeyboardInterrupt or Terminated (SIGTERM) cancels every running campaign, waits for their
+    servers to stop, and raises RunInterrupted; complete campaigns and runs stay, so the same
+    command resumes.
     """
     pending = deque(jobs)
     busy: dict[object, tuple[CampaignJob, HostSlot]] = {}
@@ -49,10 +50,12 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
                 progress(f"{job.key}: {outcome.status} on {slot.label} in {outcome.seconds:.0f} s"
                          + (f": {outcome.error}" if outcome.error else ""))
                 results[job.key] = outcome
-    except KeyboardInterrupt:
-        progress("interrupted: cancelling every campaign so that its servers stop")
+    except (KeyboardInterrupt, Terminated) as exc:  # SIGTERM too (the task turns it into Terminated)
+        why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
+        progress(f"interrupted by {why}: cancelling every campaign so that its servers stop")
         engine.cancel_all(cancel_grace_s)
-        raise RunInterrupted("the matrix was interrupted", hint="the same command with --resume continues it") from None
+        raise RunInterrupted(f"the matrix was interrupted by {why}; every campaign was cancelled and its servers stopped",
+                             hint="the same command with --resume continues it") from None
     interrupted = [k for k, o in results.items() if o.status == "interrupted"]
     if interrupted:
         raise RunInterrupted(f"{len(interrupted)} campaign(s) were interrupted", evidence={"campaigns": ", ".join(interrupted)},

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
-from ..gpu import query_memory_used
+from ..gpu import call_timeout, query_memory_used
 from ..ports import port_in_use
 from ..settings import format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
@@ -157,18 +157,19 @@ def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int 
     still be dying), then raises :class:`SlotBusy` with what holds it."""
     gpus = (*slot.gpus, *slot.idle_gpus)
     deadline = time.monotonic() + timeout_s
+    call_s = call_timeout(timeout_s)  # a hung nvidia-smi is bounded by the wait allowed
     while True:
         held: dict[str, str] = {}
         if port_in_use(slot.port):
             scan = find_strays(port=slot.port)
             held["port"] = f"{slot.port} in use" + "".join(f"; pid {s.pid} {s.command[:80]}" for s in scan.strays)
         if gpus:
-            scan = find_strays(gpus=gpus, nvidia_smi=nvidia_smi)
+            scan = find_strays(gpus=gpus, nvidia_smi=nvidia_smi, gpu_timeout_s=call_s)
             if scan.strays:
                 held["GPU processes"] = "; ".join(f"pid {s.pid} {s.command[:60]} ({', '.join(s.reasons)})"
                                                   for s in scan.strays)
             try:
-                busy = {g: m for g, m in query_memory_used(gpus, nvidia_smi).items() if m >= free_mib}
+                busy = {g: m for g, m in query_memory_used(gpus, nvidia_smi, call_s).items() if m >= free_mib}
             except GpuQueryError as exc:
                 busy, held["GPU memory"] = {}, f"unknown: {exc.message}"
             if busy:

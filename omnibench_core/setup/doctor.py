@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..checkout import check_checkout
 from ..errors import OmnibenchError
-from ..gpu import query_memory_used
+from ..gpu import call_timeout, query_memory_used
 from ..ports import port_holder, port_in_use
 from ..settings import Settings
 from ..standin import is_standin, omni_ci_home
@@ -124,7 +124,8 @@ def _venv_hash(settings: Settings, root: Path, standin: bool) -> str:
 
 
 def _gpu_memory(settings: Settings) -> str:
-    used = query_memory_used(settings.run.gpu_list(), settings.tools.nvidia_smi)
+    used = query_memory_used(settings.run.gpu_list(), settings.tools.nvidia_smi,
+                             call_timeout(settings.run.gpu_free_timeout_s))
     busy = {g: v for g, v in used.items() if v >= settings.run.gpu_free_mib}
     if busy:
         raise OmnibenchError(f"GPU memory in use: {busy} MiB (limit {settings.run.gpu_free_mib})",
