@@ -107,7 +107,7 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
                            "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr
+    assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr
 
 
 def test_the_guard_names_each_difference_unless_forced(base, results):

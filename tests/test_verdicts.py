@@ -240,7 +240,7 @@ def _json_of(stdout: str) -> dict:
 def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns):
     invoke, _ = campaigns
     done = invoke("compare", "base", "slower", "--fail-on", "worse")
-    assert done.returncode == 1 and "a metric's verdict is 'worse'" in done.stderr, done.stdout + done.stderr
+    assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("selftest.latency_mean_s"))
     assert "WORSE" in row and "[+" in row, done.stdout
     assert "a family of 1 held to alpha 0.05 (Holm)" in done.stdout
