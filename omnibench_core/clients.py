@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,23 +17,54 @@ PROGRESS_PREFIX = "progress: "  # lines the runner relays to the terminal
 
 
 class Progress:
-    """Prints ``progress: done/total ...`` at most once every ``interval_s``, and at the end."""
+    """Prints ``progress: label done/total ...`` at most once every ``interval_s`` as items finish,
+    and at the end; inside ``with``, also at the start and every ``quiet_s`` while none finishes
+    (a slow first reply must not leave the terminal silent)."""
 
-    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0):
-        self.total, self.label, self.stream, self.interval_s = total, label, stream, interval_s
+    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0, quiet_s: float = 5.0):
+        self.total, self.label, self.stream, self.interval_s, self.quiet_s = total, label, stream, interval_s, quiet_s
         self.done = self.failed = 0
         self._t0 = self._last = time.perf_counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def line(self) -> str:
+        """The current count, as printed."""
+        elapsed = time.perf_counter() - self._t0
+        rate = self.done / max(elapsed, 1e-9)
+        return (f"{PROGRESS_PREFIX}{self.label} {self.done}/{self.total} ({self.failed} failed, {rate:.1f}/s, "
+                f"{elapsed:.0f}s)")
+
+    def _print(self) -> None:
+        self._last = time.perf_counter()
+        print(self.line(), file=self.stream, flush=True)
 
     def tick(self, ok: bool) -> None:
         """Count one finished item."""
-        self.done += 1
-        self.failed += not ok
-        now = time.perf_counter()
-        if now - self._last >= self.interval_s or self.done == self.total:
-            self._last = now
-            rate = self.done / max(now - self._t0, 1e-9)
-            print(f"{PROGRESS_PREFIX}{self.label} {self.done}/{self.total} ({self.failed} failed, {rate:.1f}/s)",
-                  file=self.stream, flush=True)
+        with self._lock:
+            self.done += 1
+            self.failed += not ok
+            if time.perf_counter() - self._last >= self.interval_s or self.done == self.total:
+                self._print()
+
+    def __enter__(self) -> Progress:
+        with self._lock:
+            self._print()
+        self._thread = threading.Thread(target=self._beat, name="client-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(0.5, self.quiet_s)):
+            with self._lock:
+                if self.done < self.total and time.perf_counter() - self._last >= self.quiet_s:
+                    self._print()
 
 
 async def error_text(response: aiohttp.ClientResponse) -> str:

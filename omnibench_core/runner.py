@@ -33,6 +33,7 @@ from .errors import (
     Terminated,
     storage_error,
 )
+from .heartbeat import stamp
 from .jsonio import read_json
 from .layout import move_aside
 from .manifest import Manifest, now_iso
@@ -115,7 +116,7 @@ class Runner:
         A reader that went away (``invoke run | head``) must not fail the run: progress stops.
         """
         try:
-            self.progress(f"[{time.monotonic() - self._t0:7.1f}s] {message}")
+            self.progress(f"{stamp(time.monotonic() - self._t0)} {message}")
         except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
             self.progress = _quiet
 
