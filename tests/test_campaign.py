@@ -168,4 +168,27 @@ def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path)
     c = record.load(next((revision / "campaigns").glob("*.json")))
     assert [a.run for a in c.measured()] == ["run1", "run2", "run3"]
     assert [a.status for a in c.attempts if a.slot == 2] == ["interrupted", "complete"]
+    interrupted = next(a for a in c.attempts if a.status == "interrupted")
+    assert interrupted.server_starts == 1  # its selftest server had started before Ctrl-C
+    assert c.server_starts == 2 * 4 + 1  # per-run: a server and a scorer per run, and the interrupted start
     assert "run 3 of 4 (measured run 2 of 3)" in done.stdout and "left]" in done.stdout
+
+
+def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring(tmp_path):
+    """After an `invoke run` of the same workload, a deferred campaign's estimate holds the scoring
+    that run took; the first line names the campaign's start."""
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
+    port = str(free_port())
+    first = subprocess.run([sys.executable, "-m", "invoke", "run", "-w", "selftest", "-p", port], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    done = subprocess.run([sys.executable, "-m", "invoke", "measure", "-w", "selftest", "--runs", "2", "-p", port],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("[campaign start | 0s elapsed | estimate after the first run] campaign selftest_local")
+    assert not any(line.startswith("[ |") or "estimate: scoring" in line for line in lines)
+    run2 = [line for line in lines if line.startswith("[run 2 of 3")]
+    assert run2 and all("left (scoring ~" in line for line in run2), run2  # the runs' generation + 3 to score
+    scoring = [line for line in lines if line.startswith("[scoring 3 generated runs together")]
+    assert scoring and all(" left]" in line for line in scoring), scoring
