@@ -73,7 +73,9 @@ def test_report_equals_the_runbooks_statistics_block(base):
     doc = json.loads(made.written.json.read_text())
     assert doc["metrics"]["selftest.latency_mean_s"]["direction"] == "lower"
     assert set(doc["metrics"]["selftest.requests"]["values"]) == {"run1", "run2", "run3"}
-    assert "| selftest.latency_mean_s | lower |" in made.written.markdown.read_text()
+    md = made.written.markdown.read_text()
+    assert "| selftest.latency_mean_s | lower |" in md
+    assert "- settings: target=local, " in md and "local_delay_ms=100" in md  # planted: among the settings
     if plots.available():
         assert {p.name for p in made.written.plots} >= {"selftest.latency_mean_s.png"}
         assert all(p.stat().st_size > 1000 for p in made.written.plots)
@@ -101,8 +103,8 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     doc = json.loads(worse.written.json.read_text())
     assert doc["test"] == "Welch's two-sided t-test" and doc["min_effect"] == 0.05
     assert "WORSE" in worse.written.markdown.read_text()
-    if plots.available():
-        assert worse.written.plots and worse.written.plots[0].is_file()
+    assert worse.written.plots and worse.written.plots[0].is_file()  # matplotlib is a test dependency
+    assert "Not plotted, 0 in every run of both: selftest.failed." in worse.written.markdown.read_text()
     # --fail-on worse makes the exit code usable in CI
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
@@ -192,3 +194,21 @@ def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring
     assert run2 and all("left (scoring ~" in line for line in run2), run2  # the runs' generation + 3 to score
     scoring = [line for line in lines if line.startswith("[scoring 3 generated runs together")]
     assert scoring and all(" left]" in line for line in scoring), scoring
+
+
+def test_the_compare_plot_names_base_and_candidate_leaves_out_zeros_and_has_no_offset():
+    a, b = "local-b98bee6/selftest_local", "local-b98bee6/selftest_local_delay2.0ms"  # alike for 18 characters
+    rows = [("selftest.latency_mean_s", [98.58101, 98.58103, 98.58102], [98.58111, 98.58113, 98.58112], "worse"),
+            ("selftest.failed", [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "no significant change"),
+            ("selftest.matched", [8.0, 8.0, 8.0], [8.0, 8.0, 7.0], "no significant change")]
+    assert plots.constant_zero(rows) == ["selftest.failed"]
+    fig = plots.compare_figure(rows, a, b)
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title().split("\n")[0] for ax in panels] == ["selftest.latency_mean_s", "selftest.matched"]
+    for ax in panels:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == ["A: base", "B: candidate"]
+        assert ax.yaxis.get_offset_text().get_text() == ""  # no "+9.858e1" beside the axis
+        assert not any("e" in t.get_text() for t in ax.get_yticklabels())
+    assert f"A: base: {a}" in fig.texts[0].get_text() and f"B: candidate: {b}" in fig.texts[0].get_text()

@@ -49,6 +49,7 @@ class RunSetStats:
     metrics: tuple[MetricStats, ...]
     notes: tuple[str, ...] = ()
     environment: dict[str, Any] = field(default_factory=dict)
+    run_notes: tuple[str, ...] = ()  # the runs' own notes (metrics.json), each once, in order
 
     def metric(self, name: str) -> MetricStats | None:
         """The metric called ``name``."""
@@ -120,4 +121,6 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [MetricStats(r.name, r.values, r.mean, r.sd, r.direction, r.rel_spread, tuple(flagged.get(r.name, ())))
             for r in rows]
-    return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), tuple(notes), environment or {})
+    run_notes = dict.fromkeys(str(n) for doc in docs for n in doc.get("notes") or [])
+    return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), tuple(notes), environment or {},
+                       tuple(run_notes))
