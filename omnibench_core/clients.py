@@ -13,6 +13,8 @@ from typing import Any
 
 import aiohttp
 
+from .heartbeat import Ticker
+
 PROGRESS_PREFIX = "progress: "  # lines the runner relays to the terminal
 
 
@@ -26,8 +28,7 @@ class Progress:
         self.done = self.failed = 0
         self._t0 = self._last = time.perf_counter()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker = Ticker(self._quiet, min(0.5, quiet_s))
 
     def line(self) -> str:
         """The current count, as printed."""
@@ -51,20 +52,16 @@ class Progress:
     def __enter__(self) -> Progress:
         with self._lock:
             self._print()
-        self._thread = threading.Thread(target=self._beat, name="client-progress", daemon=True)
-        self._thread.start()
+        self._ticker.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+        self._ticker.__exit__(*exc)
 
-    def _beat(self) -> None:
-        while not self._stop.wait(min(0.5, self.quiet_s)):
-            with self._lock:
-                if self.done < self.total and time.perf_counter() - self._last >= self.quiet_s:
-                    self._print()
+    def _quiet(self) -> None:
+        with self._lock:
+            if self.done < self.total and time.perf_counter() - self._last >= self.quiet_s:
+                self._print()
 
 
 async def error_text(response: aiohttp.ClientResponse) -> str:

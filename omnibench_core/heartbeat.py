@@ -43,8 +43,8 @@ def unstamped(line: str) -> str:
 class Heartbeat:
     """Passes lines on to ``emit``; :meth:`beat` repeats the last one after ``quiet_s`` of silence.
 
-    ``clock`` is injectable so the rule is tested without waiting; the thread started by the
-    context manager only calls :meth:`beat` twice a second.
+    ``clock`` is injectable so the rule is tested without waiting; inside ``with``, a
+    :class:`Ticker` calls :meth:`beat` twice a second.
     """
 
     def __init__(self, emit: Callable[[str], None], *, quiet_s: float = QUIET_S,
@@ -53,8 +53,6 @@ class Heartbeat:
         self.t0 = self._last_at = self._said_at = clock()  # last emission / last real line
         self.last = ""
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def line(self, message: str) -> str:
         """How a message is written (subclasses add a prefix)."""
@@ -81,21 +79,35 @@ class Heartbeat:
             return True
 
     def __enter__(self) -> Heartbeat:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="progress-heartbeat", daemon=True)
+        self._ticker = Ticker(self.beat).__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ticker.__exit__(*exc)
+
+
+class Ticker:
+    """Calls ``tick`` every ``every_s`` on a daemon thread while inside ``with``; an exception in
+    ``tick`` (a reader that went away) ends the ticking, never the work it reports on."""
+
+    def __init__(self, tick: Callable[[], object], every_s: float = 0.5):
+        self.tick, self.every_s = tick, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="progress-ticker", daemon=True)
+
+    def __enter__(self) -> Ticker:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+        self._thread.join(timeout=2)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.5):
+        while not self._stop.wait(self.every_s):
             try:
-                self.beat()
-            except Exception:  # a reader that went away: the heartbeat stops, the work goes on
+                self.tick()
+            except Exception:
                 return
 
 
