@@ -23,22 +23,24 @@ class Progress:
     and at the end; inside ``with``, also at the start and every ``quiet_s`` while none finishes
     (a slow first reply must not leave the terminal silent)."""
 
-    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0, quiet_s: float = 5.0):
+    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0, quiet_s: float = 5.0,
+                 clock=time.perf_counter):
         self.total, self.label, self.stream, self.interval_s, self.quiet_s = total, label, stream, interval_s, quiet_s
+        self.clock = clock  # injectable, so the quiet rule is tested without waiting
         self.done = self.failed = 0
-        self._t0 = self._last = time.perf_counter()
+        self._t0 = self._last = clock()
         self._lock = threading.Lock()
-        self._ticker = Ticker(self._quiet, min(0.5, quiet_s))
+        self._ticker = Ticker(self.quiet_tick, min(0.5, quiet_s))
 
     def line(self) -> str:
         """The current count, as printed."""
-        elapsed = time.perf_counter() - self._t0
+        elapsed = self.clock() - self._t0
         rate = self.done / max(elapsed, 1e-9)
         return (f"{PROGRESS_PREFIX}{self.label} {self.done}/{self.total} ({self.failed} failed, {rate:.1f}/s, "
                 f"{elapsed:.0f}s)")
 
     def _print(self) -> None:
-        self._last = time.perf_counter()
+        self._last = self.clock()
         print(self.line(), file=self.stream, flush=True)
 
     def tick(self, ok: bool) -> None:
@@ -46,7 +48,7 @@ class Progress:
         with self._lock:
             self.done += 1
             self.failed += not ok
-            if time.perf_counter() - self._last >= self.interval_s or self.done == self.total:
+            if self.clock() - self._last >= self.interval_s or self.done == self.total:
                 self._print()
 
     def __enter__(self) -> Progress:
@@ -58,9 +60,10 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self._ticker.__exit__(*exc)
 
-    def _quiet(self) -> None:
+    def quiet_tick(self) -> None:
+        """Print the count again if nothing was printed for ``quiet_s`` (the ticker calls this)."""
         with self._lock:
-            if self.done < self.total and time.perf_counter() - self._last >= self.quiet_s:
+            if self.done < self.total and self.clock() - self._last >= self.quiet_s:
                 self._print()
 
 

@@ -104,3 +104,19 @@ def test_a_clients_progress_says_its_count_at_the_start_and_the_end():
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("progress: questions 0/3 (0 failed") and lines[-1].startswith("progress: questions 3/3 (1 failed")
     assert len(lines) == 2  # nothing in between: each came within interval_s
+
+
+def test_a_clients_progress_repeats_its_count_every_5_s_while_no_item_finishes():
+    clock, out = Clock(), io.StringIO()
+    progress = Progress(10, "questions", stream=out, clock=clock)  # the ticker (inside `with`) calls quiet_tick
+    clock.now += 4.9
+    progress.quiet_tick()
+    assert out.getvalue() == ""
+    clock.now += 0.1
+    progress.quiet_tick()
+    assert out.getvalue() == "progress: questions 0/10 (0 failed, 0.0/s, 5s)\n"
+    clock.now += 1
+    progress.tick(True)  # an item 1 s after a line: within interval_s, so not printed
+    clock.now += 4
+    progress.quiet_tick()
+    assert out.getvalue().splitlines()[-1] == "progress: questions 1/10 (0 failed, 0.1/s, 10s)"
