@@ -1,7 +1,8 @@
 """Benchmark (not a test): a run0 + 3 campaign of both workloads on the local target, deferred
 scoring against per-run scoring, side by side in one run: wall time and server starts.
 
-    python benchmarks/bench_campaign.py [--max-samples 4] [--runs 3] [--out DIR]
+    python benchmarks/bench_campaign.py [--max-samples 4] [--runs 3] [--out FILE]
+    python benchmarks/bench_campaign.py --smoke   # the selftest workload, 2 runs: wiring only
 """
 
 from __future__ import annotations
@@ -24,17 +25,22 @@ def free_port() -> int:
 
 
 def main() -> None:
+    """Both scorings, one after the other; prints (and with --out writes) wall time and server starts."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-samples", type=int, default=4, help="seed-tts samples per run")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the selftest workload (a second a run), 2 runs: checks the wiring, the figures mean nothing")
     args = parser.parse_args()
+    workloads, options = ["videoamme", "seedtts"], [f"seedtts.max_samples={args.max_samples}"]
+    if args.smoke:
+        workloads, options, args.runs = ["selftest"], [], 2
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for scoring in ("per-run", "deferred"):  # per-run first: it also makes the local data sets
-            settings = Settings(results=str(Path(tmp) / scoring), port=free_port())
-            asked = campaign.asked_from(settings, ["videoamme", "seedtts"], [f"seedtts.max_samples={args.max_samples}"],
-                                        None, args.runs, 0, scoring)
+            settings = Settings.of(results=str(Path(tmp) / scoring), port=free_port())
+            asked = campaign.asked_from(settings, workloads, options, None, args.runs, 0, scoring)
             t0 = time.monotonic()
             outcome = campaign.measure(settings, asked, progress=lambda m: None)
             rows.append({"scoring": scoring, "wall_s": round(time.monotonic() - t0, 1),

@@ -13,6 +13,7 @@ Both pollers watch the *same* event in the same round, side by side:
   benchmarks/gpu_hold.py (PyTorch) on a GPU host.
 
     python benchmarks/bench_gates.py --rounds 5 [--gpu-mode real --gpus 0,1] [--out bench.json]
+    python benchmarks/bench_gates.py --smoke      # one short round, the runbook's loop sleeping 0.2 s: wiring only
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from omnibench_core.processes import group_alive, start_group
 
 HERE = Path(__file__).resolve().parent
 
-RUNBOOK_READY = "until curl -sf localhost:{port}/health > /dev/null; do sleep 5; done"
+RUNBOOK_SLEEP_S = 5  # the runbook's loops sleep 5 s between polls
+RUNBOOK_READY = "until curl -sf localhost:{port}/health > /dev/null; do sleep {sleep}; done"
 RUNBOOK_GPU = ('until [ "$({smi} -i {gpu} --query-gpu=memory.used --format=csv,noheader,nounits)" -lt 1024 ]; '
-               "do sleep 5; done")
+               "do sleep {sleep}; done")
 
 
 def free_port() -> int:
@@ -64,13 +66,13 @@ def _watch_shell(script: str, env: dict[str, str]) -> tuple[subprocess.Popen, di
     return proc, seen
 
 
-def bench_ready(work: Path, delay_s: float) -> tuple[float, float]:
+def bench_ready(work: Path, delay_s: float, sleep_s: float = RUNBOOK_SLEEP_S) -> tuple[float, float]:
     port = free_port()
     ready_file = work / f"ready-{port}"
     server = start_group([sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(port),
                           "--delay", f"{delay_s:.3f}", "--ready-file", str(ready_file)],
                          log_path=work / f"server-{port}.log", env=dict(os.environ))
-    shell, shell_seen = _watch_shell(RUNBOOK_READY.format(port=port), dict(os.environ))
+    shell, shell_seen = _watch_shell(RUNBOOK_READY.format(port=port, sleep=sleep_s), dict(os.environ))
     try:
         wait_ready(server, f"http://127.0.0.1:{port}/health", timeout_s=120)
         ours = time.time()
@@ -103,7 +105,7 @@ def _fake_smi(folder: Path, holder_pid_file: Path) -> Path:
 
 
 def bench_gpu(work: Path, mode: str, gpus: list[str], hold_s: float, round_no: int,
-              interval_s: float = 0.1) -> tuple[float, float]:
+              interval_s: float = 0.1, sleep_s: float = RUNBOOK_SLEEP_S) -> tuple[float, float]:
     env = dict(os.environ)
     log = work / f"hold-{round_no}.log"
     if mode == "fake":
@@ -124,7 +126,7 @@ def bench_gpu(work: Path, mode: str, gpus: list[str], hold_s: float, round_no: i
                 raise RuntimeError("gpu_hold.py did not start: " + log.read_text())
             time.sleep(0.1)
     time.sleep(hold_s)
-    shell, shell_seen = _watch_shell(RUNBOOK_GPU.format(smi=smi, gpu=gpus[0]), env)
+    shell, shell_seen = _watch_shell(RUNBOOK_GPU.format(smi=smi, gpu=gpus[0], sleep=sleep_s), env)
     ours: dict[str, float] = {}
 
     def poll() -> None:
@@ -133,7 +135,7 @@ def bench_gpu(work: Path, mode: str, gpus: list[str], hold_s: float, round_no: i
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
-    time.sleep(random.uniform(0.5, 5.5))  # stop at a random phase of the runbook's 5 s sleep
+    time.sleep(random.uniform(0.1 * sleep_s, 1.1 * sleep_s))  # stop at a random phase of the runbook's sleep
     holder.stop(grace_s=30)
     while group_alive(holder.pgid):
         time.sleep(0.001)
@@ -162,7 +164,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpu-interval", type=float, default=0.1,
                         help="omnibench's GPU poll interval (default: omnibench's own default, 0.1 s)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one round, the runbook's loops sleeping 0.2 s: checks the wiring, the figures mean nothing")
     args = parser.parse_args()
+    sleep_s = RUNBOOK_SLEEP_S
+    if args.smoke:
+        args.rounds, sleep_s = 1, 0.2
     if shutil.which("curl") is None:
         print("curl is needed for the runbook's READY loop", file=sys.stderr)
         return 2
@@ -174,10 +181,11 @@ def main() -> int:
         ready = []
         gpu = []
         for i in range(args.rounds):
-            ready.append(bench_ready(work, random.uniform(0.5, 5.5)))
+            ready.append(bench_ready(work, random.uniform(0.1 * sleep_s, 1.1 * sleep_s), sleep_s))
             print(f"round {i + 1}/{args.rounds} READY: omnibench {ready[-1][0]:.3f} s, runbook {ready[-1][1]:.3f} s",
                   flush=True)
-            gpu.append(bench_gpu(work, args.gpu_mode, gpus, hold_s=0.5, round_no=i, interval_s=args.gpu_interval))
+            gpu.append(bench_gpu(work, args.gpu_mode, gpus, hold_s=0.1 * sleep_s, round_no=i,
+                                 interval_s=args.gpu_interval, sleep_s=sleep_s))
             print(f"round {i + 1}/{args.rounds} GPU_FREE ({args.gpu_mode}): omnibench {gpu[-1][0]:.3f} s, "
                   f"runbook {gpu[-1][1]:.3f} s", flush=True)
         rows = [summarise("READY", ready), summarise(f"GPU_FREE ({args.gpu_mode})", gpu)]

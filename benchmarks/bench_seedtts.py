@@ -8,6 +8,7 @@
    WAVs) on 1088 generated WAVs, against the runbook's plain sequential read-everything loop.
 
     python benchmarks/bench_seedtts.py [--requests 2000] [--out bench.json]
+    python benchmarks/bench_seedtts.py --smoke    # 8 requests, 16 WAVs: wiring only
 """
 
 from __future__ import annotations
@@ -150,10 +151,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--out")
+    parser.add_argument("--smoke", action="store_true", help="8 requests and 16 WAVs once: the figures mean nothing")
     args = parser.parse_args()
+    files, rounds = (16, 1) if args.smoke else (1088, 3)
     with tempfile.TemporaryDirectory() as tmp:
-        client_rows = bench_client(Path(tmp), args.requests)
-        collection = bench_collection(Path(tmp))
+        client_rows = bench_client(Path(tmp), 8 if args.smoke else args.requests)
+        collection = bench_collection(Path(tmp), files, rounds)
     print(tabulate([[r["concurrency"], r["requests"], f"{r['asyncio_req_s']:.0f}", f"{r['threads_req_s']:.0f}",
                      f"{r['asyncio_req_s'] / r['threads_req_s']:.2f}x", f"{r['asyncio_latency_ms']:.2f}",
                      f"{r['threads_latency_ms']:.2f}"] for r in client_rows],

@@ -5,6 +5,7 @@
 3. ``wait_gpu_free`` must then pass; the time from the group's end to GPU_FREE is printed.
 
     python benchmarks/gpu_gate_check.py --gpus 0,1
+    python benchmarks/gpu_gate_check.py --dry-run     # the wiring, on a machine without a GPU
 """
 
 from __future__ import annotations
@@ -23,18 +24,25 @@ from omnibench_core.gpu import describe_gpus, query_memory_used
 from omnibench_core.processes import build_env, group_alive, group_members, start_group
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from dry_gpu import fake_gpu_host  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", default="0,1")
     parser.add_argument("--gib", type=float, default=16)
+    parser.add_argument("--dry-run", action="store_true", help="fake GPUs (benchmarks/dry_gpu.py): checks the wiring")
     args = parser.parse_args()
     gpus = args.gpus.split(",")
-    report: dict[str, object] = {"gpus": describe_gpus(), "before": query_memory_used(gpus)}
     with tempfile.TemporaryDirectory() as tmp:
+        dry: list[str] = []
+        if args.dry_run:
+            fake_gpu_host(Path(tmp) / "gpus")
+            dry = ["--dry-run", str(Path(tmp) / "gpus")]
+        report: dict[str, object] = {"gpus": describe_gpus(), "before": query_memory_used(gpus), "dry_run": args.dry_run}
         log = Path(tmp) / "hold.log"
-        argv = [sys.executable, str(HERE / "gpu_hold.py"), "--gpu", gpus[0], "--gib", str(args.gib)]
+        argv = [sys.executable, str(HERE / "gpu_hold.py"), "--gpu", gpus[0], "--gib", str(args.gib), *dry]
         if len(gpus) > 1:
             argv += ["--child-gpu", gpus[1]]
         holder = start_group(argv, log_path=log, env=build_env(os.environ, {}, ()))

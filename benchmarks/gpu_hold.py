@@ -4,7 +4,8 @@
 
 The leader allocates on --gpu; with --child-gpu it also spawns a child in the same process group
 that allocates on that GPU (orphaned children holding memory are the case GPU_FREE guards).
-Needs PyTorch with CUDA.
+Needs PyTorch with CUDA; ``--dry-run DIR`` holds nothing and only marks what it would hold, for
+the fake ``nvidia-smi`` of benchmarks/dry_gpu.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def main() -> int:
@@ -23,18 +25,25 @@ def main() -> int:
     parser.add_argument("--gib", type=float, default=8.0)
     parser.add_argument("--setsid-child", action="store_true", help="the child leaves the group (os.setsid)")
     parser.add_argument("--setsid", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dry-run", metavar="DIR", help="hold nothing: mark the hold in DIR (benchmarks/dry_gpu.py)")
     args = parser.parse_args()
     if args.setsid:
         os.setsid()  # escape the server's process group, as a careless pipeline stage might
-    import torch
-
     if args.child_gpu is not None:
         child = [sys.executable, __file__, "--gpu", str(args.child_gpu), "--gib", str(args.gib)]
-        subprocess.Popen(child + (["--setsid"] if args.setsid_child else []))
-    block = torch.empty(int(args.gib * 2**30), dtype=torch.uint8, device=f"cuda:{args.gpu}")
-    block.fill_(1)
-    torch.cuda.synchronize(args.gpu)
-    print(f"holding {args.gib} GiB on cuda:{args.gpu}", flush=True)
+        dry = ["--dry-run", args.dry_run] if args.dry_run else []
+        subprocess.Popen(child + dry + (["--setsid"] if args.setsid_child else []))
+    if args.dry_run:
+        from dry_gpu import hold_marker  # next to this script
+
+        hold_marker(Path(args.dry_run), args.gpu, args.gib)
+    else:
+        import torch
+
+        block = torch.empty(int(args.gib * 2**30), dtype=torch.uint8, device=f"cuda:{args.gpu}")
+        block.fill_(1)
+        torch.cuda.synchronize(args.gpu)
+    print(f"holding {args.gib} GiB on cuda:{args.gpu}" + (" (dry run)" if args.dry_run else ""), flush=True)
     time.sleep(3600)
     return 0
 

@@ -22,7 +22,8 @@ Two modes (both by default):
 Only the run's own server goes through ``sgl-omni`` (``selftest.serve_with_target=true``); the
 selftest scoring server (``echo-scorer``) is the plain selftest server and holds no GPU load.
 Needs PyTorch with CUDA and two GPUs; ``GPU_LOAD_DEVICE=cpu`` and ``NVIDIA_SMI=<fake>`` make a dry
-run of the plumbing on a host without one. Results of 2026-11-30 on 2 H200s:
+run of the plumbing on a host without one, and ``--dry-run`` one without PyTorch either (a load
+that only sleeps, benchmarks/dry_gpu.py's fake ``nvidia-smi``). Results of 2026-11-30 on 2 H200s:
 benchmarks/results/2026-11-30-h200x2-matrix/.
 """
 
@@ -50,14 +51,21 @@ from omnibench_core.settings import Settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from scale_helpers import make_revisions_checkout  # noqa: E402  (the tests' checkout, shared)
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dry_gpu import fake_gpu_host  # noqa: E402
+
 # The GPU load: holds GIB GiB, writes READY once held, then bf16 matmuls until killed, writing
 # its TFLOP/s per ~1 s window to LOG (one JSON line each). Dies with its parent.
 GPU_LOAD = textwrap.dedent("""\
     import ctypes, json, os, signal, sys, time
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the server
     ready, log, gib, tag = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    dev = os.environ.get("GPU_LOAD_DEVICE", "cuda")  # "cpu" or "none" (no torch): a dry run without a GPU
+    if dev == "none":
+        open(ready, "w").write(str(os.getpid()))
+        while True:
+            time.sleep(1)
     import torch
-    dev = os.environ.get("GPU_LOAD_DEVICE", "cuda")  # "cpu": a dry run on a host without a GPU
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     block = torch.ones(int(gib * 2**30), dtype=torch.uint8, device=dev)
     n = 8192 if dev == "cuda" else 256
@@ -224,7 +232,13 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--out", required=True)
     parser.add_argument("--log", help="progress lines here")
+    parser.add_argument("--dry-run", action="store_true", help="no GPU, no PyTorch: checks the wiring")
     args = parser.parse_args()
+    global NVIDIA_SMI
+    dry_dir = tempfile.TemporaryDirectory(prefix="gpu-matrix-dry-")
+    if args.dry_run:
+        NVIDIA_SMI = str(fake_gpu_host(Path(dry_dir.name)))
+        os.environ["GPU_LOAD_DEVICE"] = "none"
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)
     log: list[str] = []
     report: dict = {"host": {"nproc": os.cpu_count(), "memory_before": memory_used(), "apps_before": compute_apps()}}
@@ -285,6 +299,7 @@ def main() -> int:
             report["memory_at_end"] = memory_used()
             save()
     print(json.dumps({k: v for k, v in report.items() if k != "matrix"}, indent=1, default=str)[:4000])
+    dry_dir.cleanup()
     return 0
 
 

@@ -7,6 +7,7 @@ B: an owner process starts the same server under the watchdog and is SIGKILLed. 
    server explicitly: the watchdog must, and GPU_FREE must pass.
 
     python benchmarks/gpu_watchdog_check.py --gpu 0 --gib 8
+    python benchmarks/gpu_watchdog_check.py --dry-run     # the wiring, on a machine without a GPU
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from omnibench_core.gates import wait_gpu_free  # noqa: E402
 from omnibench_core.gpu import query_compute_apps, query_memory_used  # noqa: E402
 from omnibench_core.processes import build_env, start_group  # noqa: E402
 from omnibench_core.strays import find_strays  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+from dry_gpu import fake_gpu_host  # noqa: E402
 
 OWNER = """
 import os, sys, time
@@ -51,12 +55,17 @@ def main() -> int:
     p.add_argument("--gpu", default="0")
     p.add_argument("--gib", type=float, default=8)
     p.add_argument("--out", type=Path)
+    p.add_argument("--dry-run", action="store_true", help="fake GPUs (benchmarks/dry_gpu.py): checks the wiring")
     a = p.parse_args()
     gpus = (a.gpu,)
-    hold = [sys.executable, str(HERE / "gpu_hold.py"), "--gpu", a.gpu, "--child-gpu", a.gpu, "--gib", str(a.gib),
-            "--setsid-child"]
-    report: dict[str, object] = {"before": query_memory_used(gpus)}
     with tempfile.TemporaryDirectory() as tmp:
+        dry: list[str] = []
+        if a.dry_run:
+            fake_gpu_host(Path(tmp) / "gpus")
+            dry = ["--dry-run", str(Path(tmp) / "gpus")]
+        hold = [sys.executable, str(HERE / "gpu_hold.py"), "--gpu", a.gpu, "--child-gpu", a.gpu, "--gib", str(a.gib),
+                "--setsid-child", *dry]
+        report: dict[str, object] = {"before": query_memory_used(gpus), "dry_run": a.dry_run}
         log = Path(tmp) / "a.log"
         proc = start_group(hold, log_path=log, env=build_env(os.environ, {}, ()), orphan_grace_s=5)
         _wait_held(log, 2)

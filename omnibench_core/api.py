@@ -10,6 +10,7 @@ from . import environment, layout, ownership, plugin_manager
 from . import options as workload_options
 from .errors import SettingsError, storage_error
 from .gpu import call_timeout
+from .heartbeat import beating
 from .plugin_manager import Registry
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .runner import Runner, RunPlan, score_together
@@ -104,13 +105,14 @@ def run(
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
         raise
-    runner = Runner(plan, progress=progress, on_start=manager.notify_run_start, before_timed=before_timed)
-    try:
-        return runner.execute(phases)
-    finally:
-        if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
-            for problem in manager.notify_run_finish(runner.info, runner.result):
-                progress(f"warning: a run-finish hook failed: {problem}")
+    with beating(progress) as beat:  # no step is silent for long, whatever it prints itself
+        runner = Runner(plan, progress=beat, on_start=manager.notify_run_start, before_timed=before_timed)
+        try:
+            return runner.execute(phases)
+        finally:
+            if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
+                for problem in manager.notify_run_finish(runner.info, runner.result):
+                    beat(f"warning: a run-finish hook failed: {problem}")
 
 
 def score_runs(
@@ -130,15 +132,16 @@ def score_runs(
     Returns one result per run that ended (complete, incomplete or failed), in order.
     """
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
-    runners = [Runner(_plan(registry, settings, chosen, opts, target_env, slot, Path(d)),
-                      progress=progress, on_start=manager.notify_run_start) for d in run_dirs]
-    try:
-        return score_together(runners)
-    finally:
-        for runner in runners:
-            if runner.result is not None and runner.result.status != "generated":
-                for problem in manager.notify_run_finish(runner.info, runner.result):
-                    progress(f"warning: a run-finish hook failed: {problem}")
+    with beating(progress) as beat:
+        runners = [Runner(_plan(registry, settings, chosen, opts, target_env, slot, Path(d)),
+                          progress=beat, on_start=manager.notify_run_start) for d in run_dirs]
+        try:
+            return score_together(runners)
+        finally:
+            for runner in runners:
+                if runner.result is not None and runner.result.status != "generated":
+                    for problem in manager.notify_run_finish(runner.info, runner.result):
+                        beat(f"warning: a run-finish hook failed: {problem}")
 
 
 def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,

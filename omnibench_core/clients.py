@@ -6,33 +6,65 @@ import asyncio
 import base64
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from .heartbeat import Ticker
+
 PROGRESS_PREFIX = "progress: "  # lines the runner relays to the terminal
 
 
 class Progress:
-    """Prints ``progress: done/total ...`` at most once every ``interval_s``, and at the end."""
+    """Prints ``progress: label done/total ...`` at most once every ``interval_s`` as items finish,
+    and at the end; inside ``with``, also at the start and every ``quiet_s`` while none finishes
+    (a slow first reply must not leave the terminal silent)."""
 
-    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0):
-        self.total, self.label, self.stream, self.interval_s = total, label, stream, interval_s
+    def __init__(self, total: int, label: str, stream=sys.stdout, interval_s: float = 2.0, quiet_s: float = 5.0,
+                 clock=time.perf_counter):
+        self.total, self.label, self.stream, self.interval_s, self.quiet_s = total, label, stream, interval_s, quiet_s
+        self.clock = clock  # injectable, so the quiet rule is tested without waiting
         self.done = self.failed = 0
-        self._t0 = self._last = time.perf_counter()
+        self._t0 = self._last = clock()
+        self._lock = threading.Lock()
+        self._ticker = Ticker(self.quiet_tick, min(0.5, quiet_s))
+
+    def line(self) -> str:
+        """The current count, as printed."""
+        elapsed = self.clock() - self._t0
+        rate = self.done / max(elapsed, 1e-9)
+        return (f"{PROGRESS_PREFIX}{self.label} {self.done}/{self.total} ({self.failed} failed, {rate:.1f}/s, "
+                f"{elapsed:.0f}s)")
+
+    def _print(self) -> None:
+        self._last = self.clock()
+        print(self.line(), file=self.stream, flush=True)
 
     def tick(self, ok: bool) -> None:
         """Count one finished item."""
-        self.done += 1
-        self.failed += not ok
-        now = time.perf_counter()
-        if now - self._last >= self.interval_s or self.done == self.total:
-            self._last = now
-            rate = self.done / max(now - self._t0, 1e-9)
-            print(f"{PROGRESS_PREFIX}{self.label} {self.done}/{self.total} ({self.failed} failed, {rate:.1f}/s)",
-                  file=self.stream, flush=True)
+        with self._lock:
+            self.done += 1
+            self.failed += not ok
+            if self.clock() - self._last >= self.interval_s or self.done == self.total:
+                self._print()
+
+    def __enter__(self) -> Progress:
+        with self._lock:
+            self._print()
+        self._ticker.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ticker.__exit__(*exc)
+
+    def quiet_tick(self) -> None:
+        """Print the count again if nothing was printed for ``quiet_s`` (the ticker calls this)."""
+        with self._lock:
+            if self.done < self.total and self.clock() - self._last >= self.quiet_s:
+                self._print()
 
 
 async def error_text(response: aiohttp.ClientResponse) -> str:

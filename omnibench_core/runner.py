@@ -34,6 +34,7 @@ from .errors import (
     storage_error,
 )
 from .gpu import call_timeout
+from .heartbeat import stamp
 from .jsonio import read_json
 from .layout import move_aside
 from .manifest import Manifest, now_iso
@@ -127,7 +128,7 @@ class Runner:
         A reader that went away (``invoke run | head``) must not fail the run: progress stops.
         """
         try:
-            self.progress(f"[{time.monotonic() - self._t0:7.1f}s] {message}")
+            self.progress(f"{stamp(time.monotonic() - self._t0)} {message}")
         except (BrokenPipeError, ValueError):  # ValueError: write to a closed file
             self.progress = _quiet
 

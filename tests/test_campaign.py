@@ -73,7 +73,9 @@ def test_report_equals_the_runbooks_statistics_block(base):
     doc = json.loads(made.written.json.read_text())
     assert doc["metrics"]["selftest.latency_mean_s"]["direction"] == "lower"
     assert set(doc["metrics"]["selftest.requests"]["values"]) == {"run1", "run2", "run3"}
-    assert "| selftest.latency_mean_s | lower |" in made.written.markdown.read_text()
+    md = made.written.markdown.read_text()
+    assert "| selftest.latency_mean_s | lower |" in md
+    assert "- settings: target=local, " in md and "local_delay_ms=100" in md  # planted: among the settings
     if plots.available():
         assert {p.name for p in made.written.plots} >= {"selftest.latency_mean_s.png"}
         assert all(p.stat().st_size > 1000 for p in made.written.plots)
@@ -101,8 +103,8 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     doc = json.loads(worse.written.json.read_text())
     assert "Welch" in doc["test"] and doc["min_effect"] == 0.05 and doc["correction"] == "Holm"
     assert "WORSE" in worse.written.markdown.read_text()
-    if plots.available():
-        assert worse.written.plots and worse.written.plots[0].is_file()
+    assert worse.written.plots and worse.written.plots[0].is_file()  # matplotlib is a test dependency
+    assert "Not plotted, 0 in every run of both: selftest.failed." in worse.written.markdown.read_text()
     # --fail-on worse makes the exit code usable in CI
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
@@ -168,4 +170,45 @@ def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path)
     c = record.load(next((revision / "campaigns").glob("*.json")))
     assert [a.run for a in c.measured()] == ["run1", "run2", "run3"]
     assert [a.status for a in c.attempts if a.slot == 2] == ["interrupted", "complete"]
+    interrupted = next(a for a in c.attempts if a.status == "interrupted")
+    assert interrupted.server_starts == 1  # its selftest server had started before Ctrl-C
+    assert c.server_starts == 2 * 4 + 1  # per-run: a server and a scorer per run, and the interrupted start
     assert "run 3 of 4 (measured run 2 of 3)" in done.stdout and "left]" in done.stdout
+
+
+def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring(tmp_path):
+    """After an `invoke run` of the same workload, a deferred campaign's estimate holds the scoring
+    that run took; the first line names the campaign's start."""
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
+    port = str(free_port())
+    first = subprocess.run([sys.executable, "-m", "invoke", "run", "-w", "selftest", "-p", port], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    done = subprocess.run([sys.executable, "-m", "invoke", "measure", "-w", "selftest", "--runs", "2", "-p", port],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("[campaign start | 0s elapsed | estimate after the first run] campaign selftest_local")
+    assert not any(line.startswith("[ |") or "estimate: scoring" in line for line in lines)
+    run2 = [line for line in lines if line.startswith("[run 2 of 3")]
+    assert run2 and all("left (scoring ~" in line for line in run2), run2  # the runs' generation + 3 to score
+    scoring = [line for line in lines if line.startswith("[scoring 3 generated runs together")]
+    assert scoring and all(" left]" in line for line in scoring), scoring
+
+
+def test_the_compare_plot_names_base_and_candidate_leaves_out_zeros_and_has_no_offset():
+    a, b = "local-b98bee6/selftest_local", "local-b98bee6/selftest_local_delay2.0ms"  # alike for 18 characters
+    rows = [("selftest.latency_mean_s", [98.58101, 98.58103, 98.58102], [98.58111, 98.58113, 98.58112], "worse"),
+            ("selftest.failed", [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "no significant change"),
+            ("selftest.matched", [8.0, 8.0, 8.0], [8.0, 8.0, 7.0], "no significant change")]
+    assert plots.constant_zero(rows) == ["selftest.failed"]
+    fig = plots.compare_figure(rows, a, b)
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title().split("\n")[0] for ax in panels] == ["selftest.latency_mean_s", "selftest.matched"]
+    for ax in panels:
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == ["A: base", "B: candidate"]
+        assert ax.yaxis.get_offset_text().get_text() == ""  # no "+9.858e1" beside the axis
+        assert not any("e" in t.get_text() for t in ax.get_yticklabels())
+    assert f"A: base: {a}" in fig.texts[0].get_text() and f"B: candidate: {b}" in fig.texts[0].get_text()

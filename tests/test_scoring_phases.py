@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from omnibench_core import api
+from omnibench_core import api, campaign
 from omnibench_core.errors import RunNotReady
 from omnibench_core.jsonio import read_json
 from omnibench_core.settings import Settings
@@ -61,3 +61,8 @@ def test_speech_metrics_are_identical_scored_per_run_or_deferred(tmp_path, port)
     metrics = [read_json(d / "metrics.json") for d in (alone, *together)]
     assert metrics[0]["complete"] and metrics[0] == metrics[1] == metrics[2]
     assert _starts(together[1]) == ["seedtts"]  # its ASR scoring ran on the first copy's server
+    # a report of them carries the local target's substitute notes that each run printed
+    made = campaign.report(settings, runs=[d.name for d in together])
+    md = made.written.markdown.read_text()
+    assert "## Notes from the runs" in md and "seedtts.sim: local substitute" in md
+    assert md.count("seedtts.sim: local substitute") == 1  # each note once, not once per run

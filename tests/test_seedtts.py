@@ -43,6 +43,20 @@ def full_run(tmp_path_factory):
     return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
+def test_each_long_step_of_the_one_run_says_how_far_it_is(full_run):
+    """Issue 17: the Video-AMME generate step printed nothing for 39 s. Each long step now prints its
+    count as it starts and as it goes (a heartbeat repeats the last line after 10 s of silence:
+    tests/test_progress.py)."""
+    done, _ = full_run
+    out = done.stdout
+    for line in ("videoamme.dataset: ", "videoamme.generate: questions 0/10", "videoamme.generate: questions 10/10",
+                 "seedtts.dataset: ", "seedtts.generate: requests 0/30", "seedtts.generate: requests 30/30",
+                 "videoamme.wer: transcribed 0/10", "videoamme.wer: transcribed 10/10",
+                 "seedtts.transcribe: transcribed 30/30", "seedtts.similarity: similarity scored 30/30",
+                 "seedtts.utmos: utmos scored 30/30"):
+        assert line in out, f"no {line!r} in the output of invoke run"
+
+
 def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     done, results = full_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import api
 from ..errors import OmnibenchError
@@ -77,13 +78,16 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
         revision = api.revision_dir(settings)
         dirs = [revision / r for r in runs]
         stats = stats_of(f"{revision.name} runs {', '.join(runs)}", dirs, environment_of(dirs[0]))
-        written = write_report(revision / "reports", stats, {"revision": revision.name, "runs named": ", ".join(runs)})
+        header: dict[str, Any] = {"revision": revision.name, "runs named": ", ".join(runs),
+                  "settings": settings_line({k: stats.identity.get(k) for k in RUN_SETTINGS})}
+        written = write_report(revision / "reports", stats, header)
         return Reported(stats, written, None)
     path = find_campaign(settings, name)
     c, stats = campaign_stats(path)
     header = {"campaign": c.name, "revision": c.revision, "status": c.status, "target": c.asked.settings.get("target"),
               "workloads": ", ".join(c.asked.workloads), "options": ", ".join(c.asked.options) or "defaults",
-              "scoring": c.asked.scoring, "server starts": c.server_starts, "campaign file": str(path)}
+              "settings": settings_line(c.asked.settings), "scoring": c.asked.scoring,
+              "server starts": c.server_starts, "campaign file": str(path)}
     written = write_report(path.parent / c.name, stats, header)
     return Reported(stats, written, c)
 
@@ -100,6 +104,14 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
     folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values))
+
+
+RUN_SETTINGS = ("target", "local_delay_ms", "gpus", "cpus")  # what a run's manifest says of record.RESULT_SETTINGS
+
+
+def settings_line(values: Mapping[str, object]) -> str:
+    """The settings that change numbers, as ``key=value`` (a planted ``local_delay_ms`` among them)."""
+    return ", ".join(f"{k}={v}" for k, v in values.items() if v not in (None, "")) or "defaults"
 
 
 def _files(w: Written, what: str) -> list[str]:

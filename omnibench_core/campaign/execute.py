@@ -27,7 +27,7 @@ from ..records import PHASES, Phase
 from ..settings import Settings
 from ..setup.pins import load_pins
 from . import record
-from .progress import CampaignProgress
+from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign
 
 MANIFEST = "manifest.json"
@@ -130,7 +130,11 @@ class _Driver:
         self.settings, self.path, self.campaign = settings, path, campaign
         self.revision = path.parent.parent
         durations = [a.seconds for a in campaign.attempts if a.status in ("complete", "generated") and a.seconds]
-        self.progress = CampaignProgress(progress, campaign.slots, durations)
+        # Deferred scoring comes after every run's generation: its estimate is what scoring took
+        # in this revision folder before (an earlier `invoke run` or campaign of these workloads).
+        per_run = scoring_history(self.revision, campaign.asked.workloads) if campaign.asked.scoring == "deferred" \
+            else None
+        self.progress = CampaignProgress(progress, campaign.slots, durations, scoring_per_run_s=per_run)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
@@ -209,7 +213,8 @@ class _Driver:
     def _attempt(self, slot: int, label: str) -> None:
         c, settings = self.campaign, self.settings
         tries = self.campaign.failures(slot)
-        self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""))
+        to_score = sum(not self._complete(s) for s in range(c.slots)) if c.asked.scoring == "deferred" else 0
+        self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""), to_score)
         phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
         started, t0 = record.now_iso(), time.monotonic()
         attempt = Attempt(slot, "", "running", started)
@@ -220,7 +225,8 @@ class _Driver:
         except RunInterrupted as exc:
             moved = str(exc.evidence.get("run moved to", ""))
             self.save(replace(attempt, status="interrupted", seconds=time.monotonic() - t0, error=exc.message,
-                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved))
+                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved,
+                              server_starts=_starts(Path(moved)) if moved else 0))  # its starts happened
             raise
         except (GateError, StepFailed) as exc:
             if isinstance(exc, RunNotReady):
@@ -247,15 +253,16 @@ class _Driver:
         pending = self._pending_generated()
         if not pending:
             return
-        self.progress.phase(f"scoring {len(pending)} generated runs together")
+        self.progress.phase(f"scoring {len(pending)} generated runs together", len(pending))
         self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
+        t0 = time.monotonic()
         try:
             results = api.score_runs(self.settings, c.asked.workloads, [self.revision / a.run for a in pending],
                                      options=c.asked.options, client=c.asked.client, progress=self.progress)
         finally:
             for attempt in pending:  # record what each run's manifest says now, also after Ctrl-C
                 self._after_scoring(attempt)
-        del results
+        self.progress.scored(time.monotonic() - t0, len(results))
 
     def _pending_generated(self) -> list[Attempt]:
         """The latest attempt of each slot whose run is left generated (to be scored)."""

@@ -37,6 +37,11 @@ def _save(plt, fig, path: Path, dpi: int = 90) -> Path:
     return path
 
 
+def _plain_numbers(ax) -> None:
+    """Tick labels as the values themselves: no offset (``+9.858e1``) and no scientific factor."""
+    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+
+
 def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd: float | None, direction: str) -> Path:
     """One metric's value per run, with its mean and a band of one sample sd."""
     plt = _pyplot()
@@ -49,29 +54,49 @@ def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd
     better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
     ax.set_title(f"{name}{better}", fontsize=9)
     ax.legend(fontsize=7)
+    _plain_numbers(ax)
     return _save(plt, fig, path)
 
 
-def compare_plot(path: Path, rows: Sequence[tuple[str, list[float], list[float], str]], a: str, b: str) -> Path:
-    """Each metric's runs of A and B side by side, with each side's mean; the title carries the verdict."""
+CompareRow = tuple[str, list[float], list[float], str]  # metric, A's values, B's values, verdict
+SIDES = ("A: base", "B: candidate")  # the x labels of every panel
+
+
+def constant_zero(rows: Sequence[CompareRow]) -> list[str]:
+    """The metrics that are 0 in every run of both sides: a panel of them says nothing."""
+    return [name for name, va, vb, _ in rows if all(v == 0 for v in (*va, *vb))]
+
+
+def compare_figure(rows: Sequence[CompareRow], a: str, b: str):
+    """The figure of :func:`compare_plot` (without the constant-zero metrics), not yet saved."""
     plt = _pyplot()
-    cols = 4
-    n = max(1, len(rows))
-    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(cols * 3.2, math.ceil(n / cols) * 2.4), squeeze=False)
-    for ax, (name, va, vb, verdict) in zip(axes.flat, rows, strict=False):
+    zero = set(constant_zero(rows))
+    shown = [r for r in rows if r[0] not in zero]
+    cols = min(4, max(1, len(shown)))
+    nrows = math.ceil(max(1, len(shown)) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(cols * 3.2, nrows * 2.4 + 0.6), squeeze=False)
+    fig.suptitle(f"{SIDES[0]}: {a}\n{SIDES[1]}: {b}", fontsize=7)
+    for ax, (name, va, vb, verdict) in zip(axes.flat, shown, strict=False):
         ax.plot([0] * len(va), va, "o", color="C0")
         ax.plot([1] * len(vb), vb, "o", color="C3")
         for x, vals, color in ((0, va, "C0"), (1, vb, "C3")):
             if vals:
                 m = sum(vals) / len(vals)
                 ax.plot([x - 0.2, x + 0.2], [m, m], color=color)
-        ax.set_xticks([0, 1], [a[:18], b[:18]], fontsize=6)
+        ax.set_xticks([0, 1], list(SIDES), fontsize=6)
         ax.set_xlim(-0.5, 1.5)
         ax.set_title(f"{name}\n{verdict}", fontsize=7)
         ax.tick_params(axis="y", labelsize=6)
-    for ax in list(axes.flat)[n:]:
+        _plain_numbers(ax)
+    for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
-    return _save(plt, fig, path, dpi=80)
+    return fig
+
+
+def compare_plot(path: Path, rows: Sequence[CompareRow], a: str, b: str) -> Path:
+    """Each metric's runs of A (the base) and B (the candidate) side by side, with each side's
+    mean; the title carries the verdict. Metrics that are 0 throughout on both sides are left out."""
+    return _save(_pyplot(), compare_figure(rows, a, b), path, dpi=80)
 
 
 def telemetry_plot(path: Path, csv_path: Path) -> Path:

@@ -1,94 +1,139 @@
 """Campaign progress: every line says run k of N, the step, the elapsed time and an estimate of
-what is left (from the durations of the campaign's earlier runs); no step stays silent for more
-than ``quiet_s`` (a heartbeat repeats the last step)."""
+what is left, deferred scoring included; no step stays silent for more than ``quiet_s`` (the
+stream is a :class:`~omnibench_core.heartbeat.Heartbeat`, so the runs inside add none)."""
 
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..heartbeat import QUIET_S, Heartbeat, fmt_seconds, unstamped
+from ..jsonio import read_json
+
+UNTIMED = "scoring not timed yet"
 
 
-def fmt_seconds(seconds: float) -> str:
-    """``42s``, ``3m05s``, ``1h02m``."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+@dataclass(frozen=True)
+class Scoring:
+    """What deferred scoring still costs: runs left to score and the seconds one run's scoring
+    took before (None: never timed in this revision folder)."""
+
+    runs: int = 0
+    per_run_s: float | None = None
+
+    def seconds(self) -> float | None:
+        """The scoring left, or None when it was never timed (and there is some left)."""
+        if not self.runs:
+            return 0.0
+        return None if self.per_run_s is None else self.per_run_s * self.runs
 
 
-def estimate_left(durations: Sequence[float], runs_left: int, current_s: float) -> str:
-    """What is left: the mean of earlier runs' durations times the runs left, less the current run's time."""
-    if not durations:
+def estimate_left(durations: Sequence[float], runs_left: int, current_s: float, scoring: Scoring = Scoring()) -> str:
+    """What is left: the mean of earlier runs' durations times the runs left, less the current
+    run's time, plus the deferred scoring still to come."""
+    if not durations and runs_left:
         return "estimate after the first run"
-    return f"~{fmt_seconds(max(0.0, statistics.mean(durations) * runs_left - current_s))} left"
+    gen = max(0.0, statistics.mean(durations) * runs_left - current_s) if durations else 0.0
+    score = scoring.seconds()
+    if score is None:
+        return f"~{fmt_seconds(gen)} left + {UNTIMED}"
+    return f"~{fmt_seconds(gen + score)} left" + (f" (scoring ~{fmt_seconds(score)})" if score else "")
 
 
-class CampaignProgress:
-    """Wraps the user's progress callback with the campaign's position and a heartbeat."""
+def _seconds(start: Any, end: Any) -> float:
+    try:
+        return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+    except (TypeError, ValueError):
+        return 0.0
 
-    def __init__(self, emit: Callable[[str], None], total: int, durations: Sequence[float] = (), quiet_s: float = 10.0):
-        self.emit, self.total, self.durations = emit, total, list(durations)
-        self.quiet_s = quiet_s
-        self.t0 = time.monotonic()
-        self.k, self.label, self.run_t0, self.last = 0, "", self.t0, ""
-        self._last_at = self.t0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start_run(self, k: int, label: str) -> None:
-        """Run ``k`` (1-based, of ``total``) begins; ``label`` says which (``run0 warm-up``...)."""
-        self.k, self.label, self.run_t0 = k, label, time.monotonic()
+def scoring_seconds(manifest: dict[str, Any]) -> float | None:
+    """How long a run's scoring took, from its manifest: its score-phase steps and the start (to
+    READY) of the scoring servers it started itself; None when it did no scoring."""
+    steps = [s for s in manifest.get("steps", []) if s.get("phase") == "score" and s.get("status") == "ok"]
+    if not steps:
+        return None
+    starts = [s for s in manifest.get("servers", []) if s.get("phase") == "score" and "started_in" not in s]
+    return (sum(_seconds(s.get("started"), s.get("ended")) for s in steps)
+            + sum(_seconds(s.get("started"), s.get("ready")) for s in starts))
+
+
+def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
+    """The mean scoring time of the complete runs of these workloads in a revision folder (an
+    earlier ``invoke run`` or campaign); None when there is none."""
+    seen = []
+    for manifest_path in revision.glob("run*/manifest.json"):
+        try:
+            manifest = read_json(manifest_path)
+        except (OSError, ValueError):
+            continue
+        if manifest.get("status") != "complete" or list(manifest.get("workloads") or []) != list(workloads):
+            continue
+        took = scoring_seconds(manifest)
+        if took is not None:
+            seen.append(took)
+    return statistics.mean(seen) if seen else None
+
+
+class CampaignProgress(Heartbeat):
+    """Wraps the user's progress callback with the campaign's position, the estimate and a heartbeat."""
+
+    def __init__(self, emit: Callable[[str], None], total: int, durations: Sequence[float] = (),
+                 quiet_s: float = QUIET_S, *, scoring_per_run_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__(emit, quiet_s=quiet_s, clock=clock)
+        self.total, self.durations = total, list(durations)
+        self.k, self.label, self.run_t0 = 0, "campaign start", self.t0
+        self.scoring_per_run_s = scoring_per_run_s
+        self.to_score = 0  # runs deferred scoring has still to score (0 with per-run scoring)
+
+    def start_run(self, k: int, label: str, to_score: int = 0) -> None:
+        """Run ``k`` (1-based, of ``total``) begins; ``label`` says which (``run0 warm-up``...);
+        ``to_score``: runs left for deferred scoring after the generation."""
+        self.k, self.label, self.run_t0, self.to_score = k, label, self.clock(), to_score
 
     def end_run(self, seconds: float) -> None:
         """A run ended; its duration feeds the estimate."""
         self.durations.append(seconds)
 
-    def phase(self, label: str) -> None:
-        """A campaign-wide phase (deferred scoring) instead of one run."""
-        self.k, self.label, self.run_t0 = 0, label, time.monotonic()
+    def phase(self, label: str, to_score: int = 0) -> None:
+        """A campaign-wide phase (deferred scoring of ``to_score`` runs) instead of one run."""
+        self.k, self.label, self.run_t0, self.to_score = 0, label, self.clock(), to_score
+
+    def scored(self, seconds: float, runs: int) -> None:
+        """Deferred scoring of ``runs`` took ``seconds``: later estimates use it."""
+        if runs:
+            self.scoring_per_run_s = seconds / runs
+
+    def estimate(self) -> str:
+        """The estimate of what is left, as the prefix shows it."""
+        now = self.clock()
+        if self.k:
+            return estimate_left(self.durations, self.total - self.k + 1, now - self.run_t0,
+                                 Scoring(self.to_score, self.scoring_per_run_s))
+        if self.to_score:  # the scoring phase itself
+            left = Scoring(self.to_score, self.scoring_per_run_s).seconds()
+            return UNTIMED if left is None else f"~{fmt_seconds(max(0.0, left - (now - self.run_t0)))} left"
+        return estimate_left(self.durations, 0, 0.0) if self.durations else "estimate after the first run"
 
     def prefix(self) -> str:
-        now = time.monotonic()
+        """``[run k of N (label) | elapsed | estimate]``."""
         where = f"run {self.k} of {self.total} ({self.label})" if self.k else self.label
-        left = self.total - self.k + 1 if self.k else 0
-        estimate = estimate_left(self.durations, left, now - self.run_t0) if self.k else "estimate: scoring"
-        return f"[{where} | {fmt_seconds(now - self.t0)} elapsed | {estimate}]"
+        return f"[{where} | {fmt_seconds(self.clock() - self.t0)} elapsed | {self.estimate()}]"
 
-    def __call__(self, message: str) -> None:
-        with self._lock:
-            self.last = message
-            self._last_at = time.monotonic()
-            self.emit(f"{self.prefix()} {message}")
+    def line(self, message: str) -> str:
+        """A line with the campaign's prefix."""
+        return f"{self.prefix()} {message}"
+
+    def still(self, silent: float) -> str:
+        """The heartbeat's repeat, with a fresh prefix."""
+        return f"{self.prefix()} still busy ({fmt_seconds(silent)} since: {unstamped(self.last)})"
 
     def say(self, message: str) -> None:
         """A campaign line (not from a run)."""
         self(message)
-
-    # -- heartbeat -------------------------------------------------------------------------
-    def __enter__(self) -> CampaignProgress:
-        self._thread = threading.Thread(target=self._beat, name="campaign-heartbeat", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
-
-    def _beat(self) -> None:
-        while not self._stop.wait(0.5):
-            with self._lock:
-                silent = time.monotonic() - self._last_at
-                if silent < self.quiet_s or not self.last:
-                    continue
-                last = self.last.split("] ", 1)[-1]
-                self._last_at = time.monotonic()
-                try:
-                    self.emit(f"{self.prefix()} still busy ({fmt_seconds(silent)} since: {last})")
-                except Exception:  # a reader that went away: the heartbeat stops, the campaign goes on
-                    return

@@ -52,6 +52,7 @@ class RunSetStats:
     metrics: tuple[MetricStats, ...]
     notes: tuple[str, ...] = ()
     environment: dict[str, Any] = field(default_factory=dict)
+    run_notes: tuple[str, ...] = ()  # the runs' own notes (metrics.json), each once, in order
     noisy: tuple[str, ...] = ()  # "runN: window: ..." for each timed window the noise guard marked
 
     def metric(self, name: str) -> MetricStats | None:
@@ -132,9 +133,10 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [replace(r, flags=tuple(flagged.get(r.name, ()))) for r in rows]
+    run_notes = dict.fromkeys(str(n) for doc in docs for n in doc.get("notes") or [])
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
-                       noisy)
+                       tuple(run_notes), noisy)
 
 
 def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:

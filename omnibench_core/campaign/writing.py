@@ -162,6 +162,8 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
         md += ["", "## Flags (the runbook's notes that apply)", ""] + [f"- **{n}**: {f}" for n, f in flagged]
     if stats.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in stats.notes]
+    if stats.run_notes:  # what the runs printed about themselves (the local target's substitutes...)
+        md += ["", "## Notes from the runs", ""] + [f"- {n}" for n in stats.run_notes]
     if refs:
         md += ["", "## Reference results: OTHER SETUPS", "", references.NOTE, ""]
         md += _md_table(("workload", "source", "setup", "results"), [[r.workload, r.source, r.setup, r.results]
@@ -176,6 +178,7 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     doc = {**header, "runs": list(stats.runs), "run_dirs": [str(d) for d in stats.run_dirs],
            "identity": stats.identity, "environment": stats.environment, "notes": list(stats.notes),
+           "run_notes": list(stats.run_notes),
            "metrics": {m.name: {"mean": m.mean, "sd": m.sd, "values": m.values, "direction": m.direction,
                                 "rel_spread": m.rel_spread, "flags": list(m.flags)} for m in stats.metrics},
            "reference_results_other_setups": [dataclasses.asdict(r) for r in refs],
@@ -215,13 +218,14 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
                    values: dict[str, tuple[list[float], list[float]]]) -> Written:
     made: tuple[Path, ...] = ()
     note = ""
+    rows = [(m.name, *values[m.name], m.verdict) for m in c.metrics
+            if m.direction != "context" and m.verdict != NOT_COMPARABLE]
     if plots.available():
-        rows = [(m.name, *values[m.name], m.verdict) for m in c.metrics
-                if m.direction != "context" and m.verdict != NOT_COMPARABLE]
         made = (plot_atomic(folder / f"{stem}-plots" / "a_vs_b.png",
                             functools.partial(plots.compare_plot, rows=rows, a=c.a, b=c.b)),)
     else:
         note = plots.HOW_TO_GET
+    zero = plots.constant_zero(rows)
     md = [f"# Compare: A {c.a} (base) vs B {c.b}", "",
           f"- test: {c.test}; the family ({', '.join(m.name for m in c.metrics if m.in_family) or 'none'}) held "
           f"to alpha {c.alpha:g} with {c.correction}'s correction (each row's interval is at 1 - the level it "
@@ -237,8 +241,10 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     if c.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in c.notes]
     md += ["", "## Plot", ""] + ([f"![A vs B]({p.parent.name}/{p.name})" for p in made] or [note])
+    if made and zero:
+        md += ["", f"Not plotted, 0 in every run of both: {', '.join(zero)}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     doc = {**dataclasses.asdict(c), "values": {k: {"a": a, "b": b} for k, (a, b) in values.items()},
-           "plots": [str(p) for p in made], "plots_note": note}
+           "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant_zero": zero}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the comparison complete
     return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced)

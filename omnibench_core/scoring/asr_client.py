@@ -38,8 +38,9 @@ async def _all(paths: Sequence[Path | None], url: str, model: str, lang: str, co
         progress.tick(result[0] is not None)
         return result
 
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
-        return await asyncio.gather(*(one(session, p) for p in paths))
+    with progress:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
+            return await asyncio.gather(*(one(session, p) for p in paths))
 
 
 def transcribe_files(paths: Sequence[Path | None], *, url: str, model: str, lang: str = "en", concurrency: int = 4,

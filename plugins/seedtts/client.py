@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from omnibench_core.audio import wav_data_uri, wav_duration_s
-from omnibench_core.clients import Progress, post_chat
+from omnibench_core.clients import PROGRESS_PREFIX, Progress, post_chat
 from omnibench_core.jsonio import write_json
 from omnibench_core.options import add_argument, by_name, default_of
 from omnibench_core.scoring.speed import speed_summary
@@ -139,7 +139,7 @@ class SeedTtsClient:
                     raise RuntimeError(f"server not healthy: HTTP {health.status}")
             warmup = cfg.max_concurrency if cfg.warmup is None else cfg.warmup
             if warmup and samples:
-                print(f"warmup: {warmup} requests with {samples[0].sample_id}", flush=True)
+                print(f"{PROGRESS_PREFIX}warmup: {warmup} requests with {samples[0].sample_id}", flush=True)
                 rows = await asyncio.gather(*(self._send(session, samples[0], save=False) for _ in range(warmup)))
                 failed = [r["error"] for r in rows if not r["is_success"]]
                 if failed:
@@ -154,7 +154,8 @@ class SeedTtsClient:
                 return row
 
             t0 = time.perf_counter()
-            rows = await asyncio.gather(*(one(s) for s in samples))
+            with progress:
+                rows = await asyncio.gather(*(one(s) for s in samples))
             wall = time.perf_counter() - t0
         summary = {**speed_summary(rows, wall), "max_concurrency": cfg.max_concurrency, "warmup_requests": warmup}
         config = {"client": "omnibench-native", "model": cfg.model, "meta": cfg.meta, "max_concurrency": cfg.max_concurrency,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from omnibench_core.clients import Progress
 from omnibench_core.jsonio import read_json, write_json
 from omnibench_core.scoring import voice
 from omnibench_core.scoring.stats import mean, median, percentile
@@ -45,18 +46,21 @@ def _score_each(output_dir: Path, key: str, compute: Callable[[dict[str, Any]], 
                 none_means: str) -> tuple[list[dict[str, Any]], list[float]]:
     """Run ``compute`` on each generated row; a failure or None is that sample's recorded error."""
     per_sample, values = [], []
-    for row in generated(output_dir):
-        record: dict[str, Any] = {"id": row["sample_id"], key: None, "error": ""}
-        try:
-            if not row.get("is_success"):
-                raise ValueError("generation failed")
-            record[key] = compute(row)
-            if record[key] is None:
-                raise ValueError(none_means)
-            values.append(record[key])
-        except (KeyError, ValueError, RuntimeError, OSError) as exc:
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        per_sample.append(record)
+    rows = generated(output_dir)
+    with Progress(len(rows), f"{key} scored") as progress:
+        for row in rows:
+            record: dict[str, Any] = {"id": row["sample_id"], key: None, "error": ""}
+            try:
+                if not row.get("is_success"):
+                    raise ValueError("generation failed")
+                record[key] = compute(row)
+                if record[key] is None:
+                    raise ValueError(none_means)
+                values.append(record[key])
+            except (KeyError, ValueError, RuntimeError, OSError) as exc:
+                record["error"] = f"{type(exc).__name__}: {exc}"
+            per_sample.append(record)
+            progress.tick(not record["error"])
     return per_sample, values
 
 

@@ -135,7 +135,8 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
             return row
 
         t0 = time.perf_counter()
-        rows = await asyncio.gather(*(one(s) for s in samples))
+        with progress:
+            rows = await asyncio.gather(*(one(s) for s in samples))
         wall = time.perf_counter() - t0
     correct = sum(r["is_correct"] for r in rows)
     summary = {"total_samples": len(rows), "correct": correct, "accuracy": correct / len(rows) if rows else 0.0,

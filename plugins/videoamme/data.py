@@ -62,6 +62,7 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
 
         (work / "videos").mkdir()
         (work / "questions").mkdir()
+        progress(f"loading the local voice to make {SAMPLES} videos with spoken questions")
         voice, colors, rows = Speaker(), list(PALETTE), []
         rng = np.random.default_rng(7)
         for i in range(SAMPLES):
@@ -78,7 +79,7 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
             rows.append({"sample_id": sample_id, "video": f"videos/{sample_id}.mp4",
                          "audio": f"questions/{sample_id}.wav", "question": question, "options": list(options),
                          "answer": LETTERS[options.index(color)]})
-            progress(f"made question {i + 1}/{SAMPLES}")
+            progress(f"made video and question {i + 1}/{SAMPLES}")
         (work / "samples.json").write_text(json.dumps(rows, indent=2))
         return len(rows)
 

@@ -1,0 +1,89 @@
+"""Every benchmark script runs, in its short form, so a change that breaks one fails the suite (issue
+17: bench_campaign.py had been ending in a TypeError). No figure is asserted: a smoke run's
+timings mean nothing. The local benchmarks take ``--smoke`` (tiny sizes); the real-GPU checks take
+``--dry-run``: their whole wiring (holder, gates, stops, scans, report) against the fake
+``nvidia-smi`` of benchmarks/dry_gpu.py and the tests' scripted NVML (tests/fake_nvml.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port
+
+BENCH = REPO / "benchmarks"
+HELPERS = {"dry_gpu.py", "gpu_hold.py"}  # run by the checks below (gpu_hold.py --dry-run by the gate and watchdog checks)
+
+
+def _run(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The script as its docstring shows it: ``python benchmarks/<script> ...`` from the repository root."""
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, f"{script} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_bench_campaign_smoke_runs_both_scorings():
+    done = _run("bench_campaign.py", "--smoke")
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["scoring"], r["server_starts"], r["runs"]) for r in rows] == [("per-run", 6, 3), ("deferred", 4, 3)]
+
+
+def test_bench_gates_smoke_times_both_gates():
+    done = _run("bench_gates.py", "--smoke")
+    assert "READY" in done.stdout and "GPU_FREE (fake)" in done.stdout and "round 1/1" in done.stdout
+
+
+def test_bench_seedtts_smoke_runs_both_clients_and_the_collection_check():
+    done = _run("bench_seedtts.py", "--smoke")
+    assert all(f"concurrency {c}: asyncio" in done.stdout for c in (1, 16, 64, 256))
+    assert "runbook loop s" in done.stdout
+
+
+def test_bench_matrix_smoke_runs_both_arms(tmp_path):
+    out = tmp_path / "bench.json"
+    _run("bench_matrix.py", "--smoke", "--out", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["campaigns"] == 1 and figures["one_after_another_s"] > 0 and figures["matrix_2_slots_s"] > 0
+
+
+def test_gpu_gate_check_dry_run_fails_while_held_and_passes_after_the_stop():
+    done = _run("gpu_gate_check.py", "--dry-run")
+    assert "GPU gate check: OK" in done.stdout and '"type": "GpuNotFree"' in done.stdout
+
+
+def test_gpu_watchdog_check_dry_run_finds_the_escaped_child_and_the_watchdog_stops_all():
+    done = _run("gpu_watchdog_check.py", "--dry-run")
+    assert "WATCHDOG_GPU_CHECK OK" in done.stdout
+
+
+def test_gpu_telemetry_check_dry_run_samples_every_phase(tmp_path):
+    _run("gpu_telemetry_check.py", "--dry-run", "--out", str(tmp_path), "--idle-s", "0.3", "--busy-s", "0.6")
+    report = json.loads((tmp_path / "telemetry_check.json").read_text())
+    assert report["samples"] > 0 and set(report["phases"]) == {"idle", "busy", "idle2"}
+
+
+def test_nvml_call_cost_dry_run_times_every_reading():
+    done = _run("nvml_call_cost.py", "--dry-run", "--calls", "3")
+    assert [line.split()[0] for line in done.stdout.splitlines()] == [
+        "util", "mem", "power", "sm", "memclk", "temp", "reasons", "energy", "procs"]
+
+
+def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
+    out = tmp_path / "gpu-matrix.json"
+    _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "2", "--out", str(out),
+         "--port", str(free_port()))
+    report = json.loads(out.read_text())
+    assert [c["status"] for c in report["matrix"]["campaigns"]] == ["complete"] * 3
+    assert report["apps_at_end"] == []  # nothing left on the (fake) GPUs
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
+def test_every_benchmark_script_has_a_smoke_test_here(script):
+    if script in HELPERS:
+        return
+    source = Path(__file__).read_text()
+    assert f'_run("{script}"' in source, f"benchmarks/{script} has no smoke test in tests/test_benchmarks.py"
