@@ -87,3 +87,12 @@ def test_every_benchmark_script_has_a_smoke_test_here(script):
         return
     source = Path(__file__).read_text()
     assert f'_run("{script}"' in source, f"benchmarks/{script} has no smoke test in tests/test_benchmarks.py"
+
+
+def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tmp_path):
+    out = tmp_path / "verdicts.json"
+    _run("bench_verdicts.py", "--smoke", "--out", str(out), timeout=600)
+    got = json.loads(out.read_text())
+    assert [(r["design"], r["condition"], r["A/A"], r["A/B"]) for r in got["summary"]] == \
+        [("duet", "drift", 1, 1), ("sequential", "drift", 1, 1)]
+    assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
