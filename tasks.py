@@ -214,14 +214,15 @@ def doctor(c, target=None, checkout=None, port=None):
             "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
             "delay-ms": "latency added per request from --regress-at on (default 50)",
             "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)",
+            "base-delay-ms": "latency every commit adds per request (default 0)",
             "fake-gpus": "also write a fake nvidia-smi into this folder (for a machine without a GPU; put it first on PATH)",
             "fake-gpu-count": "GPUs the fake nvidia-smi has (default 2, a pair)"})
 def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None, fake_gpus=None,
-            fake_gpu_count=2):
+            fake_gpu_count=2, base_delay_ms=0.0):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
         spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,
-                           delay_ms=float(delay_ms), fail_stage=fail_stage)
+                           delay_ms=float(delay_ms), fail_stage=fail_stage, base_delay_ms=float(base_delay_ms))
         made = make_standin(Path(out), spec, fake_gpus=Path(fake_gpus) if fake_gpus else None, gpus=int(fake_gpu_count))
     emit(history_text(made, spec))
 
