@@ -51,7 +51,8 @@ def _delay_supported(module: str = "omnibench_core.local.__main__") -> bool:
     import importlib.util
 
     spec = importlib.util.find_spec(module)
-    return bool(spec and spec.origin) and "--delay-ms" in Path(str(spec.origin)).read_text()
+    origin = spec.origin if spec is not None else None
+    return origin is not None and "--delay-ms" in Path(origin).read_text()
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
