@@ -17,7 +17,7 @@ from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
-from omnibench_core.standin import StandinSpec, history_text, make_standin
+from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
 
 
 @contextmanager
@@ -216,9 +216,9 @@ def doctor(c, target=None, checkout=None, port=None):
             "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)",
             "base-delay-ms": "latency every commit adds per request (default 0)",
             "fake-gpus": "also write a fake nvidia-smi into this folder (for a machine without a GPU; put it first on PATH)",
-            "fake-gpu-count": "GPUs the fake nvidia-smi has (default 2, a pair)"})
+            "fake-gpu-count": f"GPUs the fake nvidia-smi has (default {DEFAULT_GPUS}, a pair)"})
 def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None, fake_gpus=None,
-            fake_gpu_count=2, base_delay_ms=0.0):
+            fake_gpu_count=DEFAULT_GPUS, base_delay_ms=StandinSpec.base_delay_ms):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
         spec = StandinSpec(commits=int(commits), regress_at=int(regress_at) if regress_at else None,

@@ -14,12 +14,11 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
 from ..setup.checkout import build_venv
-from .gpu import DEFAULT_GPUS, write_fake_nvidia_smi
+from .gpu import DEFAULT_GPUS, STATE, write_fake_nvidia_smi
 from .stages import KINDS, stage_files
 
 FILES = Path(__file__).with_name("files")
 SETTINGS_FILE = "standin.json"
-STATE = ".standin"  # ignored by git: the base python, the venv's OMNI_CI_HOME, the servers' pid files
 UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
 
 
@@ -74,11 +73,6 @@ class Standin:
     def venv(self) -> Path:
         """The ``omni`` venv."""
         return self.root / "omni"
-
-    @property
-    def omni_ci_home(self) -> Path:
-        """The ``OMNI_CI_HOME`` its venv was built with (holds ``.deps-hash``, so VENV_OK holds)."""
-        return omni_ci_home(self.root)
 
     @property
     def head(self) -> str:
