@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,13 +114,27 @@ class MadeStandin:
         return self.commits[-1]
 
 
+def _without_nvidia_smi(folder: Path) -> Path:
+    """``folder`` itself, or (when it holds an nvidia-smi, as /usr/bin does on a GPU host) a mirror
+    of it made of links to everything else, so git, bash and the rest stay on PATH."""
+    if not (folder / "nvidia-smi").exists():
+        return folder
+    mirror = Path(tempfile.gettempdir()) / f"omnibench-no-nvidia-smi-{os.getpid()}" / folder.as_posix().strip("/").replace("/", "_")
+    if not mirror.is_dir():
+        mirror.mkdir(parents=True)
+        for entry in folder.iterdir():
+            if entry.name != "nvidia-smi":
+                (mirror / entry.name).symlink_to(entry)
+    return mirror
+
+
 def path_without_nvidia_smi(*first: Path) -> str:
-    """``first`` then this PATH's folders that hold no nvidia-smi, and the folder of this python
-    (where `invoke` is): a machine without a GPU, whatever this one has."""
+    """``first``, the folder of this python (where `invoke` is), then this PATH with every
+    nvidia-smi left out: a machine without a GPU, whatever this one has."""
     folders = [str(f) for f in first]
     for folder in [str(Path(sys.executable).parent), *os.environ.get("PATH", "").split(os.pathsep)]:
-        if folder and folder not in folders and not (Path(folder) / "nvidia-smi").exists():
-            folders.append(folder)
+        if folder and folder not in folders and Path(folder).is_dir():
+            folders.append(str(_without_nvidia_smi(Path(folder))))
     path = os.pathsep.join(folders)
     found = shutil.which("nvidia-smi", path=path)
     assert found is None or any(Path(found).parent == Path(f) for f in first), found
