@@ -4,6 +4,7 @@ commits add different latencies. tests/test_scale_standin.py runs the same throu
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ def _tripwire(folder: Path) -> Path:
 
 
 def test_slots_of_a_target_without_gpus_are_ports_and_cpu_groups(tmp_path):
-    mine = sorted(__import__("os").sched_getaffinity(0))
+    mine = sorted(os.sched_getaffinity(0))
     slots = plan_slots(("0", "1"), 9000, per="pair", cpus="rule", uses_gpu=False,
                        topology=lambda: pytest.fail("the rule read the GPU topology"))
     assert [(s.port, s.gpus, s.idle_gpus) for s in slots] == [(9000, (), ()), (9001, (), ())]
