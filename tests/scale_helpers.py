@@ -100,18 +100,10 @@ class MadeStandin:
 
     root: Path
     commits: tuple[str, ...]  # oldest first
+    head: str  # the newest commit
+    venv: Path  # its `omni` venv
     fake_gpus: Path | None
     output: str
-
-    @property
-    def venv(self) -> Path:
-        """The checkout's `omni` venv."""
-        return self.root / "omni"
-
-    @property
-    def head(self) -> str:
-        """The newest commit."""
-        return self.commits[-1]
 
 
 def _without_nvidia_smi(folder: Path) -> Path:
@@ -150,4 +142,4 @@ def invoke_standin(out: Path, *flags: str, timeout: float = 300) -> MadeStandin:
     commits = subprocess.run(["git", "-C", str(out), "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
                              check=True).stdout.split()
     fake = Path(flags[flags.index("--fake-gpus") + 1]).resolve() if "--fake-gpus" in flags else None
-    return MadeStandin(out.resolve(), tuple(commits), fake, done.stdout)
+    return MadeStandin(out.resolve(), tuple(commits), commits[-1], out.resolve() / "omni", fake, done.stdout)
