@@ -1,15 +1,24 @@
-"""A small checkout whose commits differ in what they serve: each commit's standin.json sets the
-latency its `sgl-omni` adds per request (the stand-in checkout's shape), and its
-prepare_omni_venv.sh builds an `omni` venv whose sgl-omni starts the selftest server."""
+"""Checkouts for the scale tests.
+
+The tests make theirs with the real `invoke standin` (``invoke_standin``), as a user does, and run
+the scale commands with a PATH that holds no nvidia-smi but the stand-in's fake
+(``path_without_nvidia_smi``). ``make_revisions_checkout`` is a smaller checkout of the same shape
+whose `sgl-omni` the caller replaces: the benchmarks use it (benchmarks/gpu_matrix_check.py starts
+a real GPU load with each server, which no stand-in does)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 SGL_OMNI = textwrap.dedent(f"""\
     #!{sys.executable}
@@ -83,3 +92,54 @@ def server_pids(root: Path) -> list[int]:
             if b"omnibench_core.testing serve" in cmd and state != "Z" and (cwd == root or root in cwd.parents):
                 out.append(int(entry.name))
     return out
+
+
+@dataclass(frozen=True)
+class MadeStandin:
+    """What `invoke standin` made, read back from its output and its git history."""
+
+    root: Path
+    commits: tuple[str, ...]  # oldest first
+    head: str  # the newest commit
+    venv: Path  # its `omni` venv
+    fake_gpus: Path | None
+    output: str
+
+
+def _without_nvidia_smi(folder: Path) -> Path:
+    """``folder`` itself, or (when it holds an nvidia-smi, as /usr/bin does on a GPU host) a mirror
+    of it made of links to everything else, so git, bash and the rest stay on PATH."""
+    if not (folder / "nvidia-smi").exists():
+        return folder
+    mirror = Path(tempfile.gettempdir()) / f"omnibench-no-nvidia-smi-{os.getpid()}" / folder.as_posix().strip("/").replace("/", "_")
+    if not mirror.is_dir():
+        mirror.mkdir(parents=True)
+        for entry in folder.iterdir():
+            if entry.name != "nvidia-smi":
+                (mirror / entry.name).symlink_to(entry)
+    return mirror
+
+
+def path_without_nvidia_smi(*first: Path) -> str:
+    """``first``, the folder of this python (where `invoke` is), then this PATH with every
+    nvidia-smi left out: a machine without a GPU, whatever this one has."""
+    folders = [str(f) for f in first]
+    for folder in [str(Path(sys.executable).parent), *os.environ.get("PATH", "").split(os.pathsep)]:
+        if folder and folder not in folders and Path(folder).is_dir():
+            folders.append(str(_without_nvidia_smi(Path(folder))))
+    path = os.pathsep.join(folders)
+    found = shutil.which("nvidia-smi", path=path)
+    assert found is None or any(Path(found).parent == Path(f) for f in first), found
+    return path
+
+
+def invoke_standin(out: Path, *flags: str, timeout: float = 300) -> MadeStandin:
+    """Run `invoke standin --out OUT FLAGS...` from the repository root, as the README shows it."""
+    done = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(out), *flags], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, "PATH": path_without_nvidia_smi()})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"STANDIN_OK {out.resolve()}" in done.stdout
+    commits = subprocess.run(["git", "-C", str(out), "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    fake = Path(flags[flags.index("--fake-gpus") + 1]).resolve() if "--fake-gpus" in flags else None
+    return MadeStandin(out.resolve(), tuple(commits), commits[-1], out.resolve() / "omni", fake, done.stdout)

@@ -1,13 +1,17 @@
 """The scale layer on CPU: slots, revisions (worktrees, venv reuse), the k-ary bisect, and a real
-matrix and bisect on the local engine over a checkout whose commits add different latencies."""
+matrix and bisect on the local engine over a stand-in checkout (made by `invoke standin`) whose
+commits add different latencies. tests/test_scale_standin.py runs the same through `invoke`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import free_port, write_fake_nvidia_smi
-from scale_helpers import make_revisions_checkout, server_pids
+from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.errors import OmnibenchError, SettingsError
 from omnibench_core.jsonio import read_json
@@ -16,7 +20,8 @@ from omnibench_core.scale.bisect import kary_search, rounds_needed
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.slots import HostSlot, SlotBusy, check_free, plan_slots
 from omnibench_core.settings import Settings
-from omnibench_core.setup.cpus import Topology, parse_lscpu
+from omnibench_core.setup.cpus import Topology, parse_lscpu, read_topology
+from omnibench_core.standin import write_fake_nvidia_smi as write_standin_fake
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu-hosts"
 OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
@@ -44,6 +49,66 @@ def test_slots_follow_the_cpu_rule_pairs_and_ports():
     tiny = Topology({0: [0], 1: [1], 2: [2]}, {0: 0, 1: 0, 2: 0}, [("0", 0)])
     with pytest.raises(SettingsError, match="slot-cpus shared"):
         plan_slots(("0",), 9000, per="gpu", topology=lambda: tiny)
+
+
+def test_a_pair_slot_of_one_gpu_is_that_gpu_alone_with_a_note():
+    (slot,) = plan_slots(("0",), 9000, per="pair", cpus="shared")
+    assert (slot.gpus, slot.idle_gpus) == (("0",), ()) and "alone" in slot.note
+    assert all(not s.note for s in plan_slots(("0", "1"), 9000, per="pair", cpus="shared"))
+    with pytest.raises(SettingsError, match="pairs"):  # three GPUs: which to leave out is the user's choice
+        plan_slots(("0", "1", "2"), 9000, per="pair", cpus="shared")
+
+
+def _tripwire(folder: Path) -> Path:
+    """An nvidia-smi that records that it was asked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\ntouch {folder / 'asked'}\necho 0\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_slots_of_a_target_without_gpus_are_ports_and_cpu_groups(tmp_path):
+    mine = sorted(os.sched_getaffinity(0))
+    slots = plan_slots(("0", "1"), 9000, per="pair", cpus="rule", uses_gpu=False,
+                       topology=lambda: pytest.fail("the rule read the GPU topology"))
+    assert [(s.port, s.gpus, s.idle_gpus) for s in slots] == [(9000, (), ()), (9001, (), ())]
+    if len(mine) >= 2:  # disjoint groups that cover the process's CPUs
+        assert not set(slots[0].cpus) & set(slots[1].cpus) and sorted(slots[0].cpus + slots[1].cpus) == mine
+    shared = plan_slots(("0", "1"), 9000, cpus="shared", uses_gpu=False)
+    assert all(s.shared_cpus and list(s.cpus) == mine for s in shared)
+    with pytest.raises(SettingsError, match="slot-cpus shared"):
+        plan_slots(tuple(str(i) for i in range(len(mine) + 1)), 9000, uses_gpu=False)
+    wire = _tripwire(tmp_path / "wire")
+    check_free(slots[0], nvidia_smi=str(wire), timeout_s=0.3)
+    assert not (tmp_path / "wire" / "asked").exists()  # SLOT_FREE asked no nvidia-smi
+
+
+def test_topology_from_the_standins_fake_and_a_malformed_one_is_typed(tmp_path):
+    lscpu = tmp_path / "lscpu"
+    lscpu.write_text("#!/bin/sh\necho '# CPU,Core,Node'\n" + "".join(f"echo {c},{c},0\n" for c in range(32)))
+    lscpu.chmod(0o755)
+    sysfs = tmp_path / "sys"
+    for bus in ("0000:01:00.0", "0000:02:00.0"):  # the fake's two GPUs, both on node 0
+        (sysfs / "bus" / "pci" / "devices" / bus).mkdir(parents=True)
+        (sysfs / "bus" / "pci" / "devices" / bus / "numa_node").write_text("0\n")
+    fake = write_standin_fake(tmp_path / "fake", tmp_path / "co")
+    topo = read_topology(lscpu=str(lscpu), nvidia_smi=str(fake), sysfs=sysfs)
+    assert topo.gpu_nodes == [("0", 0), ("1", 0)]
+    slots = plan_slots(("0", "1"), 9000, per="gpu", topology=lambda: topo)
+    assert slots[0].cpus == tuple(range(2, 16)) and slots[1].cpus == tuple(range(16, 30))
+    with pytest.raises(SettingsError, match="cannot read the NUMA node"):  # no such device: typed, names the way out
+        plan_slots(("0",), 9000, per="gpu", topology=lambda: read_topology(lscpu=str(lscpu), nvidia_smi=str(fake),
+                                                                           sysfs=tmp_path / "nothing"))
+    old = tmp_path / "old" / "nvidia-smi"  # the stand-in's old fake: five fields whatever was asked
+    old.parent.mkdir()
+    old.write_text(f"#!{sys.executable}\nprint('0, Stand-in GPU, 0.0, 143771 MiB, 00000000:00:00.0')\n")
+    old.chmod(0o755)
+    with pytest.raises(OmnibenchError, match="not 'index, pci.bus_id'") as err:
+        read_topology(lscpu=str(lscpu), nvidia_smi=str(old), sysfs=sysfs)
+    assert "Stand-in GPU" in err.value.evidence["line"]
+    with pytest.raises(OmnibenchError, match="cpu,core,node"):
+        parse_lscpu("0,0\n")
 
 
 def test_a_busy_slot_is_refused_with_evidence(tmp_path):
@@ -89,27 +154,39 @@ def test_kary_search_refuses_a_bad_end_that_is_not_worse():
 
 
 def test_revision_worktrees_share_a_venv_by_deps_hash(tmp_path):
-    commits = make_revisions_checkout(tmp_path / "co", [0, 0, 0], deps_change_at=2)
-    assert revisions.resolve(tmp_path / "co", f"{commits[0]}..{commits[2]}") == commits[1:]
-    assert revisions.resolve(tmp_path / "co", ",".join(c[:8] for c in commits)) == commits
-    root = tmp_path / "wt"
-    got = [revisions.prepare(tmp_path / "co", c, root, progress=lambda s: None) for c in commits]
+    co = invoke_standin(tmp_path / "co", "--commits", "2").root
+    # a third commit changes a dependency, as a developer's would: its venv must be rebuilt
+    (co / "pyproject.toml").write_text((co / "pyproject.toml").read_text().replace('["omnibench"]', '["omnibench", "numpy"]'))
+    git = ["git", "-C", str(co), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-qam", "add numpy"], check=True)
+    commits = subprocess.run([*git, "rev-list", "--reverse", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert revisions.resolve(co, f"{commits[0]}..{commits[2]}") == commits[1:]
+    assert revisions.resolve(co, ",".join(c[:8] for c in commits)) == commits
+    root = tmp_path / "wt"  # worktrees have no .standin/: prepare_omni_venv.sh finds omnibench's python anyway
+    got = [revisions.prepare(co, c, root, progress=lambda s: None) for c in commits]
     assert [g.venv_from for g in got[:2]] == ["built", str(got[0].worktree)]  # same hash: copied, not rebuilt
     assert got[2].venv_from == "built"  # deps changed: its own build
     assert len(list((root / "venvs").glob("*.log"))) == 2
     assert (got[1].venv / "bin" / "sgl-omni").is_file() and not (got[1].venv).is_symlink()
-    assert revisions.prepare(tmp_path / "co", commits[1], root, progress=lambda s: None).venv_from == "kept"
+    (pth,) = got[1].venv.glob("lib/python*/site-packages/omnibench_standin.pth")
+    assert str(got[1].worktree) in pth.read_text() and str(got[0].worktree) not in pth.read_text()  # relocated
+    assert revisions.prepare(co, commits[1], root, progress=lambda s: None).venv_from == "kept"
 
 
-def _settings(tmp_path: Path, checkout: Path, **extra) -> Settings:
-    fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])
-    return Settings.of(target="sglang-omni", checkout=str(checkout), results=str(tmp_path / "results"),
-                       port=free_port(), nvidia_smi=str(fake), **extra)
+def _standin(tmp_path: Path, commits: int, regress_at: int, delay_ms: int) -> tuple[list[str], Settings]:
+    """A stand-in made by `invoke standin` (every commit 100 ms a request, the planted ones more) and
+    settings that use its fake nvidia-smi. 100 ms, because a busy machine adds milliseconds to every
+    request, and campaigns side by side share the cores: the noise stays far below the 30% threshold."""
+    made = invoke_standin(tmp_path / "co", "--commits", str(commits), "--regress-at", str(regress_at), "--base-delay-ms",
+                          "100", "--delay-ms", str(delay_ms), "--fake-gpus", str(tmp_path / "fakegpu"))
+    settings = Settings.of(target="sglang-omni", checkout=str(made.root), results=str(tmp_path / "results"),
+                           port=free_port(), nvidia_smi=str(tmp_path / "fakegpu" / "nvidia-smi"))
+    return list(made.commits), settings
 
 
 def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
-    commits = make_revisions_checkout(tmp_path / "co", [20, 20, 80])
-    settings = _settings(tmp_path, tmp_path / "co")
+    commits, settings = _standin(tmp_path, 3, 3, 200)  # 100, 100, 300 ms a request
     lines: list[str] = []
 
     def run(resume: bool):
@@ -143,13 +220,13 @@ def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
 
 
 def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
-    commits = make_revisions_checkout(tmp_path / "co", [20, 20, 100, 100])
-    settings = _settings(tmp_path, tmp_path / "co")
+    commits, settings = _standin(tmp_path, 4, 3, 200)  # 100, 100, 300, 300 ms a request
     engine = commands.make_engine(settings, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    lines: list[str] = []
     result = commands.bisect(settings, good=commits[0], bad=commits[-1], metric="selftest.latency_mean_s",
                              workloads=["selftest"], options=OPTS, runs=2, threshold=0.3, engine=engine,
-                             progress=lambda s: None)
-    assert result.first_bad == commits[2]
+                             progress=lines.append)
+    assert result.first_bad == commits[2], "\n".join(line for line in lines if "bisect" in line or ": " in line[:12])
     assert result.against_parent.verdict == "worse"
     assert len(result.rounds) <= rounds_needed(4, 2)
     assert all(len(r) <= 2 for r in result.rounds)

@@ -1,6 +1,6 @@
 """The Ray engine on a simulated cluster of 2 nodes (one fake GPU each, one process tree): a matrix
-whose node is removed mid-campaign (the campaign finishes on the other node), a SIGKILLed Ray
-worker (its servers die with their watchdogs, no port held, the campaign resumes elsewhere), and
+over a stand-in checkout (`invoke standin`) whose node is removed mid-campaign (the campaign
+finishes on the other node), a SIGKILLed Ray worker (its servers die with their watchdogs, no port held, the campaign resumes elsewhere), and
 --resume. Ray is in the test extra; without it these tests skip and say why."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, write_fake_nvidia_smi
-from scale_helpers import make_revisions_checkout, server_pids
+from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.ports import port_in_use
 from omnibench_core.scale import commands
@@ -63,7 +63,11 @@ def _wait(pred, timeout=60.0):
 
 def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluster, tmp_path):
     c, worker_node = cluster
-    commits = make_revisions_checkout(tmp_path / "co", [20, 20, 80])
+    # the stand-in `invoke standin` makes: 100, 100 and 300 ms a request (far above a busy machine's noise)
+    commits = list(invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "3", "--base-delay-ms", "100",
+                                  "--delay-ms", "200").commits)
+    # not the stand-in's fake: both simulated nodes are this host and each slot is its node's GPU 0,
+    # so that fake would count the other node's server on "GPU 0"
     fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])
     settings = Settings.of(target="sglang-omni", checkout=str(tmp_path / "co"), results=str(tmp_path / "results"),
                            port=free_port(), nvidia_smi=str(fake))

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, free_port
+from scale_helpers import MadeStandin, invoke_standin
 from test_ci_stages import nox_ci
 
-from omnibench_core.standin import Standin, StandinSpec, make_standin, write_fake_nvidia_smi
+from omnibench_core.standin import write_fake_nvidia_smi
 from omnibench_plugins.ci_stages import STAGES
 
 TESTS = Path(__file__).resolve().parent
@@ -25,20 +26,20 @@ RUNBOOK_KEYS = 30  # the runbook's metrics: 28 named fields, audio.files and aud
 
 
 @pytest.fixture(scope="session")
-def standin(tmp_path_factory) -> Standin:
-    """A clean stand-in with two commits, made once per session."""
-    return make_standin(tmp_path_factory.mktemp("standin") / "sglang-omni", StandinSpec(commits=2))
+def standin(tmp_path_factory) -> MadeStandin:
+    """A clean stand-in with two commits and its fake nvidia-smi, made once per session by `invoke standin`."""
+    base = tmp_path_factory.mktemp("standin")
+    return invoke_standin(base / "sglang-omni", "--commits", "2", "--fake-gpus", str(base / "fakegpu"))
 
 
 @pytest.fixture(scope="session")
-def fake_gpu(tmp_path_factory, standin) -> Path:
-    """A folder with a fake nvidia-smi: memory in use while a stand-in server lives."""
-    folder = tmp_path_factory.mktemp("fakegpu")
-    write_fake_nvidia_smi(folder, standin.root)
-    return folder
+def fake_gpu(standin) -> Path:
+    """The folder of the stand-in's fake nvidia-smi: memory in use while a stand-in server lives."""
+    assert standin.fake_gpus is not None
+    return standin.fake_gpus
 
 
-def _invoke_run(results: Path, standin: Standin, fake_gpu: Path, *args: str) -> subprocess.CompletedProcess:
+def _invoke_run(results: Path, standin: MadeStandin, fake_gpu: Path, *args: str) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "invoke", "run", "--target", "sglang-omni", "--checkout", str(standin.root),
             "--port", str(free_port()), *args]
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PATH": f"{fake_gpu}{os.pathsep}{os.environ['PATH']}"}
@@ -147,14 +148,44 @@ def test_sgl_omni_serve_honours_port_name_and_strict_port(standin, fake_gpu):
         assert clash.returncode == 1 and f"Port {port} is already in use" in clash.stderr
         bogus = subprocess.run([*serve, "--bogus"], capture_output=True, text=True)
         assert bogus.returncode == 2 and "unrecognized argument: --bogus" in bogus.stderr
+        delay = subprocess.run([*serve, "--delay", "1"], capture_output=True, text=True)  # the selftest model's flag only
+        assert delay.returncode == 2 and "sglang-omni has no such flag" in delay.stderr
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     assert _memory(fake_gpu) < 1024  # and free once it stopped
 
 
-def test_history_carries_a_planted_regression(tmp_path):
-    made = make_standin(tmp_path / "co", StandinSpec(commits=3, regress_at=2, delay_ms=40, fail_stage="mmsu_ci"))
+def test_the_selftest_model_is_the_selftest_server_with_its_loading_delay(standin, fake_gpu):
+    # what the selftest workload asks with selftest.serve_with_target=true
+    port = free_port()
+    proc = subprocess.Popen([str(standin.venv / "bin" / "sgl-omni"), "serve", "--model-path", "selftest", "--model-name",
+                             "selftest", "--delay", "0.2", "--port", str(port)], cwd=standin.root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                assert _get(f"http://127.0.0.1:{port}/health") == {"status": "healthy"}
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/echo", data=json.dumps({"text": "hi"}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            assert json.loads(reply.read())["text"] == "hi"
+        assert _memory(fake_gpu) > 1024  # a server of the stand-in: its fake GPU is busy
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert "loading for 0.2 s" in proc.stdout.read()
+
+
+def test_history_carries_a_planted_regression(invoke, tmp_path):
+    made = invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "2", "--delay-ms", "40",
+                          "--fail-stage", "mmsu_ci")
     shown = [json.loads(subprocess.run(["git", "-C", str(made.root), "show", f"{sha}:standin.json"], capture_output=True,
                                        text=True, check=True).stdout) for sha in made.commits]
     assert [s["delay_ms"] for s in shown] == [0, 40, 40]
@@ -167,12 +198,12 @@ def test_history_carries_a_planted_regression(tmp_path):
     probe = [str(made.venv / "bin" / "python"), "-c", "from sglang_omni_standin import cli; import argparse; "
              "a, e = cli.parse(['serve', '--model-path', 'm', '--port', '1']); print(cli.serve_argv(a, e, 1, 40.0)[-2:])"]
     assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "['--delay-ms', '40']"
-    with pytest.raises(Exception, match="not empty"):
-        make_standin(made.root)
+    again = invoke("standin", "--out", str(made.root))
+    assert again.returncode == 1 and "not empty" in again.stderr and "Traceback" not in again.stderr
 
 
 def test_the_planted_latency_reaches_every_request(tmp_path):
-    made = make_standin(tmp_path / "co", StandinSpec(commits=2, regress_at=2, delay_ms=400))
+    made = invoke_standin(tmp_path / "co", "--commits", "2", "--regress-at", "2", "--delay-ms", "400")
     port = free_port()
     proc = subprocess.Popen([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
                              "--model-name", "minicpmo", "--port", str(port)], cwd=made.root, start_new_session=True,
@@ -199,9 +230,9 @@ def test_the_planted_latency_reaches_every_request(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def small_standin(tmp_path_factory) -> Standin:
+def small_standin(tmp_path_factory) -> MadeStandin:
     """A stand-in whose CI stage mmmu_ci cannot pass (its own, since setup.venv rebuilds the venv)."""
-    return make_standin(tmp_path_factory.mktemp("small") / "sglang-omni", StandinSpec(fail_stage="mmmu_ci"))
+    return invoke_standin(tmp_path_factory.mktemp("small") / "sglang-omni", "--fail-stage", "mmmu_ci")
 
 
 def test_ci_stages_all_pass_on_the_standin(tmp_path, standin):
@@ -230,8 +261,9 @@ def test_setup_venv_and_doctor_against_the_standin(invoke, tmp_path, small_stand
     env = {"INVOKE_OMNIBENCH_CHECKOUT": str(small_standin.root), "INVOKE_OMNIBENCH_OMNI_CI_HOME": str(tmp_path / "ci"),
            "INVOKE_OMNIBENCH_BENCH_DIR": str(tmp_path / "bench"), "INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake / "nvidia-smi"),
            "INVOKE_OMNIBENCH_PORT": str(free_port()), "INVOKE_OMNIBENCH_TARGET": "sglang-omni"}
-    before = invoke("doctor", env=env)
-    assert "venv hash (VENV_OK)" in before.stdout and "build the venv: invoke setup.venv" in before.stdout
+    before = invoke("doctor", env=env)  # the venv invoke standin built has its own stamp
+    rows = {line.split("  ")[0]: line for line in before.stdout.splitlines()}
+    assert " OK " in rows["venv hash (VENV_OK)"] and "stand-in's own stamp" in rows["venv hash (VENV_OK)"], before.stdout
     built = invoke("setup.venv", env=env)
     assert built.returncode == 0, built.stdout + built.stderr
     assert built.stdout.splitlines()[-1].startswith("VENV_OK ")
@@ -240,4 +272,6 @@ def test_setup_venv_and_doctor_against_the_standin(invoke, tmp_path, small_stand
     rows = {line.split("  ")[0]: line for line in after.stdout.splitlines()}
     for name in ("checkout and commit", "venv hash (VENV_OK)", "GPU memory free"):
         assert " OK " in rows[name] + " ", after.stdout
+    assert "own stamp" not in rows["venv hash (VENV_OK)"]  # now CI's, in OMNI_CI_HOME
+    assert after.returncode == 0, after.stdout + after.stderr
     assert (small_standin.venv / "bin" / "sgl-omni").exists()  # rebuilt by prepare_omni_venv.sh

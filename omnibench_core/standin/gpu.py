@@ -10,12 +10,12 @@ from pathlib import Path
 from . import nvidia_smi
 
 DEFAULT_GPUS = 2  # a pair, as the runbook's host: `--slot-per pair` gets one slot
-STATE = (".standin", "gpu")  # under the stand-in's root: one pid file per live server
+STATE = ".standin"  # the stand-in's folder that git ignores (base python, its OMNI_CI_HOME, pid files)
 
 
 def state_dir(checkout: Path) -> Path:
     """Where the servers of ``checkout`` (and of its git worktrees) leave their pid files."""
-    return Path(checkout).resolve().joinpath(*STATE)
+    return Path(checkout).resolve() / STATE / "gpu"
 
 
 def write_fake_nvidia_smi(folder: Path, checkout: Path, *, gpus: int = DEFAULT_GPUS, busy_mib: int = 20000,

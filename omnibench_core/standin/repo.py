@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -13,24 +14,26 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
 from ..setup.checkout import build_venv
-from .gpu import DEFAULT_GPUS, write_fake_nvidia_smi
+from .gpu import DEFAULT_GPUS, STATE, write_fake_nvidia_smi
 from .stages import KINDS, stage_files
 
 FILES = Path(__file__).with_name("files")
 SETTINGS_FILE = "standin.json"
-STATE = ".standin"  # ignored by git: the base python, the venv's OMNI_CI_HOME, the servers' pid files
 UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
 
 
 @dataclass(frozen=True)
 class StandinSpec:
     """What to make: ``commits`` commits; from commit ``regress_at`` (1-based) on, every request
-    takes ``delay_ms`` longer and ``fail_stage`` (if any) cannot pass."""
+    takes ``delay_ms`` longer and ``fail_stage`` (if any) cannot pass. Every commit adds
+    ``base_delay_ms`` to each request, so a regression is measured against a latency that the
+    machine's own jitter does not dwarf."""
 
     commits: int = 1
     regress_at: int | None = None
     delay_ms: float = 50.0
     fail_stage: str | None = None
+    base_delay_ms: float = 0.0
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
@@ -38,6 +41,10 @@ class StandinSpec:
             raise SettingsError(f"--commits must be at least 1, not {self.commits}")
         if self.regress_at is not None and not 1 <= self.regress_at <= self.commits:
             raise SettingsError(f"--regress-at {self.regress_at} is not one of the commits 1..{self.commits}")
+        if not (math.isfinite(self.delay_ms) and math.isfinite(self.base_delay_ms)) or min(self.delay_ms,
+                                                                                          self.base_delay_ms) < 0:
+            raise SettingsError(f"--delay-ms {self.delay_ms:g} and --base-delay-ms {self.base_delay_ms:g} must be "
+                                "finite and at least 0")
         if self.fail_stage and self.fail_stage not in KINDS:
             raise SettingsError(f"no CI stage named {self.fail_stage!r}", hint=f"one of {', '.join(KINDS)}")
 
@@ -45,8 +52,12 @@ class StandinSpec:
         """``standin.json`` of commit ``index`` (1-based)."""
         regressed = self.regress_at is not None and index >= self.regress_at
         failing = self.fail_stage if self.fail_stage and (self.regress_at is None or regressed) else None
-        return {"commit": index, "delay_ms": self.delay_ms if regressed else 0,
+        return {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
                 "ci_thresholds": {failing: UNREACHABLE} if failing else {}}
+
+    def regressed(self, index: int) -> bool:
+        """Whether commit ``index`` (1-based) holds the planted latency."""
+        return self.regress_at is not None and index >= self.regress_at and bool(self.delay_ms)
 
 
 @dataclass(frozen=True)
@@ -62,11 +73,6 @@ class Standin:
     def venv(self) -> Path:
         """The ``omni`` venv."""
         return self.root / "omni"
-
-    @property
-    def omni_ci_home(self) -> Path:
-        """The ``OMNI_CI_HOME`` its venv was built with (holds ``.deps-hash``, so VENV_OK holds)."""
-        return omni_ci_home(self.root)
 
     @property
     def head(self) -> str:
@@ -100,8 +106,8 @@ def _message(spec: StandinSpec, index: int) -> str:
     s = spec.settings_at(index)
     what = "the stand-in checkout" if index == 1 else f"commit {index}"
     planted = []
-    if s["delay_ms"]:
-        planted.append(f"{s['delay_ms']:g} ms added per request")
+    if spec.regressed(index):
+        planted.append(f"{spec.delay_ms:g} ms added per request")
     planted += [f"CI stage {name} cannot pass" for name in s["ci_thresholds"]]
     return f"{what}: " + ("; ".join(planted) + " (planted regression)" if planted else "no regression")
 

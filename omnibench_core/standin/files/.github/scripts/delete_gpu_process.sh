@@ -1,9 +1,13 @@
 #!/bin/sh
 # delete_gpu_process.sh --kill-orphans: kill every stand-in server still alive (each left a pid
-# file in .standin/gpu), then, when nvidia-smi is on PATH, wait until the GPUs of
+# file in the stand-in's .standin/gpu), then, when nvidia-smi is on PATH, wait until the GPUs of
 # CUDA_VISIBLE_DEVICES use less than 1024 MiB (120 s).
 cd "$(dirname "$0")/../.."
-for f in .standin/gpu/*.pid; do
+# servers of a git worktree register in the main checkout's .standin/gpu (sglang_omni_standin.main_root)
+common="$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+state="${common%/.git}/.standin/gpu"
+[ -n "$common" ] && [ -d "$state" ] || state=.standin/gpu
+for f in "$state"/*.pid; do
     [ -e "$f" ] || continue
     pid="$(basename "$f" .pid)"
     if kill -0 "$pid" 2>/dev/null; then

@@ -1,0 +1,120 @@
+"""The user's path through the scale commands, with the user's commands on a machine without a GPU:
+`invoke standin` makes the checkout (and its fake nvidia-smi), then `invoke matrix` and `invoke
+bisect` run on it as docs/scale.md shows them, with a PATH that holds no nvidia-smi but that fake;
+`invoke standin`'s printed command runs as printed; `invoke doctor` judges the stand-in truthfully;
+and `invoke matrix` / `invoke bisect` on the local target with no nvidia-smi on PATH at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import REPO, free_port
+from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+
+SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
+
+
+def _rows(text: str) -> dict[str, str]:
+    """A printed table's rows by their first cell."""
+    return {line.split()[0]: line for line in text.splitlines() if line.strip()}
+
+
+def _manifests(results: Path, commit: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((results / commit[:7]).glob("run*/manifest.json"))]
+
+
+def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
+    # 100 ms a request on every commit, 300 on the planted one: a busy machine's noise stays far below 30%
+    made = invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "3", "--base-delay-ms", "100",
+                          "--delay-ms", "200", "--fake-gpus", str(tmp_path / "fakegpu"))
+    assert made.fake_gpus is not None
+    env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
+    root, results = str(made.root), tmp_path / "results"
+    # the two newest commits side by side, one fake GPU each
+    matrix = invoke("matrix", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--revisions", "HEAD~1,HEAD",
+                    "--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared", "--threshold", "30%",
+                    "--port", str(free_port()), env=env, timeout=600)
+    assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
+    rows = _rows(matrix.stdout)
+    assert "base" in rows[made.commits[1][:7]] and "selftest.latency_mean_s worse" in rows[made.commits[2][:7]]
+    slots = set()
+    for commit in made.commits[1:]:
+        manifests = _manifests(results, commit)
+        assert [m["status"] for m in manifests] == ["complete"] * 3  # run0, run1, run2
+        slots |= {tuple(m["slot"]["gpus"]) for m in manifests}
+        gates = [g for m in manifests for g in m["gates"] if g["gate"] == "GPU_FREE"]
+        assert gates and all(g["status"] == "passed" for g in gates)
+    assert slots == {("0",), ("1",)}
+    # the fake saw the worktrees' servers (each registers in the stand-in's own checkout) and was asked per GPU
+    assert len(list((made.root / ".standin" / "gpu").glob("*.pid"))) >= 1
+    calls = (made.fake_gpus / "calls.log").read_text()
+    assert "-i 0 --query-gpu=memory.used" in calls and "-i 1 --query-gpu=memory.used" in calls
+    assert "--query-compute-apps" in calls
+    assert not server_pids(tmp_path)
+    # bisect over all three, on the default slot (--slots from the gpus setting: one GPU, so the pair
+    # is GPU 0 alone); the two campaigns the matrix measured are reused, the good end is measured now
+    bisect = invoke("bisect", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--good", "HEAD~2", "--bad", "HEAD",
+                    "--metric", "selftest.latency_mean_s", "--runs", "2", "--threshold", "30%", "--slot-cpus", "shared",
+                    "--port", str(free_port()), env=env, timeout=600)
+    assert bisect.returncode == 0, bisect.stdout[-4000:] + bisect.stderr[-2000:]
+    assert f"first bad commit: {made.commits[2]}" in bisect.stdout
+    assert "GPU 0 alone: --slot-per pair got one GPU" in bisect.stdout
+    assert bisect.stdout.count("complete already, kept") == 2
+    assert [m["status"] for m in _manifests(results, made.commits[0])] == ["complete"] * 3
+    assert not server_pids(tmp_path)
+
+
+def test_standins_printed_command_runs_as_printed_and_doctor_has_no_false_failure(invoke, tmp_path):
+    fake = tmp_path / "fakegpu"
+    made = invoke_standin(tmp_path / "co", "--fake-gpus", str(fake))
+    (line,) = [x for x in made.output.splitlines() if x.startswith("try it: ")]
+    command = line.removeprefix("try it: ")
+    assert command.startswith(f"PATH={fake}:$PATH invoke run --target sglang-omni --checkout {made.root} ")
+    port = free_port()
+    env = {**os.environ, "PATH": path_without_nvidia_smi(), "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results"),
+           "INVOKE_OMNIBENCH_PORT": str(port)}
+    done = subprocess.run(["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "RUN_COMPLETE" in done.stdout
+    (manifest,) = _manifests(tmp_path / "results", made.head)
+    assert [g["status"] for g in manifest["gates"] if g["gate"] == "GPU_FREE"] == ["passed"] * 3
+    assert "--query-gpu=memory.used" in (fake / "calls.log").read_text()
+    # doctor on the same checkout, with its fake first on PATH: nothing fails
+    doctor = invoke("doctor", "--target", "sglang-omni", "--checkout", str(made.root), "--port", str(port),
+                    env={"PATH": path_without_nvidia_smi(fake)})
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    rows = {line.split("  ")[0]: line for line in doctor.stdout.splitlines()}
+    assert " OK " in rows["venv hash (VENV_OK)"] and "stand-in's own stamp" in rows["venv hash (VENV_OK)"]
+    assert " OK " in rows[f"port {port} free"] and " OK " in rows["GPU memory free"]
+    for name in ("docker", "model and data pins (REVISIONS_OK)", "CPU set (BENCH_CPUS)"):
+        assert " n/a " in rows[name], doctor.stdout
+    # without it, the two GPU checks fail, and say how to get a fake
+    bare = invoke("doctor", "--target", "sglang-omni", "--checkout", str(made.root), "--port", str(port),
+                  env={"PATH": path_without_nvidia_smi()})
+    assert bare.returncode == 1 and "2 check(s) failed: nvidia-smi, GPU memory free" in bare.stderr
+    assert bare.stdout.count("invoke standin --fake-gpus DIR") == 2
+    # a stand-in made without a fake, on this machine without nvidia-smi, says what its command needs
+    plain = invoke_standin(tmp_path / "co2")
+    assert "note: no nvidia-smi on PATH" in plain.output and "--fake-gpus DIR" in plain.output
+
+
+def test_matrix_and_bisect_on_the_local_target_without_nvidia_smi(invoke, tmp_path):
+    env = {"PATH": path_without_nvidia_smi()}
+    matrix = invoke("matrix", "--workload", "selftest", "--sweep", "selftest.requests=2,4", "--runs", "2",
+                    "--slots", "0,1", "--port", str(free_port()), env=env, timeout=600)
+    assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
+    table = [line for line in matrix.stdout.splitlines() if line.startswith("own ")]
+    assert len(table) == 2 and all(" complete " in row and "no GPU port" in row for row in table), matrix.stdout
+    manifests = [json.loads(p.read_text()) for p in (tmp_path / "results").glob("local-*/run*/manifest.json")]
+    assert len(manifests) == 6 and {m["status"] for m in manifests} == {"complete"}
+    assert all(m["slot"]["gpus"] == [] for m in manifests)
+    cpus = {tuple(m["slot"]["cpus"]) for m in manifests}
+    if len(os.sched_getaffinity(0)) >= 2:  # the default rule: the process's CPUs split, one group a slot
+        assert len(cpus) == 2 and not set(min(cpus)) & set(max(cpus))
+    bisect = invoke("bisect", "--workload", "selftest", "--good", "HEAD~1", "--bad", "HEAD", "--metric",
+                    "selftest.latency_mean_s", "--port", str(free_port()), env=env)
+    assert bisect.returncode == 1 and "bisect needs commits of a checkout" in bisect.stderr
+    assert "Traceback" not in bisect.stderr and "nvidia-smi" not in bisect.stdout + bisect.stderr
