@@ -1,0 +1,118 @@
+"""The documentation holds: every page the README links exists, every relative link resolves, and
+every `invoke` task and long flag the pages show is one that tasks.py has. A renamed flag or task
+fails here instead of in a new user's terminal."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# Invoke's own options that may stand between `invoke` and the task (`invoke -f FILE run`).
+CORE_WITH_VALUE = {"-f", "--config", "-c", "--collection", "-r", "--search-root"}
+CORE_FLAGS = {"--list", "-l", "--help", "-h", "--version", "-V", "--complete", "-e", "--echo", "-d", "--debug"}
+
+
+@cache
+def collection():
+    spec = importlib.util.spec_from_file_location("omnibench_tasks_for_docs", REPO / "tasks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ns
+
+
+def task_flags(name: str) -> set[str]:
+    task = collection().task_with_config(name)[0]
+    return {f"--{n}" for arg in task.get_arguments() for n in arg.names if len(n) > 1} | {"--help", "-h"}
+
+
+def task_names() -> set[str]:
+    names = set()
+    for name, aliases in collection().task_names.items():
+        names |= {name, *aliases}
+    return names
+
+
+def invoke_commands(text: str) -> list[tuple[str, list[str]]]:
+    """Each `invoke TASK ...` in code blocks and inline code: (the line, its words after invoke)."""
+    snippets = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S)
+    snippets += re.findall(r"`([^`\n]*\binvoke [^`\n]*)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    found = []
+    for snippet in snippets:
+        for line in snippet.splitlines():
+            line = line.split(" #", 1)[0]
+            for part in re.split(r"\|\||&&|;|\|", line):
+                match = re.search(r"(?:^|\s|\$ )invoke\s+(.*)", part)
+                if match:
+                    try:
+                        words = shlex.split(match.group(1))
+                    except ValueError:
+                        words = match.group(1).split()
+                    found.append((line.strip(), words))
+    return found
+
+
+def task_of(words: list[str]) -> tuple[str | None, list[str]]:
+    """The task a command line names, and the words after it; None for `invoke --list` and the like."""
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] in CORE_WITH_VALUE:
+            i += 2
+        elif words[i] in CORE_FLAGS:
+            i += 1
+        else:
+            return None, []
+    if i >= len(words):
+        return None, []
+    return words[i], words[i + 1:]
+
+
+def test_readme_is_short_and_links_every_page():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    for page in (REPO / "docs").glob("*.md"):
+        assert f"docs/{page.name}" in readme, f"README does not link {page.name}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_relative_links_resolve(page):
+    for target in re.findall(r"\]\(([^)]+)\)", page.read_text()):
+        if re.match(r"[a-z]+://|#|mailto:", target):
+            continue
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        assert path.exists(), f"{page.name} links {target}, which does not exist"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_task_and_flag_shown_exists(page):
+    names = task_names()
+    checked = 0
+    for line, words in invoke_commands(page.read_text()):
+        task, rest = task_of(words)
+        if task is None or task.isupper() or task in ("...", "TASK"):
+            continue
+        assert task in names, f"{page.name}: `{line}` names task {task!r}; tasks are {sorted(names)}"
+        flags = task_flags(task)
+        for word in rest:
+            flag = re.match(r"\[?(--[a-z][a-z0-9-]*)", word)
+            if flag:
+                assert flag.group(1) in flags, f"{page.name}: `{line}`: {task} has no flag {flag.group(1)}"
+        checked += 1
+    if page.name in ("README.md", "usage.md", "campaigns.md", "scale.md"):
+        assert checked, f"{page.name} shows no invoke command: the parser missed them"
+
+
+def test_the_checker_catches_a_wrong_flag_and_task():
+    """The checker itself: a made-up flag or task is found."""
+    (line, words), = invoke_commands("```bash\ninvoke compare A B --fail-onn worse\n```")
+    task, rest = task_of(words)
+    assert task == "compare" and "--fail-onn" not in task_flags(task) and "--fail-on" in task_flags(task)
+    assert task_of(["--help", "run"])[0] == "run" and task_of(["--list"])[0] is None
+    assert "nosuchtask" not in task_names() and "setup.cpus" in task_names()
