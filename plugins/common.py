@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from omnibench_core.errors import SettingsError
-from omnibench_core.records import RunContext, ServeSpec
+from omnibench_core.plugin import RunContext, ServeSpec, SettingsError
 
 MODEL_PATH, MODEL_NAME = "openbmb/MiniCPM-o-4_5", "minicpmo"
 

@@ -36,6 +36,24 @@ def test_no_core_module_imports_a_plugin():
     assert offenders == []
 
 
+def test_plugins_import_the_core_only_through_the_plugin_api():
+    """omnibench_core.plugin is the stable surface: the built-in plugins use nothing else of the
+    core, so the core's modules can move without breaking a plugin written against it."""
+    offenders = [f"{path.relative_to(REPO)}: imports {mod}" for path in (REPO / "plugins").rglob("*.py")
+                 for mod, _ in _imports(path)
+                 if mod.startswith("omnibench_core") and mod != "omnibench_core.plugin"]
+    assert offenders == []
+
+
+def test_the_plugin_api_exports_what_it_names_and_the_docs_example_uses_it():
+    from omnibench_core import plugin
+
+    missing = [name for name in plugin.__all__ if not hasattr(plugin, name)]
+    assert missing == [] and len(set(plugin.__all__)) == len(plugin.__all__)
+    example = (REPO / "docs" / "plugins.md").read_text()
+    assert "from omnibench_core.plugin import" in example and "from omnibench_core.records" not in example
+
+
 def test_plugins_use_no_private_name_of_the_core_and_nothing_of_the_local_server():
     offenders = []
     for path in (REPO / "plugins").rglob("*.py"):

@@ -110,8 +110,7 @@ def test_invoke_plugins_lists_everything(invoke):
 THIRD_PARTY = '''
 """A third-party workload: reuses omnibench's test server, brings its own client and rules."""
 import json, sys
-from omnibench_core.hookspecs import hookimpl
-from omnibench_core.records import Collected, RuleResult, ServeSpec, Step, Workload
+from omnibench_core.plugin import Collected, RuleResult, ServeSpec, Step, Workload, hookimpl
 
 def _client(ctx):
     import requests

@@ -6,8 +6,7 @@ a stage by returning a new ``CiStage``, or swaps one out with ``replaces=True``.
 
 from __future__ import annotations
 
-from omnibench_core.hookspecs import hookimpl
-from omnibench_core.records import CiStage
+from omnibench_core.plugin import CiStage, hookimpl
 
 STAGES = (
     ("thinker_length", "HTTP contract and thinker length"),

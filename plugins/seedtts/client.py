@@ -21,11 +21,18 @@ from typing import Any
 
 import aiohttp
 
-from omnibench_core.audio import wav_data_uri, wav_duration_s
-from omnibench_core.clients import PROGRESS_PREFIX, Progress, post_chat
-from omnibench_core.jsonio import write_json
-from omnibench_core.options import add_argument, by_name, default_of
-from omnibench_core.scoring.speed import speed_summary
+from omnibench_core.plugin import (
+    PROGRESS_PREFIX,
+    Progress,
+    add_argument,
+    by_name,
+    default_of,
+    post_chat,
+    speed_summary,
+    wav_data_uri,
+    wav_duration_s,
+    write_json,
+)
 
 from .data import Sample, load_meta
 from .options import OPTIONS

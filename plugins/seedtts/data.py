@@ -15,7 +15,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from omnibench_core.datasets import build_once, default_cache_dir
+from omnibench_core.plugin import build_once, default_cache_dir
 
 SET_NAME = "seedtts-local-v1"
 
@@ -99,8 +99,7 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
     """Make the local set in ``folder`` unless a complete one is there; return its ``meta.lst``."""
 
     def build(work: Path) -> int:
-        from omnibench_core.audio import resample
-        from omnibench_core.synthetic import SPEECH_RATE, Speaker  # loads a voice: only when building
+        from omnibench_core.plugin import SPEECH_RATE, Speaker, resample  # loads a voice: only when building
 
         (work / "wavs").mkdir()
         progress(f"loading the local voice to make {len(TARGET_SENTENCES)} reference voices")

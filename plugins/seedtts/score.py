@@ -17,10 +17,7 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from omnibench_core.clients import Progress
-from omnibench_core.jsonio import read_json, write_json
-from omnibench_core.scoring import voice
-from omnibench_core.scoring.stats import mean, median, percentile
+from omnibench_core.plugin import Progress, mean, median, percentile, read_json, voice, write_json
 
 from .data import load_meta
 

@@ -12,12 +12,21 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from omnibench_core.datasets import is_complete
-from omnibench_core.hookspecs import hookimpl
-from omnibench_core.jsonio import write_json
-from omnibench_core.options import defaults, format_value
-from omnibench_core.records import Collected, Command, RunContext, ScorerUse, Step, StepContext, Workload
-from omnibench_core.scorers import ASR_SERVER
+from omnibench_core.plugin import (
+    ASR_SERVER,
+    Collected,
+    Command,
+    RunContext,
+    ScorerUse,
+    Step,
+    StepContext,
+    Workload,
+    defaults,
+    format_value,
+    hookimpl,
+    is_complete,
+    write_json,
+)
 from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics

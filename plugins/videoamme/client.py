@@ -20,11 +20,16 @@ from typing import Any
 
 import aiohttp
 
-from omnibench_core.audio import wav_duration_s
-from omnibench_core.clients import Progress, post_chat
-from omnibench_core.jsonio import write_json
-from omnibench_core.options import add_argument, by_name, default_of
-from omnibench_core.scoring.speed import speed_summary
+from omnibench_core.plugin import (
+    Progress,
+    add_argument,
+    by_name,
+    default_of,
+    post_chat,
+    speed_summary,
+    wav_duration_s,
+    write_json,
+)
 
 from .data import VideoSample, load_samples
 from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from omnibench_core.datasets import build_once, default_cache_dir
-from omnibench_core.synthetic import LETTERS, PALETTE, write_color_video
+from omnibench_core.plugin import LETTERS, PALETTE, build_once, default_cache_dir, write_color_video
 
 SET_NAME = "videoamme-local-v1"
 SAMPLES = 10
@@ -58,7 +57,7 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
     """Make the set unless a complete one is there; returns the folder."""
 
     def build(work: Path) -> int:
-        from omnibench_core.synthetic import SPEECH_RATE, Speaker  # loads a voice: only when building
+        from omnibench_core.plugin import SPEECH_RATE, Speaker  # loads a voice: only when building
 
         (work / "videos").mkdir()
         (work / "questions").mkdir()

@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omnibench_core.records import Collected, RuleResult
-from omnibench_core.scoring.coverage import sample_rules, zero
-from omnibench_core.scoring.documents import field, load_doc
+from omnibench_core.plugin import Collected, RuleResult, field, load_doc, sample_rules, zero
 from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
 

@@ -7,7 +7,7 @@ runbook's client flags.
 
 from __future__ import annotations
 
-from omnibench_core.records import Option
+from omnibench_core.plugin import Option
 
 OPTIONS = (
     Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",

@@ -1,0 +1,61 @@
+"""The public plugin API: everything a workload, target or scorer plugin imports, from one place.
+
+This module is the stable surface, as ``pytest`` stands over ``_pytest``: the records a hook
+returns, the hook marker, and the helpers clients and scorers share. omnibench's own plugins
+import nothing else of the core (``tests/test_layers.py`` holds them to it), so the core's
+modules can move between folders without breaking a third-party plugin. A name leaves this
+module only with a release note; a name added here is a promise.
+
+    from omnibench_core.plugin import Collected, Command, Option, RuleResult, ServeSpec, Step, Workload, hookimpl
+"""
+
+from __future__ import annotations
+
+from .audio import wav_data_uri, wav_duration_s
+from .clients import PROGRESS_PREFIX, Progress, post_chat
+from .datasets import build_once, default_cache_dir, is_complete
+from .errors import OmnibenchError, SettingsError
+from .hookspecs import hookimpl
+from .jsonio import read_json, write_json
+from .options import add_argument, by_name, default_of, defaults, format_value
+from .records import (
+    CiStage,
+    Collected,
+    Command,
+    Option,
+    RuleResult,
+    RunCheck,
+    RunContext,
+    Scorer,
+    ScorerUse,
+    ServeSpec,
+    Step,
+    StepContext,
+    Target,
+    TargetEnv,
+    TargetFacts,
+    Workload,
+)
+from .scorers import ASR_SERVER
+from .scoring import voice
+from .scoring.coverage import sample_rules, zero
+from .scoring.documents import field, load_doc
+from .scoring.speed import speed_summary
+from .scoring.stats import mean, median, percentile
+from .synthetic import LETTERS, PALETTE, write_color_video
+
+__all__ = [
+    # the hook marker and the records hooks return or receive
+    "hookimpl", "CiStage", "Collected", "Command", "Option", "RuleResult", "RunCheck", "RunContext", "Scorer",
+    "ScorerUse", "ServeSpec", "Step", "StepContext", "Target", "TargetEnv", "TargetFacts", "Workload",
+    # errors a plugin raises
+    "OmnibenchError", "SettingsError",
+    # workload options in client programs
+    "add_argument", "by_name", "default_of", "defaults", "format_value",
+    # files, data sets, audio
+    "read_json", "write_json", "build_once", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
+    "LETTERS", "PALETTE", "write_color_video",
+    # clients and scorers
+    "PROGRESS_PREFIX", "Progress", "post_chat", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
+    "speed_summary", "mean", "median", "percentile",
+]
