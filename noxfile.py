@@ -27,6 +27,16 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def fast(session: nox.Session) -> None:
+    """The fast tier for the edit loop: ruff, mypy, and every test not marked ``slow`` (about a
+    minute on 2 cores). CI runs the whole suite (``nox -s tests``)."""
+    session.install("-e", ".[test,lint]")
+    session.run("ruff", "check", ".")
+    session.run("mypy")
+    session.run("pytest", "-m", "not slow", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks (not tests): gate latency, native client overhead, collection check.
 

@@ -36,6 +36,18 @@ def data_cache(tmp_path_factory) -> Path:
 
 
 
+# Module and session fixtures that make real runs, campaigns or clusters: a test that uses one is
+# slow whatever its own body costs (the fast tier, `-m "not slow"`, leaves it out).
+HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaigns", "cluster"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses a heavy fixture ``slow``."""
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def port() -> int:
     return free_port()

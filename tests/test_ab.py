@@ -104,6 +104,7 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
 
 
 # -- bad input, refused before anything starts --------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     ((), "A/A experiment"),
     (("--aa", "--rounds", "1"), "--rounds '1' refused"),
@@ -125,6 +126,7 @@ def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
 
 
 # -- real experiments on the local target ---------------------------------------------------------------
+@pytest.mark.slow
 def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_the_runbook_block(tmp_path):
     results = tmp_path / "results"
     done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--fail-on", "worse")
@@ -143,6 +145,7 @@ def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_th
     assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
 
 
+@pytest.mark.slow
 def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
     # alpha 0.001: by construction at most 0.1 % of such experiments call a change, busy host or not
     done = run_ab(tmp_path / "results", "--aa", "--rounds", "2", "--alpha", "0.001")
@@ -151,6 +154,7 @@ def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
     assert "better" not in verdicts and "worse" not in verdicts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", [(), ("--slots", "0,1", "--slot-cpus", "shared")], ids=["interleaved", "duet"])
 def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path, design):
     results = tmp_path / "results"
@@ -188,6 +192,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
     assert len(complete) == 6  # nothing measured twice: the interrupted run was moved aside, not kept
 
 
+@pytest.mark.slow
 def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_path):
     results = tmp_path / "results"
     done = run_ab(results, "--b-set", "local_delay_ms=200", "--rounds", "3", "--slots", "0,1",

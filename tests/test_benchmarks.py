@@ -26,6 +26,7 @@ def _run(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedP
     return done
 
 
+@pytest.mark.slow
 def test_bench_campaign_smoke_runs_both_scorings():
     done = _run("bench_campaign.py", "--smoke")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -43,6 +44,7 @@ def test_bench_seedtts_smoke_runs_both_clients_and_the_collection_check():
     assert "runbook loop s" in done.stdout
 
 
+@pytest.mark.slow
 def test_bench_matrix_smoke_runs_both_arms(tmp_path):
     out = tmp_path / "bench.json"
     _run("bench_matrix.py", "--smoke", "--out", str(out))
@@ -50,6 +52,7 @@ def test_bench_matrix_smoke_runs_both_arms(tmp_path):
     assert figures["campaigns"] == 1 and figures["one_after_another_s"] > 0 and figures["matrix_2_slots_s"] > 0
 
 
+@pytest.mark.slow
 def test_gpu_gate_check_dry_run_fails_while_held_and_passes_after_the_stop():
     done = _run("gpu_gate_check.py", "--dry-run")
     assert "GPU gate check: OK" in done.stdout and '"type": "GpuNotFree"' in done.stdout
@@ -60,6 +63,7 @@ def test_gpu_watchdog_check_dry_run_finds_the_escaped_child_and_the_watchdog_sto
     assert "WATCHDOG_GPU_CHECK OK" in done.stdout
 
 
+@pytest.mark.slow
 def test_gpu_telemetry_check_dry_run_samples_every_phase(tmp_path):
     _run("gpu_telemetry_check.py", "--dry-run", "--out", str(tmp_path), "--idle-s", "0.3", "--busy-s", "0.6")
     report = json.loads((tmp_path / "telemetry_check.json").read_text())
@@ -72,6 +76,7 @@ def test_nvml_call_cost_dry_run_times_every_reading():
         "util", "mem", "power", "sm", "memclk", "temp", "reasons", "energy", "procs"]
 
 
+@pytest.mark.slow
 def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     out = tmp_path / "gpu-matrix.json"
     _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "2", "--out", str(out),
@@ -89,6 +94,7 @@ def test_every_benchmark_script_has_a_smoke_test_here(script):
     assert f'_run("{script}"' in source, f"benchmarks/{script} has no smoke test in tests/test_benchmarks.py"
 
 
+@pytest.mark.slow
 def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tmp_path):
     out = tmp_path / "verdicts.json"
     _run("bench_verdicts.py", "--smoke", "--out", str(out), timeout=600)

@@ -46,6 +46,7 @@ def base(results):
     return settings, _measure(settings)
 
 
+@pytest.mark.slow
 def test_a_campaign_records_what_was_asked_its_runs_and_server_starts(base):
     settings, outcome = base
     c = outcome.campaign
@@ -60,6 +61,7 @@ def test_a_campaign_records_what_was_asked_its_runs_and_server_starts(base):
     assert len(again.campaign.attempts) == len(c.attempts)
 
 
+@pytest.mark.slow
 def test_report_equals_the_runbooks_statistics_block(base):
     settings, outcome = base
     made = campaign.report(settings, outcome.campaign.name)
@@ -83,12 +85,14 @@ def test_report_equals_the_runbooks_statistics_block(base):
         pytest.skip("matplotlib is not installed: install the test extra to check the plots")
 
 
+@pytest.mark.slow
 def test_per_run_scoring_starts_the_scorer_every_run(results):
     settings = Settings.of(results=str(results), port=free_port(), local_delay_ms=1)
     outcome = _measure(settings, runs=2, scoring="per-run")
     assert outcome.campaign.server_starts == 3 * 2  # each run: its selftest server and its own scorer
 
 
+@pytest.mark.slow
 def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(base, results):
     settings, outcome = base
     slower = Settings.of(results=str(results), port=free_port(), local_delay_ms=120)
@@ -112,6 +116,7 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_guard_names_each_difference_unless_forced(base, results):
     settings, outcome = base
     other = _measure(settings, "selftest.requests=4", runs=2)
@@ -123,6 +128,7 @@ def test_the_guard_names_each_difference_unless_forced(base, results):
     assert "Setups differ" in forced.written.markdown.read_text()
 
 
+@pytest.mark.slow
 def test_report_refuses_runs_of_different_measurements(tmp_path, port):
     settings = Settings.of(results=str(tmp_path), port=port)
     a = api.run(settings, ["selftest"], progress=QUIET)
@@ -132,6 +138,7 @@ def test_report_refuses_runs_of_different_measurements(tmp_path, port):
     assert "options" in err.value.evidence["differences"] and "run1 vs run0" in err.value.evidence["differences"]
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_is_retried_and_retries_run_out(tmp_path, port):
     settings = Settings.of(results=str(tmp_path), port=port)
     flag = tmp_path / "failed-once"
@@ -146,6 +153,7 @@ def test_a_run_that_fails_is_retried_and_retries_run_out(tmp_path, port):
     assert c.latest(0).run == "run0"  # the retry took the name the failed run freed
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path):
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
     argv = [sys.executable, "-m", "invoke", "measure", "-w", "selftest", "-o", "selftest.client_seconds=3",
@@ -176,6 +184,7 @@ def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path)
     assert "run 3 of 4 (measured run 2 of 3)" in done.stdout and "left]" in done.stdout
 
 
+@pytest.mark.slow
 def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring(tmp_path):
     """After an `invoke run` of the same workload, a deferred campaign's estimate holds the scoring
     that run took; the first line names the campaign's start."""

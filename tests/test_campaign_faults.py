@@ -94,6 +94,7 @@ def _revision(results: Path) -> Path:
 
 
 # -- 1. deferred scoring cut short ---------------------------------------------------------------
+@pytest.mark.slow
 def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
     """kill -9 during deferred scoring, the same command (Ctrl-C during its scoring), then
     --scoring per-run: the three generated runs are scored, never generated again."""
@@ -145,6 +146,7 @@ def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
 STRACE = shutil.which("strace")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(STRACE is None, reason="strace (to deliver the signal at the report's rename) is not installed")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "kill-9"])
 def test_a_signal_while_the_report_is_written_leaves_nothing_half_written(results, sig):
@@ -176,6 +178,7 @@ def test_a_signal_while_the_report_is_written_leaves_nothing_half_written(result
 
 
 # -- 3. the campaign lock ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_second_measure_of_a_campaign_is_refused_and_a_dead_holders_lock_taken_over(tmp_path):
     results, port = tmp_path / "r", free_port()
     slow = ("-o", "selftest.client_seconds=3")  # the first holds the lock for about 10 s
@@ -241,6 +244,7 @@ def _storage_refused(results: Path, expect: str, commands=("measure", "report", 
         assert not list(results.rglob(".*partial*"))
 
 
+@pytest.mark.slow
 def test_a_read_only_results_root_is_a_storage_error(made, tmp_path, mounts):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -268,6 +272,7 @@ def _use_inodes(folder: Path) -> None:
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", [_fill, _use_inodes], ids=["disk-full", "no-inodes"])
 def test_a_full_disk_or_no_inodes_is_a_storage_error(made, tmp_path, mounts, fault):
     fs = tmp_path / "fs"
@@ -278,6 +283,7 @@ def test_a_full_disk_or_no_inodes_is_a_storage_error(made, tmp_path, mounts, fau
     _storage_refused(fs / "results", "ENOSPC")
 
 
+@pytest.mark.slow
 def test_immutable_campaigns_folder_is_a_storage_error(results):
     """campaigns/ and all in it made immutable (chattr -R +i): measure and report, which write
     there, are refused; compare writes elsewhere (comparisons/)."""
@@ -304,6 +310,7 @@ def _set(key, value):
     return edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit,field,words", [
     (_edit_slot(2, run="run1"), "attempts[2].run", "a run of another slot"),  # two measured runs naming run1
     (_edit_slot(1, run="run0"), "attempts[1].run", "the warm-up's run"),  # a measured run naming the warm-up
@@ -338,6 +345,7 @@ def test_a_campaign_file_written_by_main_still_loads_and_reports(results):
 
 
 # -- 6. metrics that are not finite numbers ------------------------------------------------------
+@pytest.mark.slow
 def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
     revision = _revision(results)
     cand = record.load(revision / "campaigns" / "cand.json")
@@ -365,6 +373,7 @@ def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
 
 
 # -- 7. SIGTERM of a matrix ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_sigterm_of_a_matrix_while_two_slots_run_is_an_interrupt(tmp_path):
     from conftest import write_fake_nvidia_smi
 
@@ -399,6 +408,7 @@ HUNG_SMI = textwrap.dedent(f"""\
     """)
 
 
+@pytest.mark.slow
 def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path):
     """Every nvidia-smi call (the environment's, GPU_FREE's and the stray scan's after each stop)
     hangs; each is killed after gpu_free_timeout_s (2 s), never after the 30 s default."""

@@ -74,6 +74,7 @@ def nox_ci(tmp_path: Path, checkout: Path, *selector: str, extra_env: dict[str, 
                            "--", *posargs], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
 
 
+@pytest.mark.slow
 def test_all_stages_run_in_order_with_ci_environment_logs_and_summary(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     done = nox_ci(tmp_path, checkout)
@@ -112,6 +113,7 @@ def test_all_stages_run_in_order_with_ci_environment_logs_and_summary(tmp_path):
     assert "videoamme_talker_tp2_ci" in table and "0.7123" in table
 
 
+@pytest.mark.slow
 def test_a_hanging_stage_ends_at_its_timeout_and_the_next_stage_runs(tmp_path):
     # the stage sleeps an hour: it cannot end before the 2 s timeout, however busy the machine
     checkout = make_ci_checkout(tmp_path / "sglang-omni", {**BEHAVIOUR, **HANGS})
@@ -126,6 +128,7 @@ def test_a_hanging_stage_ends_at_its_timeout_and_the_next_stage_runs(tmp_path):
     assert by_stage["videomme_ci"]["exit_code"] == 0 and not by_stage["videomme_ci"]["timed_out"]
 
 
+@pytest.mark.slow
 def test_one_stage_with_retries(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     done = nox_ci(tmp_path, checkout, "ci_stages(stage='mmmu_talker_ci')",

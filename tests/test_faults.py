@@ -48,6 +48,7 @@ class OnStart:
 
 
 # -- owners and races ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_run_whose_owner_died_is_moved_aside_by_the_next_run(tmp_path, port):
     first = _run(tmp_path, port)
     revision = first.run_dir.parent
@@ -263,6 +264,7 @@ def test_a_failed_steps_log_path_points_where_the_run_went(tmp_path, port):
 
 
 # -- the owner dies --------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["startup", "client"])
 def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path, port, when):
     from proc_helpers import leftovers, wait_for

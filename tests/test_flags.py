@@ -58,6 +58,7 @@ def no_traceback(done: subprocess.CompletedProcess) -> None:
 # One task of each kind (the structural test above covers every task's flags): positional
 # arguments that ate -h (compare, bisect), an auto short flag -h (matrix --threshold, bisect
 # --checkout), a task named apart from its function (report), one in a sub-collection.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["compare", "bisect", "matrix", "report", "setup.cpus"])
 def test_h_is_the_help_of_every_kind_of_task(invoke, name):
     done = invoke(name, "-h")
@@ -83,6 +84,7 @@ def test_fail_on_a_verdict_that_does_not_exist_is_refused_with_the_verdict_words
     assert all(v in err for v in VERDICTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("argv", "lines"), [
     (["--alpha", "2"], ["--alpha '2' refused (out of range): expected a number between 0 and 1"]),
     (["--alpha", "0", "--min-effect", "-5"], ["--alpha '0' refused (out of range)",
@@ -187,6 +189,7 @@ def test_a_results_path_that_is_a_file_is_named(invoke, tmp_path):
     assert file.read_text() == "not a folder\n"
 
 
+@pytest.mark.slow
 def test_every_numeric_and_choice_flag_of_the_other_tasks_is_checked(invoke, tmp_path):
     out = tmp_path / "standin"
     err = refused(invoke, tmp_path, "standin", "--out", str(out), "--commits", "0", "--delay-ms", "-1",
@@ -230,6 +233,7 @@ def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
     assert done.stdout.split() == ["8123", "2.5", "1800.0"]
 
 
+@pytest.mark.slow
 def test_a_matrix_of_two_long_option_sets_measures_both_under_their_own_names(invoke, tmp_path, port):
     """Two --sweep values that agree in their first 120 characters of campaign name: main gave them
     one name and refused the second as "measured something else"."""

@@ -202,6 +202,7 @@ def _hung_pids(folder) -> set[int]:
     return {int(p) for f in folder.glob("pids.*") for p in f.read_text().split()}
 
 
+@pytest.mark.slow
 def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
     smi = _hanging_nvidia_smi(tmp_path)
     begin = time.monotonic()

@@ -72,6 +72,7 @@ def test_a_reaped_childs_cpu_time_counts_as_the_runs(tmp_path):
     assert hostload.busy_ticks(()) > 0 and hostload.load_average() is not None
 
 
+@pytest.mark.slow
 def test_a_cpu_hog_outside_the_run_marks_its_timed_window_noisy(tmp_path):
     """The user's path: `invoke run` while two CPU hogs that are not the run's take every core."""
     hog = "while True: pass\n"

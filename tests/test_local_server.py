@@ -224,6 +224,7 @@ def test_any_model_name_is_answered_as_the_served_model_and_recorded(server):
     assert "a request names model 'gpt-4o'; answering as 'minicpmo'" in log.read_text()
 
 
+@pytest.mark.slow
 def test_recognition_is_deterministic_in_any_order_and_at_concurrency_8(server):
     url, _ = server
     clips = [wav_of(chat(url, text, temperature=0).json())[0][:int(1.2 * TTS_RATE)] for text in
@@ -330,6 +331,7 @@ def test_read_aloud_prefix_is_a_flag(tmp_path):
         proc.stop(10)
 
 
+@pytest.mark.slow
 def test_idle_connections_and_stalled_bodies_are_closed(server):
     url, _ = server
     port = int(url.rsplit(":", 1)[1])

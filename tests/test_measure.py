@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow
 def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     done = invoke("measure", "--workload", "selftest", "--runs", "2", "--port", str(port))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -184,6 +184,7 @@ def test_clients_refuse_what_the_workload_refuses(argv, flag, capsys):
 
 
 # -- through the real command line ----------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("--workload", "seedtts", "--opt", "seedtts.max_samples=abc"),
     ("--workload", "seedtts", "--opt", "seedtts.max_samples=-1"),

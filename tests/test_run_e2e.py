@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO, fake_calls, make_fake_checkout, write_fake_nvidia_smi
 
 from omnibench_core.processes import group_members
@@ -24,6 +25,7 @@ def manifest_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "manifest.json").read_text())
 
 
+@pytest.mark.slow
 def test_healthy_path_end_to_end(invoke, tmp_path, port):
     done = invoke("run", "--workload", "selftest", "--port", str(port))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -71,6 +73,7 @@ def test_server_that_dies_during_startup_fails_with_log_tail(invoke, tmp_path, p
     assert manifest["error"]["type"] == "ServerDied"
 
 
+@pytest.mark.slow
 def test_server_never_healthy_times_out(invoke, tmp_path, port):
     done = invoke("run", "--workload", "selftest", "--port", str(port), "--opt", "selftest.never_healthy=1",
                   env={"INVOKE_OMNIBENCH_READY_TIMEOUT_S": "1.5"})
@@ -163,6 +166,7 @@ def _gpu_env(tmp_path: Path, values: list[int], **extra: str) -> dict[str, str]:
             "INVOKE_OMNIBENCH_TARGET": "sglang-omni", **extra}
 
 
+@pytest.mark.slow
 def test_gpu_gate_waits_until_memory_drops(invoke, tmp_path, port):
     env = _gpu_env(tmp_path, [70000, 60000, 30000, 2000, 500], INVOKE_OMNIBENCH_GPUS="0,1")
     done = invoke("run", "--workload", "selftest", "--port", str(port), env=env)

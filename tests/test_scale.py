@@ -185,6 +185,7 @@ def _standin(tmp_path: Path, commits: int, regress_at: int, delay_ms: int) -> tu
     return list(made.commits), settings
 
 
+@pytest.mark.slow
 def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
     commits, settings = _standin(tmp_path, 3, 3, 200)  # 100, 100, 300 ms a request
     lines: list[str] = []
@@ -219,6 +220,7 @@ def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
         run(False)
 
 
+@pytest.mark.slow
 def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
     commits, settings = _standin(tmp_path, 4, 3, 200)  # 100, 100, 300, 300 ms a request
     engine = commands.make_engine(settings, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)

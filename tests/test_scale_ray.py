@@ -61,6 +61,7 @@ def _wait(pred, timeout=60.0):
     raise AssertionError("timed out")
 
 
+@pytest.mark.slow
 def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluster, tmp_path):
     c, worker_node = cluster
     # the stand-in `invoke standin` makes: 100, 100 and 300 ms a request (far above a busy machine's noise)

@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
@@ -26,6 +27,7 @@ def _manifests(results: Path, commit: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((results / commit[:7]).glob("run*/manifest.json"))]
 
 
+@pytest.mark.slow
 def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     # 100 ms a request on every commit, 300 on the planted one: a busy machine's noise stays far below 30%
     made = invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "3", "--base-delay-ms", "100",
@@ -67,6 +69,7 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     assert not server_pids(tmp_path)
 
 
+@pytest.mark.slow
 def test_standins_printed_command_runs_as_printed_and_doctor_has_no_false_failure(invoke, tmp_path):
     fake = tmp_path / "fakegpu"
     made = invoke_standin(tmp_path / "co", "--fake-gpus", str(fake))
@@ -101,6 +104,7 @@ def test_standins_printed_command_runs_as_printed_and_doctor_has_no_false_failur
     assert "note: no nvidia-smi on PATH" in plain.output and "--fake-gpus DIR" in plain.output
 
 
+@pytest.mark.slow
 def test_matrix_and_bisect_on_the_local_target_without_nvidia_smi(invoke, tmp_path):
     env = {"PATH": path_without_nvidia_smi()}
     matrix = invoke("matrix", "--workload", "selftest", "--sweep", "selftest.requests=2,4", "--runs", "2",

@@ -51,6 +51,7 @@ def test_generate_only_is_the_sole_partial_phase_set(tmp_path, port):
         api.run(settings, ["selftest"], phases=("score",), progress=lambda m: None)
 
 
+@pytest.mark.slow
 def test_speech_metrics_are_identical_scored_per_run_or_deferred(tmp_path, port):
     """The same WAVs give the same metrics whether scored alone or after another run on one server."""
     settings = Settings.of(results=str(tmp_path / "results"), port=port)

@@ -43,6 +43,7 @@ def full_run(tmp_path_factory):
     return invoke_run_into(results, "videoamme", "seedtts"), results
 
 
+@pytest.mark.slow
 def test_each_long_step_of_the_one_run_says_how_far_it_is(full_run):
     """Issue 17: the Video-AMME generate step printed nothing for 39 s. Each long step now prints its
     count as it starts and as it goes (a heartbeat repeats the last line after 10 s of silence:
@@ -57,6 +58,7 @@ def test_each_long_step_of_the_one_run_says_how_far_it_is(full_run):
         assert line in out, f"no {line!r} in the output of invoke run"
 
 
+@pytest.mark.slow
 def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     done, results = full_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
@@ -164,6 +166,7 @@ def asr_server(tmp_path_factory):
     proc.stop(10)
 
 
+@pytest.mark.slow
 def test_matched_audio_wer_is_far_below_a_mismatched_control(full_run, asr_server, tmp_path):
     _, results = full_run
     (out,) = results.glob("*/run0/seedtts")
@@ -224,6 +227,7 @@ def test_missing_and_nan_audio_break_their_rules(full_run, tmp_path):
     assert "nan" in rules[1][2]
 
 
+@pytest.mark.slow
 def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_cache):
     meta = ensure_local_set(data_cache / "seedtts-local-v1")
     lines = meta.read_text().splitlines()[:4]

@@ -59,6 +59,7 @@ def setup_env(bin_dir: Path, sysfs: Path, **extra: str) -> dict[str, str]:
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "INVOKE_OMNIBENCH_SYSFS": str(sysfs), **extra}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "gpu_a", "gpu_b"), [
     ("h200x2-vm", "0", "1"), ("h200x2-vm", "1", "0"),
     ("dgx-h200-2s112c-8gpu", "0", "1"), ("dgx-h200-2s112c-8gpu", "2", "4"),

@@ -56,6 +56,7 @@ def standin_run(tmp_path_factory, standin, fake_gpu):
     return done, results
 
 
+@pytest.mark.slow
 def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gpu):
     done, results = standin_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -81,6 +82,7 @@ def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gp
     assert (fake_gpu / "calls.log").read_text().count("--query-gpu=memory.used") >= 3
 
 
+@pytest.mark.slow
 def test_runbooks_collection_script_agrees_on_the_standin_run(standin_run, tmp_path):
     _, results = standin_run
     (run,) = results.glob("*/run0")
@@ -96,6 +98,7 @@ def test_runbooks_collection_script_agrees_on_the_standin_run(standin_run, tmp_p
     assert theirs["metrics"] == ours["metrics"] and theirs["rates"] == ours["rates"]
 
 
+@pytest.mark.slow
 def test_native_client_on_the_standin(tmp_path, standin, fake_gpu):
     done = _invoke_run(tmp_path / "results", standin, fake_gpu, "--workload", "seedtts", "--workload", "videoamme",
                        "--client", "native", "--opt", "seedtts.max_samples=4", "--opt", "videoamme.max_samples=2")
@@ -202,6 +205,7 @@ def test_history_carries_a_planted_regression(invoke, tmp_path):
     assert again.returncode == 1 and "not empty" in again.stderr and "Traceback" not in again.stderr
 
 
+@pytest.mark.slow
 def test_the_planted_latency_reaches_every_request(tmp_path):
     made = invoke_standin(tmp_path / "co", "--commits", "2", "--regress-at", "2", "--delay-ms", "400")
     port = free_port()
@@ -235,6 +239,7 @@ def small_standin(tmp_path_factory) -> MadeStandin:
     return invoke_standin(tmp_path_factory.mktemp("small") / "sglang-omni", "--fail-stage", "mmmu_ci")
 
 
+@pytest.mark.slow
 def test_ci_stages_all_pass_on_the_standin(tmp_path, standin):
     done = nox_ci(tmp_path, standin.root, posargs=("--timeout-s", "300"))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -246,6 +251,7 @@ def test_ci_stages_all_pass_on_the_standin(tmp_path, standin):
     assert set(accuracies) == set(summary) - {"thinker_length", "tts_ci"}  # as the runbook says
 
 
+@pytest.mark.slow
 def test_a_planted_failing_stage_is_reported_with_its_exit_code(tmp_path, small_standin):
     done = nox_ci(tmp_path, small_standin.root, "ci_stages(stage='mmmu_ci')", posargs=("--timeout-s", "300"))
     assert done.returncode == 1

@@ -54,6 +54,7 @@ BUSY = {"phases": [{"until_s": 0.2, "util": 0, "power_w": 80, "reasons": 1},
         "processes": [{"pid": 1, "used_mib": 2048}]}
 
 
+@pytest.mark.slow
 def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monkeypatch):
     result = _run(tmp_path, port, BUSY, monkeypatch)
     assert result.complete
@@ -76,6 +77,7 @@ def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monk
     assert not any(k.startswith("telemetry") for k in metrics["metrics"])  # metrics.json keeps the runbook's keys
 
 
+@pytest.mark.slow
 def test_an_unreadable_gpu_is_recorded_not_fatal(tmp_path, port, monkeypatch):
     result = _run(tmp_path, port, {"phases": [{"until_s": 1, "util": 0, "power_w": 0}], "fail_init": True},
                   monkeypatch)
@@ -127,6 +129,7 @@ def test_telemetry_files_are_real_csv(tmp_path, monkeypatch):
     assert Path(result.csv).read_text().startswith(",".join(COLUMNS))
 
 
+@pytest.mark.slow
 def test_reports_and_comparisons_show_the_telemetry_and_its_warnings(tmp_path, port, monkeypatch):
     from omnibench_core.campaign.compare import compare
     from omnibench_core.campaign.summary import stats_of

@@ -237,6 +237,7 @@ def _json_of(stdout: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+@pytest.mark.slow
 def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns):
     invoke, _ = campaigns
     done = invoke("compare", "base", "slower", "--fail-on", "worse")
@@ -255,6 +256,7 @@ def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns)
     assert invoke("compare", "base", "slower", "--fail-on", "better").returncode == 0
 
 
+@pytest.mark.slow
 def test_invoke_compare_of_an_a_a_pair_calls_nothing_better_or_worse(campaigns):
     invoke, _ = campaigns
     done = invoke("compare", "base", "again", "--fail-on", "worse")

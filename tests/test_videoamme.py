@@ -51,6 +51,7 @@ def _ask(port, **fields):
     return requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=120)
 
 
+@pytest.mark.slow
 def test_local_server_video_inputs(server, data_cache, tmp_path):
     folder = ensure_local_set(data_cache / "videoamme-local-v1")
     sample = load_samples(folder, 1)[0]
@@ -75,6 +76,7 @@ def test_local_server_video_inputs(server, data_cache, tmp_path):
     assert requests.get(f"http://127.0.0.1:{server}/health", timeout=5).status_code == 200
 
 
+@pytest.mark.slow
 def test_answers_depend_on_the_request(server, data_cache):
     folder = ensure_local_set(data_cache / "videoamme-local-v1")
     colors = set()
@@ -84,6 +86,7 @@ def test_answers_depend_on_the_request(server, data_cache):
     assert len(colors) == 6  # six different videos, six different colours seen
 
 
+@pytest.mark.slow
 def test_a_missing_video_is_a_counted_failure(server, data_cache, tmp_path):
     source = ensure_local_set(data_cache / "videoamme-local-v1")
     folder = Path(shutil.copytree(source, tmp_path / "set"))
@@ -201,6 +204,7 @@ def _bodies(record: Path) -> dict[str, dict]:
     return {json.loads(line)["videos"][0]: json.loads(line) for line in record.read_text().splitlines()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opts", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "temperature": 0.5}])
 def test_native_request_bodies_are_sglang_omnis_field_by_field(recorded, data_cache, tmp_path, opts):
     port, record = recorded
