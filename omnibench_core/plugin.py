@@ -11,7 +11,7 @@ module only with a release note; a name added here is a promise.
 
 from __future__ import annotations
 
-from .audio import wav_data_uri, wav_duration_s
+from .audio import resample, wav_data_uri, wav_duration_s
 from .clients import PROGRESS_PREFIX, Progress, post_chat
 from .datasets import build_once, default_cache_dir, is_complete
 from .errors import OmnibenchError, SettingsError
@@ -42,7 +42,7 @@ from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
 from .scoring.speed import speed_summary
 from .scoring.stats import mean, median, percentile
-from .synthetic import LETTERS, PALETTE, write_color_video
+from .synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
 __all__ = [
     # the hook marker and the records hooks return or receive
@@ -54,7 +54,7 @@ __all__ = [
     "add_argument", "by_name", "default_of", "defaults", "format_value",
     # files, data sets, audio
     "read_json", "write_json", "build_once", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
-    "LETTERS", "PALETTE", "write_color_video",
+    "resample", "LETTERS", "PALETTE", "SPEECH_RATE", "Speaker", "write_color_video",
     # clients and scorers
     "PROGRESS_PREFIX", "Progress", "post_chat", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
     "speed_summary", "mean", "median", "percentile",
