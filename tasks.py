@@ -357,7 +357,7 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     "retries": "tries again of a run that misses a gate or coverage rule, inside its round (default 2)",
     "scoring": "deferred (default: every run generated, then each side scored together) or per-run",
     "name": "experiment name (default: from the whole request; the same command resumes it)",
-    "alpha": "the family's error rate, held with Holm's correction (default 0.05, above 0 and at most 0.5)",
+    "alpha": "the family's error rate, held with Holm's correction (default 0.05; above 0, below 1)",
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})

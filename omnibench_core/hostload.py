@@ -126,29 +126,61 @@ class HostLoad:
                 f"threshold {self.threshold:.0%})")
 
 
+# Set by a duet's driver for its two workers: the CPU time of the whole experiment's tree (both
+# sides) counts as the run's own, so one side's partner is never "another process".
+ROOT_VAR = "OMNIBENCH_LOAD_ROOT"
+
+
+def default_root() -> int:
+    """Whose process tree is the run's own: the duet driver's (``OMNIBENCH_LOAD_ROOT``), else this process."""
+    try:
+        return int(os.environ.get(ROOT_VAR, ""))
+    except ValueError:
+        return os.getpid()
+
+
 class LoadWindow:
-    """A timed window being watched: made at its start, :meth:`close` at its end."""
+    """A timed window being watched: made at its start, :meth:`close` at its end. A ``/proc``
+    that cannot be read makes the window unavailable (``unavailable`` says why), never an error."""
 
     def __init__(self, window: str, cpus: Sequence[int], threshold: float, *, root: int | None = None,
                  proc: Path = PROC, clock: Callable[[], float] = time.monotonic):
         self.window, self.threshold, self.proc, self.clock = window, threshold, proc, clock
         self.cpus = tuple(cpus) or tuple(sorted(os.sched_getaffinity(0)))
-        self.root = os.getpid() if root is None else root
+        self.root = default_root() if root is None else root
+        self.unavailable = ""
         self._t0 = clock()
-        self._busy0 = busy_ticks(self.cpus, proc)
-        self._own0 = tree_ticks(self.root, proc)
+        try:
+            self._busy0 = busy_ticks(self.cpus, proc)
+            self._own0 = tree_ticks(self.root, proc)
+        except (OSError, ValueError) as exc:
+            self.unavailable = f"{proc}/stat could not be read: {exc}"
+        else:
+            if self._busy0 == 0:
+                self.unavailable = f"{proc}/stat has no line for CPUs {list(self.cpus)} (a renumbered /proc?)"
         self._load0 = load_average(proc)
 
-    def close(self) -> HostLoad:
-        """The window's record, from the counters now against those at its start."""
+    def close(self) -> HostLoad | None:
+        """The window's record, from the counters now against those at its start (None: unavailable)."""
+        if self.unavailable:
+            return None
         seconds = max(self.clock() - self._t0, 1e-9)
         hz = clock_ticks()
-        busy = max(busy_ticks(self.cpus, self.proc) - self._busy0, 0) / hz
-        own = max(tree_ticks(self.root, self.proc) - self._own0, 0) / hz
+        try:
+            busy = max(busy_ticks(self.cpus, self.proc) - self._busy0, 0) / hz
+            own = max(tree_ticks(self.root, self.proc) - self._own0, 0) / hz
+        except (OSError, ValueError) as exc:
+            self.unavailable = f"{self.proc}/stat could not be read: {exc}"
+            return None
         foreign = max(busy - own, 0.0)
         fraction = foreign / (seconds * len(self.cpus))
         return HostLoad(self.window, seconds, self.cpus, busy, own, foreign, fraction, self._load0,
                         load_average(self.proc), self.threshold, fraction > self.threshold)
+
+
+def watch(window: str, cpus: Sequence[int], threshold: float) -> LoadWindow:
+    """A :class:`LoadWindow` on this host's /proc, its own tree as :func:`default_root` says."""
+    return LoadWindow(window, cpus, threshold)
 
 
 def noisy_windows(manifest: dict[str, Any]) -> list[HostLoad]:

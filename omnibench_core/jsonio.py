@@ -20,15 +20,16 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()
 
 
-def _strict(value: Any) -> Any:
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float as None, for strict JSON."""
     # Non-finite floats become null: sglang-omni's client writes a bare Infinity that strict
     # parsers reject; omnibench never does.
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _strict(v) for k, v in value.items()}
+        return {str(k): strict(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
+        return [strict(v) for v in value]
     return value
 
 
@@ -40,7 +41,7 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_strict(data), handle, indent=2, allow_nan=False)
+            json.dump(strict(data), handle, indent=2, allow_nan=False)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())

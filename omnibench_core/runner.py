@@ -455,14 +455,16 @@ class Runner:
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
         timed = step.phase == "generate" and step.server is not None
-        if timed and self.before_timed is not None:
-            self.say(f"{workload}.{step.name}: waiting for the partner's server (duet)")
-            self.before_timed(self._current)
-        # The noise guard: how much of the slot's CPU went to other processes in a timed window.
-        load = hostload.LoadWindow(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
-            if timed else None
-        began = self._mark()
+        load: hostload.LoadWindow | None = None
+        began = time.time()
         try:
+            if timed and self.before_timed is not None:
+                self.say(f"{workload}.{step.name}: waiting for the partner's server (duet)")
+                self.before_timed(self._current)
+            # The noise guard: how much of the slot's CPU went to other processes in a timed window.
+            load = hostload.watch(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
+                if timed else None
+            began = self._mark()
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
                             on_spawn=lambda pgid: self._spawned(entry, pgid))
@@ -478,12 +480,16 @@ class Runner:
             self._current = ""
             self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
             if load is not None:
-                self._record_load(entry, load.close())
+                self._record_load(entry, load)
         entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
-    def _record_load(self, entry: dict[str, Any], load: hostload.HostLoad) -> None:
+    def _record_load(self, entry: dict[str, Any], window: hostload.LoadWindow) -> None:
+        load = window.close()
+        if load is None:  # /proc could not be read: the guard says so rather than failing the step
+            entry["host_load"] = {"available": False, "reason": window.unavailable}
+            return
         entry["host_load"] = load.as_record()
         if load.noisy:
             self.say(f"noisy window: {load.describe()}")

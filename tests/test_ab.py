@@ -99,8 +99,63 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
     a = analyse(e, tmp_path)
     (row,) = a.verdicts
     assert row.metric == "selftest.latency_mean_s" and abs(row.change - 0.2) < 1e-9 and row.method.startswith("exact")
-    assert a.not_compared == ("selftest.note: a value is not a finite number ('text'); it gets no verdict",)
+    assert [n.describe() for n in a.not_compared] == \
+        ["selftest.note: a value is not a finite number ('text'); it gets no verdict"]
     assert len(a.noisy) == 1 and a.noisy[0].startswith("B round 2: run5 was noisy: selftest.client: 75%")
+
+
+def test_a_metric_missing_in_a_run_is_not_compared_and_fails_fail_on_unless_it_is_context(tmp_path):
+    from omnibench_core.ab import Done, failing
+
+    e = _experiment()
+    for i, (side, rnd) in enumerate([("A", 1), ("B", 1), ("A", 2), ("B", 2)]):
+        run = tmp_path / "local-abc" / f"run{i + 2}"
+        run.mkdir(parents=True)
+        metrics = {"selftest.latency_mean_s": 1.0 + i / 10, "selftest.requests": 8}
+        if (side, rnd) == ("B", 2):
+            del metrics["selftest.latency_mean_s"], metrics["selftest.requests"]
+        (run / "metrics.json").write_text(json.dumps({"metrics": metrics, "complete": True}))
+        e = e.with_attempt(Attempt(side, rnd, run.name, "local-abc", AttemptStatus.COMPLETE, f"t{i}"))
+    a = analyse(e, tmp_path)
+    assert a.verdicts == () and [(n.metric, n.why) for n in a.not_compared] == [
+        ("selftest.latency_mean_s", "missing in B round 2"), ("selftest.requests", "missing in B round 2")]
+    done = Done(tmp_path / "x.json", e, a, tmp_path / "ab.md", tmp_path / "ab.json")
+    # the latency row might have hidden a `worse`: --fail-on fails on it; requests (context) does not
+    assert failing(done, "worse") == ["not compared: selftest.latency_mean_s: missing in B round 2; it gets no verdict"]
+
+
+def test_a_second_command_for_the_same_experiment_is_refused_naming_the_holder(tmp_path):
+    from omnibench_core.ab.execute import experiment_lock
+
+    results = tmp_path / "results"
+    with experiment_lock(results, "held"):
+        done = run_ab(results, "--b-set", "local_delay_ms=5", "--name", "held", timeout=60)
+    assert done.returncode == 1 and "is being measured by another omnibench process" in done.stderr, done.stderr
+    assert f"pid {os.getpid()}" in done.stderr and not list(results.glob("local-*"))
+
+
+def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_path):
+    import socket
+
+    results, port = tmp_path / "results", free_port()
+    with socket.socket() as squatter:  # a foreign listener on the experiment's port
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        done = subprocess.run(ab_argv("--b-set", "local_delay_ms=5", port=port), cwd=REPO, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    rec = the_record(results)
+    assert rec["status"] == "stopped" and [a["status"] for a in rec["attempts"]] == ["not-ready"]
+
+
+def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch):
+    from omnibench_core import hostload
+
+    monkeypatch.setenv(hostload.ROOT_VAR, "4242")
+    assert hostload.default_root() == 4242
+    monkeypatch.delenv(hostload.ROOT_VAR)
+    assert hostload.default_root() == os.getpid()
 
 
 # -- bad input, refused before anything starts --------------------------------------------------------
@@ -155,8 +210,9 @@ def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 @pytest.mark.parametrize("design", [(), ("--slots", "0,1", "--slot-cpus", "shared")], ids=["interleaved", "duet"])
-def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path, design):
+def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path, design, sig):
     results = tmp_path / "results"
     port = free_port()
     argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--opt", "selftest.client_seconds=1.5", *design,
@@ -173,13 +229,19 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
                 pass
             time.sleep(0.1)
         time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, out
-    assert the_record(results)["status"] == "interrupted"
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, out
+        assert the_record(results)["status"] == "interrupted"
+    else:  # nothing of it could say so: the record still says running, its lock is free, its servers die
+        assert proc.returncode == -9
+        deadline = time.monotonic() + 60
+        while (port_in_use(port) or port_in_use(port + 1)) and time.monotonic() < deadline:
+            time.sleep(0.1)
     assert not port_in_use(port) and not port_in_use(port + 1)  # every server of both sides stopped
     again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr

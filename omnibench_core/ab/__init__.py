@@ -15,7 +15,7 @@ from ..scale.commands import host_slots
 from ..scale.slots import HostSlot
 from ..settings import Settings
 from .analysis import HEADERS, Analysis, analyse, rows
-from .execute import Request, on_slot, request_from, run_ab
+from .execute import Request, experiment_lock, on_slot, request_from, run_ab
 from .record import Design, Experiment
 from .writing import write_result
 
@@ -69,10 +69,13 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
     slots = slots or []
     if request.identity.design is not Design.DUET and slots:
         settings = on_slot(settings, slots[0])  # one slot: every run on it
-    path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
-                              progress=progress)
-    analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
-    md, js = write_result(experiment, analysis, path)
+    if slots and request.identity.design is not Design.DUET:
+        progress(f"note: the {request.identity.design.value} design runs on one slot: {slots[0].label}")
+    with experiment_lock(settings.run.results_root, request.experiment_name):
+        path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
+                                  progress=progress)
+        analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
+        md, js = write_result(experiment, analysis, path)
     return Done(path, experiment, analysis, md, js)
 
 
@@ -80,7 +83,7 @@ def failing(done: Done, verdict: str) -> list[str]:
     """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric that
     could not be compared (it might hide that verdict; a CI gate must not pass it unseen)."""
     return [f"{v.metric}: {v.verdict.value}" for v in done.analysis.verdicts if v.verdict.value == verdict] + \
-        [f"not compared: {line}" for line in done.analysis.not_compared]
+        [f"not compared: {n.describe()}" for n in done.analysis.not_compared if n.direction != "context"]
 
 
 def ab_text(done: Done) -> str:
@@ -89,7 +92,8 @@ def ab_text(done: Done) -> str:
     lines = [f"A/B {a.name}: {a.design}, rounds {', '.join(map(str, a.rounds))}; A runs {', '.join(a.runs['A'])}; "
              f"B runs {', '.join(a.runs['B'])}",
              table(rows(a), HEADERS)]
-    lines += [f"note: {n}" for n in a.not_compared]
+    lines += [f"note: {n.describe()}" for n in a.not_compared]
+    lines += [f"ALONE: {n}" for n in a.alone]
     lines += [f"NOISY: {n}" for n in a.noisy]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in a.counts().items()))
     lines += [f"result: {done.markdown}", f"result data: {done.json}", f"record: {done.record}"]

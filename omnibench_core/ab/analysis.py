@@ -33,6 +33,19 @@ class RoundValues:
 
 
 @dataclass(frozen=True)
+class NotCompared:
+    """A metric that gets no verdict, and why (a value that is not a finite number, or missing)."""
+
+    metric: str
+    direction: str
+    why: str
+
+    def describe(self) -> str:
+        """One line for the console and ab.md."""
+        return f"{self.metric}: {self.why}; it gets no verdict"
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The experiment's verdicts and what they rest on."""
 
@@ -42,7 +55,8 @@ class Analysis:
     runs: Mapping[str, tuple[str, ...]]  # side -> "revision/runN" in round order
     values: tuple[RoundValues, ...]
     verdicts: tuple[verdict.MetricVerdict, ...]
-    not_compared: tuple[str, ...]  # "metric: why" for values that are not finite numbers
+    not_compared: tuple[NotCompared, ...]
+    alone: tuple[str, ...]  # duet rounds a side ran without its partner (a retry, or the partner ended early)
     noisy: tuple[str, ...]  # "A round 2 (run3) was noisy: ..." for each noisy timed window
     alpha: float
     min_effect: float
@@ -64,7 +78,8 @@ def _metrics(run_dir: Path) -> Mapping[str, Any]:
         doc = read_json(run_dir / "metrics.json")
     except (OSError, ValueError) as exc:
         raise OmnibenchError(f"cannot read {run_dir / 'metrics.json'}: {exc}",
-                             hint="repeat the A/B command: a run whose files are gone is measured again") from exc
+                             hint="move that run folder aside (its manifest still says complete), then repeat the "
+                                  "A/B command: the run is measured again") from exc
     metrics = doc.get("metrics") if isinstance(doc, dict) else None
     if not isinstance(metrics, dict):
         raise OmnibenchError(f"{run_dir / 'metrics.json'} has no metrics object", hint="repeat that run")
@@ -83,9 +98,14 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdic
     dirs = {side: [results_root / runs[r].revision / runs[r].run for r in rounds]
             for side, runs in (("A", a_runs), ("B", b_runs))}
     docs = {side: [_metrics(d) for d in ds] for side, ds in dirs.items()}
-    names = [k for k in docs["A"][0] if all(k in m for m in docs["A"] + docs["B"])]
+    names = list(dict.fromkeys(k for side in ("A", "B") for m in docs[side] for k in m))  # every metric, never dropped
     values, samples, not_compared = [], [], []
     for name in names:
+        missing = [f"{side} round {r}" for side in ("A", "B") for r, m in zip(rounds, docs[side], strict=True)
+                   if name not in m]
+        if missing:
+            not_compared.append(NotCompared(name, meta.direction(name), f"missing in {', '.join(missing)}"))
+            continue
         a = tuple(m[name] for m in docs["A"])
         b = tuple(m[name] for m in docs["B"])
         values.append(RoundValues(name, rounds, a, b))
@@ -93,15 +113,17 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdic
             samples.append(verdict.Samples(name, meta.direction(name), tuple(map(float, a)), tuple(map(float, b))))
         else:
             bad = next(v for v in a + b if not _number(v))
-            not_compared.append(f"{name}: a value is not a finite number ({bad!r}); it gets no verdict")
+            not_compared.append(NotCompared(name, meta.direction(name), f"a value is not a finite number ({bad!r})"))
     noisy = []
     for side, ds in dirs.items():
         for r, d in zip(rounds, ds, strict=True):
             noisy += [f"{side} round {r}: {line}" for line in noisy_runs([d])]
+    alone = [f"{side} round {r} ({runs[r].run}) ran without its partner"
+             for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
-                    tuple(not_compared), tuple(noisy), alpha, min_effect)
+                    tuple(not_compared), tuple(alone), tuple(noisy), alpha, min_effect)
 
 
 def rows(analysis: Analysis) -> list[list[str]]:

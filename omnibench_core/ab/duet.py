@@ -9,7 +9,7 @@ its partner, whose later windows then run alone; the attempt says so.
 
 from __future__ import annotations
 
-import ctypes
+import os
 import signal
 import subprocess
 import sys
@@ -22,18 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Terminated
+from ..hostload import ROOT_VAR
 from ..jsonio import read_json, write_json
 from ..runner import sigterm_as_exception
-from .worker import BARRIER, Spec
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+from .worker import BARRIER, PARENT_VAR, Spec
 
 
 @dataclass
@@ -42,6 +34,7 @@ class _Worker:
     proc: subprocess.Popen[str]
     out: Path
     waiting: str = ""  # the step it waits at, "" when running
+    since: float = 0.0  # when it began to wait
     steps: list[str] = field(default_factory=list)  # the timed steps it was released into
     alone: bool = False  # released into a step without its partner
     reader: threading.Thread | None = None
@@ -69,15 +62,19 @@ class PairOutcome:
 
 
 def run_pair(specs: Mapping[str, Spec], *, progress: Callable[[str], None], labels: Mapping[str, str],
-             python: str = sys.executable, grace_s: float = 60.0) -> PairOutcome:
+             python: str = sys.executable, grace_s: float = 60.0, wait_s: float = 1860.0) -> PairOutcome:
     """Run the sides' specs at once and wait for both. On Ctrl-C or SIGTERM each worker gets one
-    SIGINT (it stops its servers and moves its run aside) and the outcomes say so."""
+    SIGINT (it stops its servers and moves its run aside) and the outcomes say so. A side that
+    waits at the barrier longer than ``wait_s`` (its partner's server never got READY, and did not
+    fail either) is released alone."""
     with tempfile.TemporaryDirectory(prefix="omnibench-duet-") as tmp:
-        workers = [_start(side, spec, Path(tmp), python, progress, labels[side]) for side, spec in specs.items()]
+        workers: list[_Worker] = []
         interrupted = False
         with sigterm_as_exception():
             try:
-                _barrier_loop(workers, progress)
+                for side, spec in specs.items():
+                    workers.append(_start(side, spec, Path(tmp), python, progress, labels[side]))
+                _barrier_loop(workers, progress, wait_s)
             except (KeyboardInterrupt, Terminated):
                 interrupted = True
                 _stop(workers, grace_s)
@@ -87,10 +84,12 @@ def run_pair(specs: Mapping[str, Spec], *, progress: Callable[[str], None], labe
 def _start(side: str, spec: Spec, tmp: Path, python: str, progress: Callable[[str], None], label: str) -> _Worker:
     spec_file, out = tmp / f"{side}.json", tmp / f"{side}.out.json"
     write_json(spec_file, spec.as_dict())
+    # The worker sets its own parent-death signal (a preexec_fn here would run in a forked child of
+    # a threaded process); it is told the driver's pid to check, and whose tree the run's CPU is.
+    env = {**os.environ, PARENT_VAR: str(os.getpid()), ROOT_VAR: str(os.getpid())}
     proc = subprocess.Popen([python, "-m", "omnibench_core.ab.worker", str(spec_file), str(out)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True,  # the driver alone forwards Ctrl-C, once
-                            preexec_fn=_die_with_parent)
+                            start_new_session=True, env=env)  # the driver alone forwards Ctrl-C, once
     worker = _Worker(side, proc, out)
 
     def forward() -> None:
@@ -98,7 +97,7 @@ def _start(side: str, spec: Spec, tmp: Path, python: str, progress: Callable[[st
         for line in proc.stdout:
             line = line.rstrip("\n")
             if line.startswith(BARRIER):
-                worker.waiting = line[len(BARRIER):]
+                worker.since, worker.waiting = time.monotonic(), line[len(BARRIER):]
                 continue
             try:
                 progress(f"[{label}] {line}")
@@ -122,13 +121,18 @@ def _release(worker: _Worker, alone: bool) -> None:
         pass
 
 
-def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None]) -> None:
+def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], wait_s: float) -> None:
     """Release waiting workers: together when both wait at the same step, alone when the other
-    has ended; until both ended."""
+    has ended or has kept it waiting past ``wait_s``; until both ended."""
     while any(w.proc.poll() is None for w in workers):
         live = [w for w in workers if w.proc.poll() is None]
         waiting = [w for w in live if w.waiting]
-        if waiting and len(waiting) == len(live):
+        overdue = [w for w in waiting if time.monotonic() - w.since > wait_s]
+        if overdue and len(waiting) < len(live):
+            for w in overdue:
+                progress(f"duet: side {w.side} waited {wait_s:.0f} s at {w.waiting} for its partner; released alone")
+                _release(w, alone=True)
+        elif waiting and len(waiting) == len(live):
             steps = {w.waiting for w in waiting}
             together = len(live) == len(workers) and len(steps) == 1
             if not together and len(steps) > 1:
@@ -148,7 +152,7 @@ def _stop(workers: Sequence[_Worker], grace_s: float) -> None:
         while any(w.proc.poll() is None for w in alive) and time.monotonic() < deadline:
             try:
                 time.sleep(0.05)
-            except KeyboardInterrupt:  # a second Ctrl-C: go on to the next signal at once
+            except (KeyboardInterrupt, Terminated):  # a second Ctrl-C or SIGTERM: the next signal at once
                 break
 
 

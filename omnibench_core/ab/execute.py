@@ -10,16 +10,26 @@ generated first and scored together afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api
+from .. import api, ownership
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, SettingsError, StepFailed, Terminated
+from ..errors import (
+    GateError,
+    OmnibenchError,
+    RunInterrupted,
+    RunNotReady,
+    SettingsError,
+    StepFailed,
+    Terminated,
+    storage_error,
+)
 from ..jsonio import read_json
 from ..records import PHASES, Phase
 from ..scale import revisions
@@ -35,6 +45,38 @@ NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
 
 class ExperimentStopped(OmnibenchError):
     """A scheduled run missed its gates or coverage more often than ``--retries`` allows."""
+
+
+class ExperimentBusy(OmnibenchError):
+    """Another omnibench process is measuring this A/B experiment now."""
+
+
+@contextlib.contextmanager
+def experiment_lock(results_root: Path, name: str) -> Iterator[Path]:
+    """Hold the experiment's lock, ``<results>/ab/<name>.lock``, while it is measured, judged and
+    published: a second command for it at once (on another port or other slots) is refused,
+    naming the holder; a dead holder's lock is taken over (the kernel drops it)."""
+    path = record.experiment_path(results_root, name)
+    lock = path.with_suffix(".lock")
+
+    def refuse(holder: str) -> Exception:
+        return ExperimentBusy(f"A/B experiment {name!r} is being measured by another omnibench process",
+                              evidence={"held by": holder, "lock": str(lock)},
+                              hint="wait for it to end (the same command then resumes it), or pass --name")
+
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(ownership.held_lock(lock, refuse))
+    except OSError as exc:
+        raise storage_error("locking the A/B experiment", exc) from exc
+    with stack:
+        yield lock
+
+
+def _dead(attempt: Attempt) -> Attempt:
+    """An attempt left running in an experiment whose lock was free: its process died (kill -9)."""
+    return replace(attempt, status=AttemptStatus.INTERRUPTED,
+                   error=attempt.error or "its omnibench process died while it ran (the experiment lock was free)")
 
 
 @dataclass(frozen=True)
@@ -133,7 +175,8 @@ def side_settings(settings: Settings, side: Side) -> Settings:
 def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = (),
            progress: Callable[[str], None] = print) -> tuple[Path, Experiment]:
     """Run (or continue) the experiment; raises ExperimentStopped, RunInterrupted or a setup error.
-    ``slots``: the two slots of a duet (where a slot is not part of the experiment's identity)."""
+    ``slots``: the two slots of a duet (where a slot is not part of the experiment's identity).
+    The caller holds :func:`experiment_lock`."""
     if request.identity.design is Design.DUET and len(slots) != 2:
         raise SettingsError(f"the duet design needs two slots, {len(slots)} given",
                             hint="pass two with --slots (e.g. --slots 0,1), or --design interleaved on one slot")
@@ -146,7 +189,9 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"A/B experiment {experiment.name!r} measured something else",
                                 evidence={"differences": "\n".join(diffs), "record": str(path)},
                                 hint="repeat its own command, or pass --name for a new experiment")
-        experiment = replace(experiment, retries=request.retries, status=ExperimentStatus.RUNNING, reason="")
+        experiment = replace(experiment, retries=request.retries, status=ExperimentStatus.RUNNING, reason="",
+                             attempts=tuple(_dead(a) if a.status is AttemptStatus.RUNNING else a
+                                            for a in experiment.attempts))
         if experiment.scoring != request.scoring and _any(experiment, AttemptStatus.GENERATED):
             raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
                                 f"--scoring {request.scoring} would leave them unscored",
@@ -170,7 +215,9 @@ class _Driver:
         self.sides = {s.label: _prepared(side_settings(settings, s), s, progress)
                       for s in (experiment.identity.a, experiment.identity.b)}
         done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
-        self.progress = CampaignProgress(progress, len(experiment.order), done)
+        # A duet's unit is a round (both sides at once), the others' a run
+        units = experiment.identity.rounds + 1 if experiment.identity.design is Design.DUET else len(experiment.order)
+        self.progress = CampaignProgress(progress, units, done)
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
         if attempt is not None:
@@ -197,10 +244,24 @@ class _Driver:
         wanted = {AttemptStatus.COMPLETE} | ({AttemptStatus.GENERATED} if self.experiment.scoring == "deferred" else set())
         return last.status in wanted and self._run_status(last) == last.status.value
 
+    def _reclaim(self) -> None:
+        """Runs left "running" by a dead omnibench (kill -9): a run whose deferred scoring died goes
+        back to generated (only its scoring is done again), others are moved aside; once, here,
+        before any round asks what a run's manifest says."""
+        folders = {api.revision_dir(settings) for settings in self.sides.values()}
+        try:
+            for folder in sorted(folders):
+                for run_dir in ownership.reclaim_abandoned(folder):
+                    self.progress.say(f"{run_dir.name}: its omnibench process died while it was running; " + (
+                        "moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
+        except OSError as exc:
+            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+
     def go(self) -> Experiment:
         e = self.experiment
         ident = e.identity
         with self.progress:
+            self._reclaim()
             self.progress.say(f"A/B {e.name}: {ident.design.value}, {ident.rounds} rounds (seed {ident.seed}) of "
                               f"{', '.join(ident.workloads)}; A: {ident.a.describe()}; B: {ident.b.describe()}; "
                               f"record {self.path}")
@@ -226,7 +287,7 @@ class _Driver:
                 self.save(status=ExperimentStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
                 raise
-            except ExperimentStopped as exc:
+            except (ExperimentStopped, RunNotReady) as exc:
                 self.save(status=ExperimentStatus.STOPPED, reason=exc.message)
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
@@ -270,7 +331,7 @@ class _Driver:
             check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
                        free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
         what = " and ".join(f"{s.side} on {placed[s.side].label}" for s in pending)
-        self.progress.start_run(2 * r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
+        self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
         for slot in pending:
@@ -281,7 +342,9 @@ class _Driver:
                                           record.now_iso(), where=placed[slot.side].label, alone=len(pending) == 1)
             self.save(attempts[slot.side])
         t0 = time.monotonic()
-        pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs})
+        wait_s = self.sides["A"].run.ready_timeout_s + 60  # the partner's server has READY's own limit
+        pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs},
+                             wait_s=wait_s)
         seconds = time.monotonic() - t0
         not_ready = ""
         for side, out in pair.sides.items():
@@ -290,7 +353,8 @@ class _Driver:
                 status = AttemptStatus(out.status)
                 run, moved = _name(out.run_dir), out.run_dir if out.status == "incomplete" else ""
             else:  # interrupted, not-ready, failed, error, lost: the run layer moved the run aside
-                status = AttemptStatus.INTERRUPTED if out.status == "interrupted" else AttemptStatus.FAILED
+                status = {"interrupted": AttemptStatus.INTERRUPTED, "not-ready": AttemptStatus.NOT_READY}.get(
+                    out.status, AttemptStatus.FAILED)
                 run, moved = _name(out.moved_to), out.moved_to
                 if out.status == "not-ready":
                     not_ready = f"side {side} on {placed[side].label}: {out.error}"
@@ -323,8 +387,10 @@ class _Driver:
                                      error=exc.message), exc.evidence))
             raise
         except (GateError, StepFailed) as exc:
-            if isinstance(exc, RunNotReady):
-                raise  # the port or folder is not ready: a retry would miss the same way
+            if isinstance(exc, RunNotReady):  # the port or folder is not ready: a retry would miss the same way
+                self.save(replace(attempt, status=AttemptStatus.NOT_READY, seconds=time.monotonic() - t0,
+                                  error=exc.message))
+                raise
             self.save(_moved(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
                                      error=exc.message), exc.evidence))
             self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")

@@ -43,6 +43,7 @@ class AttemptStatus(str, enum.Enum):
     INCOMPLETE = "incomplete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    NOT_READY = "not-ready"  # its slot's port or folder was not ready: not a retry spent, the experiment stops
 
 
 class ExperimentStatus(str, enum.Enum):

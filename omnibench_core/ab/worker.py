@@ -9,6 +9,9 @@ releases both sides together once both servers are READY. Its outcome goes to OU
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +25,8 @@ from ..records import PHASES, Phase
 from ..settings import Settings
 
 BARRIER = "@@omnibench-barrier "
+PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,23 @@ class Spec:
 
 
 def wait_for_partner(step: str) -> None:
-    """Say this side is READY for ``step`` and wait until the driver releases it."""
+    """Say this side is READY for ``step`` and wait until the driver releases it; the driver gone
+    (end of input) is an interrupt: the run stops its servers and moves itself aside."""
     print(f"{BARRIER}{step}", flush=True)
-    sys.stdin.readline()  # a line, or end of input when the driver is gone: go on either way
+    if not sys.stdin.readline():
+        raise KeyboardInterrupt  # as Ctrl-C: the run layer's own interrupt path stops and moves it
+
+
+def die_with_driver() -> None:
+    """SIGTERM when the driver dies (set here, in the worker, not in a fork of a threaded driver);
+    a driver already gone before that is an interrupt."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: end of input at the barrier still stops the run
+        pass
+    parent = os.environ.get(PARENT_VAR, "")
+    if parent and str(os.getppid()) != parent:
+        raise RunInterrupted("the duet's driver was gone before this side started")
 
 
 def execute(spec: Spec) -> dict[str, Any]:
@@ -81,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m omnibench_core.ab.worker SPEC.json OUT.json", file=sys.stderr)
         return 2
+    try:
+        die_with_driver()
+    except RunInterrupted as exc:
+        write_json(Path(args[1]), _failure("interrupted", exc))
+        return 130
     outcome = execute(Spec.from_dict(read_json(Path(args[0]))))
     write_json(Path(args[1]), outcome)
     return 130 if outcome["status"] == "interrupted" else 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import storage_error
+from ..jsonio import strict
 from .analysis import HEADERS, Analysis, explanations, rows
 from .record import Experiment
 
@@ -51,7 +52,8 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
           f"- workloads: {', '.join(ident.workloads)}; client: {ident.client or 'the target default'}",
           f"- A (base): {ident.a.describe()}; runs {', '.join(analysis.runs['A'])}",
           f"- B: {ident.b.describe()}; runs {', '.join(analysis.runs['B'])}",
-          f"- statistics: per round B/A, paired t interval of the log-ratios; the family held to alpha "
+          f"- statistics: per round B/A, a paired t interval of the log-ratios (of B - A for a metric with a "
+          f"value of 0 or less); the family held to alpha "
           f"{analysis.alpha:g} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
@@ -59,7 +61,10 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     md += _md_table(HEADERS, rows(analysis))
     md += ["", "## Why", ""] + [f"- {line}" for line in explanations(analysis)]
     if analysis.not_compared:
-        md += ["", "## Not compared", ""] + [f"- {line}" for line in analysis.not_compared]
+        md += ["", "## Not compared", ""] + [f"- {n.describe()}" for n in analysis.not_compared]
+    if analysis.alone:
+        md += ["", "## Rounds not run as a duet", ""] + [f"- {line}" for line in analysis.alone] + [
+            "", "These rounds' pairs did not share their timed windows: host drift between them is not cancelled."]
     md += ["", "## Host noise", ""]
     md += ([f"- {line}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
                                                           "not the code's: repeat the experiment on a quieter host."]
@@ -77,7 +82,7 @@ def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) 
             "experiment": experiment.as_record(), "record": str(record_path),
             "analysis": json.loads(json.dumps(dataclasses.asdict(analysis), default=str)),
         }
-        js = _publish(folder, md.stem, ".json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        js = _publish(folder, md.stem, ".json", json.dumps(strict(doc), indent=2, allow_nan=False) + "\n")
     except OSError as exc:
         raise storage_error(f"writing the A/B result in {folder}", exc) from exc
     return md, js
