@@ -31,17 +31,23 @@ def clock_ticks() -> int:
     return int(os.sysconf("SC_CLK_TCK"))
 
 
-def busy_ticks(cpus: Sequence[int], proc: Path = PROC) -> int:
-    """Ticks the CPUs ``cpus`` spent busy since boot (every CPU's when ``cpus`` is empty)."""
+def _busy(cpus: Sequence[int], proc: Path) -> tuple[int, int]:
+    """(busy ticks since boot, how many of the CPUs' lines were found) from ``/proc/stat``."""
     wanted = {f"cpu{c}" for c in cpus}
-    total = 0
+    total = found = 0
     for line in (proc / "stat").read_text().splitlines():
         name, _, rest = line.partition(" ")
         if not name.startswith("cpu") or name == "cpu" or (wanted and name not in wanted):
             continue
         columns = [int(x) for x in rest.split()]
         total += sum(columns[i] for i in _BUSY_COLUMNS if i < len(columns))
-    return total
+        found += 1
+    return total, found
+
+
+def busy_ticks(cpus: Sequence[int], proc: Path = PROC) -> int:
+    """Ticks the CPUs ``cpus`` spent busy since boot (every CPU's when ``cpus`` is empty)."""
+    return _busy(cpus, proc)[0]
 
 
 def _stat_fields(pid: int, proc: Path) -> list[str] | None:
@@ -151,12 +157,12 @@ class LoadWindow:
         self.unavailable = ""
         self._t0 = clock()
         try:
-            self._busy0 = busy_ticks(self.cpus, proc)
+            self._busy0, found = _busy(self.cpus, proc)
             self._own0 = tree_ticks(self.root, proc)
         except (OSError, ValueError) as exc:
             self.unavailable = f"{proc}/stat could not be read: {exc}"
         else:
-            if self._busy0 == 0:
+            if not found:
                 self.unavailable = f"{proc}/stat has no line for CPUs {list(self.cpus)} (a renumbered /proc?)"
         self._load0 = load_average(proc)
 

@@ -99,3 +99,11 @@ def test_the_threshold_is_a_share_from_0_to_1():
     for bad in ("2", "-0.1", "nan"):
         with pytest.raises(SettingsError, match="noise_max_foreign"):
             Settings.of(noise_max_foreign=bad)
+
+
+def test_a_proc_without_the_slots_cpus_is_unavailable_not_an_error(tmp_path):
+    _write_proc(tmp_path, {0: 5}, {10: (1, 0)}, 0.1)
+    window = hostload.LoadWindow("w", (7,), 0.10, root=10, proc=tmp_path)  # no cpu7 line
+    assert window.close() is None and "no line for CPUs [7]" in window.unavailable
+    broken = hostload.LoadWindow("w", (0,), 0.10, root=10, proc=tmp_path / "missing")
+    assert broken.close() is None and "could not be read" in broken.unavailable
