@@ -15,12 +15,12 @@ import os
 import socket
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RunNotReady
+from .errors import RunNotReady, storage_error
 from .jsonio import read_json, write_json
 from .layout import move_aside, next_run_name
 
@@ -145,6 +145,19 @@ def holder_line(owner: Owner | None = None) -> str:
     owner = owner or Owner.me()
     since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}"
+
+
+@contextmanager
+def measurement_lock(lock: Path, refuse: Callable[[str], Exception], what: str) -> Iterator[Path]:
+    """:func:`held_lock` on ``lock`` for a whole measurement (a campaign, an A/B experiment); a
+    results folder that cannot hold it is a StorageError about ``what``, not a raw OSError."""
+    stack = ExitStack()
+    try:
+        stack.enter_context(held_lock(lock, refuse))
+    except OSError as exc:
+        raise storage_error(f"locking the {what}", exc) from exc
+    with stack:
+        yield lock
 
 
 @contextmanager

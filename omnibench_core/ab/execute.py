@@ -64,12 +64,7 @@ def experiment_lock(results_root: Path, name: str) -> Iterator[Path]:
                               evidence={"held by": holder, "lock": str(lock)},
                               hint="wait for it to end (the same command then resumes it), or pass --name")
 
-    stack = contextlib.ExitStack()
-    try:
-        stack.enter_context(ownership.held_lock(lock, refuse))
-    except OSError as exc:
-        raise storage_error("locking the A/B experiment", exc) from exc
-    with stack:
+    with ownership.measurement_lock(lock, refuse, "A/B experiment"):
         yield lock
 
 

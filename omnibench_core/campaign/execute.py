@@ -116,12 +116,7 @@ def _campaign_lock(path: Path) -> Iterator[Path]:
                             hint="wait for it to end (the same command then resumes the campaign), "
                                  "or pass --name for another campaign")
 
-    stack = contextlib.ExitStack()
-    try:
-        stack.enter_context(ownership.held_lock(lock, refuse))
-    except OSError as exc:
-        raise storage_error("locking the campaign", exc) from exc
-    with stack:
+    with ownership.measurement_lock(lock, refuse, "campaign"):
         yield lock
 
 
