@@ -184,10 +184,6 @@ class LoadWindow:
                         load_average(self.proc), self.threshold, fraction > self.threshold)
 
 
-def watch(window: str, cpus: Sequence[int], threshold: float) -> LoadWindow:
-    """A :class:`LoadWindow` on this host's /proc, its own tree as :func:`default_root` says."""
-    return LoadWindow(window, cpus, threshold)
-
 
 def noisy_windows(manifest: dict[str, Any]) -> list[HostLoad]:
     """The noisy timed windows a run's manifest recorded (none for a run made before the guard)."""

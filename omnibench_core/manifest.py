@@ -15,6 +15,15 @@ from .jsonio import read_json, write_json
 MANIFEST_NAME = "manifest.json"
 
 
+def run_status(run_dir: Path) -> str:
+    """What a run's manifest says its status is now ("" when the run is gone or unreadable)."""
+    try:
+        data = read_json(run_dir / MANIFEST_NAME)
+    except (OSError, ValueError):
+        return ""
+    return str(data.get("status", "")) if isinstance(data, dict) else ""
+
+
 def now_iso() -> str:
     """The current UTC time, ISO 8601 with milliseconds."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")

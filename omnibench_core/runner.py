@@ -462,7 +462,7 @@ class Runner:
                 self.say(f"{workload}.{step.name}: waiting for the partner's server (duet)")
                 self.before_timed(self._current)
             # The noise guard: how much of the slot's CPU went to other processes in a timed window.
-            load = hostload.watch(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
+            load = hostload.LoadWindow(self._current, self.plan.slot.cpus, self.plan.settings.noise_max_foreign) \
                 if timed else None
             began = self._mark()
             code = run_step(step, workload, self.scope, self.plan.options.get(workload, {}),

@@ -50,7 +50,6 @@ class SideOutcome:
     error: str
     moved_to: str
     alone: bool
-    rendered: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,4 +163,4 @@ def _outcome(w: _Worker) -> SideOutcome:
     except (OSError, ValueError):
         return SideOutcome(w.side, "lost", "", f"the worker ended with {w.proc.returncode} and no outcome", "", w.alone)
     return SideOutcome(w.side, str(data.get("status", "lost")), str(data.get("run_dir", "")),
-                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone, str(data.get("rendered", "")))
+                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone)

@@ -30,11 +30,11 @@ from ..errors import (
     Terminated,
     storage_error,
 )
-from ..jsonio import read_json
+from ..manifest import run_status
 from ..records import PHASES, Phase
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
-from ..settings import Settings, format_cpu_list
+from ..settings import Settings
 from . import duet, record
 from .record import Attempt, AttemptStatus, Design, Experiment, ExperimentStatus, Identity, Side, Slot
 from .worker import Spec
@@ -225,12 +225,7 @@ class _Driver:
 
     def _run_status(self, attempt: Attempt) -> str:
         """What the run's own manifest says now ("" when it is gone)."""
-        settings = self.sides[attempt.side]
-        try:
-            return str(read_json(settings.run.results_root / attempt.revision / attempt.run / "manifest.json")
-                       .get("status", ""))
-        except (OSError, ValueError, AttributeError):
-            return ""
+        return run_status(self.sides[attempt.side].run.results_root / attempt.revision / attempt.run)
 
     def _done(self, slot: Slot) -> bool:
         last = self.experiment.latest(slot)
@@ -444,10 +439,7 @@ def _name(run_dir: str) -> str:
 
 def on_slot(settings: Settings, slot: HostSlot) -> Settings:
     """A side's settings on a duet slot: its port, CPUs and GPUs."""
-    values: dict[str, Any] = {**settings.flat(), "port": slot.port, "cpus": format_cpu_list(slot.cpus)}
-    if slot.gpus:
-        values["gpus"] = ",".join(slot.gpus)
-    return Settings.from_mapping(values)
+    return Settings.from_mapping({**settings.flat(), **slot.setting_values()})
 
 
 def _moved(attempt: Attempt, evidence: Mapping[str, Any]) -> Attempt:

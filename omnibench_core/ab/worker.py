@@ -91,7 +91,7 @@ def execute(spec: Spec) -> dict[str, Any]:
 def _failure(status: str, exc: BaseException) -> dict[str, Any]:
     evidence = getattr(exc, "evidence", {}) or {}
     return {"status": status, "run_dir": "", "error": getattr(exc, "message", "") or str(exc) or type(exc).__name__,
-            "moved_to": str(evidence.get("run moved to", "")), "rendered": str(exc)}
+            "moved_to": str(evidence.get("run moved to", ""))}
 
 
 def main(argv: list[str] | None = None) -> int:

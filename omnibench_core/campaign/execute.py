@@ -23,6 +23,7 @@ from ..errors import (
     storage_error,
 )
 from ..jsonio import read_json
+from ..manifest import run_status
 from ..records import PHASES, Phase
 from ..settings import Settings
 from ..setup.pins import load_pins
@@ -139,10 +140,7 @@ class _Driver:
 
     def _run_status(self, attempt: Attempt) -> str:
         """What the run's own manifest says now ("" when the run is gone or unreadable)."""
-        try:
-            return read_json(self.revision / attempt.run / MANIFEST).get("status", "")
-        except (OSError, ValueError, AttributeError):
-            return ""
+        return run_status(self.revision / attempt.run)
 
     def _done(self, slot: int) -> bool:
         last = self.campaign.latest(slot)

@@ -57,6 +57,13 @@ class HostSlot:
         gpu = f"GPU {','.join(self.gpus)}" if self.gpus else "no GPU"
         return f"slot {self.index} ({gpu}, port {self.port})"
 
+    def setting_values(self) -> dict[str, Any]:
+        """The settings a run on this slot takes from it: its port, CPUs and (when it has any) GPUs."""
+        values: dict[str, Any] = {"port": self.port, "cpus": format_cpu_list(self.cpus)}
+        if self.gpus:
+            values["gpus"] = ",".join(self.gpus)
+        return values
+
     def as_dict(self) -> dict[str, Any]:
         """For manifests, campaign and matrix files."""
         data = asdict(self)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated
 from ..jsonio import read_json, write_json
-from ..settings import Settings, format_cpu_list
+from ..settings import Settings
 from . import campaigns, revisions
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot, check_free
@@ -55,9 +55,7 @@ class WorkerSpec:
 
 def settings_for(spec: WorkerSpec, checkout: str | None) -> Settings:
     """The campaign's settings: the slot's port, GPUs and CPUs, the revision's checkout."""
-    values = {**spec.settings, "port": spec.slot.port, "cpus": format_cpu_list(spec.slot.cpus)}
-    if spec.slot.gpus:
-        values["gpus"] = ",".join(spec.slot.gpus)
+    values = {**spec.settings, **spec.slot.setting_values()}
     if checkout:
         values["checkout"] = checkout
     return Settings.from_mapping(values)
