@@ -101,11 +101,11 @@ def gpus_of_host() -> list[dict[str, str]]:
             for line in out.stdout.splitlines() if line.strip()]
 
 
-def duet_cpus(wanted: str) -> tuple[str, str]:
-    """The duet's ``--slot-cpus``: ``wanted`` if this host's topology allows it, else ``shared``
-    (a fake GPU has no NUMA node to read), with the reason."""
+def slot_cpus_for(slots: str, wanted: str) -> tuple[str, str]:
+    """The slots' ``--slot-cpus``: ``wanted`` (the runbook's CPU groups by default) if this host's
+    topology allows it, else ``shared`` (a fake GPU has no NUMA node to read), with the reason."""
     try:
-        host_slots(Settings.of(target="sglang-omni"), "0,1", "gpu", wanted, progress=lambda _line: None)
+        host_slots(Settings.of(target="sglang-omni"), slots, "gpu", wanted, progress=lambda _line: None)
     except OmnibenchError as exc:
         return "shared", str(exc)
     return wanted, ""
@@ -116,7 +116,8 @@ def ab_argv(design: str, kind: str, n: int, commits: dict[str, str], args: argpa
     b_rev = commits[kind]
     sides = ["--aa", "--a-rev", commits["aa"], "--b-rev", commits["aa"]] if kind == "aa" else \
         ["--a-rev", commits["aa"], "--b-rev", b_rev]
-    slots = ["--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", args.slot_cpus] if design == "duet" else []
+    # One GPU: slot 0 all the same, so the runs are pinned to its CPU group as the duet's are.
+    slots = ["--slots", "0,1" if design == "duet" else "0", "--slot-per", "gpu", "--slot-cpus", args.slot_cpus]
     opts = [x for o in (*OPTIONS, f"selftest.requests={args.requests}") for x in ("--opt", o)]
     return [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", "--target", "sglang-omni",
             "--checkout", str(args.checkout), *sides, "--design", design, "--rounds", str(args.rounds),
@@ -278,7 +279,7 @@ def main() -> int:
     parser.add_argument("--min-effect", type=float, default=2.0,
                         help="invoke ab's --min-effect in percent: below the planted +5 %% so it can be called")
     parser.add_argument("--gib", type=float, default=4.0, help="GPU memory each server's load holds")
-    parser.add_argument("--slot-cpus", default="rule", help="the duet's slots: rule or shared")
+    parser.add_argument("--slot-cpus", default="rule", help="the slots' CPUs: rule (the runbook's groups) or shared")
     parser.add_argument("--budget-s", type=float, default=0, help="start no experiment past this (0: no limit)")
     parser.add_argument("--dry-run", action="store_true", help="no GPU, no PyTorch: checks the wiring")
     parser.add_argument("--dry-gpus", type=int, default=1, help="the dry run's fake GPUs (2: the duet's path)")
@@ -297,18 +298,14 @@ def main() -> int:
     designs = [*ONE_GPU_DESIGNS, *(["duet"] if len(gpus) >= 2 else [])] if args.designs == "auto" \
         else args.designs.split(",")
     kinds = args.kinds.split(",")
-    if "duet" in designs:
-        args.slot_cpus, why = duet_cpus(args.slot_cpus)
-        report_note = {"duet_slot_cpus": args.slot_cpus, "why_not_rule": why}
-    else:
-        report_note = {}
+    args.slot_cpus, why = slot_cpus_for("0,1" if "duet" in designs else "0", args.slot_cpus)
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "command": " ".join(["python", "benchmarks/gpu_duet_check.py", *sys.argv[1:]]),
         "host": {"gpus": gpus, "nproc": os.cpu_count(), "dry_run": args.dry_run,
                  "apps_before": gm.compute_apps()},
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "designs": designs, **report_note, "outcomes": [], "summary": [], "not_run": []}
+        "designs": designs, "slot_cpus": args.slot_cpus, "why_not_slot_cpus": why, "outcomes": [], "summary": [], "not_run": []}
     log: list[str] = []
     outcomes: list[Outcome] = []
 
