@@ -22,6 +22,7 @@ processes that held memory at the server's start, telemetry.json's warnings).
 
     python benchmarks/gpu_duet_check.py --out DIR [--experiments 3] [--rounds 4] [--budget-s 540]
     python benchmarks/gpu_duet_check.py --out DIR --dry-run [--dry-gpus 2]   # no GPU, no PyTorch
+    python benchmarks/gpu_duet_check.py --out DIR --merge A.json B.json ...  # one summary of several calls
 
 ``DIR/duet_check.json`` (the host's GPUs and driver, the command, every outcome, the summary) and
 ``DIR/duet_check.md`` (the summary table) are rewritten after every experiment. ``--dry-run``
@@ -261,6 +262,20 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge(files: list[Path], out: Path) -> dict[str, Any]:
+    """One summary (``out/summary.json``, ``out/summary.md``) of several calls' duet_check.json: a
+    device lends a machine for minutes at a time, so the experiments come in several calls."""
+    docs = [read_json(f) for f in files]
+    outcomes = [Outcome(**o) for d in docs for o in d["outcomes"]]
+    report = {"command": " ; ".join(d["command"] for d in docs), "host": docs[0]["host"], "calls": [str(f) for f in files],
+              "outcomes_from": [len(d["outcomes"]) for d in docs], "summary": summary(outcomes),
+              "side_noise": side_noise(outcomes), "load_tflops": [d.get("load_tflops") for d in docs]}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    (out / "summary.md").write_text(markdown(report))
+    return report
+
+
 def plan(designs: list[str], kinds: list[str], experiments: int, first: int) -> list[tuple[str, str, int]]:
     """Round robin over experiment number, design and kind, so a budget cut leaves even counts."""
     return [(d, k, n) for n in range(first, first + experiments) for d in designs for k in kinds]
@@ -283,7 +298,11 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=0, help="start no experiment past this (0: no limit)")
     parser.add_argument("--dry-run", action="store_true", help="no GPU, no PyTorch: checks the wiring")
     parser.add_argument("--dry-gpus", type=int, default=1, help="the dry run's fake GPUs (2: the duet's path)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="summarise these duet_check.json files into --out")
     args = parser.parse_args()
+    if args.merge:
+        print(markdown(merge(args.merge, args.out)))
+        return 0
     started = time.monotonic()
     dry_dir = tempfile.TemporaryDirectory(prefix="gpu-duet-dry-")
     env = dict(os.environ)

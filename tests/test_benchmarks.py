@@ -102,3 +102,24 @@ def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tm
     assert [(r["design"], r["condition"], r["A/A"], r["A/B"]) for r in got["summary"]] == \
         [("duet", "drift", 1, 1), ("sequential", "drift", 1, 1)]
     assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
+
+
+@pytest.mark.slow
+def test_gpu_duet_check_dry_run_takes_the_duet_on_two_fake_gpus_and_merges(tmp_path):
+    # two fake GPUs: the duet's path (slots swapped; no two-GPU machine has run it yet) and a one-GPU design
+    _run("gpu_duet_check.py", "--dry-run", "--dry-gpus", "2", "--designs", "interleaved,duet", "--kinds", "ab10",
+         "--experiments", "1", "--rounds", "2", "--requests", "2", "--out", str(tmp_path), timeout=600)
+    report = json.loads((tmp_path / "duet_check.json").read_text())
+    assert report["designs"] == ["interleaved", "duet"] and [g["index"] for g in report["host"]["gpus"]] == ["0", "1"]
+    assert [(o["design"], o["kind"]) for o in report["outcomes"]] == [(d, "ab10") for d in report["designs"]]
+    for o in report["outcomes"]:
+        assert o["latency"] in {"better", "worse", "equivalent", "inconclusive"}
+        assert len(o["windows"]) == 4 and all(w["window"] == "selftest.client" for w in o["windows"])
+        assert all(w["gpu"] and w["gpu"][0]["gpu_util_mean"] is not None for w in o["windows"])  # the scripted NVML
+    duet = report["outcomes"][-1]
+    assert {(w["side"], tuple(w["slot_gpus"])) for w in duet["windows"]} == {("A", ("0",)), ("A", ("1",)),
+                                                                            ("B", ("0",)), ("B", ("1",))}
+    assert report["apps_at_end"] == [] and "| duet | ab10 | 1 |" in (tmp_path / "duet_check.md").read_text()
+    _run("gpu_duet_check.py", "--merge", str(tmp_path / "duet_check.json"), "--out", str(tmp_path / "merged"))
+    merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert merged["summary"] == report["summary"]
