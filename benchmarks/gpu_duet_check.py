@@ -112,16 +112,16 @@ def slot_cpus_for(slots: str, wanted: str) -> tuple[str, str]:
     return wanted, ""
 
 
-def ab_argv(design: str, kind: str, n: int, commits: dict[str, str], args: argparse.Namespace, port: int) -> list[str]:
+def ab_argv(design: str, kind: str, n: int, checkout: Path, commits: dict[str, str], args: argparse.Namespace,
+            port: int) -> list[str]:
     """The `invoke ab` command of one experiment, as a user types it (docs/ab.md)."""
-    b_rev = commits[kind]
-    sides = ["--aa", "--a-rev", commits["aa"], "--b-rev", commits["aa"]] if kind == "aa" else \
-        ["--a-rev", commits["aa"], "--b-rev", b_rev]
+    sides = ["--aa"] if kind == "aa" else []  # commits["aa"] is the base commit itself
+    sides += ["--a-rev", commits["aa"], "--b-rev", commits[kind]]
     # One GPU: slot 0 all the same, so the runs are pinned to its CPU group as the duet's are.
     slots = ["--slots", "0,1" if design == "duet" else "0", "--slot-per", "gpu", "--slot-cpus", args.slot_cpus]
     opts = [x for o in (*OPTIONS, f"selftest.requests={args.requests}") for x in ("--opt", o)]
     return [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", "--target", "sglang-omni",
-            "--checkout", str(args.checkout), *sides, "--design", design, "--rounds", str(args.rounds),
+            "--checkout", str(checkout), *sides, "--design", design, "--rounds", str(args.rounds),
             "--seed", str(n), "--min-effect", f"{args.min_effect:g}", "--port", str(port),
             "--name", f"{design}-{kind}-{n}", *opts, *slots]
 
@@ -183,8 +183,8 @@ def read_outcome(results: Path, design: str, kind: str, n: int, seconds: float) 
 
 def experiment(root: Path, design: str, kind: str, n: int, commits: dict[str, str], args: argparse.Namespace,
                env: dict[str, str], log: list[str]) -> Outcome:
-    """One `invoke ab`, run from the repository root as docs/ab.md shows it."""
-    argv = ab_argv(design, kind, n, commits, args, free_port())
+    """One `invoke ab` (the checkout in ``root/co``), run from the repository root as docs/ab.md shows it."""
+    argv = ab_argv(design, kind, n, root / "co", commits, args, free_port())
     t0 = time.monotonic()
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0
@@ -229,7 +229,7 @@ def summary(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 def side_noise(outcomes: list[Outcome]) -> dict[str, Any]:
     """The same side's spread alone (A/A experiments' A side) per design, and where a duet ran,
     what the busy neighbour GPU costs it: the A side's mean latency in duet over interleaved,
-    with its unpaired interval (omnibench's verdict code), and both CVs."""
+    with its unpaired interval (omnibench's verdict code), beside each design's CV."""
     per: dict[str, list[float]] = {}
     cvs: dict[str, list[float]] = {}
     for o in outcomes:
@@ -345,7 +345,6 @@ def main() -> int:
         made = gm.make_checkout(root / "co", [base, base * (1 + KINDS["ab5"]), base * (1 + KINDS["ab10"])],
                                 logdir, args.gib)
         commits = dict(zip(("aa", "ab5", "ab10"), made, strict=True))
-        args.checkout = root / "co"
         env["INVOKE_OMNIBENCH_RESULTS"] = str(root / "results")
         longest = 0.0
         try:
