@@ -12,12 +12,15 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..ab.analysis import Analysis
-from ..campaign.compare import Comparison
 from ..campaign.verdict import Verdict, change_text, interval_text
 from ..errors import StorageError
 from .series import History
+
+if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this module, so it imports neither layer
+    from ..ab.analysis import Analysis
+    from ..campaign.compare import Comparison
 
 # GitHub refuses a comment over 65,536 characters; a workflow may add a heading or a link around it.
 MAX_CHARS = 60_000
