@@ -60,6 +60,11 @@ def test_regressions_are_listed_newest_first_with_their_step_and_environment(tmp
     h = history(results)
     latency, tokens = h.series
     old = ChangePoint(revision(1), revision(2), (), 0.1, 0.12, 0.2, 0.1, 0.3, "worse", {"driver": ("549", "550.54")})
+    # commit 2 in another time zone, written later in the day as text but earlier in time than commit 6
+    points = list(latency.points)
+    points[1] = type(points[1])(**{**points[1].__dict__, "commit_time": "2026-11-16T20:00:00+12:00"})
+    latency = Series(latency.workload, latency.metric, latency.target, latency.direction, tuple(points),
+                     latency.change_points)
     h = History((Series(latency.workload, latency.metric, latency.target, latency.direction, latency.points,
                         (*latency.change_points, old)), tokens), h.confidence, h.detector)
     index = (site.render(h, results, tmp_path / "site") / "index.html").read_text()

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
@@ -146,7 +147,16 @@ def regressions(history: History, pages: Sequence[Page]) -> list[tuple[Point, Ch
         by_rev = {p.revision: p for p in page.series.points}
         found += [(by_rev[c.first_after], c, page) for c in page.series.change_points
                   if c.kind == "worse" and c.first_after in by_rev]
-    return sorted(found, key=lambda t: t[0].commit_time, reverse=True)
+    return sorted(found, key=lambda t: _when(t[0].commit_time), reverse=True)
+
+
+def _when(text: str) -> float:
+    """A commit time for ordering: ISO 8601 with any offset (``Z`` too); an unreadable one sorts last."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return float("-inf")
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def _range(c: ChangePoint, by_rev: dict[str, Point]) -> str:
