@@ -1,7 +1,8 @@
 """A realistic :class:`History` for the site and summary tests: the issue's stand-in shape, 8
 commits on the first-parent line, 2 runs each, a planted latency from commit 6 on (a `worse`
-step), a driver change at commit 4 (an environment step of a context metric), and a report file
-per campaign in a results root laid out as campaigns write them."""
+step), a driver change at commit 4 (an environment step of a context metric), and a campaign file
+and report per commit in a results root laid out as campaigns write them (commit 2 without its
+report, as a matrix campaign has none)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ def revision(i: int) -> str:
 
 
 def write_report(results: Path, i: int, *, with_report: bool = True) -> str:
-    """A campaign's report.md (and its plots folder) for commit i, as campaign.writing lays them out."""
+    """A campaign's file, and its report.md (and its plots folder) for commit i, as campaigns lay them out."""
     folder = results / f"local-{revision(i)[:12]}" / "campaigns" / f"selftest_c{i}"
     rel = (folder / "report.md").relative_to(results).as_posix()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    (folder.parent / f"selftest_c{i}.json").write_text(f'{{"name": "selftest_c{i}", "status": "complete"}}\n')
     if with_report:
         (folder / "report-plots").mkdir(parents=True, exist_ok=True)
         (folder / "report-plots" / "selftest.latency_mean_s.png").write_bytes(PNG)

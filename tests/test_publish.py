@@ -42,11 +42,16 @@ def test_the_site_has_an_index_a_page_per_series_and_copies_of_the_reports(tmp_p
     latency = pages[1].read_text()
     assert latency.count('class="point"') == COMMITS and latency.count('class="change-point worse"') == 1
     assert "driver 560.35" in pages[0].read_text() and "driver: 550.54 → 560.35" in pages[0].read_text()
-    # every linked report is inside the site, and commit 2's missing report is named, not linked
+    # every point links a page inside the site: its report, or (commit 2 has none) its campaign
     links = [line.split('href="', 1)[1].split('"', 1)[0] for line in latency.splitlines() if 'class="point-link"' in line]
-    assert len(links) == COMMITS - 1 and all((out / "series" / link).resolve().is_file() for link in links)
+    assert len(links) == COMMITS and all((out / "series" / link).resolve().is_file() for link in links)
     assert all((out / "series" / link).resolve().is_relative_to(out) for link in links)
-    assert "report not found at" in latency and "selftest_c2" in latency
+    assert [link.rsplit("/", 1)[1] for link in links].count("report.html") == COMMITS - 1
+    campaign = (out / "series" / links[1]).resolve()
+    assert campaign.name == "selftest_c2.html" and (campaign.parent / "selftest_c2.json").is_file()
+    text = campaign.read_text()
+    assert "No report was made" in text and f"invoke report --name local-{revision(2)[:12]}/selftest_c2" in text
+    assert "&quot;status&quot;: &quot;complete&quot;" in text and ">campaign</a>" in latency
     copied = out / "reports" / f"local-{revision(3)[:12]}" / "campaigns" / "selftest_c3"
     assert (copied / "report.md").read_bytes() == (results / copied.relative_to(out / "reports") / "report.md").read_bytes()
     assert (copied / "report-plots" / "selftest.latency_mean_s.png").is_file()
@@ -117,11 +122,14 @@ def test_a_report_outside_the_results_root_is_not_copied(tmp_path):
     (tmp_path / "secret.md").write_text("not yours")
     s = h.series[0]
     p0 = s.points[0]
-    bad = type(p0)(**{**p0.__dict__, "report": "../secret.md"})
+    (tmp_path / "secret.json").write_text("{}")
+    bad = type(p0)(**{**p0.__dict__, "report": "../secret.md", "campaign": "../secret.json"})
     h = History((Series(s.workload, s.metric, s.target, s.direction, (bad, *s.points[1:]), s.change_points),),
                 h.confidence, h.detector)
     out = site.render(h, results, tmp_path / "site")
-    assert not list(out.rglob("secret.md")) and "report not found at" in next((out / "series").glob("*.html")).read_text()
+    page = next((out / "series").glob("*.html")).read_text()
+    assert not list(out.rglob("secret.*")) and "report not found at" in page and "no campaign file at" in page
+    assert page.count('class="point-link"') == COMMITS - 1  # that point is not linked
 
 
 def test_invoke_publish_refuses_a_folder_that_is_not_a_site_before_anything_else(invoke, tmp_path):

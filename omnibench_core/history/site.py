@@ -120,7 +120,7 @@ def write_site(history: History, results: Path, site: Path) -> None:
     (site / SERIES).mkdir(parents=True, exist_ok=True)
     (site / "style.css").write_text(STYLE, encoding="utf-8")
     for page in pages:
-        reports = {p.revision: copy_report(results, p.report, site, copied) for p in page.series.points}
+        reports = {p.revision: copy_report(results, p, site, copied) for p in page.series.points}
         (site / page.path).write_text(series_page(page.series, history, reports), encoding="utf-8")
     (site / "index.html").write_text(index_page(history, pages), encoding="utf-8")
     (site / "history.json").write_text(json.dumps(strict(history.to_json()), indent=1, allow_nan=False) + "\n",
@@ -241,7 +241,7 @@ def series_page(s: Series, history: History, reports: dict[str, CopiedReport]) -
     rows, shown = [], varying_facts(s.points)
     for p in reversed(s.points):  # newest first, as the regressions
         copied = reports[p.revision]
-        report = (f'<a class="report" href="{escape(to_root + copied.page)}">report</a>' if copied.page
+        report = (f'<a class="report" href="{escape(to_root + copied.page)}">{copied.label}</a>' if copied.page
                   else f'<span class="missing">{escape(copied.problem)}</span>')
         env = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in sorted(p.environment.items()))
         rows.append([f'<code title="{escape(p.revision)}">{escape(p.short)}</code>', escape(p.commit_time),
@@ -249,7 +249,8 @@ def series_page(s: Series, history: History, reports: dict[str, CopiedReport]) -
                      escape(", ".join(num(v) for v in p.values)), report,
                      f"<details><summary>{escape(_facts(p, shown))}</summary><table class=\"env\">{env}</table></details>"
                      if env else "-"])
-    body += _table(("commit", "time", "subject", "mean [interval]", "runs", "report", "environment"), rows, "points")
+    body += _table(("commit", "time", "subject", "mean [interval]", "runs", "report (or campaign)", "environment"), rows,
+                   "points")
     return _doc(f"{s.metric} ({s.target})", body, to_root)
 
 

@@ -1,6 +1,7 @@
 """The campaigns' reports, copied into the site (``reports/<path in the results root>``) with an
-HTML page beside each, so every point's link works when the site folder is opened alone, moved
-or served elsewhere; the results root is never linked into."""
+HTML page beside each (for a campaign without a report, its campaign file and a page of the
+point), so every point's link works when the site folder is opened alone, moved or served
+elsewhere; the results root is never linked into."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import shutil
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+
+from .series import Point
 
 REPORTS = "reports"  # the site's folder of copied reports
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")  # the report's plots: ![name](report-plots/x.png)
@@ -20,6 +23,7 @@ class CopiedReport:
 
     page: str | None
     problem: str = ""
+    label: str = "report"  # what the link opens: "report", or "campaign" for a campaign without one
 
 
 def inside(root: Path, relative: str) -> Path | None:
@@ -28,30 +32,68 @@ def inside(root: Path, relative: str) -> Path | None:
     return path if path.is_relative_to(root.resolve()) else None
 
 
-def copy_report(results: Path, report: str | None, site: Path, cache: dict[str, CopiedReport]) -> CopiedReport:
-    """Copy ``report`` (relative to ``results``) and its plots into ``site``, with an HTML page;
-    each report once (``cache``). A missing report is named, never a broken link."""
-    if report is None:
-        return CopiedReport(None, "no report")
-    if report in cache:
-        return cache[report]
-    source = inside(results, report)
+def copy_report(results: Path, point: Point, site: Path, cache: dict[str, CopiedReport]) -> CopiedReport:
+    """The page a point links to: its campaign's report (``report.md`` and its plots, copied, with
+    an HTML page), or, for a campaign without one (a matrix makes none), a page of its campaign
+    file (copied) and the point's numbers; each once (``cache``). Neither found is named, never a
+    broken link."""
+    key = point.report or point.campaign
+    if key not in cache:
+        made = _copy_report(results, point.report, site) if point.report else None
+        cache[key] = made if made and made.page else (_copy_campaign(results, point, site) or CopiedReport(
+            None, f"{made.problem if made else 'no report'}; no campaign file at {results / point.campaign}"))
+    return cache[key]
+
+
+def _copied(results: Path, relative: str, site: Path) -> tuple[Path, Path, Path] | None:
+    """``relative`` copied from ``results`` to ``site/reports/``: (source, copy, path under results)."""
+    source = inside(results, relative)
     if source is None or not source.is_file():
-        made = CopiedReport(None, f"report not found at {results / report}")
-    else:
-        rel = source.relative_to(results.resolve())
-        target = site / REPORTS / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-        plots = source.with_name(f"{source.stem}-plots")  # as campaign.writing names them
-        if plots.is_dir():
-            shutil.copytree(plots, target.with_name(plots.name), dirs_exist_ok=True)
-        page = target.with_suffix(".html")
-        page.write_text(report_page(source.read_text(encoding="utf-8", errors="replace"), target.name,
-                                    "../" * len(rel.parts)), encoding="utf-8")
-        made = CopiedReport(page.relative_to(site).as_posix())
-    cache[report] = made
-    return made
+        return None
+    rel = source.relative_to(results.resolve())
+    target = site / REPORTS / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    return source, target, rel
+
+
+def _copy_report(results: Path, report: str, site: Path) -> CopiedReport:
+    copied = _copied(results, report, site)
+    if copied is None:
+        return CopiedReport(None, f"report not found at {results / report}")
+    source, target, rel = copied
+    plots = source.with_name(f"{source.stem}-plots")  # as campaign.writing names them
+    if plots.is_dir():
+        shutil.copytree(plots, target.with_name(plots.name), dirs_exist_ok=True)
+    page = target.with_suffix(".html")
+    page.write_text(report_page(source.read_text(encoding="utf-8", errors="replace"), target.name,
+                                "../" * len(rel.parts)), encoding="utf-8")
+    return CopiedReport(page.relative_to(site).as_posix())
+
+
+def _copy_campaign(results: Path, point: Point, site: Path) -> CopiedReport | None:
+    copied = _copied(results, point.campaign, site)
+    if copied is None:
+        return None
+    source, target, rel = copied
+    revision, name = rel.parts[0], source.stem
+    page = target.with_suffix(".html")
+    page.write_text(campaign_page(point, source.read_text(encoding="utf-8", errors="replace"), target.name,
+                                  f"invoke report --name {revision}/{name}", "../" * len(rel.parts)), encoding="utf-8")
+    return CopiedReport(page.relative_to(site).as_posix(), label="campaign")
+
+
+def campaign_page(point: Point, campaign_json: str, json_name: str, make_report: str, to_root: str) -> str:
+    """A campaign without a report: the point's numbers, how to make the report, and the campaign file."""
+    numbers = (f"{point.short} {point.subject}\nmean {point.mean:.6g} [{point.low:.6g}, {point.high:.6g}]; runs: "
+               + ", ".join(f"{v:.6g}" for v in point.values))
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(point.campaign)}</title>'
+            f'<link rel="stylesheet" href="{to_root}style.css"></head><body>\n'
+            f'<nav><a href="{to_root}index.html">all series</a> · <a href="{escape(json_name)}">{escape(json_name)}</a>'
+            f"</nav>\n<h1>Campaign {escape(point.campaign)}</h1>\n<pre>{escape(numbers)}</pre>\n"
+            f'<p class="about">No report was made for this campaign (a matrix makes none); '
+            f"<code>{escape(make_report)}</code> makes one, and the next <code>invoke publish</code> links it. "
+            f'The campaign file:</p>\n<pre class="campaign">{escape(campaign_json)}</pre>\n</body></html>\n')
 
 
 def report_page(markdown: str, md_name: str, to_root: str) -> str:
