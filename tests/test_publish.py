@@ -92,7 +92,7 @@ def test_a_folder_that_is_not_a_site_is_never_overwritten(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(site.SiteError, match="not a folder"):
         site.render(history(results), results, tmp_path / "afile")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "mine", "results"]  # no temporary folder left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "mine", "results"]  # nothing made beside them
 
 
 def test_an_earlier_site_is_replaced_whole_and_a_failed_render_leaves_it_as_it_was(tmp_path, monkeypatch):
@@ -113,7 +113,13 @@ def test_an_earlier_site_is_replaced_whole_and_a_failed_render_leaves_it_as_it_w
         site.render(history(results), results, out)
     assert "ENOSPC" in str(failed.value)
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before and "half" not in (out / "index.html").read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "site"]  # the partial folder is gone
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".site.lock") == ["results", "site"]  # no partial
+    # a publish killed mid-way left its temporary folders: the next one removes them
+    for left in (".site.abc123.partial", ".site.def456.old"):
+        (tmp_path / left / "series").mkdir(parents=True)
+    monkeypatch.setattr(site, "write_site", real)
+    site.render(history(results), results, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.lock", "results", "site"]
 
 
 def test_a_report_outside_the_results_root_is_not_copied(tmp_path):

@@ -11,12 +11,15 @@ it, so there is never half a site under the final name; a folder that is not a s
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from html import escape
@@ -51,16 +54,38 @@ def render(history: History, results: Path, out: Path) -> Path:
     refuse_unless_replaceable(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-        tmp.chmod(0o755)  # mkdtemp's 0700 would keep a web server (or another user) out
-        try:
-            write_site(history, results, tmp)
-            swap_in(tmp, out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed onto ``out``
+        with _held(out):
+            refuse_unless_replaceable(out)  # again, holding it: another publish may have written there
+            _remove_leftovers(out)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+            tmp.chmod(0o755)  # mkdtemp's 0700 would keep a web server (or another user) out
+            try:
+                write_site(history, results, tmp)
+                swap_in(tmp, out)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed onto ``out``
     except OSError as exc:
         raise storage_error(f"writing the site {out}", exc) from exc
     return out
+
+
+@contextlib.contextmanager
+def _held(out: Path) -> Iterator[None]:
+    """Hold ``.NAME.lock`` beside ``out`` (``flock``, dropped by the kernel if this process dies):
+    two publishes to one folder take turns, and what a killed one left is known to be stale."""
+    fd = os.open(out.parent / f".{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(out: Path) -> None:
+    """The temporary folders of a publish that was killed (``.NAME.*.partial``, ``.NAME.*.old``)."""
+    for left in out.parent.glob(f".{glob.escape(out.name)}.*"):
+        if left.is_dir() and not left.is_symlink() and left.name.endswith((".partial", ".old")):
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def refuse_unless_replaceable(out: Path) -> None:
