@@ -4,6 +4,9 @@ model-CI stages of an sglang-omni checkout, one parametrized session per stage).
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import nox
@@ -13,12 +16,42 @@ nox.options.default_venv_backend = "venv"
 HERE = Path(__file__).resolve().parent
 
 
+BROWSER = "chromium"  # Debian's package and its command: the site's browser test drives it headless
+BROWSER_INSTALL = (("apt-get", "update"), ("apt-get", "install", "-y", BROWSER))
+
+
+def browser_steps(which: Callable[[str], str | None] | None = None,
+                  euid: Callable[[], int] | None = None) -> tuple[tuple[str, ...], ...]:
+    """The commands that install the browser the tests drive: none when ``chromium`` is on PATH,
+    apt-get's as root; anyone else is told what to run (a RuntimeError with the commands).
+    ``which`` and ``euid`` default to ``shutil.which`` and ``os.geteuid``."""
+    if (which or shutil.which)(BROWSER):
+        return ()
+    if (euid or os.geteuid)() != 0:
+        raise RuntimeError(f"the browser test needs {BROWSER!r} on PATH and this user cannot install it; run as "
+                           "root: " + " && ".join(" ".join(step) for step in BROWSER_INSTALL)
+                           + " (or run nox as root)")
+    return BROWSER_INSTALL
+
+
+def install_browser(session: nox.Session) -> None:
+    """Install Debian's chromium with apt when it is missing (CI's fresh machine has none)."""
+    try:
+        steps = browser_steps()
+    except RuntimeError as exc:
+        session.error(str(exc))
+    for step in steps:
+        session.run(*step, external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build a fresh environment, install omnibench with its test extras; ruff, mypy, then pytest.
+    """Build a fresh environment, install omnibench with its test extras and the browser the
+    site's test drives; ruff, mypy, then pytest.
 
     The lint and the type check run first and fail fast: they keep the layers apart (no core
     module imports a plugin, the records and the run layer are typed strictly)."""
+    install_browser(session)
     session.install("-e", ".[test,lint]")
     if not session.posargs:  # a subset (`-- -k gates`) is for a quick look: pytest alone
         session.run("ruff", "check", ".")

@@ -17,6 +17,7 @@ from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
+from omnibench_core.history import site_command as history_site
 from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import front_door as scale
 from omnibench_core.scale.bisect import bisect_text
@@ -381,8 +382,23 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds="3", design="auto", a_opt=Non
         raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
 
 
+@task(checks={"out": f.text(empty=False), "target": TARGET, "workload": f.text(empty=False),
+              "metric": f.text(empty=False), "revisions": f.revision(), "results": f.text(), "checkout": f.text()},
+      help={"out": "the site's folder (made, or replaced if it holds an earlier site; any other folder is refused)",
+            "target": "only this target's series (default: every target)", "workload": "only this workload's series",
+            "metric": "only this metric, e.g. seedtts.throughput_qps", "revisions": "only A..B, or a branch",
+            "results": "results root", "checkout": "sglang-omni checkout (its first-parent line orders the commits)"})
+def publish(c, out, target=None, workload=None, metric=None, revisions=None, results=None, checkout=None):
+    """A static site of the history: per metric a plot over commits, change points, regressions, reports."""
+    with reported():
+        settings = settings_from(c, results=results, checkout=checkout)
+        done = history_site.publish(settings, Path(out), target=target, workload=workload, metric=metric,
+                                    revisions=revisions, checkout=Path(settings.run.checkout) if checkout else None)
+    emit(history_site.publish_text(done))
+
+
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, compare, ab, matrix, bisect, plugins, doctor, standin, setup)
+ns = Collection(run, measure, compare, ab, matrix, bisect, publish, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.config_defaults()})

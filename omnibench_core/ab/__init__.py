@@ -32,6 +32,7 @@ class Done:
     analysis: Analysis
     markdown: Path
     json: Path
+    summary: Path | None = None  # the pull-request summary beside ab.md
 
 
 def slots_for(settings: Settings, design: str, slots: str, slot_per: str, slot_cpus: str,
@@ -75,8 +76,8 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
         path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
                                   progress=progress)
         analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
-        md, js = write_result(experiment, analysis, path)
-    return Done(path, experiment, analysis, md, js)
+        md, summary, js = write_result(experiment, analysis, path)
+    return Done(path, experiment, analysis, md, js, summary)
 
 
 def failing(done: Done, verdict: str) -> list[str]:
@@ -97,4 +98,5 @@ def ab_text(done: Done) -> str:
     lines += [f"NOISY: {n}" for n in a.noisy]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in a.counts().items()))
     lines += [f"result: {done.markdown}", f"result data: {done.json}", f"record: {done.record}"]
+    lines += [f"pull-request summary: {done.summary}"] if done.summary else []
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The A/B result files, ``<results>/ab/<name>/ab.md`` and ``ab.json``: written complete under a
+"""The A/B result files, ``<results>/ab/<name>/ab.md``, ``summary.md`` and ``ab.json``: written complete under a
 temporary name and linked to the final one, so a reader never sees half a file and an earlier
 result is never overwritten (the next is ``ab-2.md``)."""
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import storage_error
+from ..history import summary as pr_summary
 from ..jsonio import strict
 from .analysis import HEADERS, Analysis, explanations, rows
 from .record import Experiment
@@ -72,12 +73,15 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     return "\n".join(md) + "\n"
 
 
-def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) -> tuple[Path, Path]:
-    """ab.md and ab.json in ``<results>/ab/<name>/``."""
+def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) -> tuple[Path, Path, Path]:
+    """ab.md, its pull-request summary (summary.md) and ab.json in ``<results>/ab/<name>/``; the
+    summary is appended to ``$GITHUB_STEP_SUMMARY`` when that is set."""
     folder = record_path.parent / experiment.name
     try:
         folder.mkdir(parents=True, exist_ok=True)
         md = _publish(folder, "ab", ".md", markdown(experiment, analysis, record_path))
+        summary = pr_summary.markdown(pr_summary.from_analysis(analysis, md))
+        summary_md = _publish(folder, pr_summary.stem_beside(md.stem), ".md", summary)
         doc: dict[str, Any] = {
             "experiment": experiment.as_record(), "record": str(record_path),
             "analysis": json.loads(json.dumps(dataclasses.asdict(analysis), default=str)),
@@ -85,4 +89,5 @@ def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) 
         js = _publish(folder, md.stem, ".json", json.dumps(strict(doc), indent=2, allow_nan=False) + "\n")
     except OSError as exc:
         raise storage_error(f"writing the A/B result in {folder}", exc) from exc
-    return md, js
+    pr_summary.append_step_summary(summary)  # once the result is complete
+    return md, summary_md, js

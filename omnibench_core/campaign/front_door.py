@@ -121,6 +121,8 @@ def _files(w: Written, what: str) -> list[str]:
     if w.replaced_partial:
         lines.append(f"(an unfinished {what} under this name, cut short while it was written, was replaced)")
     lines.append(f"plots: {len(w.plots)} in {w.plots[0].parent}" if w.plots else w.plots_note)
+    lines += [f"pull-request summary: {w.summary}"] if w.summary else []
+    lines += [f"appended to $GITHUB_STEP_SUMMARY: {w.step_summary}"] if w.step_summary else []
     return lines
 
 

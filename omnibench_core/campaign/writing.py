@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import storage_error
+from ..history import summary as pr_summary
 from ..jsonio import write_json
 from . import plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
@@ -112,6 +113,8 @@ class Written:
     plots_note: str  # how to get plots when matplotlib is missing ("" when they were made)
     numbered: bool  # an earlier one exists and was kept
     replaced_partial: bool = False  # an unfinished one under this name (interrupted, disk full) was replaced
+    summary: Path | None = None  # the pull-request summary (comparisons)
+    step_summary: Path | None = None  # the $GITHUB_STEP_SUMMARY it was appended to
 
 
 def report_rows(stats: RunSetStats) -> list[list[str]]:
@@ -244,7 +247,10 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     if made and zero:
         md += ["", f"Not plotted, 0 in every run of both: {', '.join(zero)}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
+    summary = pr_summary.markdown(pr_summary.from_comparison(c, folder / f"{stem}.md"))
+    summary_md = write_atomic(folder / f"{pr_summary.stem_beside(stem)}.md", summary)
     doc = {**dataclasses.asdict(c), "values": {k: {"a": a, "b": b} for k, (a, b) in values.items()},
            "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant_zero": zero}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the comparison complete
-    return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced)
+    step_summary = pr_summary.append_step_summary(summary)  # once the comparison is complete
+    return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced, summary_md, step_summary)

@@ -1,0 +1,58 @@
+"""``invoke publish``'s front door: the history the flags select (:mod:`.query`, the store's
+side), rendered as a static site (:mod:`.site`)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OmnibenchError
+from ..settings import Settings
+from . import site
+from .series import History
+
+QUERY = "omnibench_core.history.query"
+
+
+@dataclass(frozen=True)
+class Published:
+    """A site written: where, and what it holds."""
+
+    site: Path
+    series: int
+    regressions: int
+
+
+def _query() -> Callable[..., History]:
+    """The store's ``history()``, imported when asked for: the site renders a History from anywhere."""
+    try:
+        query = importlib.import_module(QUERY)
+    except ModuleNotFoundError as exc:
+        if exc.name != QUERY:
+            raise
+        raise OmnibenchError("this omnibench has no history store to publish from",
+                             evidence={"module": QUERY},
+                             hint="install an omnibench with `invoke history` (the store is built from the "
+                                  "results root), then run invoke publish again") from None
+    history: Callable[..., History] = query.history
+    return history
+
+
+def publish(settings: Settings, out: Path, *, target: str | None = None, workload: str | None = None,
+            metric: str | None = None, revisions: str | None = None, checkout: Path | None = None) -> Published:
+    """The history of ``settings``' results root (narrowed by the flags) as a site at ``out``."""
+    results = settings.run.results_root
+    site.refuse_unless_replaceable(Path(os.path.abspath(out)))  # before the query: a wrong --out costs nothing
+    history = _query()(results, metric=metric, workload=workload, revisions=revisions, target=target,
+                       checkout=checkout)
+    made = site.render(history, results, out)
+    return Published(made, len(history.series), len(site.regressions(history, site.pages_of(history))))
+
+
+def publish_text(done: Published) -> str:
+    """What ``invoke publish`` prints."""
+    return (f"site: {done.site / 'index.html'} ({done.series} series, {done.regressions} regressions); "
+            "open it from disk, or copy the folder anywhere (the reports are inside it)")

@@ -1,0 +1,200 @@
+"""Pull-request summaries: one GitHub-flavoured Markdown renderer for ``invoke compare`` (two
+campaigns), ``invoke ab`` (an experiment) and a history range, sized for a pull-request comment.
+The changed metrics come first, each with its change, interval and verdict; everything else is
+folded in ``<details>``. Each command writes it as ``summary.md`` beside its result and appends
+it to ``$GITHUB_STEP_SUMMARY`` when that is set (append, never overwrite: a job's steps share it).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..campaign.verdict import Verdict, change_text, interval_text
+from ..errors import StorageError
+from .series import History
+
+if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this module, so it imports neither layer
+    from ..ab.analysis import Analysis
+    from ..campaign.compare import Comparison
+
+# GitHub refuses a comment over 65,536 characters; a workflow may add a heading or a link around it.
+MAX_CHARS = 60_000
+CHANGED = ("worse", "better")  # the verdicts a reviewer must see; "changed" is a history step of a context metric
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+HEADERS = ("metric", "better", "change", "interval", "verdict", "detail")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric's line: its change and interval as shown, its verdict, and a detail (means, commits)."""
+
+    metric: str
+    direction: str
+    change: str
+    interval: str
+    verdict: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a summary says: a title, a few facts, the changed rows and the others."""
+
+    title: str
+    facts: tuple[str, ...]
+    changed: tuple[Row, ...]
+    other: tuple[Row, ...]
+    source: str  # the full result (compare.md, ab.md, the history), named at the end
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+
+
+def _row(r: Row) -> str:
+    verdict = f"**{r.verdict.upper()}**" if r.verdict.split(" ")[0] in CHANGED else r.verdict
+    return "| " + " | ".join(_cell(c) for c in (r.metric, r.direction, r.change, r.interval)) + f" | {verdict} | " \
+        + _cell(r.detail) + " |"
+
+
+def _table(rows: Sequence[Row], budget: int) -> tuple[list[str], int]:
+    """The Markdown table of as many ``rows`` as fit in ``budget`` characters, and how many did."""
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    used = sum(len(line) + 1 for line in lines)
+    shown = 0
+    for r in rows:
+        line = _row(r)
+        if used + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    return lines, shown
+
+
+def markdown(summary: Summary, limit: int = MAX_CHARS) -> str:
+    """The summary as Markdown, at most ``limit`` characters: rows that do not fit are counted
+    and left to the full result, the changed ones last of all."""
+    tail = f"\nFull result: `{_cell(summary.source)}`\n"
+    head = [f"### {_cell(summary.title)}", ""] + [f"- {_cell(f)}" for f in summary.facts] + [""]
+    room = limit - len("\n".join(head)) - len(tail) - 400  # 400: the notes and <details> tags below
+    out = list(head)
+    if summary.changed:
+        table, shown = _table(summary.changed, room)
+        out += table
+        room -= len("\n".join(table))
+        if shown < len(summary.changed):
+            out.append(f"\n{len(summary.changed) - shown} more changed metrics: see the full result.")
+    else:
+        out.append("No metric changed.")
+    if summary.other:
+        table, shown = _table(summary.other, room)
+        out += ["", f"<details><summary>{len(summary.other)} other metrics (no change called)</summary>", ""]
+        out += (table if shown else []) + [""]
+        if shown < len(summary.other):
+            out.append(f"{len(summary.other) - shown} more: see the full result.\n")
+        out.append("</details>")
+    return "\n".join(out) + "\n" + tail
+
+
+def stem_beside(stem: str) -> str:
+    """The summary's file name (no suffix) beside a result named ``stem``: ``summary`` beside
+    ``compare`` or ``ab``, ``summary-2`` beside ``compare-2``, so each result keeps its own."""
+    return "summary" + stem[len(stem.split("-", 1)[0]):]
+
+
+def append_step_summary(text: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Append ``text`` to the file ``$GITHUB_STEP_SUMMARY`` names (None when it is not set)."""
+    name = (os.environ if environ is None else environ).get(STEP_SUMMARY, "")
+    if not name:
+        return None
+    path = Path(name)
+    try:
+        with open(path, "a", encoding="utf-8") as handle:  # "a": a job's earlier steps keep theirs
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise StorageError(f"cannot append the summary to ${STEP_SUMMARY}",
+                           evidence={STEP_SUMMARY: str(path), "error": exc.strerror or str(exc)},
+                           hint=f"point {STEP_SUMMARY} at a writable file, or unset it (the result and its "
+                                "summary.md are written)") from exc
+    return path
+
+
+def _split(rows: Sequence[tuple[Row, bool]]) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+    """Changed rows (worse before better) and the rest, each in the given order."""
+    changed = sorted((r for r, is_changed in rows if is_changed), key=lambda r: r.verdict != "worse")
+    return tuple(changed), tuple(r for r, is_changed in rows if not is_changed)
+
+
+def from_comparison(c: Comparison, source: Path) -> Summary:
+    """``invoke compare``'s summary: per metric the change of B against base A and its verdict."""
+    rows = []
+    for m in c.metrics:
+        verdict = str(m.verdict)
+        detail = f"A {m.a_mean:.6g} ± {m.a_sd or 0:.3g}, B {m.b_mean:.6g} ± {m.b_sd or 0:.3g}" \
+            if m.a_mean is not None and m.b_mean is not None else m.why
+        if m.verdict == Verdict.INCONCLUSIVE and m.needed:
+            detail += f"; about {m.needed} runs a side would resolve it"
+        rows.append((Row(m.name, m.direction, change_text(m.pct if m.relative else m.diff, m.relative),
+                         interval_text(m.low, m.high, m.relative, m.method), verdict, detail), verdict in CHANGED))
+    changed, other = _split(rows)
+    facts = [f"A (base) `{c.a}`, B `{c.b}`",
+             f"{c.test}; family held to alpha {c.alpha:g} ({c.correction}); minimum effect {c.min_effect:.0%}",
+             "verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items())]
+    facts += [f"setup differs (--force): {d}" for d in c.differences]
+    return Summary(f"omnibench compare: {c.b} vs {c.a}", tuple(facts), changed, other, str(source))
+
+
+def from_analysis(a: Analysis, source: Path) -> Summary:
+    """``invoke ab``'s summary: per metric the paired change of B against A and its verdict."""
+    values = {v.metric: v for v in a.values}
+    rows = []
+    for v in a.verdicts:
+        vals = values.get(v.metric)
+        detail = (f"A mean {statistics.fmean(vals.a):.6g}, B mean {statistics.fmean(vals.b):.6g} over "
+                  f"{len(vals.rounds)} rounds") if vals is not None else ""
+        if v.verdict is Verdict.INCONCLUSIVE and v.needed:
+            detail += f"; about {v.needed} rounds would resolve it"
+        rows.append((Row(v.metric, v.direction, change_text(v.change, v.relative),
+                         interval_text(v.low, v.high, v.relative, v.method), v.verdict.value, detail),
+                     v.verdict.value in CHANGED))
+    rows += [(Row(n.metric, n.direction, "-", "-", "not compared", n.why), False) for n in a.not_compared]
+    changed, other = _split(rows)
+    facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
+             f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
+             "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
+    facts += [f"noisy: {n}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
+                                                     if len(a.noisy) > 5 else [])
+    return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source))
+
+
+def from_history(h: History, source: str = "invoke history") -> Summary:
+    """A history range's summary: each change point (worse first) with its commits and step; the
+    series without one folded, with their latest mean."""
+    rows = []
+    for s in h.series:
+        short = {p.revision: p.short for p in s.points}
+        name = f"{s.metric} ({s.workload}, {s.target})"
+        for c in s.change_points:
+            detail = f"{short.get(c.last_before, c.last_before[:10])}..{short.get(c.first_after, c.first_after[:10])}"
+            detail += f", {len(c.untested)} untested between" if c.untested else ""
+            detail += f"; bisected: {c.bisected}" if c.bisected else ""
+            detail += "".join(f"; {k}: {a} -> {b}" for k, (a, b) in c.environment_changed.items())
+            verdict = c.kind + (" (environment)" if c.from_environment else "")
+            rows.append((Row(name, s.direction, f"{c.step:+.1%}", f"[{c.step_low:+.1%}, {c.step_high:+.1%}]",
+                             verdict, detail), True))
+        if not s.change_points:
+            last = s.points[-1] if s.points else None
+            rows.append((Row(name, s.direction, "-", f"[{last.low:.6g}, {last.high:.6g}]" if last else "-",
+                             "no change point", f"latest {last.mean:.6g} at {last.short}; {len(s.points)} commits"
+                             if last else "no commit measured"), False))
+    changed, other = _split(rows)
+    commits = {p.revision for s in h.series for p in s.points}
+    facts = (f"{len(h.series)} series over {len(commits)} measured commits; intervals at {h.confidence:.0%}",
+             f"change points: {h.detector or 'not given'}")
+    return Summary("omnibench history", facts, changed, other, source)
