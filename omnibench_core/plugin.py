@@ -12,7 +12,7 @@ module only with a release note; a name added here is a promise.
 from __future__ import annotations
 
 from .audio import resample, wav_data_uri, wav_duration_s
-from .clients import PROGRESS_PREFIX, Progress, post_chat
+from .clients import PROGRESS_PREFIX, ChatReply, Progress, error_text, post_chat
 from .datasets import build_once, default_cache_dir, is_complete
 from .errors import OmnibenchError, SettingsError
 from .hookspecs import hookimpl
@@ -56,6 +56,6 @@ __all__ = [
     "read_json", "write_json", "build_once", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
     "resample", "LETTERS", "PALETTE", "SPEECH_RATE", "Speaker", "write_color_video",
     # clients and scorers
-    "PROGRESS_PREFIX", "Progress", "post_chat", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
+    "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
     "speed_summary", "mean", "median", "percentile",
 ]
