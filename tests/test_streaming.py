@@ -185,3 +185,104 @@ def test_a_stalled_stream_is_cut_by_the_request_timeout(scripted, meta, tmp_path
     script = Script([(0, event({"audio": {"data": wav_b64(0.2)}}))], hold=True)
     row = only_row(run_client(meta, scripted(script), tmp_path / "out", timeout_s=1))
     assert not row["is_success"] and "timed out after 1 s (1 audio chunk(s) had arrived)" in row["error"], row
+
+
+# -- end to end, as a user runs it ---------------------------------------------------------------------
+STREAM = ("--opt", "seedtts.stream=true")
+
+
+def only_run(results: Path) -> Path:
+    (run,) = results.glob("*/run0")
+    return run
+
+
+@pytest.mark.slow
+def test_a_local_streaming_run(tmp_path):
+    """`invoke run` with stream on: every first audio before its request's end, the first-audio
+    mean below the mean latency, an unstalled stream's underrun near zero, samples for the plots."""
+    results = tmp_path / "results"
+    done = invoke_run_into(results, "seedtts", extra=(*STREAM, "--opt", "seedtts.max_samples=3"))
+    assert done.returncode == 0 and "RUN_COMPLETE" in done.stdout, done.stdout + done.stderr
+    run = only_run(results)
+    rows = json.loads((run / "seedtts" / "speed_results.json").read_text())["per_request"]
+    assert len(rows) == 3
+    for row in rows:
+        assert row["streamed"] and row["audio_chunk_count"] >= 2, row
+        assert 0 < row["audio_ttfp_s"] < row["latency_s"] and row["text_ttft_s"] <= row["audio_ttfp_s"]
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    assert metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
+    assert metrics["seedtts.max_playback_underrun_mean_s"] < 0.1 and metrics["seedtts.not_streamed_requests"] == 0
+    samples = json.loads((run / "samples.json").read_text())
+    assert len(samples["seedtts.audio_ttfp_s"]) == 3 and len(samples["seedtts.inter_chunk_s"]) >= 3
+
+
+def measure(results: Path, name: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "invoke", "measure", "--workload", "seedtts", *STREAM, "--opt",
+            "seedtts.max_samples=2", "--opt", "seedtts.max_concurrency=2", "--opt", "seedtts.warmup=0",
+            "--runs", "3", "--name", name, "--port", str(free_port())]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Two small streaming campaigns, the second with 650 ms planted before every audio chunk
+    (longer than a 0.5 s piece plays, so the player starves), and `invoke compare` of them."""
+    results = tmp_path_factory.mktemp("planted") / "results"
+    base = measure(results, "base")
+    assert base.returncode == 0, base.stdout + base.stderr
+    cand = measure(results, "cand", {"INVOKE_OMNIBENCH_LOCAL_DELAY_MS": "650",
+                                     "INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "every"})
+    assert cand.returncode == 0, cand.stdout + cand.stderr
+    compared = subprocess.run([sys.executable, "-m", "invoke", "compare", "base", "cand", "--fail-on", "worse"],
+                              cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+    return results, base, compared
+
+
+@pytest.mark.slow
+def test_a_planted_per_chunk_delay_is_found_worse(planted):
+    results, _, compared = planted
+    assert compared.returncode == 1, compared.stdout + compared.stderr  # --fail-on worse
+    doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
+    verdicts = {m["name"]: m["verdict"] for m in doc["metrics"]}
+    for name in ("seedtts.inter_chunk_mean_s", "seedtts.inter_chunk_p95_s", "seedtts.inter_chunk_p99_s",
+                 "seedtts.max_playback_underrun_mean_s", "seedtts.max_playback_underrun_p95_s"):
+        assert verdicts[name] == "worse", (name, verdicts)
+    assert verdicts["seedtts.wer.wer_corpus"] != "worse"  # the same speech, only later
+
+
+@pytest.mark.slow
+def test_a_streaming_campaign_reports_distribution_plots(planted):
+    results, base, _ = planted
+    assert "seedtts.audio_ttfp_mean_s" in base.stdout and "seedtts.c100" in base.stdout
+    report = json.loads(next(results.glob("*/campaigns/base/report.json")).read_text())
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["direction"] == "lower"
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["mean"] < 0.1  # unstalled: near zero
+    pytest.importorskip("matplotlib")
+    names = {Path(p).name for p in report["plots"]}
+    assert {"distribution-seedtts.audio_ttfp_s.png", "distribution-seedtts.inter_chunk_s.png"} <= names
+
+
+@pytest.mark.slow
+def test_the_standins_own_client_streams(tmp_path):
+    """`--client sglang` on the stand-in: its benchmark_omni_seedtts gets --stream and writes
+    sglang-omni's streaming fields, which omnibench reads."""
+    made = invoke_standin(tmp_path / "sglang-omni", "--fake-gpus", str(tmp_path / "fakegpu"))
+    assert made.fake_gpus is not None
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "invoke", "run", "--target", "sglang-omni", "--checkout", str(made.root),
+            "--client", "sglang", "--port", str(free_port()), "--workload", "seedtts", *STREAM,
+            "--opt", "seedtts.max_samples=2"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results),
+                               "PATH": f"{made.fake_gpus}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0 and "RUN_COMPLETE" in done.stdout, done.stdout + done.stderr
+    run = only_run(results)
+    steps = {s["step"]: s for s in json.loads((run / "manifest.json").read_text())["steps"]}
+    command = steps["seedtts.generate"]["command"]
+    assert command[1:4] == ["-m", "benchmarks.eval.benchmark_omni_seedtts", "--generate-only"] and "--stream" in command
+    speed = json.loads((run / "seedtts" / "speed_results.json").read_text())
+    assert speed["config"]["stream"] is True and all(r["streamed"] for r in speed["per_request"])
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    assert 0 < metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
