@@ -8,8 +8,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..collection import SAMPLES_NAME
 from ..jsonio import read_json
+from ..run.collection import SAMPLES_NAME
 
 
 def per_run(run_dirs: Sequence[Path]) -> dict[str, dict[str, list[float]]]:

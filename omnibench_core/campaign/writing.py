@@ -21,7 +21,7 @@ from ..errors import storage_error
 from ..jsonio import write_json
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
-from .metrics import direction
+from .directions import direction
 from .summary import RunSetStats
 from .verdict import Verdict, change_text, interval_text
 
