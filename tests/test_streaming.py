@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, free_port, invoke_run_into
 from scale_helpers import invoke_standin
 
-from omnibench_core.audio import to_wav_bytes
+from omnibench_core.toolkit.audio import to_wav_bytes
 from omnibench_plugins.seedtts.playback import simulate_player
 
 RATE = 24000
