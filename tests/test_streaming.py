@@ -20,6 +20,8 @@ import pytest
 from conftest import REPO, free_port, invoke_run_into
 from scale_helpers import invoke_standin
 
+from omnibench_core.process.processes import start_group
+from omnibench_core.run.gates import wait_ready
 from omnibench_core.toolkit.audio import to_wav_bytes
 from omnibench_plugins.seedtts.playback import simulate_player
 
@@ -185,6 +187,30 @@ def test_a_stalled_stream_is_cut_by_the_request_timeout(scripted, meta, tmp_path
     script = Script([(0, event({"audio": {"data": wav_b64(0.2)}}))], hold=True)
     row = only_row(run_client(meta, scripted(script), tmp_path / "out", timeout_s=1))
     assert not row["is_success"] and "timed out after 1 s (1 audio chunk(s) had arrived)" in row["error"], row
+
+
+# -- the local server: a delay planted on the first chunk -------------------------------------------
+@pytest.mark.slow
+def test_the_local_server_plants_a_delay_on_the_first_chunk(meta, tmp_path):
+    """`--delay-ms 400 --delay-on first-chunk`: the text comes at once, the first audio 400 ms later."""
+    port = free_port()
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo",
+                        "--port", str(port), "--delay-ms", "400", "--delay-on", "first-chunk"],
+                       log_path=tmp_path / "server.log", env=dict(os.environ))
+    try:
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+        row = only_row(run_client(meta, port, tmp_path / "out"))
+    finally:
+        proc.stop(10)
+    assert row["is_success"] and row["streamed"] and row["audio_chunk_count"] >= 2, row
+    assert row["audio_ttfp_s"] - row["text_ttft_s"] > 0.35, row  # the planted 400 ms (a lower bound: safe)
+
+
+def test_a_bad_stream_delay_setting_is_refused_before_anything_starts(invoke):
+    done = invoke("run", "--workload", "seedtts", env={"INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "sometimes"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "local_stream_delay 'sometimes' is not one of first, every or empty" in done.stdout + done.stderr
+    assert "RUN_READY" not in done.stdout
 
 
 # -- end to end, as a user runs it ---------------------------------------------------------------------
