@@ -22,7 +22,7 @@ from aiohttp import web
 
 from ..toolkit.datasets import default_cache_dir
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
-from .server import ServerConfig, build_app
+from .server import DELAY_ON, ServerConfig, build_app
 from .speech import Recognizer, Synthesizer
 from .wav import AudioLimits
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="seconds a request body may take to arrive (else 408)")
     serve.add_argument("--delay-ms", type=float, default=0.0,
                        help="added latency, slept asynchronously where --delay-on says (a planted regression)")
-    serve.add_argument("--delay-on", choices=("request", "first-chunk", "every-chunk"), default="request",
+    serve.add_argument("--delay-on", choices=DELAY_ON, default="request",
                        help="where --delay-ms goes: before each chat/transcription request (default), or before the "
                             "first / every audio chunk of a chat answer (an answer that does not stream is one chunk)")
     serve.add_argument("--stream-chunk-ms", type=float, default=500.0,

@@ -10,7 +10,7 @@ import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from aiohttp import web
@@ -22,6 +22,9 @@ from .media import MediaPolicy
 from .request_counts import ModelNames
 from .speech import TTS_RATE, Recognizer, Synthesizer
 from .wav import AudioLimits, decode_wav
+
+DelayOn = Literal["request", "first-chunk", "every-chunk"]
+DELAY_ON: tuple[DelayOn, ...] = ("request", "first-chunk", "every-chunk")
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class ServerConfig:
     body_timeout_s: float = 60.0  # a request body must arrive within this
     audio_limits: AudioLimits = field(default_factory=AudioLimits)
     delay_ms: float = 0.0  # added latency, slept where delay_on says (a planted regression)
-    delay_on: str = "request"  # request (each chat/transcription request), first-chunk or every-chunk of an answer
+    delay_on: DelayOn = "request"  # each chat/transcription request, or an answer's first or every audio chunk
     stream_chunk_s: float = 0.5  # a streamed answer's audio goes out in pieces of this length
 
 
@@ -92,7 +95,7 @@ class Handlers:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "root": name, "created": 0, "owned_by": "omnibench-local"}]})
 
-    async def _delay(self, where: str = "request") -> None:
+    async def _delay(self, where: DelayOn = "request") -> None:
         """Sleep the planted delay if it is planted ``where``: ``request``, ``first-chunk``
         (given for an answer's first audio chunk) or ``every-chunk`` (given for each chunk)."""
         cfg = self.config
