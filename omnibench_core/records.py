@@ -210,13 +210,15 @@ class Collected:
     """A workload's contribution to ``metrics.json``.
 
     ``notes`` are printed with the metrics and stored beside them, e.g. that a metric was
-    computed by a local substitute.
+    computed by a local substitute. ``samples`` are per-request values by name (first-audio
+    latencies, chunk gaps), kept in the run's ``samples.json`` for the report's distribution plots.
     """
 
     metrics: Mapping[str, Any]
     rates: frozenset[int] = frozenset()
     rules: tuple[RuleResult, ...] = ()
     notes: tuple[str, ...] = ()
+    samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

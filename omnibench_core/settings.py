@@ -41,6 +41,8 @@ class RunSettings:
     gpu_poll_interval_s: float = 0.1
     telemetry_interval_s: float = 0.2  # GPU telemetry sampling while servers are up (GPU targets)
     local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
+    # Where local_delay_ms goes instead: "first" or "every" audio chunk of a chat answer; "": per request.
+    local_stream_delay: str = ""
     # The noise guard: a timed window in which other processes took more than this share of the
     # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
     noise_max_foreign: float = 0.10
@@ -177,6 +179,10 @@ class Settings:
         if not 0 <= settings.run.noise_max_foreign <= 1:
             raise refuse("noise_max_foreign", f"noise_max_foreign {settings.run.noise_max_foreign} is out of range",
                          "a share of the slot's CPU time from 0 to 1, e.g. 0.10")
+        if settings.run.local_stream_delay not in STREAM_DELAYS:
+            raise refuse("local_stream_delay", f"local_stream_delay {settings.run.local_stream_delay!r} is not one of "
+                         "first, every or empty", "first: before a streamed answer's first audio chunk; every: "
+                         "before each chunk; empty: before each request, as local_delay_ms alone")
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
         problem = results_problem(settings.run.results_root)
@@ -186,6 +192,7 @@ class Settings:
 
 
 KIND_WORDS = {int: "a whole number", float: "a number", str: "text"}
+STREAM_DELAYS = {"": "request", "first": "first-chunk", "every": "every-chunk"}  # setting -> the server's --delay-on
 
 
 def results_problem(root: Path) -> str:

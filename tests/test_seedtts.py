@@ -67,6 +67,7 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     assert metrics["complete"] is True and metrics["broken_rules"] == []
     assert {k for k in metrics["metrics"] if not k.startswith("videoamme.")} == \
         RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan"}
+    assert not (run / "samples.json").exists()  # stream off (the default): nothing of streaming's
     assert metrics["metrics"]["audio.files"] == len(TARGET_SENTENCES) + 10  # and Video-AMME's ten
     m = metrics["metrics"]
     assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0

@@ -15,7 +15,7 @@ from ..checkout import check_checkout, venv_env
 from ..gitinfo import git_revision
 from ..hookspecs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
-from ..settings import Settings
+from ..settings import STREAM_DELAYS, Settings
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
 
 # The runbook's shell block: `unset ...; export ...`.
@@ -61,6 +61,8 @@ def prepare_local(settings: Settings) -> TargetEnv:
     rev = git_revision(source, settings.tools.git)
     revision, dirty = rev if rev else (f"omnibench-{__version__}", "")
     delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
+    if delay and settings.run.local_stream_delay:
+        delay += ["--delay-on", STREAM_DELAYS[settings.run.local_stream_delay]]
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
         # The same flags as `sgl-omni serve`; the local server ignores the GPU engine ones.

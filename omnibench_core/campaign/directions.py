@@ -15,6 +15,10 @@ Direction = Literal["higher", "lower", "context"]
 # WER. Audio throughput shows whether a req/s change comes with shorter or longer speech."
 # Failures and skips are counts of things that went wrong: lower is better. First match wins.
 _RULES: tuple[tuple[str, Direction], ...] = (
+    # Streaming (docs/streaming.md): sooner first audio and text, shorter gaps and underruns, fewer
+    # stalls and fewer answers that did not stream are better; more continuous requests (c100) are.
+    ("audio_ttfp", "lower"), ("text_ttft", "lower"), ("inter_chunk", "lower"), ("underrun", "lower"),
+    ("stalls", "lower"), ("not_streamed", "lower"), ("audio_chunks", "context"),
     ("audio_throughput", "context"),
     ("audio_duration", "context"),
     ("completion_tokens", "context"),
@@ -30,9 +34,16 @@ ONE_BATCH = ("Video-AMME Talker is one batch: ten requests do not fill 16 slots,
              "completion time of that one batch; small changes in one request move it (runbook, Notes)")
 
 
+# Whole names, not parts of one: sglang-omni's continuity rates (percent of multi-chunk requests
+# whose worst underrun stayed within 50, 100, 200 ms).
+_EXACT: dict[str, Direction] = {"c50": "higher", "c100": "higher", "c200": "higher"}
+
+
 def direction(metric: str) -> Direction:
     """higher, lower or context (no better side), from the runbook's "What is Measured"."""
     leaf = metric.split(".", 1)[-1]
+    if leaf in _EXACT:
+        return _EXACT[leaf]
     for needle, kind in _RULES:
         if needle in leaf:
             return kind

@@ -106,7 +106,7 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     return Compared(comparison, write_compare(folder, comparison, values))
 
 
-RUN_SETTINGS = ("target", "local_delay_ms", "gpus", "cpus")  # what a run's manifest says of record.RESULT_SETTINGS
+RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "gpus", "cpus")  # what a run's manifest says of record.RESULT_SETTINGS
 
 
 def settings_line(values: Mapping[str, object]) -> str:

@@ -42,6 +42,10 @@ def _plain_numbers(ax) -> None:
     ax.ticklabel_format(axis="y", useOffset=False, style="plain")
 
 
+def _better(direction: str) -> str:
+    return {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
+
+
 def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd: float | None, direction: str) -> Path:
     """One metric's value per run, with its mean and a band of one sample sd."""
     plt = _pyplot()
@@ -51,8 +55,7 @@ def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd
     ax.axhline(mean, color="C1", label="mean")
     if sd:
         ax.axhspan(mean - sd, mean + sd, color="C1", alpha=0.2, label="± 1 sd")
-    better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
-    ax.set_title(f"{name}{better}", fontsize=9)
+    ax.set_title(f"{name}{_better(direction)}", fontsize=9)
     ax.legend(fontsize=7)
     _plain_numbers(ax)
     return _save(plt, fig, path)
@@ -117,4 +120,21 @@ def telemetry_plot(path: Path, csv_path: Path) -> Path:
     power.set_xlabel("seconds since the server started")
     util.set_title(f"GPU telemetry: {csv_path.stem}", fontsize=9)
     util.legend(fontsize=7)
+    return _save(plt, fig, path)
+
+
+def distribution_plot(path: Path, name: str, per_run: dict[str, list[float]], direction: str) -> Path:
+    """One per-request quantity's distribution in each run (a box of the quartiles, whiskers to
+    the 5th and 95th percentiles, every value as a dot): first-audio latency, chunk gaps."""
+    plt = _pyplot()
+    runs = list(per_run)
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(runs) + 2), 3))
+    ax.boxplot([per_run[r] for r in runs], whis=(5, 95), showfliers=False)
+    for i, run in enumerate(runs, start=1):
+        values = per_run[run]
+        spread = [i + 0.25 * ((k * 0.618) % 1 - 0.5) for k in range(len(values))]  # fixed jitter: same plot twice
+        ax.plot(spread, values, ".", color="C0", alpha=0.35, markersize=3)
+    ax.set_xticks(range(1, len(runs) + 1), [f"{r}\n(n={len(per_run[r])})" for r in runs], fontsize=7)
+    ax.set_title(f"{name} per request, by run{_better(direction)}", fontsize=9)
+    _plain_numbers(ax)
     return _save(plt, fig, path)

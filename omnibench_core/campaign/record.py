@@ -20,7 +20,9 @@ CAMPAIGNS = "campaigns"
 Scoring = Literal["deferred", "per-run"]
 SCORINGS: tuple[str, ...] = ("deferred", "per-run")
 # Settings that change a run's numbers: a campaign is resumed only with the same values.
-RESULT_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms")
+RESULT_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms", "local_stream_delay")
+# Left out of a campaign's identity while empty, so campaigns written before they existed still resume.
+LATER_SETTINGS = ("local_stream_delay",)
 SLOT_SETTINGS = ("gpus", "cpus")  # where a campaign ran, not what it measured
 
 
@@ -50,7 +52,8 @@ class Asked:
         another slot of the same kind after a node was lost.
         """
         return {"workloads": list(self.workloads), "options": list(self.options), "client": self.client,
-                **{f"setting {k}": v for k, v in self.settings.items() if k not in SLOT_SETTINGS}}
+                **{f"setting {k}": v for k, v in self.settings.items()
+                   if k not in SLOT_SETTINGS and not (k in LATER_SETTINGS and v == "")}}
 
     def default_name(self) -> str:
         """Workloads, options and the target (and a non-zero planted delay): the same command, the same name."""
@@ -61,6 +64,8 @@ class Asked:
         parts.append(self.settings.get("target", ""))
         if self.settings.get("local_delay_ms", "0") not in ("0", "0.0", ""):
             parts.append(f"delay{self.settings['local_delay_ms']}ms")
+            if self.settings.get("local_stream_delay"):
+                parts.append(f"on-{self.settings['local_stream_delay']}-chunk")
         return file_name(parts, 100)
 
 

@@ -79,7 +79,8 @@ def run_identity(run_dir: Path) -> dict[str, Any]:
         raise OmnibenchError(f"cannot read the manifest of {run_dir}: {exc}", hint="name complete runs") from exc
     settings = m.get("settings", {})
     return {"workloads": m.get("workloads"), "options": m.get("options"), "target": m.get("target"),
-            "local_delay_ms": settings.get("local_delay_ms", "0.0"), "gpus": settings.get("gpus"),
+            "local_delay_ms": settings.get("local_delay_ms", "0.0"),
+            "local_stream_delay": settings.get("local_stream_delay", ""), "gpus": settings.get("gpus"),
             "cpus": settings.get("cpus")}
 
 

@@ -20,8 +20,9 @@ from typing import Any
 from ..errors import storage_error
 from ..history import summary as pr_summary
 from ..jsonio import write_json
-from . import plots, references, telemetry_view
+from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
+from .directions import direction
 from .summary import RunSetStats
 from .verdict import Verdict, change_text, interval_text
 
@@ -176,6 +177,10 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
     if plots.available():
         made += [plot_atomic(folder / f"{stem}-plots" / f"telemetry-{csv.stem}.png",
                              functools.partial(plots.telemetry_plot, csv_path=csv)) for csv in tele.csvs]
+        made += [plot_atomic(folder / f"{stem}-plots" / f"distribution-{_safe(name)}.png",
+                             functools.partial(plots.distribution_plot, name=name, per_run=runs,
+                                               direction=direction(name)))
+                 for name, runs in distributions.per_run(stats.run_dirs).items()]
     md += ["", "## Plots", ""]
     md += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in made] if made else [note]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from ..toolkit.datasets import default_cache_dir
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
-from .server import ServerConfig, build_app
+from .server import DELAY_ON, ServerConfig, build_app
 from .speech import Recognizer, Synthesizer
 from .wav import AudioLimits
 
@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--body-timeout", type=float, default=60.0,
                        help="seconds a request body may take to arrive (else 408)")
     serve.add_argument("--delay-ms", type=float, default=0.0,
-                       help="added latency per chat/transcription request, slept asynchronously (a planted regression)")
+                       help="added latency, slept asynchronously where --delay-on says (a planted regression)")
+    serve.add_argument("--delay-on", choices=DELAY_ON, default="request",
+                       help="where --delay-ms goes: before each chat/transcription request (default), or before the "
+                            "first / every audio chunk of a chat answer (an answer that does not stream is one chunk)")
+    serve.add_argument("--stream-chunk-ms", type=float, default=500.0,
+                       help="length of each audio piece of a streamed answer")
     args, ignored = parser.parse_known_args(argv)
     unknown = [a for a in ignored if a.startswith("--") and not a.startswith(("--thinker.", "--talker."))]
     if unknown:
@@ -70,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     config = ServerConfig(model_name=args.model_name, host=args.host, port=args.port, max_seq_len=args.max_seq_len,
                           workers=args.workers, read_aloud_prefixes=prefixes, media_roots=roots,
                           max_media_mb=args.max_media_mb, idle_timeout_s=args.idle_timeout,
-                          body_timeout_s=args.body_timeout, delay_ms=args.delay_ms,
+                          body_timeout_s=args.body_timeout, delay_ms=args.delay_ms, delay_on=args.delay_on,
+                          stream_chunk_s=max(args.stream_chunk_ms, 1.0) / 1000,
                           audio_limits=AudioLimits(max_seconds=args.max_audio_seconds))
     print(f"local media allowed under: {', '.join(roots)}", flush=True)
     try:

@@ -10,7 +10,7 @@ import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from aiohttp import web
@@ -22,6 +22,9 @@ from .media import MediaPolicy
 from .request_counts import ModelNames
 from .speech import TTS_RATE, Recognizer, Synthesizer
 from .wav import AudioLimits, decode_wav
+
+DelayOn = Literal["request", "first-chunk", "every-chunk"]
+DELAY_ON: tuple[DelayOn, ...] = ("request", "first-chunk", "every-chunk")
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,9 @@ class ServerConfig:
     idle_timeout_s: float = 30.0  # a connection that sends no request for this long is closed
     body_timeout_s: float = 60.0  # a request body must arrive within this
     audio_limits: AudioLimits = field(default_factory=AudioLimits)
-    delay_ms: float = 0.0  # added per chat/transcription request before answering (a planted regression)
+    delay_ms: float = 0.0  # added latency, slept where delay_on says (a planted regression)
+    delay_on: DelayOn = "request"  # each chat/transcription request, or an answer's first or every audio chunk
+    stream_chunk_s: float = 0.5  # a streamed answer's audio goes out in pieces of this length
 
 
 def _error(status: int, detail: str) -> web.Response:
@@ -90,9 +95,12 @@ class Handlers:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "root": name, "created": 0, "owned_by": "omnibench-local"}]})
 
-    async def _delay(self) -> None:
-        if self.config.delay_ms > 0:
-            await asyncio.sleep(self.config.delay_ms / 1000)
+    async def _delay(self, where: DelayOn = "request") -> None:
+        """Sleep the planted delay if it is planted ``where``: ``request``, ``first-chunk``
+        (given for an answer's first audio chunk) or ``every-chunk`` (given for each chunk)."""
+        cfg = self.config
+        if cfg.delay_ms > 0 and (cfg.delay_on == where or (where == "first-chunk" and cfg.delay_on == "every-chunk")):
+            await asyncio.sleep(cfg.delay_ms / 1000)
 
     async def stats_view(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats.as_json())
@@ -148,6 +156,7 @@ class Handlers:
         audio = None
         if req.wants_audio and text:
             audio = await self._run(self.synth.speak_like, text, factor, seed=seed)
+            await self._delay("first-chunk")  # an answer that does not stream is one chunk
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if audio is not None:
             message["audio"] = {"id": f"audio-{uuid.uuid4().hex}", "transcript": text,
@@ -162,6 +171,9 @@ class Handlers:
                 "total_tokens": req.prompt_tokens + completion}
 
     async def _stream(self, request, req, text, seed, factor, base, finish) -> web.StreamResponse:
+        """Server-sent events: the text, then the audio phrase by phrase (``stream_phrases``), each
+        phrase's speech sent in pieces of ``stream_chunk_s`` as soon as it is synthesized (so the
+        first piece leaves before the later phrases exist), then usage and ``[DONE]``."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
 
@@ -171,13 +183,17 @@ class Handlers:
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         await send({"role": "assistant", "content": text})
-        pieces = []
+        pieces: list[np.ndarray] = []
         if req.wants_audio and text:
-            for sentence in protocol.split_sentences(text):
-                audio = await self._run(self.synth.speak_like, sentence, factor, seed=seed)
-                pieces.append(audio)
-                data = base64.b64encode(to_wav_bytes(audio, TTS_RATE)).decode("ascii")
-                await send({"audio": {"id": f"audio-{uuid.uuid4().hex}", "data": data}})
+            step = max(1, int(self.config.stream_chunk_s * TTS_RATE))
+            for phrase in protocol.stream_phrases(text):
+                audio = await self._run(self.synth.speak_like, phrase, factor, seed=seed)
+                for start in range(0, len(audio), step):
+                    await self._delay("every-chunk" if pieces else "first-chunk")
+                    piece = audio[start:start + step]
+                    pieces.append(piece)
+                    data = base64.b64encode(to_wav_bytes(piece, TTS_RATE)).decode("ascii")
+                    await send({"audio": {"id": f"audio-{uuid.uuid4().hex}", "data": data}})
         whole = np.concatenate(pieces) if pieces else None
         await send({}, finish, usage=self._usage(req, text, whole))
         await response.write(b"data: [DONE]\n\n")

@@ -4,7 +4,7 @@ into ``metrics.json`` (the runbook's ``{"metrics", "rates", "complete"}``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from ..jsonio import write_json
 from ..records import Collected, RuleResult, RunCheck, Workload
 
 METRICS_NAME = "metrics.json"
+SAMPLES_NAME = "samples.json"  # per-request values for distribution plots; only when a workload gave some
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Collection:
     rates: tuple[int, ...]
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...]
+    samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
     @property
     def broken(self) -> tuple[RuleResult, ...]:
@@ -53,11 +55,12 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
     rates: set[int] = set()
     rules: list[RuleResult] = []
     notes: list[str] = []
+    samples: dict[str, Sequence[float]] = {}
     parts = [(f"workload {w.name!r}", _call(f"workload {w.name!r}", w.collect, run_dir, options.get(w.name, {})))
              for w in workloads if w.collect is not None]
     parts += [(f"check {c.name!r}", _call(f"check {c.name!r}", c.collect, run_dir)) for c in checks]
     for what, collected in parts:
-        clash = set(metrics) & set(collected.metrics)
+        clash = set(metrics) & set(collected.metrics) | set(samples) & set(collected.samples)
         if clash:
             raise PluginError(f"{what} reports metrics that were reported already",
                               evidence={"metrics": ", ".join(sorted(clash))})
@@ -65,11 +68,15 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
         rates |= set(collected.rates)
         rules += collected.rules
         notes += collected.notes
-    return Collection(metrics, tuple(sorted(rates)), tuple(rules), tuple(notes))
+        samples.update(collected.samples)
+    return Collection(metrics, tuple(sorted(rates)), tuple(rules), tuple(notes), samples)
 
 
 def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:
-    """``metrics.json``: the runbook's three keys, plus the target, broken rules and notes."""
+    """``metrics.json``: the runbook's three keys, plus the target, broken rules and notes; and
+    ``samples.json`` beside it when a workload gave per-request values."""
+    if collection.samples:
+        write_json(run_dir / SAMPLES_NAME, {k: list(v) for k, v in collection.samples.items()})
     return write_json(run_dir / METRICS_NAME, {
         "metrics": dict(collection.metrics), "rates": list(collection.rates), "complete": collection.complete,
         "target": target,

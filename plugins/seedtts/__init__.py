@@ -78,6 +78,8 @@ def _native_client(ctx: RunContext, meta: str) -> Step:
     for flag, key in (("--seed", "seed"), ("--warmup", "warmup"), ("--max-samples", "max_samples")):
         if o[key] is not None:
             argv += [flag, format_value(o[key])]
+    if o["stream"]:
+        argv.append("--stream")
     return Step("generate", Command(tuple(argv)), server=SERVER,
                 outputs=(_rel(ctx, "speed_results.json"), _rel(ctx, "generated.json")))
 
@@ -104,6 +106,8 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     for key in ("seed", "warmup", "max_samples"):
         if o[key] is not None:
             extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
+    if o["stream"]:  # the checkout's own streaming mode (sglang-omni #582); off, the runbook's argv exactly
+        extra.append("--stream")
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
                             "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra)
     return [Step("dataset", Command(tuple(count)), outputs=(_rel(ctx, "dataset.json"),)),
@@ -162,8 +166,8 @@ def plan(ctx: RunContext) -> list[Step]:
 
 
 def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
-    """The runbook's ``seedtts.*`` metrics and coverage rules."""
-    return metrics.collect(run_dir / NAME, NAME)
+    """The runbook's ``seedtts.*`` metrics and coverage rules (and the streaming ones with ``stream`` on)."""
+    return metrics.collect(run_dir / NAME, NAME, stream=bool(options.get("stream")))
 
 
 # sglang-omni's --transcribe-only files: wer_results.json with summary, config and per_sample.

@@ -23,6 +23,7 @@ import aiohttp
 
 from omnibench_core.plugin import (
     PROGRESS_PREFIX,
+    ChatReply,
     Progress,
     add_argument,
     by_name,
@@ -34,8 +35,10 @@ from omnibench_core.plugin import (
     write_json,
 )
 
+from . import playback
 from .data import Sample, load_meta
 from .options import OPTIONS
+from .sse import StreamReply, post_stream
 
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 
@@ -64,6 +67,7 @@ class ClientConfig:
     warmup: int | None = None  # None: max_concurrency, as sglang-omni
     max_samples: int | None = None
     timeout_s: float = default_of(OPTION, "timeout_s", float)
+    stream: bool = default_of(OPTION, "stream", bool)
 
     @property
     def url(self) -> str:
@@ -83,7 +87,7 @@ def request_body(cfg: ClientConfig, sample: Sample, ref_uri: str | None) -> dict
     """The exact body sglang-omni's client sends (seed only when given)."""
     body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT + sample.target_text}],
                             "modalities": ["text", "audio"], "audio": {"format": "wav"},
-                            "max_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "stream": False}
+                            "max_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "stream": cfg.stream}
     if ref_uri is not None:
         _set_field(body, cfg.reference_audio_field, ref_uri)
     if cfg.seed is not None:
@@ -116,16 +120,22 @@ class SeedTtsClient:
         except OSError as exc:  # an unreadable reference WAV
             row.update(error=f"{type(exc).__name__}: {exc}", latency_s=0.0)
             return row
-        reply = await post_chat(session, self.cfg.url, body, self.cfg.timeout_s)
+        reply: ChatReply | StreamReply
+        if self.cfg.stream:
+            reply = await post_stream(session, self.cfg.url, body, self.cfg.timeout_s)
+            row.update(playback.request_fields(t0, reply.arrivals, reply.durations, reply.text_first,
+                                               reply.first_payload_bytes, reply.streamed))
+        else:
+            reply = await post_chat(session, self.cfg.url, body, self.cfg.timeout_s)
         row.update(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                    error=reply.error or ("" if reply.wav else "reply has no audio"))
-        if reply.wav:
+        if reply.wav and not reply.error:
             duration = wav_duration_s(reply.wav)
             if save:
                 path = self.audio_dir / f"{sample.sample_id}.wav"
                 path.write_bytes(reply.wav)
                 row["wav_path"] = str(path)
-            latency = time.perf_counter() - t0  # send to reply received and saved
+            latency = time.perf_counter() - t0  # send to reply received (its [DONE], streaming) and saved
             row.update(is_success=duration > 0, latency_s=latency, audio_duration_s=duration,
                        rtf=latency / duration if duration else None,
                        output_token_rate=(row["completion_tokens"] or 0) / latency,
@@ -165,10 +175,12 @@ class SeedTtsClient:
                 rows = await asyncio.gather(*(one(s) for s in samples))
             wall = time.perf_counter() - t0
         summary = {**speed_summary(rows, wall), "max_concurrency": cfg.max_concurrency, "warmup_requests": warmup}
+        if cfg.stream:
+            summary.update(playback.stream_summary(rows))
         config = {"client": "omnibench-native", "model": cfg.model, "meta": cfg.meta, "max_concurrency": cfg.max_concurrency,
                   "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "seed": cfg.seed,
                   "voice_clone": cfg.voice_clone, "reference_audio_field": cfg.reference_audio_field,
-                  "timeout_s": cfg.timeout_s, "warmup": warmup, "port": cfg.port}
+                  "timeout_s": cfg.timeout_s, "warmup": warmup, "port": cfg.port, "stream": cfg.stream}
         return {"summary": summary, "config": config, "per_request": rows}
 
 
@@ -197,13 +209,15 @@ def parse_args(argv: list[str] | None = None) -> ClientConfig:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--voice-clone", action="store_true")
     p.add_argument("--reference-audio-field", default="audio.ref_audio")
+    p.add_argument("--stream", action="store_true", help="stream each answer and time its events (sglang-omni's flag)")
     for name in ("max_concurrency", "max_new_tokens", "temperature", "seed", "warmup", "max_samples", "timeout_s"):
         add_argument(p, OPTION[name])
     a = p.parse_args(argv)
     return ClientConfig(meta=a.meta, output_dir=a.output_dir, model=a.model, host=a.host, port=a.port,
                         voice_clone=a.voice_clone, reference_audio_field=a.reference_audio_field,
                         max_concurrency=a.max_concurrency, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
-                        seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s)
+                        seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s,
+                        stream=a.stream)
 
 
 def main(argv: list[str] | None = None) -> int:

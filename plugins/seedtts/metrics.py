@@ -12,15 +12,25 @@ from typing import Any
 from omnibench_core.plugin import Collected, RuleResult, field, load_doc, sample_rules, zero
 from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
+from . import playback
+
+# With ``stream`` on, these of the summary's streaming block join the metrics (sglang-omni's names,
+# and omnibench's stall and did-not-stream counts); off, the runbook's keys alone, exactly.
+STREAM_METRICS = ("audio_ttfp_mean_s", "audio_ttfp_p95_s", "audio_ttfp_p99_s", "inter_chunk_mean_s",
+                  "inter_chunk_p95_s", "inter_chunk_p99_s", "text_ttft_mean_s", "text_ttft_p95_s",
+                  "max_playback_underrun_mean_s", "max_playback_underrun_p95_s", "c100", "playback_stalls_100ms",
+                  "not_streamed_requests")
+
 FILES = {"speed": "speed_results.json", "wer": "wer_results.json", "sim": "similarity_results.json",
          "utmos": "utmos_results.json", "dataset": "dataset.json"}
 
 
-def collect(workload_dir: Path, prefix: str = "seedtts") -> Collected:
+def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False) -> Collected:
     """Metrics and RUN_COMPLETE rules for a seed-tts output folder.
 
     The expected sample count is the dataset's own (``dataset.json``), in place of the
-    runbook's 1088. Empty or NaN audio is the run-wide ``audio`` check's rule.
+    runbook's 1088. Empty or NaN audio is the run-wide ``audio`` check's rule. With ``stream``,
+    the streaming metrics and per-request samples too (:func:`stream_part`).
     """
     problems: list[RuleResult] = []
     docs = {key: load_doc(workload_dir, name, problems) for key, name in FILES.items()}
@@ -54,7 +64,23 @@ def collect(workload_dir: Path, prefix: str = "seedtts") -> Collected:
                                                            ("sim", field(sim, "config", "method")),
                                                            ("utmos", field(ut, "config", "method")))
              if isinstance(text, str) and "substitute" in text]
-    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes))
+    samples: dict[str, list[float]] = {}
+    if stream:
+        more, samples = stream_part(speed, per_request, prefix)
+        metrics.update(more)
+    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes), samples)
+
+
+def stream_part(speed: Any, rows: list[dict[str, Any]], prefix: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The streaming metrics, from the summary a client wrote; a key its version does not write
+    comes from its per-request fields by omnibench's definition (None when those are missing too)."""
+    computed = playback.stream_summary(rows)
+    metrics = {}
+    for key in STREAM_METRICS:
+        value = field(speed, "summary", key)
+        metrics[f"{prefix}.{key}"] = computed.get(key) if value is None else value
+    samples = {f"{prefix}.{key}": values for key, values in playback.distributions(rows).items()}
+    return metrics, samples
 
 
 def _rows(value: object) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ OPTIONS = (
     Option("warmup", int, None, "untimed warmup requests before the timed window", min=0, optional=True,
            unset="max_concurrency"),
     Option("max_samples", int, None, "the first N samples only", min=1, optional=True, unset="all samples"),
+    Option("stream", bool, False, "stream each answer (stream: true) and measure first audio, chunk gaps and "
+           "playback underruns (docs/streaming.md)"),
     Option("timeout_s", float, 300.0, "seconds one request may take", min=0, min_exclusive=True),
     Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
     Option("meta", str, None, "a seed-tts meta.lst to use instead of the default data", optional=True,

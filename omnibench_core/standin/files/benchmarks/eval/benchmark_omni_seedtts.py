@@ -2,7 +2,8 @@
 
 The four modes of sglang-omni's client, one per call, with its flags and output files, written
 with omnibench's own code: ``--generate-only`` (omnibench's native client: ``speed_results.json``,
-``generated.json``, ``results.csv``, ``audio/<id>.wav``), ``--transcribe-only`` (omnibench's ASR
+``generated.json``, ``results.csv``, ``audio/<id>.wav``; with ``--stream`` the streaming fields
+sglang-omni's client records, under its names), ``--transcribe-only`` (omnibench's ASR
 WER on the server at ``--port``: ``wer_results.json``), ``--similarity-only`` and ``--utmos-only``
 (omnibench's local SIM and UTMOS substitutes: ``similarity_results.json``, ``utmos_results.json``).
 ``--meta`` takes a ``meta.lst`` or a known Hugging Face id (see ``sglang_omni_standin.data``).
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, help="warmup requests (default: --max-concurrency)")
     p.add_argument("--max-samples", type=int)
     p.add_argument("--timeout-s", type=float, default=300.0)
+    p.add_argument("--stream", action="store_true",
+                   help="streaming chat completions: per request audio_ttfp_s, inter_chunk_s, text_ttft_s")
     return p
 
 
@@ -54,7 +57,8 @@ def generate(a: argparse.Namespace, meta: Path) -> int:
     cfg = ClientConfig(meta=str(meta), output_dir=a.output_dir, model=a.model, host=a.host, port=a.port,
                        voice_clone=a.voice_clone, reference_audio_field=a.reference_audio_field,
                        max_concurrency=a.max_concurrency, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
-                       seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s)
+                       seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s,
+                       stream=a.stream)
     samples = load_meta(meta, a.max_samples)
     a.output_dir.mkdir(parents=True, exist_ok=True)
     try:

@@ -1,0 +1,315 @@
+"""Issue 22: streaming speech latency. The native client against small scripted servers (per-event
+timestamps, the player model, every bad-input rule), a local streaming run through `invoke run`, a
+planted per-chunk delay that `invoke compare` calls worse, and the stand-in's own client with
+`--stream`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, free_port, invoke_run_into
+from scale_helpers import invoke_standin
+
+from omnibench_core.process.processes import start_group
+from omnibench_core.run.gates import wait_ready
+from omnibench_core.toolkit.audio import to_wav_bytes
+from omnibench_plugins.seedtts.playback import simulate_player
+
+RATE = 24000
+
+
+def wav_b64(seconds: float) -> str:
+    """A WAV chunk of ``seconds`` of a quiet tone, base64 as a delta carries it."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    return base64.b64encode(to_wav_bytes(0.1 * np.sin(2 * np.pi * 220 * t), RATE)).decode("ascii")
+
+
+def event(delta: dict, **extra) -> bytes:
+    return f"data: {json.dumps({'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}], **extra})}\n\n".encode()
+
+
+DONE = b"data: [DONE]\n\n"
+USAGE = event({}, usage={"prompt_tokens": 5, "completion_tokens": 7})
+
+
+class Script:
+    """What the scripted server answers a chat request with: a list of (seconds to wait, bytes to
+    send); ``content_type`` of the reply; ``hold`` set means block after the last part until released."""
+
+    def __init__(self, parts: list[tuple[float, bytes]], content_type: str = "text/event-stream",
+                 hold: bool = False):
+        self.parts, self.content_type, self.hold = parts, content_type, hold
+        self.bodies: list[dict] = []
+
+
+@pytest.fixture
+def scripted() -> Iterator[Callable[[Script], int]]:
+    """A real HTTP server on loopback (a thread) that plays one Script per test; its port."""
+    servers: list[ThreadingHTTPServer] = []
+    release = threading.Event()
+
+    def start(script: Script) -> int:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b'{"status": "healthy"}')
+
+            def do_POST(self):
+                script.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.send_header("Content-Type", script.content_type)
+                self.end_headers()  # HTTP/1.0: the body ends when the connection closes
+                for wait, data in script.parts:
+                    release.wait(wait)
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                if script.hold:
+                    release.wait(60)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server.server_address[1]
+
+    yield start
+    release.set()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def meta(tmp_path) -> Path:
+    """A one-sample seed-tts meta.lst (its reference WAV is not sent: no --voice-clone)."""
+    (tmp_path / "ref.wav").write_bytes(to_wav_bytes(np.zeros(RATE // 10), RATE))
+    path = tmp_path / "meta.lst"
+    path.write_text("s1|a reference|ref.wav|Read this out loud.\n")
+    return path
+
+
+def run_client(meta: Path, port: int, out: Path, timeout_s: float = 20) -> dict:
+    """The native client as the workload runs it, with --stream; its speed_results.json."""
+    argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(meta), "--port", str(port),
+            "--output-dir", str(out), "--warmup", "0", "--max-concurrency", "1", "--timeout-s", f"{timeout_s:g}",
+            "--stream"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((out / "speed_results.json").read_text())
+
+
+def only_row(results: dict) -> dict:
+    (row,) = results["per_request"]
+    return row
+
+
+# -- the player model ----------------------------------------------------------------------------
+def test_the_player_starts_at_the_first_chunk_and_plays_at_the_audio_rate():
+    # 0.5 s chunks arriving every 0.2 s: the buffer only grows, nothing starves.
+    assert simulate_player([0.0, 0.2, 0.4, 0.6], [0.5] * 4).max_underrun_s == 0.0
+    # 0.1 s chunks every 0.4 s: each one waited for 0.3 s after the one before ran out.
+    player = simulate_player([0.0, 0.4, 0.8], [0.1] * 3)
+    assert player.max_underrun_s == pytest.approx(0.3) and player.stalls == 2
+    # A wait of 50 ms is an underrun, not a stall a listener hears (over 100 ms).
+    assert simulate_player([0.0, 0.15], [0.1, 0.1]).stalls == 0
+    # One chunk: nothing to starve between (None, as sglang-omni's max_playback_underrun_s).
+    assert simulate_player([0.3], [2.0]).max_underrun_s is None
+
+
+# -- the native client against scripted servers ----------------------------------------------------
+def test_each_event_is_timed_as_it_arrives_not_when_the_body_ends(scripted, meta, tmp_path):
+    """Chunks 200 ms apart show gaps over 100 ms (a busy machine only lengthens them): the client
+    timed each event as it came, not a buffer or the whole body."""
+    script = Script([(0, event({"role": "assistant", "content": "Read this out loud."}))]
+                    + [(0.2, event({"audio": {"data": wav_b64(0.5)}})) for _ in range(4)] + [(0, USAGE), (0, DONE)])
+    results = run_client(meta, scripted(script), tmp_path / "out")
+    row = only_row(results)
+    assert script.bodies[0]["stream"] is True
+    assert row["is_success"] and row["streamed"] is True and row["audio_chunk_count"] == 4, row
+    assert len(row["inter_chunk_s"]) == 3 and all(gap > 0.1 for gap in row["inter_chunk_s"]), row["inter_chunk_s"]
+    assert row["text_ttft_s"] < row["audio_ttfp_s"] and row["audio_ttfp_s"] > 0.1
+    assert row["audio_ttfp_s"] + sum(row["inter_chunk_s"]) <= row["latency_s"]
+    assert row["audio_duration_s"] == pytest.approx(2.0, abs=0.01) and row["completion_tokens"] == 7
+    summary = results["summary"]
+    assert summary["inter_chunk_mean_s"] > 0.1 and summary["not_streamed_requests"] == 0
+    assert summary["playback_continuity_requests"] == 1 and results["config"]["stream"] is True
+
+
+def test_slow_chunks_are_underruns_and_stalls(scripted, meta, tmp_path):
+    script = Script([(0.4, event({"audio": {"data": wav_b64(0.1)}})) for _ in range(3)] + [(0, DONE)])
+    row = only_row(run_client(meta, scripted(script), tmp_path / "out"))
+    assert row["is_success"] and row["max_playback_underrun_s"] > 0.25 and row["playback_stalls_100ms"] == 2, row
+
+
+def test_a_whole_json_body_is_one_chunk_that_did_not_stream(scripted, meta, tmp_path):
+    """A server that ignores stream: true is measured as one chunk, when its whole body came."""
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Read this out loud.",
+                                                 "audio": {"data": wav_b64(1.0)}}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7}}
+    script = Script([(0.3, json.dumps(body).encode())], content_type="application/json")
+    results = run_client(meta, scripted(script), tmp_path / "out")
+    row = only_row(results)
+    assert row["is_success"] and row["streamed"] is False and row["audio_chunk_count"] == 1, row
+    assert row["audio_ttfp_s"] > 0.2  # the whole answer's time, not a fast first chunk
+    assert row["inter_chunk_s"] == [] and row["max_playback_underrun_s"] is None
+    summary = results["summary"]
+    assert summary["not_streamed_requests"] == 1 and summary["playback_continuity_na_requests"] == 1
+
+
+@pytest.mark.parametrize(("parts", "reason"), [
+    ([event({"audio": {"data": wav_b64(0.2)}}), b"data: {not json\n\n", DONE], "event 1 is not valid JSON"),
+    ([event({"audio": {"data": base64.b64encode(b"RIFF....WAVEjunk").decode()}}), DONE],
+     "audio chunk 0 does not decode"),
+    ([event({"audio": {"data": wav_b64(0.2)}}), USAGE], "the stream ended without [DONE] after 2 event(s)"),
+], ids=["bad-json", "bad-audio", "no-done"])
+def test_a_broken_stream_is_a_failed_request_with_its_reason(scripted, meta, tmp_path, parts, reason):
+    results = run_client(meta, scripted(Script([(0, p) for p in parts])), tmp_path / "out")
+    row = only_row(results)
+    assert not row["is_success"] and reason in row["error"], row
+    assert results["summary"]["failed_requests"] == 1 and not (tmp_path / "out" / "audio" / "s1.wav").exists()
+
+
+def test_a_stalled_stream_is_cut_by_the_request_timeout(scripted, meta, tmp_path):
+    script = Script([(0, event({"audio": {"data": wav_b64(0.2)}}))], hold=True)
+    row = only_row(run_client(meta, scripted(script), tmp_path / "out", timeout_s=1))
+    assert not row["is_success"] and "timed out after 1 s (1 audio chunk(s) had arrived)" in row["error"], row
+
+
+# -- the local server: a delay planted on the first chunk -------------------------------------------
+@pytest.mark.slow
+def test_the_local_server_plants_a_delay_on_the_first_chunk(meta, tmp_path):
+    """`--delay-ms 400 --delay-on first-chunk`: the text comes at once, the first audio 400 ms later."""
+    port = free_port()
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo",
+                        "--port", str(port), "--delay-ms", "400", "--delay-on", "first-chunk"],
+                       log_path=tmp_path / "server.log", env=dict(os.environ))
+    try:
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+        row = only_row(run_client(meta, port, tmp_path / "out"))
+    finally:
+        proc.stop(10)
+    assert row["is_success"] and row["streamed"] and row["audio_chunk_count"] >= 2, row
+    assert row["audio_ttfp_s"] - row["text_ttft_s"] > 0.35, row  # the planted 400 ms (a lower bound: safe)
+
+
+def test_a_bad_stream_delay_setting_is_refused_before_anything_starts(invoke):
+    done = invoke("run", "--workload", "seedtts", env={"INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "sometimes"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "local_stream_delay 'sometimes' is not one of first, every or empty" in done.stdout + done.stderr
+    assert "RUN_READY" not in done.stdout
+
+
+# -- end to end, as a user runs it ---------------------------------------------------------------------
+STREAM = ("--opt", "seedtts.stream=true")
+
+
+def only_run(results: Path) -> Path:
+    (run,) = results.glob("*/run0")
+    return run
+
+
+@pytest.mark.slow
+def test_a_local_streaming_run(tmp_path):
+    """`invoke run` with stream on: every first audio before its request's end, the first-audio
+    mean below the mean latency, an unstalled stream's underrun near zero, samples for the plots."""
+    results = tmp_path / "results"
+    done = invoke_run_into(results, "seedtts", extra=(*STREAM, "--opt", "seedtts.max_samples=3"))
+    assert done.returncode == 0 and "RUN_COMPLETE" in done.stdout, done.stdout + done.stderr
+    run = only_run(results)
+    rows = json.loads((run / "seedtts" / "speed_results.json").read_text())["per_request"]
+    assert len(rows) == 3
+    for row in rows:
+        assert row["streamed"] and row["audio_chunk_count"] >= 2, row
+        assert 0 < row["audio_ttfp_s"] < row["latency_s"] and row["text_ttft_s"] <= row["audio_ttfp_s"]
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    assert metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
+    assert metrics["seedtts.max_playback_underrun_mean_s"] < 0.1 and metrics["seedtts.not_streamed_requests"] == 0
+    samples = json.loads((run / "samples.json").read_text())
+    assert len(samples["seedtts.audio_ttfp_s"]) == 3 and len(samples["seedtts.inter_chunk_s"]) >= 3
+
+
+def measure(results: Path, name: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "invoke", "measure", "--workload", "seedtts", *STREAM, "--opt",
+            "seedtts.max_samples=2", "--opt", "seedtts.max_concurrency=2", "--opt", "seedtts.warmup=0",
+            "--runs", "3", "--name", name, "--port", str(free_port())]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Two small streaming campaigns, the second with 1 s planted before every audio chunk (longer
+    than a 0.5 s piece plays, so the player starves; far above the base's gaps, which a busy
+    machine stretches by tens of milliseconds), and `invoke compare` of them."""
+    results = tmp_path_factory.mktemp("planted") / "results"
+    base = measure(results, "base")
+    assert base.returncode == 0, base.stdout + base.stderr
+    cand = measure(results, "cand", {"INVOKE_OMNIBENCH_LOCAL_DELAY_MS": "1000",
+                                     "INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "every"})
+    assert cand.returncode == 0, cand.stdout + cand.stderr
+    compared = subprocess.run([sys.executable, "-m", "invoke", "compare", "base", "cand", "--fail-on", "worse"],
+                              cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+    return results, base, compared
+
+
+@pytest.mark.slow
+def test_a_planted_per_chunk_delay_is_found_worse(planted):
+    results, _, compared = planted
+    assert compared.returncode == 1, compared.stdout + compared.stderr  # --fail-on worse
+    doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
+    verdicts = {m["name"]: m["verdict"] for m in doc["metrics"]}
+    for name in ("seedtts.inter_chunk_mean_s", "seedtts.inter_chunk_p95_s", "seedtts.inter_chunk_p99_s",
+                 "seedtts.max_playback_underrun_mean_s", "seedtts.max_playback_underrun_p95_s"):
+        assert verdicts[name] == "worse", f"{name}: {verdicts[name]}\n{compared.stdout}"
+    assert verdicts["seedtts.wer.wer_corpus"] != "worse"  # the same speech, only later
+
+
+@pytest.mark.slow
+def test_a_streaming_campaign_reports_distribution_plots(planted):
+    results, base, _ = planted
+    assert "seedtts.audio_ttfp_mean_s" in base.stdout and "seedtts.c100" in base.stdout
+    report = json.loads(next(results.glob("*/campaigns/base/report.json")).read_text())
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["direction"] == "lower"
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["mean"] < 0.1  # unstalled: near zero
+    pytest.importorskip("matplotlib")
+    names = {Path(p).name for p in report["plots"]}
+    assert {"distribution-seedtts.audio_ttfp_s.png", "distribution-seedtts.inter_chunk_s.png"} <= names
+
+
+@pytest.mark.slow
+def test_the_standins_own_client_streams(tmp_path):
+    """`--client sglang` on the stand-in: its benchmark_omni_seedtts gets --stream and writes
+    sglang-omni's streaming fields, which omnibench reads."""
+    made = invoke_standin(tmp_path / "sglang-omni", "--fake-gpus", str(tmp_path / "fakegpu"))
+    assert made.fake_gpus is not None
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "invoke", "run", "--target", "sglang-omni", "--checkout", str(made.root),
+            "--client", "sglang", "--port", str(free_port()), "--workload", "seedtts", *STREAM,
+            "--opt", "seedtts.max_samples=2"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results),
+                               "PATH": f"{made.fake_gpus}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0 and "RUN_COMPLETE" in done.stdout, done.stdout + done.stderr
+    run = only_run(results)
+    steps = {s["step"]: s for s in json.loads((run / "manifest.json").read_text())["steps"]}
+    command = steps["seedtts.generate"]["command"]
+    assert command[1:4] == ["-m", "benchmarks.eval.benchmark_omni_seedtts", "--generate-only"] and "--stream" in command
+    speed = json.loads((run / "seedtts" / "speed_results.json").read_text())
+    assert speed["config"]["stream"] is True and all(r["streamed"] for r in speed["per_request"])
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    assert 0 < metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
