@@ -102,3 +102,11 @@ def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tm
     assert [(r["design"], r["condition"], r["A/A"], r["A/B"]) for r in got["summary"]] == \
         [("duet", "drift", 1, 1), ("sequential", "drift", 1, 1)]
     assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
+
+
+def test_bench_changepoints_smoke_scores_the_installed_candidates(tmp_path):
+    done = _run("bench_changepoints.py", "--smoke", "--out", str(tmp_path))
+    rows = {r["library"]: r for r in (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{"))}
+    assert {"asv", "omnibench"} <= set(rows)  # asv is a dependency; the others say they are not installed here
+    assert all(r["series"] == 2 and r["planted"] == 1 for r in rows.values())
+    assert (tmp_path / "omnibench.json").is_file()

@@ -33,7 +33,7 @@ class HistoryOutcome:
     """What the command did and found."""
 
     history: History
-    rebuilt: tuple[int, int] | None = None  # (campaigns, bisects) indexed by --rebuild
+    rebuilt: st.Rebuilt | None = None  # what --rebuild indexed
     bisected: tuple[str, ...] = field(default_factory=tuple)  # lines: range -> named commit
     saved: Path | None = None
 
@@ -109,7 +109,8 @@ def outcome_text(done: HistoryOutcome, series_text: str) -> str:
     """What was rebuilt and bisected, then the series (``series_text``), then where the JSON went."""
     lines = []
     if done.rebuilt is not None:
-        lines.append(f"rebuilt the history database: {done.rebuilt[0]} campaigns, {done.rebuilt[1]} bisects")
+        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects")
+        lines += [f"  skipped {why}" for why in done.rebuilt.skipped]
     lines += done.bisected
     lines.append(series_text)
     if done.saved:

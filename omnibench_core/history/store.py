@@ -352,13 +352,22 @@ def campaign_files(results: Path) -> list[Path]:
     return sorted(results.glob("*/campaigns/*.json"))
 
 
-def rebuild(results: Path, *, git: str = "git") -> tuple[int, int]:
-    """Make the database again from the run directories: (campaigns, bisects) indexed. The old
-    file (and its WAL) is removed first, whatever state it was in."""
+@dataclass(frozen=True)
+class Rebuilt:
+    """What :func:`rebuild` indexed, and each campaign file it could not trust (file: why)."""
+
+    campaigns: int
+    bisects: int
+    skipped: tuple[str, ...] = ()
+
+
+def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
+    """Make the database again from the run directories. The old file (and its WAL) is removed
+    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named."""
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             Path(f"{db_path(results)}{suffix}").unlink()
-    campaigns = 0
+    campaigns, skipped = 0, []
     with opened(results):
         pass  # an empty store even when nothing is measured yet
     for path in campaign_files(results):
@@ -366,7 +375,7 @@ def rebuild(results: Path, *, git: str = "git") -> tuple[int, int]:
             campaigns += index_campaign(results, path, git=git)
         except HistoryStoreError:
             raise
-        except OmnibenchError:
-            continue  # a campaign file that cannot be trusted is not history (record.load names it)
+        except OmnibenchError as exc:  # record.load and the run readers name the file and field
+            skipped.append(f"{path.relative_to(results)}: {exc.message}")
     bisects = sum(index_bisect(results, p) is not None for p in sorted((results / "bisects").glob("*.json")))
-    return campaigns, bisects
+    return Rebuilt(campaigns, bisects, tuple(skipped))
