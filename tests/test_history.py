@@ -246,3 +246,20 @@ def test_find_steps_finds_a_planted_step_and_nothing_in_noise():
     (s,) = find_steps(stepped)
     assert s.index == 12 and 0.2 < s.low < s.step < s.high < 0.4
     assert find_steps([[1.0, 1.1]]) == []  # one point: nothing to find
+
+
+@pytest.mark.slow
+def test_an_ab_experiment_of_two_commits_is_indexed_as_two_points(story, tmp_path):
+    c = story.commits
+    results = tmp_path / "results"
+    _ok(_invoke(results, "ab", "--target", "sglang-omni", "--checkout", str(story.root), *SELFTEST, "--a-rev", c[0],
+                "--b-rev", c[5], "--rounds", "2", "--port", str(free_port()), path=story.env["PATH"]))
+    with sqlite3.connect(results / DB_NAME) as db:  # indexed as it completed
+        rows = db.execute("SELECT file, revision, kind FROM campaigns ORDER BY commit_time, file").fetchall()
+    assert [(r[1], r[2]) for r in rows] == [(c[0], "ab"), (c[5], "ab")] and rows[0][0].endswith(".json#A")
+    saved = tmp_path / "ab.json"
+    _ok(_invoke(results, "history", "--checkout", str(story.root), "--metric", METRIC, "--json", str(saved),
+                path=story.env["PATH"]))
+    (series,) = History.from_json(json.loads(saved.read_text())).series
+    assert [p.revision for p in series.points] == [c[0], c[5]] and all(len(p.values) == 2 for p in series.points)
+    assert series.points[1].mean > 2 * series.points[0].mean

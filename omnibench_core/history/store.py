@@ -21,10 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..ab import record as ab_record
 from ..campaign import record
+from ..campaign.execute import environment_of
 from ..campaign.front_door import campaign_stats
+from ..campaign.summary import stats_of
 from ..errors import OmnibenchError
 from ..jsonio import read_json
+from ..scale.revisions import WORKTREES
 
 DB_NAME = "history.sqlite"
 SCHEMA_VERSION = 1
@@ -284,6 +288,44 @@ def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
                            _report_of(results, campaign_file, c.name))
 
 
+def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaign]:
+    """A complete A/B experiment's sides as the store indexes them: each side that measured a
+    revision of the checkout with no settings of its own is one point of that commit (a side that
+    changed a setting measured a setup, not a commit, and is left out). The A/B reader twin of
+    :func:`read_campaign`."""
+    e = ab_record.load(experiment_file)
+    if e.status is not ab_record.ExperimentStatus.COMPLETE:
+        return []
+    shared = dict(e.identity.settings)
+    out = []
+    for side in (e.identity.a, e.identity.b):
+        measured = e.measured(side.label)
+        if not side.revision or side.sets or len(measured) < 2:
+            continue
+        dirs = [results / a.revision / a.run for _, a in sorted(measured.items())]
+        stats = stats_of(f"{e.name} side {side.label}", dirs)
+        runs: dict[str, dict[str, float]] = {}
+        for m in stats.metrics:
+            for run, value in ([] if m.problem else m.values.items()):
+                runs.setdefault(run, {})[m.name] = float(value)
+        env = environment_of(dirs[0])
+        identity = Identity(tuple(e.identity.workloads), tuple(side.options), e.identity.client or "",
+                            str(shared.get("target", env.get("target") or "")))
+        out.append(IndexedCampaign(f"{experiment_file.relative_to(results)}#{side.label}", dirs[0].parent.name,
+                                   side.revision, identity, environment_facts(env), runs, e.updated, kind="ab"))
+    return out
+
+
+def index_experiment(results: Path, experiment_file: Path, *, git: str = "git") -> int:
+    """Index a complete A/B experiment's sides (see :func:`read_experiment`); how many were."""
+    sides = read_experiment(results, experiment_file)
+    shared = [v for k, v in ab_record.load(experiment_file).identity.settings if k == "checkout"]
+    with opened(results) as store:
+        for side in sides:  # the side's own worktree (as matrix makes one), else the shared checkout
+            store.add(_with_commit(side, [str(results / WORKTREES / side.revision), *shared], git))
+    return len(sides)
+
+
 def commit_facts(checkout: Path | str, revision: str, git: str = "git") -> tuple[str, str, str]:
     """(committer time, first parent, subject) of ``revision`` in ``checkout``; empty strings
     where git cannot tell (the checkout is gone, say)."""
@@ -362,7 +404,7 @@ class Rebuilt:
 
 
 def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
-    """Make the database again from the run directories. The old file (and its WAL) is removed
+    """Make the database again from the run directories (campaigns, A/B sides, bisects). The old file (and its WAL) is removed
     first, whatever state it was in; a campaign file that cannot be trusted is skipped and named."""
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -376,6 +418,13 @@ def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
         except HistoryStoreError:
             raise
         except OmnibenchError as exc:  # record.load and the run readers name the file and field
+            skipped.append(f"{path.relative_to(results)}: {exc.message}")
+    for path in sorted((results / ab_record.AB_FOLDER).glob("*.json")):
+        try:
+            campaigns += index_experiment(results, path, git=git)
+        except HistoryStoreError:
+            raise
+        except OmnibenchError as exc:
             skipped.append(f"{path.relative_to(results)}: {exc.message}")
     bisects = sum(index_bisect(results, p) is not None for p in sorted((results / "bisects").glob("*.json")))
     return Rebuilt(campaigns, bisects, tuple(skipped))
