@@ -18,6 +18,7 @@ from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.history import front_door as history_layer
+from omnibench_core.history.query import check_revisions
 from omnibench_core.history.text import history_text as history_view
 from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import front_door as scale
@@ -334,7 +335,8 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
 
 
 @task(checks={
-    "metric": f.text(), "workload": f.text(), "revisions": f.text(), "target": TARGET, "checkout": f.text(),
+    "metric": f.text(), "workload": f.text(), "target": TARGET,
+    "revisions": f.library("A..B or a branch (not starting with -)", check_revisions), "checkout": f.text(),
     "results": f.text(), "json": f.text(), "rebuild": f.SWITCH, "bisect": f.SWITCH, "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS), "threshold": f.threshold(), "port": f.port()},
     help={"metric": "only this metric, e.g. selftest.latency_mean_s (default every metric)",

@@ -44,12 +44,19 @@ class Found:
     line: tuple[str, ...]
 
 
+def check_revisions(spec: str) -> str:
+    """``--revisions`` stripped; one starting with ``-`` (git would read it as an option) is a SettingsError."""
+    spec = spec.strip()
+    if spec.startswith("-"):
+        raise SettingsError(f"--revisions {spec!r} starts with '-', which git would read as an option",
+                            hint="name a range A..B or a branch")
+    return spec
+
+
 def first_parent_line(checkout: Path, revisions: str | None, git: str = "git") -> list[Commit]:
     """The commits of ``revisions`` (``A..B`` or a branch; default HEAD) in first-parent order,
     oldest first (``git log --first-parent --reverse``: ``A..B`` leaves A out, as git does)."""
-    spec = (revisions or "HEAD").strip()
-    if spec.startswith("-"):
-        raise SettingsError(f"--revisions {spec!r} looks like an option", hint="name a range A..B or a branch")
+    spec = check_revisions(revisions or "HEAD")
     argv = [git, "-C", str(checkout), "log", "--first-parent", "--reverse", "--format=%H%x1f%cI%x1f%s",
             "--end-of-options", spec, "--"]
     try:

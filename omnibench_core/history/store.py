@@ -38,7 +38,7 @@ REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from
 _SCHEMA = """
 CREATE TABLE campaigns (
     file TEXT PRIMARY KEY,           -- the campaign file, relative to the results root
-    kind TEXT NOT NULL,              -- campaign
+    kind TEXT NOT NULL,              -- campaign, or ab (one side of an A/B experiment: file#A)
     folder TEXT NOT NULL,            -- the revision folder's name
     revision TEXT NOT NULL,          -- the full commit ('' when unknown)
     commit_time TEXT NOT NULL,       -- ISO 8601 committer time ('' when unknown)
