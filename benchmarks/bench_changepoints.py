@@ -2,7 +2,7 @@
 candidate on series with planted steps and realistic noise.
 
 Each series is one metric over ``n`` commits (8 to 60), 1 to 3 runs a commit, run-to-run noise of
-a coefficient of variation like our campaigns' (1 %, 3 %, 5 %: docs/performance.md), and either no
+a coefficient of variation of 1, 3 or 5 % (docs/history.md says where from), and either no
 step or one step of 3 to 20 % at a random commit in its middle half. Each candidate sees what
 `invoke history` has: the per-commit means (and the runs, for the one that uses them).
 

@@ -17,7 +17,7 @@ import json
 import sqlite3
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,6 @@ class Store:
 
     path: Path
     db: sqlite3.Connection
-    commits: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # cached git facts
 
     def add(self, c: IndexedCampaign) -> None:
         """Index (or index again) one campaign, in one transaction."""
@@ -190,6 +189,12 @@ def _guarded(path: Path) -> Iterator[None]:
     """sqlite's errors as a HistoryStoreError naming the file."""
     try:
         yield
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # the busy timeout ran out: not a corrupt file
+            raise HistoryStoreError(f"the history database {path} stayed locked for {BUSY_TIMEOUT_S:.0f} s",
+                                    evidence={"file": str(path), "error": str(exc)},
+                                    hint="another omnibench holds it: try again when it ends") from exc
+        raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
 
