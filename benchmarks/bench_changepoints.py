@@ -14,7 +14,8 @@ they do not install side by side, so run the script once in each one's venv):
 - ``spa``: MongoDB's E-Divisive, ``signal_processing_algorithms`` (permutation test, p 0.05);
 - ``ruptures``: PELT (l2 cost), penalty 2 sigma^2 log n with sigma from the first differences;
 - ``omnibench``: what `invoke history` does (omnibench_core.history.changepoints: the chosen
-  library's steps, each kept only when its Welch interval excludes no change), where omnibench is installed.
+  library's steps, each kept only when its Welch interval excludes no change and it is at least 5 %),
+  where omnibench is installed; ``omnibench-no-min``: the same without the 5 % minimum.
 
 A detection is right when it names the planted first-after commit or its neighbour (a step between
 two commits may be found one commit off when noise blurs it); every other detection is a false one.
@@ -82,9 +83,16 @@ def _omnibench(runs: Sequence[Sequence[float]]) -> list[int]:
     return [s.index for s in find_steps(runs)]
 
 
+def _omnibench_no_min(runs: Sequence[Sequence[float]]) -> list[int]:
+    from omnibench_core.history.changepoints import find_steps
+
+    return [s.index for s in find_steps(runs, min_effect=0.0)]
+
+
 CANDIDATES: dict[str, tuple[str, Detector]] = {
     "asv": ("asv", _asv), "otava": ("otava", _otava), "spa": ("signal_processing_algorithms", _spa),
-    "ruptures": ("ruptures", _ruptures), "omnibench": ("omnibench_core", _omnibench)}
+    "ruptures": ("ruptures", _ruptures), "omnibench": ("omnibench_core", _omnibench),
+    "omnibench-no-min": ("omnibench_core", _omnibench_no_min)}
 
 
 def make_series(rng: random.Random, n: int, runs: int, cv: float, step: float) -> tuple[list[list[float]], int | None]:

@@ -11,7 +11,7 @@ from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
 from . import store as st
-from .changepoints import CONFIDENCE, DETECTOR
+from .changepoints import CONFIDENCE, MIN_EFFECT, describe
 from .query import Found, find
 from .series import History
 
@@ -45,7 +45,7 @@ def _checkout(settings: Settings, checkout: str | None) -> Path | None:
 
 def run_history(settings: Settings, *, metric: str | None = None, workload: str | None = None,
                 revisions: str | None = None, target: str | None = None, checkout: str | None = None,
-                rebuild: bool = False, bisect: bool = False, json_out: str | None = None,
+                rebuild: bool = False, bisect: bool = False, json_out: str | None = None, min_effect: float = MIN_EFFECT,
                 slot_flags: SlotFlags = SlotFlags(), progress: Progress = print) -> HistoryOutcome:
     """``invoke history``: (``rebuild``) the store made again; the selected series; (``bisect``)
     each change point with untested commits bisected and its named commit stored, then the
@@ -55,14 +55,15 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
     where = _checkout(settings, checkout)
 
     def query() -> list[Found]:
-        return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git)
+        return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git,
+                    min_effect=min_effect)
 
     found = query()
     lines: list[str] = []
     if bisect:
         lines = _bisect_all(settings, found, metric, slot_flags, progress)
         found = query()
-    history = History(tuple(f.series for f in found), CONFIDENCE, DETECTOR)
+    history = History(tuple(f.series for f in found), CONFIDENCE, describe(min_effect))
     saved = None
     if json_out:
         saved = Path(json_out).expanduser()

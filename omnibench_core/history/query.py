@@ -17,7 +17,7 @@ from ..campaign.directions import direction
 from ..campaign.estimators import t_quantile
 from ..errors import OmnibenchError, SettingsError
 from . import store as st
-from .changepoints import CONFIDENCE, DETECTOR, Step, find_steps
+from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
 from .series import ChangePoint, History, Point, Series, StepKind
 
 
@@ -120,7 +120,8 @@ def _latest_per_commit(campaigns: Sequence[st.IndexedCampaign]) -> dict[str, st.
 
 
 def find(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
-         target: str | None = None, checkout: Path | None = None, git: str = "git") -> list[Found]:
+         target: str | None = None, checkout: Path | None = None, git: str = "git",
+         min_effect: float = MIN_EFFECT) -> list[Found]:
     """The series of :func:`history` with their identities (for ``--bisect``)."""
     if not st.db_path(results).exists():
         st.rebuild(results, git=git)  # the run directories are the truth: a missing database is made again
@@ -158,7 +159,7 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
         ordered = sorted(per_commit.values(), key=lambda c: (order.get(c.revision, -1), c.commit_time, c.completed))
         for m in ([metric] if metric else sorted({m for c in ordered for run in c.runs.values() for m in run})):
             series = _series(identity, m, ordered, by_rev, [b for b in bisects if b.series == identity.key()],
-                             tuple(c.revision for c in line))
+                             tuple(c.revision for c in line), min_effect)
             if series is not None:
                 found.append(Found(identity, series, tuple(c.revision for c in line)))
     return found
@@ -171,7 +172,7 @@ def _label(identity: st.Identity, metric: str) -> str:
 
 
 def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCampaign], by_rev: Mapping[str, Commit],
-            bisects: Sequence[st.Bisected], line: Sequence[str]) -> Series | None:
+            bisects: Sequence[st.Bisected], line: Sequence[str], min_effect: float) -> Series | None:
     points = []
     for c in ordered:
         values = tuple(run[metric] for _, run in sorted(c.runs.items()) if metric in run)
@@ -184,17 +185,18 @@ def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCamp
                             dict(c.environment)))
     if not points:
         return None
-    steps = find_steps([p.values for p in points])
+    steps = find_steps([p.values for p in points], min_effect=min_effect)
     return Series(_label(identity, metric), metric, identity.target, direction(metric), tuple(points),
                   tuple(_change_point(points, s, line, metric, bisects) for s in steps))
 
 
 def history(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
-            target: str | None = None, checkout: Path | None = None) -> History:
+            target: str | None = None, checkout: Path | None = None, min_effect: float = MIN_EFFECT) -> History:
     """Every series of the results store that the filters select, in first-parent order of
     ``checkout`` (a git repository; without one, by commit time) over ``revisions`` (``A..B``
     or a branch; default HEAD), with change points. A missing database is rebuilt first; a
     corrupt or newer one is a HistoryStoreError; an unknown ``metric`` an UnknownMetric naming
-    close names."""
-    found = find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=checkout)
-    return History(tuple(f.series for f in found), CONFIDENCE, DETECTOR)
+    close names. A step smaller than ``min_effect`` (a fraction) is not a change point."""
+    found = find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=checkout,
+                 min_effect=min_effect)
+    return History(tuple(f.series for f in found), CONFIDENCE, describe(min_effect))
