@@ -83,8 +83,6 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
     if metric is None:
         raise SettingsError("--bisect needs --metric: each bisect judges one metric",
                             hint="pass --metric NAME (invoke history lists the series)")
-    if settings.run.target == "local":
-        raise SettingsError("--bisect measures commits of a checkout", hint="pass --target sglang-omni --checkout PATH")
     done: list[str] = []
     for f in found:
         for c in f.series.change_points:
@@ -98,9 +96,9 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
             result = scale.bisect(settings, good=c.last_before, bad=c.first_after, metric=f.series.metric,
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
-            st.index_bisect(settings.run.results_root, result.file)
-            done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} "
-                        f"({result.file})")
+            stored = st.index_bisect(settings.run.results_root, result.file) is not None
+            done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"
+                        + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
     if not done:
         progress("no change point with untested commits to bisect")
     return done
