@@ -25,7 +25,7 @@ from ..ab import record as ab_record
 from ..campaign import record
 from ..campaign.execute import environment_of
 from ..campaign.front_door import campaign_stats
-from ..campaign.summary import stats_of
+from ..campaign.summary import RunSetStats, stats_of
 from ..errors import OmnibenchError
 from ..jsonio import read_json
 from ..scale.revisions import WORKTREES
@@ -272,6 +272,15 @@ def _report_of(results: Path, campaign_file: Path, name: str) -> str | None:
     return str(reports[-1].relative_to(results)) if reports else None
 
 
+def _runs_of(stats: RunSetStats) -> dict[str, dict[str, float]]:
+    """Run -> metric -> value, for every metric whose values are all finite numbers."""
+    runs: dict[str, dict[str, float]] = {}
+    for m in stats.metrics:
+        for run, value in ([] if m.problem else m.values.items()):
+            runs.setdefault(run, {})[m.name] = float(value)
+    return runs
+
+
 def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
     """A campaign file and its measured runs as the store indexes them; None when the campaign is
     not complete. The one place the store reads run files (through the campaign readers)."""
@@ -279,12 +288,7 @@ def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
     if c.status != "complete":
         return None
     _, stats = campaign_stats(campaign_file)
-    runs: dict[str, dict[str, float]] = {}
-    for m in stats.metrics:
-        if m.problem:
-            continue
-        for run, value in m.values.items():
-            runs.setdefault(run, {})[m.name] = float(value)
+    runs = _runs_of(stats)
     env = dict(c.environment)
     identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
                         str(c.asked.settings.get("target", env.get("target") or "")))
@@ -308,11 +312,7 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
         if not side.revision or side.sets or len(measured) < 2:
             continue
         dirs = [results / a.revision / a.run for _, a in sorted(measured.items())]
-        stats = stats_of(f"{e.name} side {side.label}", dirs)
-        runs: dict[str, dict[str, float]] = {}
-        for m in stats.metrics:
-            for run, value in ([] if m.problem else m.values.items()):
-                runs.setdefault(run, {})[m.name] = float(value)
+        runs = _runs_of(stats_of(f"{e.name} side {side.label}", dirs))
         env = environment_of(dirs[0])
         identity = Identity(tuple(e.identity.workloads), tuple(side.options), e.identity.client or "",
                             str(shared.get("target", env.get("target") or "")))
