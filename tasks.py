@@ -17,7 +17,10 @@ from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
+from omnibench_core.history import front_door as history_layer
 from omnibench_core.history import site_command as history_site
+from omnibench_core.history.query import check_revisions
+from omnibench_core.history.text import history_text as history_view
 from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import front_door as scale
 from omnibench_core.scale.bisect import bisect_text
@@ -332,6 +335,35 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
     emit(bisect_text(result))
 
 
+@task(checks={
+    "metric": f.text(), "workload": f.text(), "target": TARGET,
+    "revisions": f.library("A..B or a branch (not starting with -)", check_revisions), "checkout": f.text(),
+    "results": f.text(), "json": f.text(), "rebuild": f.SWITCH, "bisect": f.SWITCH, "slots": f.gpu_ids(empty=True),
+    "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS), "threshold": f.threshold(), "port": f.port(),
+    "min_effect": f.percent()},
+    help={"min-effect": "smallest step that is a change point, in percent (default 5, as compare's)",
+          "metric": "only this metric, e.g. selftest.latency_mean_s (default every metric)",
+          "workload": "only campaigns of this workload", "target": "only campaigns of this target",
+          "revisions": "A..B or a branch of --checkout, in first-parent order (default HEAD; A..B leaves A out, as git)",
+          "checkout": "the git repository whose first-parent order the series follow (default the checkout setting)",
+          "results": "results root (its history.sqlite)", "json": "also save the history as JSON in this file",
+          "rebuild": "make the database again from the run directories first",
+          "bisect": "bisect each change point that holds untested commits (needs --metric), as invoke bisect",
+          "slots": SCALE_HELP["slots"] + " (--bisect)", "slot-per": SCALE_HELP["slot-per"] + " (--bisect)",
+          "slot-cpus": SCALE_HELP["slot-cpus"] + " (--bisect)", "threshold": SCALE_HELP["threshold"] + " (--bisect)",
+          "port": "base port of --bisect's slots (default 8000)"})
+def history(c, metric="", workload="", revisions="", target=None, checkout=None, results=None, json="", rebuild=False,
+            bisect=False, slots="", slot_per="pair", slot_cpus="rule", threshold="5%", port=None, min_effect="5"):
+    """Per metric the series over commits (mean, interval) and its change points; --bisect names their commits."""
+    with reported():
+        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
+        done = history_layer.run_history(
+            settings, metric=metric or None, workload=workload or None, revisions=revisions or None, target=target,
+            checkout=checkout, rebuild=rebuild, bisect=bisect, json_out=json or None, min_effect=min_effect, progress=emit,
+            slot_flags=history_layer.SlotFlags(slots, slot_per, slot_cpus, threshold))
+    emit(history_layer.outcome_text(done, history_view(done.history)))
+
+
 @task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], checks={
     **SETTING_CHECKS, "a_rev": f.revision(), "b_rev": f.revision(), "rounds": f.whole(2),
     "design": f.choice(ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
@@ -399,6 +431,6 @@ def publish(c, out, target=None, workload=None, metric=None, revisions=None, res
 
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
-ns = Collection(run, measure, compare, ab, matrix, bisect, publish, plugins, doctor, standin, setup)
+ns = Collection(run, measure, compare, ab, matrix, bisect, history, publish, plugins, doctor, standin, setup)
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.config_defaults()})

@@ -123,3 +123,11 @@ def test_gpu_duet_check_dry_run_takes_the_duet_on_two_fake_gpus_and_merges(tmp_p
     _run("gpu_duet_check.py", "--merge", str(tmp_path / "duet_check.json"), "--out", str(tmp_path / "merged"))
     merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
     assert merged["summary"] == report["summary"]
+
+
+def test_bench_changepoints_smoke_scores_the_installed_candidates(tmp_path):
+    done = _run("bench_changepoints.py", "--smoke", "--out", str(tmp_path))
+    rows = {r["library"]: r for r in (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{"))}
+    assert {"asv", "omnibench"} <= set(rows)  # asv is a dependency; the others say they are not installed here
+    assert all(r["series"] == 2 and r["planted"] == 1 for r in rows.values())
+    assert (tmp_path / "omnibench.json").is_file()

@@ -283,7 +283,18 @@ class _Driver:
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
             self.progress.say(f"A/B experiment complete: {ident.rounds} rounds a side")
+            self._index()
         return self.experiment
+
+    def _index(self) -> None:
+        """Index the sides that measured a commit in the results' history store; a store that
+        cannot take them is said, never a failed experiment (--rebuild makes it again)."""
+        from ..history.store import index_experiment  # the history reads A/B records: imported late
+
+        try:
+            index_experiment(self.path.parent.parent, self.path)
+        except OmnibenchError as exc:
+            self.progress.say(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
 
     def _complete(self, slot: Slot) -> bool:
         last = self.experiment.latest(slot)

@@ -181,7 +181,18 @@ class _Driver:
             self.save(status="complete", reason="")
             self.progress.say(f"campaign complete: {len(self.campaign.measured())} measured runs, "
                               f"{self.campaign.server_starts} server starts in all")
+            self._index()
         return self.campaign
+
+    def _index(self) -> None:
+        """Index the complete campaign in the results' history store; a store that cannot take it
+        is said, never a failed campaign (the run directories stay the truth: --rebuild)."""
+        from ..history.store import index_campaign  # the history reads campaigns: imported late
+
+        try:
+            index_campaign(self.revision.parent, self.path, git=self.settings.tools.git)
+        except OmnibenchError as exc:
+            self.progress.say(f"note: the campaign is not in the history database: {exc.message} ({exc.hint})")
 
     def _complete(self, slot: int) -> bool:
         last = self.campaign.latest(slot)

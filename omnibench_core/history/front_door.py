@@ -1,0 +1,117 @@
+"""What ``invoke history`` calls: rebuild the store, query it, hand flagged ranges to bisect and
+save the history as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SettingsError, storage_error
+from ..jsonio import write_json
+from ..settings import Settings
+from . import store as st
+from .changepoints import CONFIDENCE, MIN_EFFECT, describe
+from .query import Found, find
+from .series import History
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SlotFlags:
+    """How ``--bisect`` measures: the same slot flags ``invoke bisect`` takes."""
+
+    slots: str = ""
+    slot_per: str = "pair"
+    slot_cpus: str = "rule"
+    threshold: float = 0.05
+
+
+@dataclass(frozen=True)
+class HistoryOutcome:
+    """What the command did and found."""
+
+    history: History
+    rebuilt: st.Rebuilt | None = None  # what --rebuild indexed
+    bisected: tuple[str, ...] = field(default_factory=tuple)  # lines: range -> named commit
+    saved: Path | None = None
+
+
+def _checkout(settings: Settings, checkout: str | None) -> Path | None:
+    value = checkout if checkout is not None else settings.run.checkout
+    return Path(value).expanduser() if value else None
+
+
+def run_history(settings: Settings, *, metric: str | None = None, workload: str | None = None,
+                revisions: str | None = None, target: str | None = None, checkout: str | None = None,
+                rebuild: bool = False, bisect: bool = False, json_out: str | None = None, min_effect: float = MIN_EFFECT,
+                slot_flags: SlotFlags = SlotFlags(), progress: Progress = print) -> HistoryOutcome:
+    """``invoke history``: (``rebuild``) the store made again; the selected series; (``bisect``)
+    each change point with untested commits bisected and its named commit stored, then the
+    series again; (``json_out``) the History saved as JSON."""
+    results, git = settings.run.results_root, settings.tools.git
+    rebuilt = st.rebuild(results, git=git) if rebuild else None
+    where = _checkout(settings, checkout)
+
+    def query() -> list[Found]:
+        return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git,
+                    min_effect=min_effect)
+
+    found = query()
+    lines: list[str] = []
+    if bisect:
+        lines = _bisect_all(settings, found, metric, slot_flags, progress)
+        found = query()
+    history = History(tuple(f.series for f in found), CONFIDENCE, describe(min_effect))
+    saved = None
+    if json_out:
+        saved = Path(json_out).expanduser()
+        try:
+            write_json(saved, history.to_json())
+        except OSError as exc:
+            raise storage_error("writing --json", exc) from exc
+    return HistoryOutcome(history, rebuilt, tuple(lines), saved)
+
+
+def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flags: SlotFlags,
+                progress: Progress) -> list[str]:
+    """Bisect every change point that holds untested commits and has a better side (once per
+    range: a series' identity and metric)."""
+    from ..scale import front_door as scale
+
+    if metric is None:
+        raise SettingsError("--bisect needs --metric: each bisect judges one metric",
+                            hint="pass --metric NAME (invoke history lists the series)")
+    done: list[str] = []
+    for f in found:
+        for c in f.series.change_points:
+            if not c.untested or c.bisected or c.kind == "changed":
+                continue
+            runs = max(2, min(len(p.values) for p in f.series.points if p.revision in (c.last_before, c.first_after)))
+            progress(f"bisecting {c.last_before[:7]}..{c.first_after[:7]} ({len(c.untested)} untested) on "
+                     f"{f.series.metric}, {runs} runs a commit")
+            engine = scale.make_engine(settings, slots=flags.slots, slot_per=flags.slot_per, slot_cpus=flags.slot_cpus,
+                                       progress=progress)
+            result = scale.bisect(settings, good=c.last_before, bad=c.first_after, metric=f.series.metric,
+                                  workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
+                                  options=f.identity.options, client=f.identity.client or None, progress=progress)
+            stored = st.index_bisect(settings.run.results_root, result.file) is not None
+            done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"
+                        + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
+    if not done:
+        progress("no change point with untested commits to bisect")
+    return done
+
+
+def outcome_text(done: HistoryOutcome, series_text: str) -> str:
+    """What was rebuilt and bisected, then the series (``series_text``), then where the JSON went."""
+    lines = []
+    if done.rebuilt is not None:
+        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects")
+        lines += [f"  skipped {why}" for why in done.rebuilt.skipped]
+    lines += done.bisected
+    lines.append(series_text)
+    if done.saved:
+        lines.append(f"history saved: {done.saved}")
+    return "\n".join(lines)

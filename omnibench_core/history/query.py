@@ -1,0 +1,202 @@
+"""``history()``: the series of the store per metric over commits in first-parent order, each
+point's mean and interval, and its change points (with the commits between them that were not
+measured, the step and its interval, and which environment facts changed there). ``invoke history``
+prints it and ``invoke publish`` renders it."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import statistics
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..campaign.directions import direction
+from ..campaign.estimators import t_quantile
+from ..errors import OmnibenchError, SettingsError
+from . import store as st
+from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
+from .series import ChangePoint, History, Point, Series, StepKind
+
+
+class UnknownMetric(SettingsError):
+    """``--metric`` names no metric of the selected campaigns."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the first-parent line."""
+
+    revision: str
+    time: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """A series with what it measured (the identity bisect needs) and the commit line it is on
+    (empty when no checkout gave one: untested commits are then unknown)."""
+
+    identity: st.Identity
+    series: Series
+    line: tuple[str, ...]
+
+
+def check_revisions(spec: str) -> str:
+    """``--revisions`` stripped; one starting with ``-`` (git would read it as an option) is a SettingsError."""
+    spec = spec.strip()
+    if spec.startswith("-"):
+        raise SettingsError(f"--revisions {spec!r} starts with '-', which git would read as an option",
+                            hint="name a range A..B or a branch")
+    return spec
+
+
+def first_parent_line(checkout: Path, revisions: str | None, git: str = "git") -> list[Commit]:
+    """The commits of ``revisions`` (``A..B`` or a branch; default HEAD) in first-parent order,
+    oldest first (``git log --first-parent --reverse``: ``A..B`` leaves A out, as git does)."""
+    spec = check_revisions(revisions or "HEAD")
+    argv = [git, "-C", str(checkout), "log", "--first-parent", "--reverse", "--format=%H%x1f%cI%x1f%s",
+            "--end-of-options", spec, "--"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OmnibenchError(f"cannot run git in {checkout}: {exc}", hint="install git, or check --checkout") from exc
+    if done.returncode != 0:
+        raise SettingsError(f"git cannot list {spec!r} in {checkout}", evidence={"output": done.stderr.strip()},
+                            hint="name a range A..B or a branch of the --checkout repository")
+    out = []
+    for line in done.stdout.splitlines():
+        parts = line.split("\x1f")
+        if len(parts) == 3:
+            out.append(Commit(*parts))
+    return out
+
+
+def _is_repo(checkout: Path | None) -> bool:
+    return checkout is not None and (checkout / ".git").exists()
+
+
+def point_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(mean, low, high): the t interval of the mean; one value is its own interval."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, mean, mean
+    half = t_quantile(1 - (1 - confidence) / 2, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def _kind(metric: str, step: float) -> StepKind:
+    d = direction(metric)
+    if d == "context":
+        return "changed"
+    return "worse" if (step > 0) == (d == "lower") else "better"
+
+
+def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Each fact that differs: fact -> (before, after); a fact one side lacks reads ``""``."""
+    return {k: (before.get(k, ""), after.get(k, "")) for k in sorted(set(before) | set(after))
+            if before.get(k, "") != after.get(k, "")}
+
+
+def _change_point(points: Sequence[Point], s: Step, line: Sequence[str], metric: str,
+                  bisected: Sequence[st.Bisected]) -> ChangePoint:
+    before, after = points[s.index - 1], points[s.index]
+    untested: tuple[str, ...] = ()
+    if line and before.revision in line and after.revision in line:
+        untested = tuple(line[line.index(before.revision) + 1:line.index(after.revision)])
+    named = next((b.first_bad for b in reversed(bisected) if b.metric == metric
+                  and b.first_bad in (after.revision, *untested)), None)
+    return ChangePoint(before.revision, after.revision, untested, s.before_mean, s.after_mean, s.step, s.low, s.high,
+                       _kind(metric, s.step), environment_changes(before.environment, after.environment), named)
+
+
+def _latest_per_commit(campaigns: Sequence[st.IndexedCampaign]) -> dict[str, st.IndexedCampaign]:
+    out: dict[str, st.IndexedCampaign] = {}
+    for c in sorted(campaigns, key=lambda c: c.completed):
+        out[c.revision or c.folder] = c  # a commit measured again: its newest campaign
+    return out
+
+
+def find(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
+         target: str | None = None, checkout: Path | None = None, git: str = "git",
+         min_effect: float = MIN_EFFECT) -> list[Found]:
+    """The series of :func:`history` with their identities (for ``--bisect``)."""
+    if not st.db_path(results).exists():
+        st.rebuild(results, git=git)  # the run directories are the truth: a missing database is made again
+    with st.opened(results, create=False) as store:
+        campaigns, bisects = store.campaigns(), store.bisects()
+    if target:
+        campaigns = [c for c in campaigns if c.identity.target == target]
+    if workload:
+        campaigns = [c for c in campaigns if workload in c.identity.workloads]
+    line: list[Commit] = []
+    if _is_repo(checkout):
+        assert checkout is not None
+        line = first_parent_line(checkout, revisions, git)
+    elif revisions:
+        raise SettingsError("--revisions needs the git repository whose first-parent order it follows",
+                            evidence={"checkout": str(checkout) if checkout else "(none)"},
+                            hint="pass --checkout PATH (the measured repository)")
+    order = {c.revision: i for i, c in enumerate(line)}
+    by_rev = {c.revision: c for c in line}
+    if line:
+        campaigns = [c for c in campaigns if c.revision in order]
+    names = sorted({m for c in campaigns for run in c.runs.values() for m in run})
+    if metric and metric not in names:
+        close = difflib.get_close_matches(metric, names, n=5, cutoff=0.4)
+        raise UnknownMetric(f"no metric {metric!r} in the selected campaigns",
+                            evidence={"close names": ", ".join(close) or "(none)",
+                                      "metrics": ", ".join(names[:40]) or "(no campaign selected)"},
+                            hint="name one of those with --metric (leave it out for every metric)")
+    groups: dict[st.Identity, list[st.IndexedCampaign]] = {}
+    for c in campaigns:
+        groups.setdefault(c.identity, []).append(c)
+    found = []
+    for identity, members in sorted(groups.items(), key=lambda kv: kv[0].key()):
+        per_commit = _latest_per_commit(members)
+        ordered = sorted(per_commit.values(), key=lambda c: (order.get(c.revision, -1), c.commit_time, c.completed))
+        for m in ([metric] if metric else sorted({m for c in ordered for run in c.runs.values() for m in run})):
+            series = _series(identity, m, ordered, by_rev, [b for b in bisects if b.series == identity.key()],
+                             tuple(c.revision for c in line), min_effect)
+            if series is not None:
+                found.append(Found(identity, series, tuple(c.revision for c in line)))
+    return found
+
+
+def _label(identity: st.Identity, metric: str) -> str:
+    head = metric.split(".", 1)[0]
+    name = head if head in identity.workloads else "+".join(identity.workloads)
+    return f"{name} [{' '.join(identity.options)}]" if identity.options else name
+
+
+def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCampaign], by_rev: Mapping[str, Commit],
+            bisects: Sequence[st.Bisected], line: Sequence[str], min_effect: float) -> Series | None:
+    points = []
+    for c in ordered:
+        values = tuple(run[metric] for _, run in sorted(c.runs.items()) if metric in run)
+        if not values:
+            continue
+        mean, low, high = point_interval(values)
+        commit = by_rev.get(c.revision)
+        points.append(Point(c.revision, (c.revision or c.folder)[:7], commit.time if commit else c.commit_time,
+                            commit.subject if commit else c.subject, c.file, c.report, values, mean, low, high,
+                            dict(c.environment)))
+    if not points:
+        return None
+    steps = find_steps([p.values for p in points], min_effect=min_effect)
+    return Series(_label(identity, metric), metric, identity.target, direction(metric), tuple(points),
+                  tuple(_change_point(points, s, line, metric, bisects) for s in steps))
+
+
+def history(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
+            target: str | None = None, checkout: Path | None = None, min_effect: float = MIN_EFFECT) -> History:
+    """Every series of the results store that the filters select, in first-parent order of
+    ``checkout`` (a git repository; without one, by commit time) over ``revisions`` (``A..B``
+    or a branch; default HEAD), with change points. A missing database is rebuilt first; a
+    corrupt or newer one is a HistoryStoreError; an unknown ``metric`` an UnknownMetric naming
+    close names. A step smaller than ``min_effect`` (a fraction) is not a change point."""
+    found = find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=checkout,
+                 min_effect=min_effect)
+    return History(tuple(f.series for f in found), CONFIDENCE, describe(min_effect))

@@ -1,0 +1,435 @@
+"""The results store, ``<results>/history.sqlite``: every complete campaign indexed (revision,
+commit time and first parent, workloads, options, target, environment facts, each run's metrics)
+and every bisect's named commit. The run directories stay the truth: :func:`rebuild` makes the
+database again from them, so deleting it loses nothing.
+
+The standard library's ``sqlite3`` in WAL mode with a busy timeout: two writers at once (two
+campaigns completing together) take turns. The schema version is ``PRAGMA user_version``; a
+database of a newer omnibench, or one that is not a database, is a :class:`HistoryStoreError`
+that names the file and says ``invoke history --rebuild``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import sqlite3
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..ab import record as ab_record
+from ..campaign import record
+from ..campaign.execute import environment_of
+from ..campaign.front_door import campaign_stats
+from ..campaign.summary import RunSetStats, stats_of
+from ..errors import OmnibenchError
+from ..jsonio import read_json
+from ..scale.revisions import WORKTREES
+
+DB_NAME = "history.sqlite"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one's transaction
+REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from the run directories"
+
+_SCHEMA = """
+CREATE TABLE campaigns (
+    file TEXT PRIMARY KEY,           -- the campaign file, relative to the results root
+    kind TEXT NOT NULL,              -- campaign, or ab (one side of an A/B experiment: file#A)
+    folder TEXT NOT NULL,            -- the revision folder's name
+    revision TEXT NOT NULL,          -- the full commit ('' when unknown)
+    commit_time TEXT NOT NULL,       -- ISO 8601 committer time ('' when unknown)
+    first_parent TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    workloads TEXT NOT NULL,         -- JSON list
+    options TEXT NOT NULL,           -- JSON list, sorted
+    client TEXT NOT NULL,
+    target TEXT NOT NULL,
+    environment TEXT NOT NULL,       -- JSON object of facts: name -> value
+    report TEXT,                     -- report.md relative to the results root, if one exists
+    completed TEXT NOT NULL,
+    indexed TEXT NOT NULL
+);
+CREATE INDEX campaigns_revision ON campaigns (revision);
+CREATE TABLE runs (
+    file TEXT NOT NULL REFERENCES campaigns (file) ON DELETE CASCADE,
+    run TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (file, run, metric)
+);
+CREATE INDEX runs_metric ON runs (metric);
+CREATE TABLE bisects (
+    file TEXT PRIMARY KEY,           -- <results>/bisects/... .json, relative
+    series TEXT NOT NULL,            -- JSON of the good end's identity (workloads, options, client, target)
+    metric TEXT NOT NULL,
+    good TEXT NOT NULL,
+    bad TEXT NOT NULL,
+    first_bad TEXT NOT NULL,
+    indexed TEXT NOT NULL
+);
+"""
+
+
+class HistoryStoreError(OmnibenchError):
+    """The history database cannot be used: not a database (corrupt), or of a newer schema."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a series measures, apart from the metric and the commit."""
+
+    workloads: tuple[str, ...]
+    options: tuple[str, ...]
+    client: str
+    target: str
+
+    def key(self) -> str:
+        """A stable JSON form (the bisects table's ``series``)."""
+        return json.dumps([list(self.workloads), list(self.options), self.client, self.target])
+
+
+@dataclass(frozen=True)
+class IndexedCampaign:
+    """One complete campaign as the store holds it."""
+
+    file: str
+    folder: str
+    revision: str
+    identity: Identity
+    environment: Mapping[str, str]
+    runs: Mapping[str, Mapping[str, float]]  # run -> metric -> value (finite numbers only)
+    completed: str
+    report: str | None = None
+    commit_time: str = ""
+    first_parent: str = ""
+    subject: str = ""
+    kind: str = "campaign"
+
+
+@dataclass(frozen=True)
+class Bisected:
+    """A bisect's named commit, for the series it ran on."""
+
+    file: str
+    series: str
+    metric: str
+    good: str
+    bad: str
+    first_bad: str
+
+
+@dataclass
+class Store:
+    """An open database; use :func:`opened`."""
+
+    path: Path
+    db: sqlite3.Connection
+
+    def add(self, c: IndexedCampaign) -> None:
+        """Index (or index again) one campaign, in one transaction."""
+        now = _now()
+        with _guarded(self.path), self.db:
+            self.db.execute("DELETE FROM runs WHERE file = ?", (c.file,))
+            self.db.execute(
+                "INSERT OR REPLACE INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (c.file, c.kind, c.folder, c.revision, c.commit_time, c.first_parent, c.subject,
+                 json.dumps(list(c.identity.workloads)), json.dumps(list(c.identity.options)), c.identity.client,
+                 c.identity.target, json.dumps(dict(c.environment), sort_keys=True), c.report, c.completed, now))
+            self.db.executemany("INSERT INTO runs VALUES (?,?,?,?)",
+                                [(c.file, run, m, v) for run, ms in c.runs.items() for m, v in ms.items()])
+
+    def add_bisect(self, b: Bisected) -> None:
+        """Record the commit a bisect named."""
+        with _guarded(self.path), self.db:
+            self.db.execute("INSERT OR REPLACE INTO bisects VALUES (?,?,?,?,?,?,?)",
+                            (b.file, b.series, b.metric, b.good, b.bad, b.first_bad, _now()))
+
+    def campaigns(self) -> list[IndexedCampaign]:
+        """Every indexed campaign with its runs."""
+        with _guarded(self.path):
+            rows = self.db.execute("SELECT file, folder, revision, workloads, options, client, target, environment, "
+                                   "completed, report, commit_time, first_parent, subject, kind FROM campaigns "
+                                   "ORDER BY file").fetchall()
+            values: dict[str, dict[str, dict[str, float]]] = {}
+            for file, run, metric, value in self.db.execute("SELECT file, run, metric, value FROM runs ORDER BY file, run"):
+                values.setdefault(file, {}).setdefault(run, {})[metric] = value
+        return [IndexedCampaign(r[0], r[1], r[2], Identity(tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5], r[6]),
+                                json.loads(r[7]), values.get(r[0], {}), r[8], r[9], r[10], r[11], r[12], r[13])
+                for r in rows]
+
+    def bisects(self) -> list[Bisected]:
+        """Every bisect recorded."""
+        with _guarded(self.path):
+            rows = self.db.execute("SELECT file, series, metric, good, bad, first_bad FROM bisects ORDER BY indexed").fetchall()
+        return [Bisected(*r) for r in rows]
+
+
+def db_path(results: Path) -> Path:
+    """``<results>/history.sqlite``."""
+    return results / DB_NAME
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _unusable(path: Path, problem: str, exc: Exception | None = None) -> HistoryStoreError:
+    evidence = {"file": str(path)}
+    if exc is not None:
+        evidence["error"] = f"{type(exc).__name__}: {exc}"
+    return HistoryStoreError(f"the history database {path} {problem}", evidence=evidence, hint=REBUILD_HINT)
+
+
+@contextlib.contextmanager
+def _guarded(path: Path) -> Iterator[None]:
+    """sqlite's errors as a HistoryStoreError naming the file."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # the busy timeout ran out: not a corrupt file
+            raise HistoryStoreError(f"the history database {path} stayed locked for {BUSY_TIMEOUT_S:.0f} s",
+                                    evidence={"file": str(path), "error": str(exc)},
+                                    hint="another omnibench holds it: try again when it ends") from exc
+        raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
+
+
+@contextlib.contextmanager
+def opened(results: Path, *, create: bool = True) -> Iterator[Store]:
+    """The store of ``results``, made (schema ``SCHEMA_VERSION``) when missing; a newer or corrupt
+    one is a HistoryStoreError."""
+    path = db_path(results)
+    if not create and not path.exists():
+        raise HistoryStoreError(f"no history database at {path}", evidence={"results": str(results)},
+                                hint="measure a campaign (invoke measure / matrix), or `invoke history --rebuild`")
+    results.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED")
+    except sqlite3.Error as exc:
+        raise _unusable(path, "cannot be opened", exc) from exc
+    try:
+        with _guarded(path):
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            _migrate(path, db)
+        yield Store(path, db)
+    finally:
+        db.close()
+
+
+def _migrate(path: Path, db: sqlite3.Connection) -> None:
+    """Make the schema in an empty database; refuse a newer one. BEGIN IMMEDIATE: two first
+    writers at once do not both make it."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise HistoryStoreError(f"the history database {path} has schema {version}; this omnibench reads "
+                                f"schema {SCHEMA_VERSION} (it was written by a newer omnibench)",
+                                evidence={"file": str(path), "schema": str(version)},
+                                hint="use the newer omnibench, or " + REBUILD_HINT)
+    if version == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] == 0:
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise _unusable(path, "holds tables but no schema version (not omnibench's?)")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+# -- reading the run directories -----------------------------------------------------------
+
+def environment_facts(environment: Mapping[str, Any]) -> dict[str, str]:
+    """The facts that make a new baseline, flat: ``gpu model``, ``gpu driver``, ``model REPO``
+    (its pinned revision), ``package NAME`` (its version). Where the environment has none of a
+    kind, that kind is left out."""
+    facts: dict[str, str] = {}
+    gpus = environment.get("gpus")
+    if isinstance(gpus, list) and gpus:
+        for key, field_name in (("gpu model", "name"), ("gpu driver", "driver_version")):
+            facts[key] = ", ".join(sorted({str(g.get(field_name, "")) for g in gpus if isinstance(g, dict)}))
+    for repo, rev in sorted((environment.get("model_revisions") or {}).items()):
+        facts[f"model {repo}"] = str(rev)
+    for name, version in sorted((environment.get("packages") or {}).items()):
+        facts[f"package {name}"] = str(version)
+    return facts
+
+
+def _report_of(results: Path, campaign_file: Path, name: str) -> str | None:
+    reports = sorted((campaign_file.parent / name).glob("report*.md"), key=lambda p: p.stat().st_mtime)
+    return str(reports[-1].relative_to(results)) if reports else None
+
+
+def _runs_of(stats: RunSetStats) -> dict[str, dict[str, float]]:
+    """Run -> metric -> value, for every metric whose values are all finite numbers."""
+    runs: dict[str, dict[str, float]] = {}
+    for m in stats.metrics:
+        for run, value in ([] if m.problem else m.values.items()):
+            runs.setdefault(run, {})[m.name] = float(value)
+    return runs
+
+
+def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
+    """A campaign file and its measured runs as the store indexes them; None when the campaign is
+    not complete. The one place the store reads run files (through the campaign readers)."""
+    c = record.load(campaign_file)
+    if c.status != "complete":
+        return None
+    _, stats = campaign_stats(campaign_file)
+    runs = _runs_of(stats)
+    env = dict(c.environment)
+    identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
+                        str(c.asked.settings.get("target", env.get("target") or "")))
+    return IndexedCampaign(str(campaign_file.relative_to(results)), c.revision, str(env.get("revision") or ""),
+                           identity, environment_facts(env), runs, c.updated,
+                           _report_of(results, campaign_file, c.name))
+
+
+def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaign]:
+    """A complete A/B experiment's sides as the store indexes them: each side that measured a
+    revision of the checkout with no settings of its own is one point of that commit (a side that
+    changed a setting measured a setup, not a commit, and is left out). The A/B reader twin of
+    :func:`read_campaign`."""
+    e = ab_record.load(experiment_file)
+    if e.status is not ab_record.ExperimentStatus.COMPLETE:
+        return []
+    shared = dict(e.identity.settings)
+    out = []
+    for side in (e.identity.a, e.identity.b):
+        measured = e.measured(side.label)
+        if not side.revision or side.sets or len(measured) < 2:
+            continue
+        dirs = [results / a.revision / a.run for _, a in sorted(measured.items())]
+        runs = _runs_of(stats_of(f"{e.name} side {side.label}", dirs))
+        env = environment_of(dirs[0])
+        identity = Identity(tuple(e.identity.workloads), tuple(side.options), e.identity.client or "",
+                            str(shared.get("target", env.get("target") or "")))
+        out.append(IndexedCampaign(f"{experiment_file.relative_to(results)}#{side.label}", dirs[0].parent.name,
+                                   side.revision, identity, environment_facts(env), runs, e.updated, kind="ab"))
+    return out
+
+
+def index_experiment(results: Path, experiment_file: Path, *, git: str = "git") -> int:
+    """Index a complete A/B experiment's sides (see :func:`read_experiment`); how many were."""
+    sides = read_experiment(results, experiment_file)
+    shared = [v for k, v in ab_record.load(experiment_file).identity.settings if k == "checkout"]
+    with opened(results) as store:
+        for side in sides:  # the side's own worktree (as matrix makes one), else the shared checkout
+            store.add(_with_commit(side, [str(results / WORKTREES / side.revision), *shared], git))
+    return len(sides)
+
+
+def commit_facts(checkout: Path | str, revision: str, git: str = "git") -> tuple[str, str, str]:
+    """(committer time, first parent, subject) of ``revision`` in ``checkout``; empty strings
+    where git cannot tell (the checkout is gone, say)."""
+    if not revision or not Path(checkout).is_dir():
+        return "", "", ""
+    try:
+        done = subprocess.run([git, "-C", str(checkout), "show", "-s", "--format=%cI%x1f%P%x1f%s", "--end-of-options",
+                               revision], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "", "", ""
+    parts = done.stdout.strip().split("\x1f")
+    if done.returncode != 0 or len(parts) != 3:
+        return "", "", ""
+    return parts[0], (parts[1].split() or [""])[0], parts[2]
+
+
+def _with_commit(c: IndexedCampaign, checkouts: Sequence[str], git: str) -> IndexedCampaign:
+    for checkout in checkouts:
+        time_, parent, subject = commit_facts(checkout, c.revision, git)
+        if time_:
+            return replace(c, commit_time=time_, first_parent=parent, subject=subject)
+    return c
+
+
+def index_campaign(results: Path, campaign_file: Path, *, git: str = "git") -> bool:
+    """Index one campaign file (when complete); True when it was. Its commit's facts come from the
+    campaign's own checkout (a matrix's worktree), or the checkout the run recorded."""
+    found = read_campaign(results, campaign_file)
+    if found is None:
+        return False
+    with opened(results) as store:
+        store.add(_with_commit(found, _checkouts_of(campaign_file), git))
+    return True
+
+
+def _checkouts_of(campaign_file: Path) -> list[str]:
+    try:
+        data = read_json(campaign_file)
+    except (OSError, ValueError):
+        return []
+    settings = (data.get("asked") or {}).get("settings") or {}
+    details = (data.get("environment") or {}).get("target_details") or {}
+    return [str(p) for p in (settings.get("checkout"), details.get("checkout")) if p]
+
+
+def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
+    """Record the commit a bisect file names, for its good end's series; None when the file or
+    the good end's campaign cannot be read."""
+    try:
+        data = read_json(bisect_file)
+        good_file = Path(data["campaigns"][data["good"]]["campaign"])
+        c = record.load(good_file if good_file.is_absolute() else results / good_file)
+        identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
+                            str(c.asked.settings.get("target", "")))
+        found = Bisected(str(bisect_file.relative_to(results)), identity.key(), str(data["metric"]), str(data["good"]),
+                         str(data["bad"]), str(data["first_bad"]))
+    except (OSError, ValueError, KeyError, TypeError, OmnibenchError):
+        return None
+    with opened(results) as store:
+        store.add_bisect(found)
+    return found
+
+
+def campaign_files(results: Path) -> list[Path]:
+    """Every campaign file under the results root: ``<results>/<revision>/campaigns/*.json``."""
+    return sorted(results.glob("*/campaigns/*.json"))
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """What :func:`rebuild` indexed, and each campaign file it could not trust (file: why)."""
+
+    campaigns: int
+    bisects: int
+    skipped: tuple[str, ...] = ()
+
+
+def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
+    """Make the database again from the run directories (campaigns, A/B sides, bisects). The old file (and its WAL) is removed
+    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{db_path(results)}{suffix}").unlink()
+    campaigns, skipped = 0, []
+    with opened(results):
+        pass  # an empty store even when nothing is measured yet
+    for path in campaign_files(results):
+        try:
+            campaigns += index_campaign(results, path, git=git)
+        except HistoryStoreError:
+            raise
+        except OmnibenchError as exc:  # record.load and the run readers name the file and field
+            skipped.append(f"{path.relative_to(results)}: {exc.message}")
+    for path in sorted((results / ab_record.AB_FOLDER).glob("*.json")):
+        try:
+            campaigns += index_experiment(results, path, git=git)
+        except HistoryStoreError:
+            raise
+        except OmnibenchError as exc:
+            skipped.append(f"{path.relative_to(results)}: {exc.message}")
+    bisects = sum(index_bisect(results, p) is not None for p in sorted((results / "bisects").glob("*.json")))
+    return Rebuilt(campaigns, bisects, tuple(skipped))

@@ -1,0 +1,273 @@
+"""`invoke history` on the user's path: `invoke standin` makes 8 commits with a latency planted
+from commit 6 on, `invoke matrix` measures them (2 runs each, local engine, two fake GPUs) and
+each campaign is indexed as it completes; `invoke history` flags the step, `--bisect` names the
+commit when only every other one was measured, a driver change planted in one campaign's
+environment (a fake nvidia-smi that reports another driver) is reported at its step, and
+`--rebuild` after deleting the database gives the same history. Then bad input: an unknown
+metric, a range with one measured commit, a database of a newer omnibench or not a database, and
+two writers at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port
+from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+
+from omnibench_core.history.changepoints import find_steps
+from omnibench_core.history.series import History
+from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION
+
+METRIC = "selftest.latency_mean_s"
+SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
+SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared")
+OLD_DRIVER, NEW_DRIVER = "0.0-standin", "999.1-planted"
+
+
+@dataclass(frozen=True)
+class Story:
+    """What the module fixture measured and what `invoke history` printed at each stage."""
+
+    root: Path  # the stand-in checkout
+    commits: tuple[str, ...]  # oldest first: commits[5] is commit 6, the planted one
+    results: Path
+    env: dict[str, str]
+    indexed_after_matrix: int  # campaigns in the database right after the first matrix, no rebuild
+    every_other: subprocess.CompletedProcess  # history with commits 1, 3, 5, 7 measured
+    bisected: subprocess.CompletedProcess  # history --bisect
+    full: subprocess.CompletedProcess  # history with all 8 measured, --json
+    saved: Path  # that --json
+    driver: subprocess.CompletedProcess  # history of commits 5 (old driver), 6 and 7 (new driver), elsewhere
+
+
+def _invoke(results: Path, *args: str, path: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PATH": path}
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def _driver_wrapper(folder: Path, fake: Path) -> Path:
+    """An nvidia-smi that answers as the stand-in's fake does, with another driver version: the
+    host got a new driver between two campaigns."""
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text(f'#!/bin/bash\nset -o pipefail\n"{fake}/nvidia-smi" "$@" | sed "s/{OLD_DRIVER}/{NEW_DRIVER}/g"\n')
+    script.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory) -> Story:
+    tmp = tmp_path_factory.mktemp("history")
+    # 100 ms a request on every commit, 300 from commit 6 on: a busy machine's noise stays far below it
+    # with 2 runs (at 50 ms a loaded 2-core machine once made a second, false step among 5 commits)
+    made = invoke_standin(tmp / "co", "--commits", "8", "--regress-at", "6", "--base-delay-ms", "100",
+                          "--delay-ms", "200", "--fake-gpus", str(tmp / "fakegpu"))
+    assert made.fake_gpus is not None and len(made.commits) == 8
+    results, root, c = tmp / "results", str(made.root), made.commits
+    old = path_without_nvidia_smi(made.fake_gpus)
+    new = path_without_nvidia_smi(_driver_wrapper(tmp / "newdriver", made.fake_gpus))
+    common = ("--target", "sglang-omni", "--checkout", root)
+    history = ("history", *common, "--metric", METRIC)
+    # every other commit: 1, 3, 5, 7 (two campaigns at once on two slots: two writers of the store)
+    _ok(_invoke(results, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", ",".join(c[0:8:2]),
+                "--port", str(free_port()), path=old))
+    with sqlite3.connect(results / DB_NAME) as db:
+        indexed = db.execute("SELECT count(*) FROM campaigns").fetchone()[0]
+    every_other = _ok(_invoke(results, *history, path=old))
+    bisected = _ok(_invoke(results, *history, "--bisect", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus",
+                           "shared", "--port", str(free_port()), path=old))
+    # the rest, on the old driver again: every commit measured
+    _ok(_invoke(results, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", ",".join((c[1], c[3], c[7])),
+                "--port", str(free_port()), path=old))
+    saved = tmp / "full.json"
+    full = _ok(_invoke(results, *history, "--json", str(saved), path=old))
+    # another results root: commit 5 measured, then the host got a new driver, then commits 6 and 7
+    moved = tmp / "results-driver"
+    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", c[4], "--port", str(free_port()), path=old))
+    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", f"{c[5]},{c[6]}", "--port",
+                str(free_port()), path=new))
+    driver = _ok(_invoke(moved, *history, path=old))
+    assert not server_pids(tmp)
+    return Story(made.root, made.commits, results, {"PATH": old}, indexed, every_other, bisected, full, saved, driver)
+
+
+def _change_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("change point ")]
+
+
+def _one_change(text: str) -> str:
+    """The one change-point line of a printout (the whole printout when there are more or none)."""
+    lines = _change_lines(text)
+    assert len(lines) == 1, text[-6000:]
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_campaigns_are_indexed_as_they_complete_and_the_step_is_flagged_with_its_untested_commit(story):
+    c = story.commits
+    assert story.indexed_after_matrix == 4  # two slots completing together both got in
+    line = _one_change(story.every_other.stdout)
+    assert line.startswith(f"change point {c[4][:7]}..{c[6][:7]} (1 untested: {c[5][:7]})"), line
+    assert line.endswith("worse") and "environment" not in line
+    history = story.every_other.stdout
+    assert [row.split()[0] for row in history.splitlines() if row[:7] in {x[:7] for x in c}] == \
+        [x[:7] for x in c[0:8:2]]  # first-parent order
+
+
+@pytest.mark.slow
+def test_bisect_names_commit_6_and_the_history_keeps_it(story):
+    c = story.commits
+    out = story.bisected.stdout
+    assert f"{c[4][:7]}..{c[6][:7]}: bisect named {c[5]}" in out
+    line = _one_change(out)
+    assert line.startswith(f"change point {c[4][:7]}..{c[5][:7]} (adjacent"), line
+    assert line.endswith(f"worse; bisected: {c[5][:7]}") and "environment" not in line
+
+
+@pytest.mark.slow
+def test_a_driver_change_at_a_step_is_reported_as_an_environment_step(story):
+    c = story.commits
+    line = _one_change(story.driver.stdout)
+    assert line.startswith(f"change point {c[4][:7]}..{c[5][:7]} (adjacent"), line
+    assert line.endswith(f"worse; environment changed: gpu driver {OLD_DRIVER} -> {NEW_DRIVER}"), line
+
+
+@pytest.mark.slow
+def test_every_commit_measured_flags_commit_6_and_no_other(story):
+    c = story.commits
+    line = _one_change(story.full.stdout)
+    assert line.startswith(f"change point {c[4][:7]}..{c[5][:7]} (adjacent"), line
+    assert line.endswith(f"worse; bisected: {c[5][:7]}")
+    h = History.from_json(json.loads(story.saved.read_text()))
+    (series,) = h.series
+    assert [p.revision for p in series.points] == list(c)
+    (cp,) = series.change_points
+    assert (cp.last_before, cp.first_after, cp.untested, cp.kind, cp.bisected) == (c[4], c[5], (), "worse", c[5])
+    assert cp.step_low > 0.5 and cp.environment_changed == {}
+    assert {p.environment["gpu driver"] for p in series.points} == {OLD_DRIVER}
+    assert all(p.low <= p.mean <= p.high and len(p.values) == 2 for p in series.points)
+
+
+@pytest.mark.slow
+def test_rebuild_after_deleting_the_database_gives_the_same_history(story, tmp_path):
+    db = story.results / DB_NAME
+    db.unlink()
+    again = tmp_path / "again.json"
+    done = _ok(_invoke(story.results, "history", "--rebuild", "--target", "sglang-omni", "--checkout", str(story.root),
+                       "--metric", METRIC, "--json", str(again), path=story.env["PATH"]))
+    assert "rebuilt the history database: 8 campaigns, 1 bisects" in done.stdout
+    assert json.loads(again.read_text()) == json.loads(story.saved.read_text())
+    assert _change_lines(done.stdout) == _change_lines(story.full.stdout)
+
+
+@pytest.mark.slow
+def test_an_unknown_metric_lists_close_names_and_a_range_of_one_commit_says_so(story):
+    c = story.commits
+    common = ("history", "--target", "sglang-omni", "--checkout", str(story.root))
+    bad = _invoke(story.results, *common, "--metric", "selftest.latency_mean", path=story.env["PATH"])
+    assert bad.returncode == 1 and "no metric 'selftest.latency_mean'" in bad.stderr
+    assert f"close names: {METRIC}" in bad.stderr and "Traceback" not in bad.stderr
+    one = _ok(_invoke(story.results, *common, "--metric", METRIC, "--revisions", f"{c[3]}..{c[4]}",
+                      path=story.env["PATH"]))
+    assert "only one measured commit here: no change points can be found" in one.stdout
+    assert not _change_lines(one.stdout)
+
+
+def _copy_db(story: Story, to: Path) -> Path:
+    """A copy of the fixture's database (sqlite's own backup: the WAL's pages too)."""
+    to.mkdir()
+    with sqlite3.connect(story.results / DB_NAME) as src, sqlite3.connect(to / DB_NAME) as dst:
+        src.backup(dst)
+    return to / DB_NAME
+
+
+@pytest.mark.slow
+def test_a_newer_or_corrupt_database_is_refused_naming_the_file_and_the_rebuild(story, tmp_path):
+    newer = _copy_db(story, tmp_path / "newer")
+    with sqlite3.connect(newer) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    done = _invoke(newer.parent, "history", path=story.env["PATH"])
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"the history database {newer} has schema {SCHEMA_VERSION + 1}" in done.stderr
+    assert "written by a newer omnibench" in done.stderr and "invoke history --rebuild" in done.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / DB_NAME).write_bytes(b"this is not a database, it was cut short by a full disk" * 100)
+    done = _invoke(broken, "history", path=story.env["PATH"])
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"the history database {broken / DB_NAME} cannot be read (is it corrupt?)" in done.stderr
+    assert "invoke history --rebuild" in done.stderr
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from omnibench_core.history.store import campaign_files, index_campaign
+results = Path(sys.argv[1])
+files = campaign_files(results)
+for _ in range(int(sys.argv[2])):
+    for f in files:
+        assert index_campaign(results, f)
+print("WROTE", len(files))
+"""
+
+
+@pytest.mark.slow
+def test_two_writers_at_once_both_succeed(story, tmp_path):
+    """Two processes index every campaign again and again into one new database at the same time
+    (as two slots' campaigns completing together do): neither fails, nothing is lost or doubled."""
+    import shutil
+
+    results = tmp_path / "results"
+    for folder in story.results.iterdir():  # the campaign files and runs; a new, empty database
+        if (folder / "campaigns").is_dir():
+            shutil.copytree(folder, results / folder.name, symlinks=True)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(results), "5"], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [w.communicate(timeout=300) for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], outs
+    with sqlite3.connect(results / DB_NAME) as db:
+        assert db.execute("SELECT count(*) FROM campaigns").fetchone()[0] == 8
+        assert db.execute("SELECT count(*) FROM runs WHERE metric = ?", (METRIC,)).fetchone()[0] == 16
+
+
+def test_find_steps_finds_a_planted_step_and_nothing_in_noise():
+    rng = random.Random(3)
+    flat = [[1.0 + rng.gauss(0, 0.02) for _ in range(2)] for _ in range(20)]
+    assert find_steps(flat) == []
+    stepped = [[(1.3 if i >= 12 else 1.0) * (1 + rng.gauss(0, 0.02)) for _ in range(2)] for i in range(20)]
+    (s,) = find_steps(stepped)
+    assert s.index == 12 and 0.2 < s.low < s.step < s.high < 0.4
+    assert find_steps([[1.0, 1.1]]) == []  # one point: nothing to find
+
+
+@pytest.mark.slow
+def test_an_ab_experiment_of_two_commits_is_indexed_as_two_points(story, tmp_path):
+    c = story.commits
+    results = tmp_path / "results"
+    _ok(_invoke(results, "ab", "--target", "sglang-omni", "--checkout", str(story.root), *SELFTEST, "--a-rev", c[0],
+                "--b-rev", c[5], "--rounds", "2", "--port", str(free_port()), path=story.env["PATH"]))
+    with sqlite3.connect(results / DB_NAME) as db:  # indexed as it completed
+        rows = db.execute("SELECT file, revision, kind FROM campaigns ORDER BY commit_time, file").fetchall()
+    assert [(r[1], r[2]) for r in rows] == [(c[0], "ab"), (c[5], "ab")] and rows[0][0].endswith(".json#A")
+    saved = tmp_path / "ab.json"
+    _ok(_invoke(results, "history", "--checkout", str(story.root), "--metric", METRIC, "--json", str(saved),
+                path=story.env["PATH"]))
+    (series,) = History.from_json(json.loads(saved.read_text())).series
+    assert [p.revision for p in series.points] == [c[0], c[5]] and all(len(p.values) == 2 for p in series.points)
+    assert series.points[1].mean > 2 * series.points[0].mean
