@@ -4,10 +4,14 @@ with ``--slot-per pair``, the second kept idle); Ray sets ``CUDA_VISIBLE_DEVICES
 The driver makes the slots from the cluster's live nodes (slot k serves on port + k, so two
 nodes on one host never collide) and pins each task to its slot's node; a task whose worker or
 node died comes back as ``lost`` and the scheduler starts it again on another slot, where the
-campaign resumes. Ray is an optional extra (``pip install -e '.[ray]'``). Results are written
-straight into the results root, which every node must see at the same path (a shared
-filesystem; checked by a token file the driver writes, so a node that cannot see it fails with
-a clear message instead of writing results nobody collects).
+campaign resumes. Ray is an optional extra (``pip install -e '.[ray]'``).
+
+Results (``--results-transport``): ``shared`` writes straight into the results root, which
+every node must see at the same path (checked by a token file the driver writes, so a node that
+cannot see it fails with a clear message instead of writing results nobody collects); ``ray``
+writes under a node-local folder and ships each run home to a :class:`.transport.Receiver`
+actor on the driver's node (:mod:`.remote`); ``auto`` (the default) ships only from nodes that
+fail the token check.
 
 Ctrl-C: SIGINT to the driver would skip the tasks' ``finally`` blocks, so :meth:`cancel_all`
 cancels every task first (a KeyboardInterrupt inside the task: the run layer stops its servers),
@@ -18,18 +22,22 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import SettingsError
+from ..errors import OmnibenchError, SettingsError
 from .engine import LOST
 from .jobs import CampaignOutcome
+from .remote import run_shipped, seed_of
 from .slots import HostSlot, own_cpus
+from .transport import TRANSPORTS, Receiver
 from .worker import WorkerSpec, execute
 
 SHARED_TOKEN = ".omnibench-ray-{}"
+CONNECT_TIMEOUT_S = 5.0  # an --address that does not answer within this is refused, not waited on
 
 
 def import_ray() -> Any:
@@ -62,13 +70,41 @@ def _rule_cpus(settings: Mapping[str, Any]) -> Callable[[str], tuple[int, ...]]:
     return cpus
 
 
-def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> dict[str, Any]:
-    """The body of a campaign's Ray task (also callable without Ray, for tests)."""
+class _ActorHome:
+    """The Receiver actor as a :class:`.remote.Home`: each call waits until the driver wrote it;
+    a driver gone away is a typed error, so the task ends with a message, not a traceback."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def _call(self, method: Any, *args: Any) -> str:
+        import ray
+        try:
+            return str(ray.get(method.remote(*args), timeout=300))
+        except ray.exceptions.RayError as exc:
+            raise OmnibenchError("the driver's receiver of results is gone", evidence={"error": str(exc)[:500]},
+                                 hint="repeat the command with --resume: runs already home are kept") from exc
+
+    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
+        """Write a run at the driver."""
+        return self._call(self.handle.run, task, folder, local, data, seeded)
+
+    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
+        """Write the campaign file at the driver."""
+        return self._call(self.handle.campaign, task, folder, rel, data, checkout)
+
+
+def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, transport: str = "shared",
+             receiver: Any = None, seed_data: bytes = b"", source: str = "") -> dict[str, Any]:
+    """The body of a campaign's Ray task (also callable without Ray, for tests): ``shared`` or a
+    node that sees the token file writes into the results root; ``ray`` (or ``auto`` on a node
+    that does not see it) runs under the node's folder and ships its runs to ``receiver``."""
     spec = WorkerSpec.from_dict(spec_data)
-    if not Path(token_file).exists():
+    sees = Path(token_file).exists()
+    if transport == "shared" and not sees:
         return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(),
                                error=f"this node does not see the results root ({token_file} is missing): mount it "
-                                     "at the same path on every node").as_dict()
+                                     "at the same path on every node, or pass --results-transport ray").as_dict()
     import ray
     try:
         gpu_ids = [str(g) for g in ray.get_gpu_ids()]
@@ -79,7 +115,27 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> di
     except SettingsError as exc:
         return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)).as_dict()
     spec = WorkerSpec(spec.job, slot, spec.settings, spec.worktrees, spec.slot_timeout_s)
-    return execute(spec, progress=lambda line: print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)).as_dict()
+
+    def progress(line: str) -> None:
+        print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)
+
+    if transport == "shared" or (transport == "auto" and sees):
+        return execute(spec, progress=progress).as_dict()
+    return run_shipped(spec, _ActorHome(receiver), seed_data, source, node=slot.node, progress=progress).as_dict()
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A ``HOST:PORT`` address must accept a connection within ``timeout_s``, or SettingsError
+    (``ray.init`` would otherwise retry for a long while); ``auto`` and ``ray://`` pass."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise SettingsError(f"cannot reach the Ray cluster at {address}", evidence={"error": str(exc)},
+                            hint="check --address (the head's HOST:6379, as `ray start --head` prints it) and "
+                                 "that the head is up") from exc
 
 
 class RayEngine:
@@ -88,11 +144,21 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str, base_port: int, results_root: Path, *, per: str = "pair", cpu_mode: str = "rule",
-                 progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True):
+                 progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True,
+                 transport: str = "auto", checkout_url: str = ""):
+        if transport not in TRANSPORTS:
+            raise SettingsError(f"unknown --results-transport {transport!r}", hint=f"use {' or '.join(TRANSPORTS)}")
         self.ray = ray_module or import_ray()
         if init and not self.ray.is_initialized():
-            self.ray.init(address=address, log_to_driver=True)
+            check_reachable(address)
+            try:
+                self.ray.init(address=address, log_to_driver=True)
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+                raise SettingsError(f"cannot connect to the Ray cluster at {address}",
+                                    evidence={"error": f"{type(exc).__name__}: {str(exc)[:500]}"},
+                                    hint="start it (ray start --head) or pass --address HEAD:6379") from exc
         self.per, self.cpu_mode, self.progress = per, cpu_mode, progress
+        self.transport, self.checkout_url = transport, checkout_url
         results_root.mkdir(parents=True, exist_ok=True)
         self.token_file = results_root / SHARED_TOKEN.format(secrets.token_hex(4))
         self.token_file.write_text("omnibench ray driver: every node must see this file at this path\n")
@@ -110,6 +176,14 @@ class RayEngine:
                                      f"{self.gpus_per_task} a slot")
         self._remote = self.ray.remote(run_task)
         self.running: dict[Any, WorkerSpec] = {}
+        self._ended: list[tuple[object, CampaignOutcome]] = []
+        self.receiver = None
+        if transport != "shared":  # an actor on the driver's node writes what the tasks ship home
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+            here = self.ray.get_runtime_context().get_node_id()
+            self.receiver = self.ray.remote(Receiver).options(
+                num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+            ).remote(str(results_root))
 
     def _alive_nodes(self) -> set[str]:
         return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
@@ -125,12 +199,17 @@ class RayEngine:
         ref = self._remote.options(
             num_gpus=self.gpus_per_task, num_cpus=0, max_retries=0, retry_exceptions=False,
             scheduling_strategy=NodeAffinitySchedulingStrategy(spec.slot.node, soft=False),
-        ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file))
+        ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file), self.transport, self.receiver,
+                 seed_of(spec) if self.receiver is not None else b"",
+                 self.checkout_url or str(spec.settings.get("checkout", "")))
         self.running[ref] = spec
         return ref
 
     def wait(self, timeout_s: float) -> list[tuple[object, CampaignOutcome]]:
         """Tasks that ended; a dead worker or node gives ``lost``."""
+        if self._ended:  # those cancel_all saw end, first
+            ended, self._ended = self._ended, []
+            return ended
         if not self.running:
             return []
         ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
@@ -155,10 +234,13 @@ class RayEngine:
             self.ray.cancel(ref, force=False)
         deadline = time.monotonic() + grace_s
         while self.running and time.monotonic() < deadline:
-            self.wait(0.5)
+            self._ended += self.wait(0.5)
         for ref in list(self.running):
             self.ray.cancel(ref, force=True)
 
     def close(self) -> None:
-        """Remove the token file (the cluster stays up: it is not ours)."""
+        """Remove the token file and the receiver (the cluster stays up: it is not ours)."""
         self.token_file.unlink(missing_ok=True)
+        if self.receiver is not None:
+            self.ray.kill(self.receiver)
+            self.receiver = None
