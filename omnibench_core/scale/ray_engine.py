@@ -14,17 +14,24 @@ actor on the driver's node (:mod:`.remote`); ``auto`` (the default) ships only f
 fail the token check.
 
 Ctrl-C: SIGINT to the driver would skip the tasks' ``finally`` blocks, so :meth:`cancel_all`
-cancels every task first (a KeyboardInterrupt inside the task: the run layer stops its servers),
-and only then does the driver exit. A SIGKILLed worker's servers die with their watchdogs.
+first tells the receiver to stop; every task watches it and interrupts its own main thread (a
+KeyboardInterrupt: the run layer stops its servers, the campaign says interrupted, its runs go
+home). Ray's own cancel comes after a grace: Python drops an interrupt that arrives while SIGINT
+is not its handler (Ray workers ignore the real signal), so the watch repeats it while the
+campaign runs on. Only then does the driver exit. A SIGKILLed worker's servers die with their
+watchdogs.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import secrets
 import socket
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +101,32 @@ class _ActorHome:
         return self._call(self.handle.campaign, task, folder, rel, data, checkout)
 
 
+@contextmanager
+def stop_watch(stopping: Callable[[], bool], interval_s: float = 0.5, repeat_s: float = 10.0) -> Iterator[None]:
+    """While inside, interrupt the main thread once ``stopping()`` says so, and again every
+    ``repeat_s`` while the body still runs (a missed interrupt must not leave a campaign running;
+    a second one only cuts a server's stop grace short, as a second Ctrl-C does)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(interval_s):
+            try:
+                if not stopping():
+                    continue
+            except Exception:  # noqa: BLE001 - the driver is gone: Ray's own cancel or the node's end follows
+                continue
+            _thread.interrupt_main()
+            if done.wait(repeat_s):
+                return
+
+    thread = threading.Thread(target=watch, daemon=True, name="omnibench-stop-watch")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
 def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, transport: str = "shared",
              receiver: Any = None, seed_data: bytes = b"", source: str = "") -> dict[str, Any]:
     """The body of a campaign's Ray task (also callable without Ray, for tests): ``shared`` or a
@@ -119,9 +152,16 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, trans
     def progress(line: str) -> None:
         print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)
 
-    if transport == "shared" or (transport == "auto" and sees):
-        return execute(spec, progress=progress).as_dict()
-    return run_shipped(spec, _ActorHome(receiver), seed_data, source, node=slot.node, progress=progress).as_dict()
+    outcome = None
+    try:
+        with stop_watch(lambda: bool(ray.get(receiver.stopping.remote(), timeout=30))):
+            if transport == "shared" or (transport == "auto" and sees):
+                outcome = execute(spec, progress=progress)
+            else:
+                outcome = run_shipped(spec, _ActorHome(receiver), seed_data, source, node=slot.node, progress=progress)
+    except KeyboardInterrupt:  # a repeated interrupt that came after the campaign had ended
+        pass
+    return (outcome or CampaignOutcome(spec.job.key, "interrupted", slot=slot.as_dict(), error="cancelled")).as_dict()
 
 
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
@@ -177,13 +217,12 @@ class RayEngine:
         self._remote = self.ray.remote(run_task)
         self.running: dict[Any, WorkerSpec] = {}
         self._ended: list[tuple[object, CampaignOutcome]] = []
-        self.receiver = None
-        if transport != "shared":  # an actor on the driver's node writes what the tasks ship home
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-            here = self.ray.get_runtime_context().get_node_id()
-            self.receiver = self.ray.remote(Receiver).options(
-                num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            ).remote(str(results_root))
+        # An actor on the driver's node: it writes what the tasks ship home, and tells them to stop.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        here = self.ray.get_runtime_context().get_node_id()
+        self.receiver: Any = self.ray.remote(Receiver).options(
+            num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+        ).remote(str(results_root))
 
     def _alive_nodes(self) -> set[str]:
         return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
@@ -200,7 +239,7 @@ class RayEngine:
             num_gpus=self.gpus_per_task, num_cpus=0, max_retries=0, retry_exceptions=False,
             scheduling_strategy=NodeAffinitySchedulingStrategy(spec.slot.node, soft=False),
         ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file), self.transport, self.receiver,
-                 seed_of(spec) if self.receiver is not None else b"",
+                 seed_of(spec) if self.transport != "shared" else b"",
                  self.checkout_url or str(spec.settings.get("checkout", "")))
         self.running[ref] = spec
         return ref
@@ -210,6 +249,10 @@ class RayEngine:
         if self._ended:  # those cancel_all saw end, first
             ended, self._ended = self._ended, []
             return ended
+        return self._collect(timeout_s)
+
+    def _collect(self, timeout_s: float) -> list[tuple[object, CampaignOutcome]]:
+        """Tasks that end within ``timeout_s``, with their outcomes."""
         if not self.running:
             return []
         ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
@@ -229,14 +272,27 @@ class RayEngine:
         return done
 
     def cancel_all(self, grace_s: float) -> None:
-        """Cancel every task (KeyboardInterrupt inside it: servers stop), wait, then force."""
+        """Tell every task to stop (each interrupts itself: servers stop, runs go home), wait;
+        then Ray's cancel, and after another grace force."""
+        try:
+            self.ray.get(self.receiver.stop.remote(), timeout=30)
+        except self.ray.exceptions.RayError:
+            pass  # the receiver is gone: Ray's cancel below is all there is
+        self._drain(grace_s)
+        for ref in self.running:  # recursive=False: a task's calls to the receiver must still land
+            self.ray.cancel(ref, force=False, recursive=False)
+        self._drain(grace_s / 2)
         for ref in self.running:
-            self.ray.cancel(ref, force=False)
-        deadline = time.monotonic() + grace_s
-        while self.running and time.monotonic() < deadline:
-            self._ended += self.wait(0.5)
-        for ref in list(self.running):
             self.ray.cancel(ref, force=True)
+        self._drain(0.0)
+
+    def _drain(self, grace_s: float) -> None:
+        """Collect the tasks that end within ``grace_s`` for the next :meth:`wait`."""
+        deadline = time.monotonic() + grace_s
+        while self.running:
+            self._ended += self._collect(0.5)
+            if time.monotonic() >= deadline:
+                break
 
     def close(self) -> None:
         """Remove the token file and the receiver (the cluster stays up: it is not ours)."""

@@ -101,6 +101,15 @@ class Receiver:
         self.results = Path(results)
         self.names: dict[tuple[str, str, str], str] = {}  # (task, folder, name on the node) -> name here
         self.taken: dict[str, set[str]] = {}  # run names given out per folder (not all on disk yet)
+        self.stopped = False
+
+    def stop(self) -> None:
+        """The driver was interrupted: every task is to stop its campaign."""
+        self.stopped = True
+
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called (each task asks every half second)."""
+        return self.stopped
 
     def _name(self, task: str, folder: str, local: str, seeded: bool) -> str:
         key = (task, folder, local)
