@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, free_port
 from scale_helpers import path_without_nvidia_smi, server_pids
 
-from omnibench_core.ports import port_in_use
+from omnibench_core.process.ports import port_in_use
 
 
 def _wait(pred, timeout: float, what: str):

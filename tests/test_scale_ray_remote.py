@@ -22,8 +22,8 @@ import pytest
 from conftest import REPO, free_port, write_fake_nvidia_smi
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
-from omnibench_core.ports import port_in_use
-from omnibench_core.scale import commands
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.local import LocalEngine
 from omnibench_core.scale.slots import plan_slots
 from omnibench_core.settings import Settings

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, ownership
+from .. import api
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
 from ..errors import (
@@ -30,8 +30,9 @@ from ..errors import (
     Terminated,
     storage_error,
 )
-from ..manifest import run_status
 from ..records import PHASES, Phase
+from ..run import ownership
+from ..run.manifest import run_status
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import storage_error
 from ..jsonio import write_json
-from ..manifest import run_status
+from ..run.manifest import run_status
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
 SHIPPED = ("complete", "generated")  # a run in one of these states is worth keeping at the driver

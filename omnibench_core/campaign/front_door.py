@@ -10,8 +10,8 @@ from typing import Any
 
 from .. import api
 from ..errors import OmnibenchError
-from ..report import table
 from ..settings import Settings
+from ..tables import table
 from . import record, references
 from .compare import Comparison
 from .compare import compare as compare_stats
