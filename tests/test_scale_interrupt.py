@@ -10,24 +10,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import REPO, free_port
+from proc_helpers import wait_for
 from scale_helpers import path_without_nvidia_smi, server_pids
 
 from omnibench_core.process.ports import port_in_use
-
-
-def _wait(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _complete_runs(results: Path) -> dict[str, str]:
@@ -51,7 +41,7 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            _wait(lambda: port_in_use(port) or port_in_use(port + 1), 180, "a campaign's server")
+            wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180, "a campaign's server")
             driver.send_signal(sig)  # to the driver alone: it must reach every campaign itself
             rc = driver.wait(180)
         finally:
@@ -61,7 +51,7 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
     assert rc == 130, text[-4000:]
     assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
-    _wait(lambda: not server_pids(tmp_path), 40, "the servers to stop")
+    wait_for(lambda: not server_pids(tmp_path), 40, "the servers to stop")
     assert not port_in_use(port) and not port_in_use(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, free_port, write_fake_nvidia_smi
+from proc_helpers import wait_for
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
 from omnibench_core.process.ports import port_in_use
@@ -153,12 +154,12 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     thread.start()
     try:
         tag = f"(node {node_c.node_id[:8]})"
-        start = _wait(lambda: next((x for x in list(lines) if x.startswith("start") and tag in x), None), 120)
+        start = wait_for(lambda: next((x for x in list(lines) if x.startswith("start") and tag in x), None), 120)
         short = start.split()[1].split("|")[0]
         # once node c's run0 is home, and a later run is under way there, the node goes
-        _wait(lambda: (results / short / "run0" / "manifest.json").is_file(), 180)
+        wait_for(lambda: (results / short / "run0" / "manifest.json").is_file(), 180)
         shipped = _started(results)[f"{short}/run0"]
-        _wait(lambda: list((base / "node-c" / "tasks").glob(f"*/results/{short}/run1")), 120)
+        wait_for(lambda: list((base / "node-c" / "tasks").glob(f"*/results/{short}/run1")), 120)
     finally:
         c.remove_node(node_c)
     thread.join(300)
@@ -172,7 +173,7 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     (campaign,) = (results / short / "campaigns").glob("*.json")
     warmups = [a for a in json.loads(campaign.read_text())["attempts"] if a["slot"] == 0]
     assert [(a["run"], a["status"]) for a in warmups] == [("run0", "complete")]  # not measured again
-    _wait(lambda: not server_pids(base), 40)
+    wait_for(lambda: not server_pids(base), 40)
 
 
 def test_sigint_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_resumes(cluster, tmp_path):
@@ -188,7 +189,7 @@ def test_sigint_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            _wait(lambda: port_in_use(port) or port_in_use(port + 1), 180)  # a campaign's server is up
+            wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180)  # a campaign's server is up
             time.sleep(1.0)
             driver.send_signal(signal.SIGINT)
             rc = driver.wait(120)
@@ -198,7 +199,7 @@ def test_sigint_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_
     text = log.read_text()
     assert rc == 130, text[-4000:]
     assert "interrupted by Ctrl-C (SIGINT)" in text and "Traceback" not in text, text[-4000:]
-    _wait(lambda: not server_pids(base), 40)
+    wait_for(lambda: not server_pids(base), 40)
     assert not port_in_use(port) and not port_in_use(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())
@@ -244,12 +245,3 @@ def test_bad_input_unreachable_address_no_gpus_and_a_revision_missing_on_the_nod
     assert f"revision {made.head} is not in this node's checkout" in outcome.error
     assert f"fetched from: file://{old}" in outcome.error and "node: " in outcome.error
 
-
-def _wait(pred, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError("timed out")

@@ -16,9 +16,9 @@ fail the token check.
 Ctrl-C: SIGINT to the driver would skip the tasks' ``finally`` blocks, so :meth:`cancel_all`
 first tells the receiver to stop; every task watches it and interrupts its own main thread (a
 KeyboardInterrupt: the run layer stops its servers, the campaign says interrupted, its runs go
-home). Ray's own cancel comes after a grace: Python drops an interrupt that arrives while SIGINT
-is not its handler (Ray workers ignore the real signal), so the watch repeats it while the
-campaign runs on. Only then does the driver exit. A SIGKILLed worker's servers die with their
+home). Ray's own cancel comes only after a grace: Ray workers ignore the real SIGINT, and a
+non-forced cancel (an interrupt of the task's main thread) was seen to leave a campaign running,
+so the watch repeats its interrupt while the campaign runs on. Only then does the driver exit. A SIGKILLed worker's servers die with their
 watchdogs.
 """
 

@@ -94,7 +94,8 @@ def run_shipped(spec: WorkerSpec, home: Home, seed_data: bytes, source: str, *, 
         return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=f"results not shipped home: {exc}")
     if outcome.status != "complete":
         return outcome
-    shutil.rmtree(results.parent, ignore_errors=True)  # everything that counts is at the driver now
+    if not any((results / folder).glob("run*-incomplete*")):  # a run moved aside stays here, as evidence
+        shutil.rmtree(results.parent, ignore_errors=True)  # everything that counts is at the driver now
     home_folder = Path(spec.settings["results"]) / folder
     return replace(outcome, campaign=shipper.home_campaign, folder=str(home_folder),
                    runs=tuple(shipper.names.get(r, r) for r in outcome.runs))
