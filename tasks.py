@@ -23,7 +23,7 @@ from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.revisions import split_spec
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
-from omnibench_core.scale.transport import TRANSPORTS
+from omnibench_core.scale.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
@@ -303,7 +303,7 @@ SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: 
     "resume": "keep complete campaigns and runs, continue the others"})
 def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", slot_per="pair", slot_cpus="rule",
            engine="local", address="auto", resume=False, threshold="5%", client=None, target=None, checkout=None,
-           results=None, port=None, results_transport="auto", checkout_url=""):
+           results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
@@ -324,7 +324,7 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", sl
     "metric": "metric to judge, e.g. seedtts.throughput_qps"})
 def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
-           port=None, results_transport="auto", checkout_url=""):
+           port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)

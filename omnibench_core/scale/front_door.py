@@ -15,6 +15,7 @@ from .engine import Engine
 from .local import LocalEngine
 from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
 from .slots import HostSlot, parse_gpu_ids, plan_slots
+from .transport import DEFAULT_TRANSPORT
 
 Progress = Callable[[str], None]
 ENGINES: tuple[str, ...] = ("local", "ray")
@@ -47,7 +48,7 @@ def host_slots(settings: Settings, slots: str, slot_per: str, slot_cpus: str, pr
 
 
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
-                slot_cpus: str = "rule", address: str = "auto", results_transport: str = "auto", checkout_url: str = "",
+                slot_cpus: str = "rule", address: str = "auto", results_transport: str = DEFAULT_TRANSPORT, checkout_url: str = "",
                 progress: Progress = print) -> Engine:
     """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting; on a
     target whose servers use no GPU, each id names a slot of a port and CPUs only), or the Ray

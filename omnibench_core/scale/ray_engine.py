@@ -38,9 +38,9 @@ from typing import Any
 from ..errors import OmnibenchError, SettingsError
 from .engine import LOST
 from .jobs import CampaignOutcome
-from .remote import run_shipped, seed_of
+from .remote import run_shipped
 from .slots import HostSlot, own_cpus
-from .transport import TRANSPORTS, Receiver
+from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver
 from .worker import WorkerSpec, execute
 
 SHARED_TOKEN = ".omnibench-ray-{}"
@@ -84,21 +84,25 @@ class _ActorHome:
     def __init__(self, handle: Any):
         self.handle = handle
 
-    def _call(self, method: Any, *args: Any) -> str:
+    def _call(self, method: Any, *args: Any) -> Any:
         import ray
         try:
-            return str(ray.get(method.remote(*args), timeout=300))
+            return ray.get(method.remote(*args), timeout=300)
         except ray.exceptions.RayError as exc:
             raise OmnibenchError("the driver's receiver of results is gone", evidence={"error": str(exc)[:500]},
                                  hint="repeat the command with --resume: runs already home are kept") from exc
 
     def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
         """Write a run at the driver."""
-        return self._call(self.handle.run, task, folder, local, data, seeded)
+        return str(self._call(self.handle.run, task, folder, local, data, seeded))
 
     def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
         """Write the campaign file at the driver."""
-        return self._call(self.handle.campaign, task, folder, rel, data, checkout)
+        return str(self._call(self.handle.campaign, task, folder, rel, data, checkout))
+
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign."""
+        return bytes(self._call(self.handle.seed, folder, rel))
 
 
 @contextmanager
@@ -128,7 +132,7 @@ def stop_watch(stopping: Callable[[], bool], interval_s: float = 0.5, repeat_s: 
 
 
 def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, transport: str = "shared",
-             receiver: Any = None, seed_data: bytes = b"", source: str = "") -> dict[str, Any]:
+             receiver: Any = None, source: str = "") -> dict[str, Any]:
     """The body of a campaign's Ray task (also callable without Ray, for tests): ``shared`` or a
     node that sees the token file writes into the results root; ``ray`` (or ``auto`` on a node
     that does not see it) runs under the node's folder and ships its runs to ``receiver``."""
@@ -158,7 +162,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, trans
             if transport == "shared" or (transport == "auto" and sees):
                 outcome = execute(spec, progress=progress)
             else:
-                outcome = run_shipped(spec, _ActorHome(receiver), seed_data, source, node=slot.node, progress=progress)
+                outcome = run_shipped(spec, _ActorHome(receiver), source, node=slot.node, progress=progress)
     except KeyboardInterrupt:  # a repeated interrupt that came after the campaign had ended
         pass
     return (outcome or CampaignOutcome(spec.job.key, "interrupted", slot=slot.as_dict(), error="cancelled")).as_dict()
@@ -185,7 +189,7 @@ class RayEngine:
 
     def __init__(self, address: str, base_port: int, results_root: Path, *, per: str = "pair", cpu_mode: str = "rule",
                  progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True,
-                 transport: str = "auto", checkout_url: str = ""):
+                 transport: str = DEFAULT_TRANSPORT, checkout_url: str = ""):
         if transport not in TRANSPORTS:
             raise SettingsError(f"unknown --results-transport {transport!r}", hint=f"use {' or '.join(TRANSPORTS)}")
         self.ray = ray_module or import_ray()
@@ -239,7 +243,6 @@ class RayEngine:
             num_gpus=self.gpus_per_task, num_cpus=0, max_retries=0, retry_exceptions=False,
             scheduling_strategy=NodeAffinitySchedulingStrategy(spec.slot.node, soft=False),
         ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file), self.transport, self.receiver,
-                 seed_of(spec) if self.transport != "shared" else b"",
                  self.checkout_url or str(spec.settings.get("checkout", "")))
         self.running[ref] = spec
         return ref

@@ -26,7 +26,7 @@ from . import campaigns
 from .jobs import CampaignOutcome
 from .matrix import folder_of
 from .node_checkout import node_checkout
-from .transport import Shipper, campaign_runs, node_root, retarget, seed, unpack
+from .transport import Shipper, campaign_runs, node_root, retarget, unpack
 from .worker import WorkerSpec, execute
 
 
@@ -41,6 +41,10 @@ class Home(Protocol):
         """Write the campaign file; returns its path at the driver."""
         ...
 
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign (b"" when it has none)."""
+        ...
+
 
 def places(spec: WorkerSpec, results: Path) -> tuple[str, str]:
     """The job's revision folder and campaign file, relative to a results root."""
@@ -48,21 +52,14 @@ def places(spec: WorkerSpec, results: Path) -> tuple[str, str]:
     return folder.name, str(campaigns.campaign_path(folder, spec.job).relative_to(results))
 
 
-def seed_of(spec: WorkerSpec) -> bytes:
-    """The driver's copy of ``spec``'s campaign (b"" when it has none), for the task to start from."""
-    results = Path(spec.settings["results"])
-    folder, rel = places(spec, results)
-    return seed(results, folder, rel)
-
-
 def _revision_checkout(spec: WorkerSpec) -> bool:
     return bool(spec.job.revision) and Settings.from_mapping(spec.settings).run.target != "local"
 
 
-def run_shipped(spec: WorkerSpec, home: Home, seed_data: bytes, source: str, *, node: str = "",
+def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
                 progress: Callable[[str], None] = print) -> CampaignOutcome:
-    """Run ``spec``'s campaign under this node's folder, sending each run home; the outcome names
-    the driver's campaign file and runs."""
+    """Run ``spec``'s campaign under this node's folder, starting from the driver's copy and
+    sending each run home; the outcome names the driver's campaign file and runs."""
     job, base = spec.job, Settings.from_mapping(spec.settings)
     root = node_root()
     task = f"{job.short}-{secrets.token_hex(6)}"
@@ -77,6 +74,10 @@ def run_shipped(spec: WorkerSpec, home: Home, seed_data: bytes, source: str, *, 
             return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
         home_tree, node_tree = str(Path(spec.worktrees) / job.revision), str(root / "worktrees" / job.revision)
     seeded: dict[str, str] = {}
+    try:
+        seed_data = home.seed(folder, rel)
+    except OmnibenchError as exc:
+        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
     if seed_data:
         unpack(seed_data, results)
         campaign = json.loads((results / rel).read_text())

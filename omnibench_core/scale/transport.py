@@ -13,7 +13,8 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
   and sends each run that became complete (or generated, for deferred scoring) and then the
   campaign file itself, so the driver's campaign never names a run it does not have.
 - :func:`seed`: the driver's copy of a campaign (its file and the runs it counts), which a task
-  unpacks before it starts, so ``--resume`` continues from the driver's copy on any node.
+  asks the receiver for and unpacks before it starts, so ``--resume`` continues from the
+  driver's copy on any node.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..jsonio import write_json
 from ..run.manifest import run_status
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
+DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
 SHIPPED = ("complete", "generated")  # a run in one of these states is worth keeping at the driver
 NODE_ROOT_ENV = "OMNIBENCH_NODE_ROOT"  # a node's own folder for its campaigns, worktrees and checkouts
 
@@ -110,6 +112,10 @@ class Receiver:
     def stopping(self) -> bool:
         """Whether :meth:`stop` was called (each task asks every half second)."""
         return self.stopped
+
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs."""
+        return seed(self.results, folder, rel)
 
     def _name(self, task: str, folder: str, local: str, seeded: bool) -> str:
         key = (task, folder, local)
