@@ -46,12 +46,14 @@ def node_checkout(source: str, root: Path, revision: str, *, node: str = "", git
                 raise OmnibenchError(f"this node cannot clone the checkout {source}",
                                      evidence={"node": node, "git": (done.stdout + done.stderr).strip()[-2000:]},
                                      hint="pass --checkout-url with a git URL every node can reach")
+        fetched = ""
         if not _has(git, clone, revision):
-            _git(git, "-C", str(clone), "fetch", "--quiet", "--", source, "+refs/heads/*:refs/heads/*",
-                 "+refs/tags/*:refs/tags/*")
+            done = _git(git, "-C", str(clone), "fetch", "--quiet", "--", source, "+refs/heads/*:refs/heads/*",
+                        "+refs/tags/*:refs/tags/*")
+            fetched = (done.stdout + done.stderr).strip()[-2000:]
         if not _has(git, clone, revision):
             raise RevisionMissing(f"revision {revision} is not in this node's checkout", evidence={
-                "node": node, "checkout": str(clone), "fetched from": source},
+                "node": node, "checkout": str(clone), "fetched from": source, "git fetch said": fetched or "nothing"},
                 hint="push the revision to that repository (or pass --checkout-url of one that has it), then "
                      "repeat the command with --resume")
     return clone

@@ -88,6 +88,9 @@ class _ActorHome:
         import ray
         try:
             return ray.get(method.remote(*args), timeout=300)
+        except ray.exceptions.RayTaskError as exc:  # the receiver raised: the driver's disk refused, say
+            raise OmnibenchError("the driver could not write what this node sent", evidence={
+                "error": str(exc)[-1000:]}, hint="fix what the error names, then repeat the command with --resume") from exc
         except ray.exceptions.RayError as exc:
             raise OmnibenchError("the driver's receiver of results is gone", evidence={"error": str(exc)[:500]},
                                  hint="repeat the command with --resume: runs already home are kept") from exc

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import OmnibenchError
+from ..errors import OmnibenchError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
 from . import campaigns
@@ -56,6 +56,21 @@ def _revision_checkout(spec: WorkerSpec) -> bool:
     return bool(spec.job.revision) and Settings.from_mapping(spec.settings).run.target != "local"
 
 
+def _start_from_home(home: Home, results: Path, folder: str, rel: str, node_tree: str | None) -> dict[str, str] | None:
+    """Unpack the driver's copy of the campaign into ``results`` (its worktree set to this
+    node's); the runs it counts, or None when the driver has no campaign yet."""
+    data = home.seed(folder, rel)
+    if not data:
+        return None
+    try:
+        unpack(data, results)
+        campaign = json.loads((results / rel).read_text())
+        write_json(results / rel, retarget(campaign, node_tree))
+    except OSError as exc:
+        raise storage_error("unpacking the driver's copy of the campaign on this node", exc) from exc
+    return campaign_runs(results / folder, campaign)
+
+
 def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
                 progress: Callable[[str], None] = print) -> CampaignOutcome:
     """Run ``spec``'s campaign under this node's folder, starting from the driver's copy and
@@ -73,21 +88,16 @@ def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
         except OmnibenchError as exc:
             return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
         home_tree, node_tree = str(Path(spec.worktrees) / job.revision), str(root / "worktrees" / job.revision)
-    seeded: dict[str, str] = {}
     try:
-        seed_data = home.seed(folder, rel)
+        seeded = _start_from_home(home, results, folder, rel, node_tree)
     except OmnibenchError as exc:
         return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
-    if seed_data:
-        unpack(seed_data, results)
-        campaign = json.loads((results / rel).read_text())
-        write_json(results / rel, retarget(campaign, node_tree))  # its worktree is at this node's path
-        seeded = campaign_runs(results / folder, campaign)
+    if seeded is not None:
         progress(f"continuing from the driver's copy: {', '.join(sorted(seeded)) or 'no run'} kept")
     local = WorkerSpec(job, spec.slot, settings, str(root / "worktrees"), spec.slot_timeout_s)
     shipper = Shipper(results, folder, rel,
                       lambda run, data, again: home.run(task, folder, run, data, again),
-                      lambda data: home.campaign(task, folder, rel, data, home_tree), seeded=seeded)
+                      lambda data: home.campaign(task, folder, rel, data, home_tree), seeded=seeded or {})
     try:
         with shipper:
             outcome = execute(local, progress=progress)
