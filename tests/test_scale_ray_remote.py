@@ -4,7 +4,7 @@ under different node-local folders (each node's raylet gets its own OMNIBENCH_NO
 custom resource naming it; no path is shared with the driver's results root): a matrix of 3
 stand-in revisions whose runs all land in the driver's results root with the files a local-engine
 matrix writes, --resume measuring nothing twice, a node removed mid-matrix costing only its
-unfinished run, SIGINT of a real `invoke matrix` process, and bad input (an unreachable
+unfinished run, SIGINT and SIGTERM of a real `invoke matrix` process, and bad input (an unreachable
 --address, a cluster without GPUs, a revision missing from the nodes' checkout)."""
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     wait_for(lambda: not server_pids(base), 40)
 
 
-def test_sigint_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_resumes(cluster, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_resumes(cluster, tmp_path, sig):
     c, base, made, fake = cluster
     results, port = tmp_path / "results", free_port()
     argv = [sys.executable, "-m", "invoke", "matrix", "--target", "sglang-omni", "--checkout", str(made.root), *SELFTEST,
@@ -191,14 +192,15 @@ def test_sigint_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_
         try:
             wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180)  # a campaign's server is up
             time.sleep(1.0)
-            driver.send_signal(signal.SIGINT)
+            driver.send_signal(sig)
             rc = driver.wait(120)
         finally:
             if driver.poll() is None:
                 driver.kill()
     text = log.read_text()
     assert rc == 130, text[-4000:]
-    assert "interrupted by Ctrl-C (SIGINT)" in text and "Traceback" not in text, text[-4000:]
+    why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
+    assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
     wait_for(lambda: not server_pids(base), 40)
     assert not port_in_use(port) and not port_in_use(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import _thread
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -35,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import OmnibenchError, SettingsError
+from ..errors import OmnibenchError, SettingsError, Terminated
 from .engine import LOST
 from .jobs import CampaignOutcome
 from .remote import run_shipped
@@ -198,12 +199,17 @@ class RayEngine:
         self.ray = ray_module or import_ray()
         if init and not self.ray.is_initialized():
             check_reachable(address)
+            on_sigterm = signal.getsignal(signal.SIGTERM)
             try:
                 self.ray.init(address=address, log_to_driver=True)
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
                 raise SettingsError(f"cannot connect to the Ray cluster at {address}",
                                     evidence={"error": f"{type(exc).__name__}: {str(exc)[:500]}"},
                                     hint="start it (ray start --head) or pass --address HEAD:6379") from exc
+            if callable(on_sigterm) and threading.current_thread() is threading.main_thread():
+                # Ray's core puts its own SIGTERM handler in place (it dies at once); the task's
+                # must stay, so that SIGTERM stops every campaign as Ctrl-C does.
+                signal.signal(signal.SIGTERM, on_sigterm)
         self.per, self.cpu_mode, self.progress = per, cpu_mode, progress
         self.transport, self.checkout_url = transport, checkout_url
         results_root.mkdir(parents=True, exist_ok=True)
@@ -261,7 +267,12 @@ class RayEngine:
         """Tasks that end within ``timeout_s``, with their outcomes."""
         if not self.running:
             return []
-        ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
+        try:
+            ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
+        except SystemError as exc:  # Ray's wait passes on only KeyboardInterrupt from a signal handler
+            if isinstance(exc.__cause__, Terminated):
+                raise exc.__cause__ from None  # SIGTERM: stop every campaign, as Ctrl-C does
+            raise
         done = []
         for ref in ready:
             spec = self.running.pop(ref)
