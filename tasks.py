@@ -27,6 +27,7 @@ from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.revisions import split_spec
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
+from omnibench_core.scale.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
@@ -282,6 +283,9 @@ SCALE_HELP = {
                  "CPUs, for small hosts; the report says so)",
     "engine": "local (this host's slots side by side) or ray (one Ray task per campaign; pip install -e '.[ray]')",
     "address": "Ray cluster address (default auto: the cluster `ray start` made on this host)",
+    "results-transport": "ray engine: auto (default: ship results home from nodes that do not see the results root), "
+                         "ray (always ship them through Ray) or shared (every node sees the results root)",
+    "checkout-url": "ray engine: the git URL (or path) each node clones the checkout from (default --checkout)",
     "opt": "workload option WORKLOAD.KEY=VALUE for every campaign (repeatable)",
     "client": "native or sglang", "target": "local or sglang-omni", "checkout": "sglang-omni checkout",
     "results": "results root", "port": "base port (slot k serves on port + k)",
@@ -290,7 +294,7 @@ SCALE_HELP = {
 SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: no --gpus, --cpus
     **{k: v for k, v in SETTING_CHECKS.items() if k not in ("gpus", "cpus")}, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
     "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(scale.ENGINES), "address": f.text(empty=False),
-    "threshold": f.threshold()}
+    "results_transport": f.choice(TRANSPORTS), "checkout_url": f.text(), "threshold": f.threshold()}
 
 
 @task(iterable=["workload", "sweep", "opt"], checks={
@@ -303,12 +307,13 @@ SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: 
     "resume": "keep complete campaigns and runs, continue the others"})
 def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", slot_per="pair", slot_cpus="rule",
            engine="local", address="auto", resume=False, threshold="5%", client=None, target=None, checkout=None,
-           results=None, port=None):
+           results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
-                                address=address, progress=emit)
+                                address=address, results_transport=results_transport, checkout_url=checkout_url,
+                                progress=emit)
         result = scale.matrix(settings, revisions_spec=revisions, workloads=workload, sweep=sweep or [],
                               options=opt or [], runs=runs, client=client, engine=eng, resume=resume,
                               threshold=threshold, progress=emit)
@@ -323,12 +328,13 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", sl
     "metric": "metric to judge, e.g. seedtts.throughput_qps"})
 def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
-           port=None):
+           port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
-                                address=address, progress=emit)
+                                address=address, results_transport=results_transport, checkout_url=checkout_url,
+                                progress=emit)
         result = scale.bisect(settings, good=good, bad=bad, metric=metric, workloads=workload,
                               threshold=threshold, runs=runs, options=opt or [],
                               client=client, engine=eng, progress=emit)

@@ -15,6 +15,7 @@ from .engine import Engine
 from .local import LocalEngine
 from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
 from .slots import HostSlot, parse_gpu_ids, plan_slots
+from .transport import DEFAULT_TRANSPORT
 
 Progress = Callable[[str], None]
 ENGINES: tuple[str, ...] = ("local", "ray")
@@ -47,16 +48,19 @@ def host_slots(settings: Settings, slots: str, slot_per: str, slot_cpus: str, pr
 
 
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
-                slot_cpus: str = "rule", address: str = "auto", progress: Progress = print) -> Engine:
+                slot_cpus: str = "rule", address: str = "auto", results_transport: str = DEFAULT_TRANSPORT, checkout_url: str = "",
+                progress: Progress = print) -> Engine:
     """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting; on a
     target whose servers use no GPU, each id names a slot of a port and CPUs only), or the Ray
-    engine on the cluster at ``address``. Each slot's note is said once, here."""
+    engine on the cluster at ``address``, its results moved by ``results_transport`` and its
+    nodes' checkouts cloned from ``checkout_url`` (default the checkout's path). Each slot's note
+    is said once, here."""
     if engine == "local":
         return LocalEngine(host_slots(settings, slots, slot_per, slot_cpus, progress), progress=progress)
     if engine == "ray":
         from .ray_engine import RayEngine
         return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
-                         progress=progress)
+                         progress=progress, transport=results_transport, checkout_url=checkout_url)
     raise SettingsError(f"unknown --engine {engine!r}", hint=f"use {' or '.join(ENGINES)}")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import api
 from ..errors import SettingsError
-from ..jsonio import write_json
+from ..jsonio import read_json, write_json
 from ..records import short_revision
 from ..run.layout import revision_dir
 from ..settings import Settings
@@ -22,11 +22,12 @@ from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .revisions import WORKTREES
-from .schedule import run_jobs
+from .schedule import ScaleInterrupted, run_jobs
 from .slots import HostSlot
 from .worker import WorkerSpec
 
 Progress = Callable[[str], None]
+INTERRUPTED = "interrupted"
 
 
 def parse_sweep(sweeps: Sequence[str]) -> list[tuple[str, ...]]:
@@ -95,7 +96,11 @@ def measure_all(settings: Settings, jobs: Sequence[CampaignJob], engine: Engine,
     todo, kept = split_done(settings, jobs, resume)
     for key in kept:
         progress(f"{key}: complete already, kept")
-    return {**kept, **run_jobs(todo, engine, spec_maker(settings), progress=progress)}
+    try:
+        return {**kept, **run_jobs(todo, engine, spec_maker(settings), progress=progress)}
+    except ScaleInterrupted as exc:
+        exc.outcomes = {**kept, **exc.outcomes}
+        raise
 
 
 @dataclass(frozen=True)
@@ -109,11 +114,37 @@ class MatrixResult:
     file: Path
 
 
+def matrix_path(settings: Settings, jobs: Sequence[CampaignJob]) -> Path:
+    """``<results>/matrices/matrix-<hash of the jobs>.json``: the same command, the same file."""
+    ident = hashlib.sha256(json.dumps([j.as_dict() for j in jobs], sort_keys=True).encode()).hexdigest()[:12]
+    return settings.run.results_root / "matrices" / f"matrix-{ident}.json"
+
+
+def was_interrupted(path: Path) -> bool:
+    """Whether the matrix file says its last command was interrupted."""
+    try:
+        return read_json(path).get("status") == INTERRUPTED
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False, threshold: float = 0.05,
                progress: Progress = print) -> MatrixResult:
-    """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``."""
+    """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``, with
+    ``status`` ``interrupted`` (and which campaigns were) after Ctrl-C or SIGTERM; the same
+    command then resumes it without ``--resume``."""
     jobs = spec.jobs()
-    outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)
+    path = matrix_path(settings, jobs)
+    if not resume and was_interrupted(path):
+        progress(f"the matrix was interrupted before ({path}): it resumes, keeping complete campaigns and runs")
+        resume = True
+    try:
+        outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)
+    except ScaleInterrupted as exc:
+        write_json(path, {"engine": engine.name, "status": INTERRUPTED, "jobs": [j.as_dict() for j in jobs],
+                          "interrupted": sorted(k for k, o in exc.outcomes.items() if o.status == INTERRUPTED),
+                          "outcomes": {k: o.as_dict() for k, o in exc.outcomes.items()}})
+        raise
     verdicts: dict[str, tuple[Verdict, ...]] = {}
     first = spec.revisions[0]
     for job in jobs:
@@ -122,9 +153,7 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
         if job.revision != first and a and b and a.status == b.status == "complete":
             verdicts[job.key] = campaigns.compare_all(a, b, threshold, settings)
     shared = any(bool(o.slot.get("shared_cpus")) for o in outcomes.values())
-    ident = hashlib.sha256(json.dumps([j.as_dict() for j in jobs], sort_keys=True).encode()).hexdigest()[:12]
-    path = settings.run.results_root / "matrices" / f"matrix-{ident}.json"
-    write_json(path, {"engine": engine.name, "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
+    write_json(path, {"engine": engine.name, "status": "complete", "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
                       "outcomes": {k: o.as_dict() for k, o in outcomes.items()},
                       "verdicts": {k: [v.__dict__ for v in vs] for k, vs in verdicts.items()}})
     return MatrixResult(tuple(jobs), outcomes, verdicts, shared, path)

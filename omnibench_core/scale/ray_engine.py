@@ -4,32 +4,48 @@ with ``--slot-per pair``, the second kept idle); Ray sets ``CUDA_VISIBLE_DEVICES
 The driver makes the slots from the cluster's live nodes (slot k serves on port + k, so two
 nodes on one host never collide) and pins each task to its slot's node; a task whose worker or
 node died comes back as ``lost`` and the scheduler starts it again on another slot, where the
-campaign resumes. Ray is an optional extra (``pip install -e '.[ray]'``). Results are written
-straight into the results root, which every node must see at the same path (a shared
-filesystem; checked by a token file the driver writes, so a node that cannot see it fails with
-a clear message instead of writing results nobody collects).
+campaign resumes. Ray is an optional extra (``pip install -e '.[ray]'``).
+
+Results (``--results-transport``): ``shared`` writes straight into the results root, which
+every node must see at the same path (checked by a token file the driver writes, so a node that
+cannot see it fails with a clear message instead of writing results nobody collects); ``ray``
+writes under a node-local folder and ships each run home to a :class:`.transport.Receiver`
+actor on the driver's node (:mod:`.remote`); ``auto`` (the default) ships only from nodes that
+fail the token check.
 
 Ctrl-C: SIGINT to the driver would skip the tasks' ``finally`` blocks, so :meth:`cancel_all`
-cancels every task first (a KeyboardInterrupt inside the task: the run layer stops its servers),
-and only then does the driver exit. A SIGKILLed worker's servers die with their watchdogs.
+first tells the receiver to stop; every task watches it and interrupts its own main thread (a
+KeyboardInterrupt: the run layer stops its servers, the campaign says interrupted, its runs go
+home). Ray's own cancel comes only after a grace: Ray workers ignore the real SIGINT, and a
+non-forced cancel (an interrupt of the task's main thread) was seen to leave a campaign running,
+so the watch repeats its interrupt while the campaign runs on. Only then does the driver exit. A SIGKILLed worker's servers die with their
+watchdogs.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import secrets
+import signal
+import socket
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import SettingsError
+from ..errors import OmnibenchError, SettingsError, Terminated
 from .engine import LOST
 from .jobs import CampaignOutcome
+from .remote import run_shipped
 from .slots import HostSlot, own_cpus
+from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver
 from .worker import WorkerSpec, execute
 
 SHARED_TOKEN = ".omnibench-ray-{}"
+CONNECT_TIMEOUT_S = 5.0  # an --address that does not answer within this is refused, not waited on
 
 
 def import_ray() -> Any:
@@ -62,13 +78,74 @@ def _rule_cpus(settings: Mapping[str, Any]) -> Callable[[str], tuple[int, ...]]:
     return cpus
 
 
-def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> dict[str, Any]:
-    """The body of a campaign's Ray task (also callable without Ray, for tests)."""
+class _ActorHome:
+    """The Receiver actor as a :class:`.remote.Home`: each call waits until the driver wrote it;
+    a driver gone away is a typed error, so the task ends with a message, not a traceback."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def _call(self, method: Any, *args: Any) -> Any:
+        import ray
+        try:
+            return ray.get(method.remote(*args), timeout=300)
+        except ray.exceptions.RayTaskError as exc:  # the receiver raised: the driver's disk refused, say
+            raise OmnibenchError("the driver could not write what this node sent", evidence={
+                "error": str(exc)[-1000:]}, hint="fix what the error names, then repeat the command with --resume") from exc
+        except ray.exceptions.RayError as exc:
+            raise OmnibenchError("the driver's receiver of results is gone", evidence={"error": str(exc)[:500]},
+                                 hint="repeat the command with --resume: runs already home are kept") from exc
+
+    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
+        """Write a run at the driver."""
+        return str(self._call(self.handle.run, task, folder, local, data, seeded))
+
+    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
+        """Write the campaign file at the driver."""
+        return str(self._call(self.handle.campaign, task, folder, rel, data, checkout))
+
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign."""
+        return bytes(self._call(self.handle.seed, folder, rel))
+
+
+@contextmanager
+def stop_watch(stopping: Callable[[], bool], interval_s: float = 0.5, repeat_s: float = 10.0) -> Iterator[None]:
+    """While inside, interrupt the main thread once ``stopping()`` says so, and again every
+    ``repeat_s`` while the body still runs (a missed interrupt must not leave a campaign running;
+    a second one only cuts a server's stop grace short, as a second Ctrl-C does)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(interval_s):
+            try:
+                if not stopping():
+                    continue
+            except Exception:  # noqa: BLE001 - the driver is gone: Ray's own cancel or the node's end follows
+                continue
+            _thread.interrupt_main()
+            if done.wait(repeat_s):
+                return
+
+    thread = threading.Thread(target=watch, daemon=True, name="omnibench-stop-watch")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, transport: str = "shared",
+             receiver: Any = None, source: str = "") -> dict[str, Any]:
+    """The body of a campaign's Ray task (also callable without Ray, for tests): ``shared`` or a
+    node that sees the token file writes into the results root; ``ray`` (or ``auto`` on a node
+    that does not see it) runs under the node's folder and ships its runs to ``receiver``."""
     spec = WorkerSpec.from_dict(spec_data)
-    if not Path(token_file).exists():
+    sees = Path(token_file).exists()
+    if transport == "shared" and not sees:
         return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(),
                                error=f"this node does not see the results root ({token_file} is missing): mount it "
-                                     "at the same path on every node").as_dict()
+                                     "at the same path on every node, or pass --results-transport ray").as_dict()
     import ray
     try:
         gpu_ids = [str(g) for g in ray.get_gpu_ids()]
@@ -79,7 +156,34 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> di
     except SettingsError as exc:
         return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)).as_dict()
     spec = WorkerSpec(spec.job, slot, spec.settings, spec.worktrees, spec.slot_timeout_s)
-    return execute(spec, progress=lambda line: print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)).as_dict()
+
+    def progress(line: str) -> None:
+        print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)
+
+    outcome = None
+    try:
+        with stop_watch(lambda: bool(ray.get(receiver.stopping.remote(), timeout=30))):
+            if transport == "shared" or (transport == "auto" and sees):
+                outcome = execute(spec, progress=progress)
+            else:
+                outcome = run_shipped(spec, _ActorHome(receiver), source, node=slot.node, progress=progress)
+    except KeyboardInterrupt:  # a repeated interrupt that came after the campaign had ended
+        pass
+    return (outcome or CampaignOutcome(spec.job.key, "interrupted", slot=slot.as_dict(), error="cancelled")).as_dict()
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A ``HOST:PORT`` address must accept a connection within ``timeout_s``, or SettingsError
+    (``ray.init`` would otherwise retry for a long while); ``auto`` and ``ray://`` pass."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise SettingsError(f"cannot reach the Ray cluster at {address}", evidence={"error": str(exc)},
+                            hint="check --address (the head's HOST:6379, as `ray start --head` prints it) and "
+                                 "that the head is up") from exc
 
 
 class RayEngine:
@@ -88,11 +192,26 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str, base_port: int, results_root: Path, *, per: str = "pair", cpu_mode: str = "rule",
-                 progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True):
+                 progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True,
+                 transport: str = DEFAULT_TRANSPORT, checkout_url: str = ""):
+        if transport not in TRANSPORTS:
+            raise SettingsError(f"unknown --results-transport {transport!r}", hint=f"use {' or '.join(TRANSPORTS)}")
         self.ray = ray_module or import_ray()
         if init and not self.ray.is_initialized():
-            self.ray.init(address=address, log_to_driver=True)
+            check_reachable(address)
+            on_sigterm = signal.getsignal(signal.SIGTERM)
+            try:
+                self.ray.init(address=address, log_to_driver=True)
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+                raise SettingsError(f"cannot connect to the Ray cluster at {address}",
+                                    evidence={"error": f"{type(exc).__name__}: {str(exc)[:500]}"},
+                                    hint="start it (ray start --head) or pass --address HEAD:6379") from exc
+            if callable(on_sigterm) and threading.current_thread() is threading.main_thread():
+                # Ray's core puts its own SIGTERM handler in place (it dies at once); the task's
+                # must stay, so that SIGTERM stops every campaign as Ctrl-C does.
+                signal.signal(signal.SIGTERM, on_sigterm)
         self.per, self.cpu_mode, self.progress = per, cpu_mode, progress
+        self.transport, self.checkout_url = transport, checkout_url
         results_root.mkdir(parents=True, exist_ok=True)
         self.token_file = results_root / SHARED_TOKEN.format(secrets.token_hex(4))
         self.token_file.write_text("omnibench ray driver: every node must see this file at this path\n")
@@ -110,6 +229,13 @@ class RayEngine:
                                      f"{self.gpus_per_task} a slot")
         self._remote = self.ray.remote(run_task)
         self.running: dict[Any, WorkerSpec] = {}
+        self._ended: list[tuple[object, CampaignOutcome]] = []
+        # An actor on the driver's node: it writes what the tasks ship home, and tells them to stop.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        here = self.ray.get_runtime_context().get_node_id()
+        self.receiver: Any = self.ray.remote(Receiver).options(
+            num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+        ).remote(str(results_root))
 
     def _alive_nodes(self) -> set[str]:
         return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
@@ -125,15 +251,28 @@ class RayEngine:
         ref = self._remote.options(
             num_gpus=self.gpus_per_task, num_cpus=0, max_retries=0, retry_exceptions=False,
             scheduling_strategy=NodeAffinitySchedulingStrategy(spec.slot.node, soft=False),
-        ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file))
+        ).remote(spec.as_dict(), self.cpu_mode, str(self.token_file), self.transport, self.receiver,
+                 self.checkout_url or str(spec.settings.get("checkout", "")))
         self.running[ref] = spec
         return ref
 
     def wait(self, timeout_s: float) -> list[tuple[object, CampaignOutcome]]:
         """Tasks that ended; a dead worker or node gives ``lost``."""
+        if self._ended:  # those cancel_all saw end, first
+            ended, self._ended = self._ended, []
+            return ended
+        return self._collect(timeout_s)
+
+    def _collect(self, timeout_s: float) -> list[tuple[object, CampaignOutcome]]:
+        """Tasks that end within ``timeout_s``, with their outcomes."""
         if not self.running:
             return []
-        ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
+        try:
+            ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
+        except SystemError as exc:  # Ray's wait passes on only KeyboardInterrupt from a signal handler
+            if isinstance(exc.__cause__, Terminated):
+                raise exc.__cause__ from None  # SIGTERM: stop every campaign, as Ctrl-C does
+            raise
         done = []
         for ref in ready:
             spec = self.running.pop(ref)
@@ -150,15 +289,31 @@ class RayEngine:
         return done
 
     def cancel_all(self, grace_s: float) -> None:
-        """Cancel every task (KeyboardInterrupt inside it: servers stop), wait, then force."""
+        """Tell every task to stop (each interrupts itself: servers stop, runs go home), wait;
+        then Ray's cancel, and after another grace force."""
+        try:
+            self.ray.get(self.receiver.stop.remote(), timeout=30)
+        except self.ray.exceptions.RayError:
+            pass  # the receiver is gone: Ray's cancel below is all there is
+        self._drain(grace_s)
+        for ref in self.running:  # recursive=False: a task's calls to the receiver must still land
+            self.ray.cancel(ref, force=False, recursive=False)
+        self._drain(grace_s / 2)
         for ref in self.running:
-            self.ray.cancel(ref, force=False)
-        deadline = time.monotonic() + grace_s
-        while self.running and time.monotonic() < deadline:
-            self.wait(0.5)
-        for ref in list(self.running):
             self.ray.cancel(ref, force=True)
+        self._drain(0.0)
+
+    def _drain(self, grace_s: float) -> None:
+        """Collect the tasks that end within ``grace_s`` for the next :meth:`wait`."""
+        deadline = time.monotonic() + grace_s
+        while self.running:
+            self._ended += self._collect(0.5)
+            if time.monotonic() >= deadline:
+                break
 
     def close(self) -> None:
-        """Remove the token file (the cluster stays up: it is not ours)."""
+        """Remove the token file and the receiver (the cluster stays up: it is not ours)."""
         self.token_file.unlink(missing_ok=True)
+        if self.receiver is not None:
+            self.ray.kill(self.receiver)
+            self.receiver = None

@@ -85,7 +85,7 @@ def commits_between(checkout: Path, good: str, bad: str, git: str = "git") -> li
 
 
 @contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def locked(folder: Path) -> Iterator[None]:
     """One worktree or venv change at a time per folder (campaigns of one host start together)."""
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "a") as handle:
@@ -106,7 +106,7 @@ class Prepared:
 def worktree(checkout: Path, revision: str, root: Path, git: str = "git") -> Path:
     """``root/<revision>``: a detached ``git worktree`` of ``checkout`` at ``revision`` (kept if there)."""
     path = root / revision
-    with _locked(root):
+    with locked(root):
         if not (path / ".git").exists():
             _git(git, checkout, "worktree", "prune")
             _git(git, checkout, "worktree", "add", "--detach", "--force", "--", str(path), revision)
@@ -142,7 +142,7 @@ def prepare(checkout: Path, revision: str, root: Path, *, venv_name: str = "omni
     h = deps_hash(tree, bash)
     home = root / "venvs" / h
     venv = tree / venv_name
-    with _locked(root / "venvs"):
+    with locked(root / "venvs"):
         if venv.exists():
             check_venv(tree, home, bash)
             return Prepared(tree, venv, h, "kept")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated
 from .engine import LOST, Engine
@@ -15,14 +16,24 @@ from .worker import WorkerSpec
 Progress = Callable[[str], None]
 
 
+class ScaleInterrupted(RunInterrupted):
+    """Campaigns were interrupted (Ctrl-C, SIGTERM, or inside a campaign); ``outcomes`` holds
+    what every campaign started or finished got, the interrupted ones included, so the matrix
+    file can say which to resume."""
+
+    def __init__(self, message: str, outcomes: dict[str, CampaignOutcome], **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.outcomes = outcomes
+
+
 def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[CampaignJob, HostSlot], WorkerSpec], *,
              progress: Progress = print, max_lost: int = 3, cancel_grace_s: float = 60.0) -> dict[str, CampaignOutcome]:
     """Run ``jobs`` on the engine's slots; returns each job's outcome by key.
 
     A ``lost`` outcome puts the job back at the front of the queue (up to ``max_lost`` times).
     KeyboardInterrupt or Terminated (SIGTERM) cancels every running campaign, waits for their
-    servers to stop, and raises RunInterrupted; complete campaigns and runs stay, so the same
-    command resumes.
+    servers to stop, and raises :class:`ScaleInterrupted` with every outcome (the cancelled
+    campaigns ``interrupted``); complete campaigns and runs stay, so the same command resumes.
     """
     pending = deque(jobs)
     busy: dict[object, tuple[CampaignJob, HostSlot]] = {}
@@ -54,10 +65,19 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
         why = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C (SIGINT)"
         progress(f"interrupted by {why}: cancelling every campaign so that its servers stop")
         engine.cancel_all(cancel_grace_s)
-        raise RunInterrupted(f"the matrix was interrupted by {why}; every campaign was cancelled and its servers stopped",
-                             hint="the same command with --resume continues it") from None
+        for handle, outcome in engine.wait(0.0):  # what the cancelled campaigns said as they ended
+            if handle in busy:
+                results[busy.pop(handle)[0].key] = outcome
+        for job, slot in busy.values():  # ended without a word (forced): interrupted all the same
+            results[job.key] = CampaignOutcome(job.key, "interrupted", slot=slot.as_dict(), error=why)
+        cut = sorted(k for k, o in results.items() if o.status == "interrupted")
+        raise ScaleInterrupted(f"interrupted by {why}; every campaign was cancelled and its servers stopped", results,
+                               evidence={"campaigns interrupted": ", ".join(cut) or "none",
+                                         "not started": ", ".join(j.key for j in pending) or "none"},
+                               hint="the same command continues it (complete campaigns and runs are kept)") from None
     interrupted = [k for k, o in results.items() if o.status == "interrupted"]
     if interrupted:
-        raise RunInterrupted(f"{len(interrupted)} campaign(s) were interrupted", evidence={"campaigns": ", ".join(interrupted)},
-                             hint="the same command with --resume continues them")
+        raise ScaleInterrupted(f"{len(interrupted)} campaign(s) were interrupted", results,
+                               evidence={"campaigns interrupted": ", ".join(interrupted)},
+                               hint="the same command continues them (complete campaigns and runs are kept)")
     return results

@@ -1,0 +1,112 @@
+"""One campaign on a node that does not see the driver's results root (``--results-transport
+ray``): what runs where.
+
+On the node: its own bare clone of the checkout (:mod:`.node_checkout`), worktrees and venvs
+under ``<node folder>/worktrees`` (deps-hash reuse per node), and the campaign under a fresh
+``<node folder>/tasks/<id>/results``, into which the driver's copy of the campaign was unpacked
+first (so a resumed campaign continues from what the driver has). Each run goes home as it
+completes (:class:`.transport.Shipper`); the outcome names the driver's files. A node that dies
+loses only the run it had not finished.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import OmnibenchError, storage_error
+from ..jsonio import write_json
+from ..settings import Settings
+from . import campaigns
+from .jobs import CampaignOutcome
+from .matrix import folder_of
+from .node_checkout import node_checkout
+from .transport import Shipper, campaign_runs, node_root, retarget, unpack
+from .worker import WorkerSpec, execute
+
+
+class Home(Protocol):
+    """The driver's end of the transport (:class:`.transport.Receiver`, or a handle to it)."""
+
+    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
+        """Write a run; returns its name at the driver."""
+        ...
+
+    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
+        """Write the campaign file; returns its path at the driver."""
+        ...
+
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign (b"" when it has none)."""
+        ...
+
+
+def places(spec: WorkerSpec, results: Path) -> tuple[str, str]:
+    """The job's revision folder and campaign file, relative to a results root."""
+    folder = folder_of(Settings.from_mapping({**spec.settings, "results": str(results)}), spec.job)
+    return folder.name, str(campaigns.campaign_path(folder, spec.job).relative_to(results))
+
+
+def _revision_checkout(spec: WorkerSpec) -> bool:
+    return bool(spec.job.revision) and Settings.from_mapping(spec.settings).run.target != "local"
+
+
+def _start_from_home(home: Home, results: Path, folder: str, rel: str, node_tree: str | None) -> dict[str, str] | None:
+    """Unpack the driver's copy of the campaign into ``results`` (its worktree set to this
+    node's); the runs it counts, or None when the driver has no campaign yet."""
+    data = home.seed(folder, rel)
+    if not data:
+        return None
+    try:
+        unpack(data, results)
+        campaign = json.loads((results / rel).read_text())
+        write_json(results / rel, retarget(campaign, node_tree))
+    except OSError as exc:
+        raise storage_error("unpacking the driver's copy of the campaign on this node", exc) from exc
+    return campaign_runs(results / folder, campaign)
+
+
+def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
+                progress: Callable[[str], None] = print) -> CampaignOutcome:
+    """Run ``spec``'s campaign under this node's folder, starting from the driver's copy and
+    sending each run home; the outcome names the driver's campaign file and runs."""
+    job, base = spec.job, Settings.from_mapping(spec.settings)
+    root = node_root()
+    task = f"{job.short}-{secrets.token_hex(6)}"
+    results = root / "tasks" / task / "results"
+    folder, rel = places(spec, results)
+    settings = {**spec.settings, "results": str(results)}
+    home_tree = node_tree = None
+    if _revision_checkout(spec):
+        try:
+            settings["checkout"] = str(node_checkout(source, root, job.revision, node=node, git=base.tools.git))
+        except OmnibenchError as exc:
+            return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
+        home_tree, node_tree = str(Path(spec.worktrees) / job.revision), str(root / "worktrees" / job.revision)
+    try:
+        seeded = _start_from_home(home, results, folder, rel, node_tree)
+    except OmnibenchError as exc:
+        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
+    if seeded is not None:
+        progress(f"continuing from the driver's copy: {', '.join(sorted(seeded)) or 'no run'} kept")
+    local = WorkerSpec(job, spec.slot, settings, str(root / "worktrees"), spec.slot_timeout_s)
+    shipper = Shipper(results, folder, rel,
+                      lambda run, data, again: home.run(task, folder, run, data, again),
+                      lambda data: home.campaign(task, folder, rel, data, home_tree), seeded=seeded or {})
+    try:
+        with shipper:
+            outcome = execute(local, progress=progress)
+    except OmnibenchError as exc:  # the last flush could not reach the driver or write there
+        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=f"results not shipped home: {exc}")
+    if outcome.status != "complete":
+        return outcome
+    if not any((results / folder).glob("run*-incomplete*")):  # a run moved aside stays here, as evidence
+        shutil.rmtree(results.parent, ignore_errors=True)  # everything that counts is at the driver now
+    home_folder = Path(spec.settings["results"]) / folder
+    return replace(outcome, campaign=shipper.home_campaign, folder=str(home_folder),
+                   runs=tuple(shipper.names.get(r, r) for r in outcome.runs))

@@ -1,0 +1,250 @@
+"""Results shipped home: a campaign on a node that cannot see the driver's results root writes
+under a node-local folder, and each run (then the campaign file) travels to the driver as the
+bytes of a tar, where :class:`Receiver` writes it into the results root atomically.
+
+- ``pack`` / ``unpack``: folders of a results root as tar bytes, and back (members checked
+  with tarfile's ``data`` filter: no absolute paths, no links out of the folder).
+- :class:`Receiver`: the driver's side (a Ray actor pinned to the driver's node; plain Python
+  here). A run is unpacked under a temporary name and renamed into place, so a half-copied run
+  never appears. Two campaigns of one revision on two nodes both number their runs from the
+  same free ``runN``; a run whose name the driver already holds gets the next free one, and the
+  campaign file the same task sends after it names the run as the driver does.
+- :class:`Shipper`: the task's side; every ``interval_s`` it reads the node-local campaign file
+  and sends each run that became complete (or generated, for deferred scoring) and then the
+  campaign file itself, so the driver's campaign never names a run it does not have.
+- :func:`seed`: the driver's copy of a campaign (its file and the runs it counts), which a task
+  asks the receiver for and unpacks before it starts, so ``--resume`` continues from the
+  driver's copy on any node.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shutil
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import storage_error
+from ..jsonio import write_json
+from ..run.manifest import run_status
+
+TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
+DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
+SHIPPED = ("complete", "generated")  # a run in one of these states is worth keeping at the driver
+NODE_ROOT_ENV = "OMNIBENCH_NODE_ROOT"  # a node's own folder for its campaigns, worktrees and checkouts
+
+
+def node_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """This node's folder: ``$OMNIBENCH_NODE_ROOT``, else ``omnibench-node-<uid>`` in the temp dir."""
+    configured = environ.get(NODE_ROOT_ENV, "")
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / f"omnibench-node-{os.getuid()}"
+
+
+def pack(base: Path, rels: Iterable[str]) -> bytes:
+    """``base/rel`` for each ``rel`` (a file or a folder) in an uncompressed tar, named by ``rel``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for rel in rels:
+            tar.add(base / rel, arcname=rel)
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, dest: Path) -> None:
+    """Unpack ``pack``'s bytes under ``dest`` (made if missing)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def campaign_runs(revision: Path, campaign: Mapping[str, Any]) -> dict[str, str]:
+    """The runs a campaign file counts (run -> status): attempts complete or generated whose
+    run's manifest says so too."""
+    runs = {}
+    for attempt in campaign.get("attempts", []):
+        run, status = str(attempt.get("run", "")), str(attempt.get("status", ""))
+        if run and status in SHIPPED and run_status(revision / run) == status:
+            runs[run] = status
+    return runs
+
+
+def retarget(campaign: dict[str, Any], checkout: str | None, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``campaign`` with its asked ``checkout`` setting replaced (a revision's worktree is at
+    another path on each node, and identity checks compare it) and its runs renamed by ``names``."""
+    if checkout is not None:
+        campaign.setdefault("asked", {}).setdefault("settings", {})["checkout"] = checkout
+    for attempt in campaign.get("attempts", []):
+        if names and attempt.get("run") in names:
+            attempt["run"] = names[attempt["run"]]
+    return campaign
+
+
+def seed(results: Path, folder: str, campaign_rel: str) -> bytes:
+    """The driver's copy of a campaign, to unpack into a task's node-local results root: the
+    campaign file and the runs it counts; b"" when there is no campaign yet."""
+    path = results / campaign_rel
+    try:
+        campaign = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return b""
+    return pack(results, [*(f"{folder}/{run}" for run in sorted(campaign_runs(results / folder, campaign))), campaign_rel])
+
+
+class Receiver:
+    """The driver's end: writes shipped runs and campaign files into ``results`` atomically."""
+
+    def __init__(self, results: str):
+        self.results = Path(results)
+        self.names: dict[tuple[str, str, str], str] = {}  # (task, folder, name on the node) -> name here
+        self.taken: dict[str, set[str]] = {}  # run names given out per folder (not all on disk yet)
+        self.stopped = False
+
+    def stop(self) -> None:
+        """The driver was interrupted: every task is to stop its campaign."""
+        self.stopped = True
+
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called (each task asks every half second)."""
+        return self.stopped
+
+    def seed(self, folder: str, rel: str) -> bytes:
+        """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs."""
+        return seed(self.results, folder, rel)
+
+    def _name(self, task: str, folder: str, local: str, seeded: bool) -> str:
+        key = (task, folder, local)
+        if key not in self.names:
+            taken = self.taken.setdefault(folder, set())
+            revision = self.results / folder
+            if seeded or (local not in taken and not (revision / local).exists()):
+                name = local
+            else:
+                name = _free_name(revision, taken)
+            taken.add(name)
+            self.names[key] = name
+        return self.names[key]
+
+    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool = False) -> str:
+        """Write one shipped run as ``<results>/<folder>/<name>``; returns the name it has here."""
+        name = self._name(task, folder, local, seeded)
+        revision = self.results / folder
+        incoming = revision / f".incoming-{name}-{secrets.token_hex(4)}"
+        try:
+            unpack(data, incoming)
+            run = incoming / folder / local
+            if name != local:  # the run's manifest names it
+                manifest = run / "manifest.json"
+                record = json.loads(manifest.read_text())
+                record["run"] = name
+                manifest.write_text(json.dumps(record, indent=2) + "\n")
+            _swap_in(run, revision / name)
+        except OSError as exc:
+            raise storage_error(f"writing run {name} shipped from a node", exc) from exc
+        finally:
+            shutil.rmtree(incoming, ignore_errors=True)
+        return name
+
+    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
+        """Write a shipped campaign file (its runs named as here, its checkout the driver's);
+        returns its path here."""
+        campaign = json.loads(data)
+        names = {local: name for (t, f, local), name in self.names.items() if t == task and f == folder}
+        path = self.results / rel
+        try:
+            write_json(path, retarget(campaign, checkout, names))
+        except OSError as exc:
+            raise storage_error("writing a campaign file shipped from a node", exc) from exc
+        return str(path)
+
+    def renamed(self, task: str, folder: str) -> dict[str, str]:
+        """The names the driver gave ``task``'s runs (node name -> name here)."""
+        return {local: name for (t, f, local), name in self.names.items() if t == task and f == folder}
+
+
+def _free_name(revision: Path, taken: set[str]) -> str:
+    """The lowest ``runN`` neither in ``revision`` nor given out already."""
+    used = taken | ({entry.name for entry in revision.iterdir()} if revision.is_dir() else set())
+    n = 0
+    while f"run{n}" in used:
+        n += 1
+    return f"run{n}"
+
+
+def _swap_in(new: Path, dest: Path) -> None:
+    """Rename ``new`` to ``dest``; an older ``dest`` (a generated run now scored) is renamed away
+    first and removed after, so ``dest`` is always a whole run."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    old = dest.with_name(f".replaced-{dest.name}-{secrets.token_hex(4)}")
+    if dest.exists():
+        os.rename(dest, old)
+    os.rename(new, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+SendRun = Callable[[str, bytes, bool], str]  # (run name on the node, tar, seeded) -> name at the driver
+SendCampaign = Callable[[bytes], str]  # campaign file -> its path at the driver
+
+
+class Shipper:
+    """Sends a node-local campaign's runs and file home as they change (a thread, and a last
+    ``flush`` on exit, after Ctrl-C too)."""
+
+    def __init__(self, results: Path, folder: str, campaign_rel: str, send_run: SendRun, send_campaign: SendCampaign,
+                 *, seeded: Mapping[str, str] | None = None, interval_s: float = 0.5):
+        self.results, self.folder, self.campaign_rel = results, folder, campaign_rel
+        self.send_run, self.send_campaign, self.interval_s = send_run, send_campaign, interval_s
+        self.seeded = dict(seeded or {})
+        self.sent: dict[str, str] = dict(self.seeded)  # run -> status the driver has
+        self.names: dict[str, str] = {r: r for r in self.seeded}
+        self.home_campaign = ""
+        self._last = b""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="omnibench-shipper")
+        self.error: Exception | None = None
+
+    def __enter__(self) -> Shipper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+        self.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.flush()
+            except Exception as exc:  # noqa: BLE001 - kept, and raised by the last flush
+                self.error = exc
+
+    def flush(self) -> None:
+        """Send every run that changed since the last flush, then the campaign file if it changed."""
+        with self._lock:
+            path = self.results / self.campaign_rel
+            try:
+                text = path.read_bytes()
+                campaign = json.loads(text)
+            except (OSError, ValueError):
+                return  # not written yet (or mid-write by another writer: the next flush has it)
+            revision = self.results / self.folder
+            behind = False
+            for run, status in campaign_runs(revision, campaign).items():
+                if self.sent.get(run) == status:
+                    continue
+                data = pack(self.results, [f"{self.folder}/{run}"])
+                if run_status(revision / run) != status:  # it moved on while packed: the next flush
+                    behind = True
+                    continue
+                self.names[run] = self.send_run(run, data, run in self.seeded)
+                self.sent[run] = status
+            if text != self._last and not behind:  # never a campaign file naming a run not home yet
+                self.home_campaign = self.send_campaign(text)
+                self._last = text

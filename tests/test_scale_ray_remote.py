@@ -1,0 +1,249 @@
+"""The Ray engine without a shared filesystem (`--results-transport ray`), on a
+`ray.cluster_utils.Cluster` of two nodes (one process tree, one fake GPU each) whose tasks write
+under different node-local folders (each node's raylet gets its own OMNIBENCH_NODE_ROOT and a
+custom resource naming it; no path is shared with the driver's results root): a matrix of 3
+stand-in revisions whose runs all land in the driver's results root with the files a local-engine
+matrix writes, --resume measuring nothing twice, a node removed mid-matrix costing only its
+unfinished run, SIGINT and SIGTERM of a real `invoke matrix` process, and bad input (an unreachable
+--address, a cluster without GPUs, a revision missing from the nodes' checkout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, free_port, write_fake_nvidia_smi
+from proc_helpers import wait_for
+from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.scale import front_door as commands
+from omnibench_core.scale.local import LocalEngine
+from omnibench_core.scale.slots import plan_slots
+from omnibench_core.settings import Settings
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
+                                        "engine's tests")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from omnibench_core.scale.ray_engine import RayEngine  # noqa: E402
+
+OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
+SELFTEST = ("--workload", "selftest", *[x for o in OPTS for x in ("--opt", o)])
+
+
+def _node_args(base: Path, name: str) -> dict:
+    """A node with one fake GPU, a resource naming it and its own folder (the stand-in's venv
+    script needs the python that has omnibench: a node's own `python3` may not)."""
+    return {"num_cpus": 2, "num_gpus": 1, "resources": {f"omnibench_{name}": 1}, "include_dashboard": False,
+            "env_vars": {"OMNIBENCH_NODE_ROOT": str(base / name), "OMNIBENCH_PYTHON": sys.executable}}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    base = tmp_path_factory.mktemp("nodes")
+    c = Cluster(initialize_head=True, head_node_args=_node_args(base, "node-a"))
+    c.add_node(**_node_args(base, "node-b"))
+    c.wait_for_nodes()
+    ray.init(address=c.address)
+    co = base / "co"
+    # the stand-in `invoke standin` makes: 100, 100 and 300 ms a request (far above a busy machine's noise)
+    made = invoke_standin(co, "--commits", "3", "--regress-at", "3", "--base-delay-ms", "100", "--delay-ms", "200")
+    # both simulated nodes are this host and each slot is its node's GPU 0: a fake that is always free
+    fake = write_fake_nvidia_smi(base / "fakebin", [0])
+    try:
+        yield c, base, made, fake
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def _settings(made, fake: Path, results: Path) -> Settings:
+    return Settings.of(target="sglang-omni", checkout=str(made.root), results=str(results), port=free_port(),
+                       nvidia_smi=str(fake))
+
+
+def _layout(root: Path) -> set[str]:
+    """Every file under ``root`` a reader of results sees: not the worktrees (node-local on Ray),
+    not lock files (a holder line of a process on a node) nor the Ray driver's token file."""
+    out = set()
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(".worktrees/") and not rel.startswith(".omnibench-ray-") \
+                and not path.name.endswith(".lock"):
+            out.add(rel)
+    return out
+
+
+def _matrix(settings: Settings, made, engine, **kwargs):
+    return commands.matrix(settings, revisions_spec=",".join(made.commits), workloads=["selftest"], options=OPTS,
+                           runs=2, engine=engine, threshold=0.3, **kwargs)
+
+
+def _ray_engine(settings: Settings, lines: list[str]) -> RayEngine:
+    return RayEngine("auto", settings.run.port, settings.run.results_root, per="gpu", cpu_mode="shared",
+                     progress=lines.append, init=False, transport="ray")
+
+
+def _started(results: Path) -> dict[str, str]:
+    """Each run's start time, by its path: a run measured again would start later."""
+    return {str(p.parent.relative_to(results)): json.loads(p.read_text())["started"]
+            for p in results.glob("*/run*/manifest.json")}
+
+
+def test_matrix_ships_every_run_home_as_a_local_matrix_lays_it_out_and_resume_measures_nothing(cluster, tmp_path):
+    c, base, made, fake = cluster
+    results, lines = tmp_path / "results", []
+    settings = _settings(made, fake, results)
+    result = _matrix(settings, made, _ray_engine(settings, lines), progress=lines.append)
+    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(lines[-60:])
+    assert {x.metric: x.verdict for x in result.verdicts[result.jobs[2].key]}["selftest.latency_mean_s"] == "worse"
+    # both nodes ran campaigns, each under its own folder, each with its own clone and worktrees
+    for node in ("node-a", "node-b"):
+        assert list((base / node / "worktrees").glob("*/.git")), node
+        assert list((base / node / "checkouts").glob("*.git"))
+    assert not (results / ".worktrees").exists()  # nothing was prepared under the driver's results root
+    # every campaign's outcome names the driver's files
+    for o in result.outcomes.values():
+        assert Path(o.campaign).is_relative_to(results) and len(o.runs) == 2
+    # the same matrix on the local engine (2 slots of this host): the same files, name by name
+    local_results = tmp_path / "local"
+    local_settings = _settings(made, fake, local_results)
+    slots = plan_slots(["0", "1"], local_settings.run.port, per="gpu", cpus="shared")
+    local = _matrix(local_settings, made, LocalEngine(slots, progress=lines.append), progress=lines.append)
+    assert all(o.status == "complete" for o in local.outcomes.values())
+    assert _layout(results) == _layout(local_results)
+    for commit in made.commits:  # the campaign files say the same, the worktree path included
+        here = json.loads(next((results / commit[:7] / "campaigns").glob("*.json")).read_text())
+        there = json.loads(next((local_results / commit[:7] / "campaigns").glob("*.json")).read_text())
+        assert here["asked"]["settings"]["checkout"] == str(results / ".worktrees" / commit)
+        assert there["asked"]["settings"]["checkout"] == str(local_results / ".worktrees" / commit)
+        assert [(a["slot"], a["run"], a["status"]) for a in here["attempts"]] == \
+            [(a["slot"], a["run"], a["status"]) for a in there["attempts"]]
+    # --resume from the driver's copy: every campaign kept, no run measured again
+    before = _started(results)
+    again = _matrix(settings, made, _ray_engine(settings, lines), resume=True, progress=lines.append)
+    assert all(o.reused and o.status == "complete" for o in again.outcomes.values())
+    assert _started(results) == before
+
+
+def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_path):
+    c, base, made, fake = cluster
+    node_c = c.add_node(**_node_args(base, "node-c"))
+    c.wait_for_nodes()
+    results, lines = tmp_path / "results", []
+    settings = _settings(made, fake, results)
+    engine = _ray_engine(settings, lines)
+    assert len(engine.slots()) == 3
+    box: dict = {}
+
+    def drive():
+        try:
+            box["result"] = _matrix(settings, made, engine, progress=lines.append)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            box["error"] = exc
+
+    thread = threading.Thread(target=drive)
+    thread.start()
+    try:
+        tag = f"(node {node_c.node_id[:8]})"
+        start = wait_for(lambda: next((x for x in list(lines) if x.startswith("start") and tag in x), None), 120)
+        short = start.split()[1].split("|")[0]
+        # once node c's run0 is home, and a later run is under way there, the node goes
+        wait_for(lambda: (results / short / "run0" / "manifest.json").is_file(), 180)
+        shipped = _started(results)[f"{short}/run0"]
+        wait_for(lambda: list((base / "node-c" / "tasks").glob(f"*/results/{short}/run1")), 120)
+    finally:
+        c.remove_node(node_c)
+    thread.join(300)
+    assert not thread.is_alive()
+    assert "error" not in box, f"{box.get('error')}\n" + "\n".join(lines[-60:])
+    assert all(o.status == "complete" for o in box["result"].outcomes.values()), "\n".join(lines[-60:])
+    assert any("its slot was lost" in x for x in lines), "\n".join(lines[-60:])
+    # the run that was home stayed; the campaign went on from it elsewhere: run0 was measured once
+    assert _started(results)[f"{short}/run0"] == shipped
+    assert sorted(p.name for p in (results / short).glob("run*")) == ["run0", "run1", "run2"]
+    (campaign,) = (results / short / "campaigns").glob("*.json")
+    warmups = [a for a in json.loads(campaign.read_text())["attempts"] if a["slot"] == 0]
+    assert [(a["run"], a["status"]) for a in warmups] == [("run0", "complete")]  # not measured again
+    wait_for(lambda: not server_pids(base), 40)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_resumes(cluster, tmp_path, sig):
+    c, base, made, fake = cluster
+    results, port = tmp_path / "results", free_port()
+    argv = [sys.executable, "-m", "invoke", "matrix", "--target", "sglang-omni", "--checkout", str(made.root), *SELFTEST,
+            "--revisions", ",".join(made.commits[:2]), "--runs", "2", "--slot-per", "gpu", "--slot-cpus", "shared",
+            "--threshold", "30%", "--engine", "ray", "--address", c.address, "--results-transport", "ray",
+            "--port", str(port)]
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake),
+           "PATH": path_without_nvidia_smi()}
+    log = tmp_path / "driver.log"
+    with open(log, "w") as out:
+        driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180)  # a campaign's server is up
+            time.sleep(1.0)
+            driver.send_signal(sig)
+            rc = driver.wait(120)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+    text = log.read_text()
+    assert rc == 130, text[-4000:]
+    why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
+    assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
+    wait_for(lambda: not server_pids(base), 40)
+    assert not port_in_use(port) and not port_in_use(port + 1)
+    (matrix_file,) = (results / "matrices").glob("*.json")
+    record = json.loads(matrix_file.read_text())
+    assert record["status"] == "interrupted" and record["interrupted"], record
+    kept = {k: v for k, v in _started(results).items()
+            if json.loads((results / k / "manifest.json").read_text())["status"] == "complete"}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "it resumes" in done.stdout
+    assert json.loads(matrix_file.read_text())["status"] == "complete"
+    after = _started(results)
+    assert all(after[k] == v for k, v in kept.items())  # nothing complete was measured again
+
+
+def test_bad_input_unreachable_address_no_gpus_and_a_revision_missing_on_the_nodes(cluster, tmp_path, invoke):
+    c, base, made, fake = cluster
+    common = ("matrix", "--target", "sglang-omni", "--checkout", str(made.root), *SELFTEST, "--revisions", "HEAD",
+              "--runs", "2", "--engine", "ray", "--slot-cpus", "shared")
+    # an address nobody listens on: a typed error at once, not Ray's long retry
+    dead = invoke(*common, "--address", f"127.0.0.1:{free_port()}", timeout=120)
+    assert dead.returncode == 1 and "cannot reach the Ray cluster at 127.0.0.1:" in dead.stderr, dead.stderr
+    assert "Traceback" not in dead.stderr
+    # a cluster without GPUs
+    bare = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "include_dashboard": False})
+    try:
+        none = invoke(*common, "--address", bare.address, timeout=180)
+    finally:
+        bare.shutdown()
+    assert none.returncode == 1 and "the Ray cluster has no free GPU slot" in none.stderr, none.stdout + none.stderr
+    assert "Traceback" not in none.stderr
+    # the nodes clone from a repository that lacks the newest commit
+    old = tmp_path / "old"
+    subprocess.run(["git", "clone", "-q", str(made.root), str(old)], check=True)
+    subprocess.run(["git", "-C", str(old), "reset", "-q", "--hard", "HEAD~1"], check=True)
+    settings = _settings(made, fake, tmp_path / "results")
+    lines: list[str] = []
+    engine = RayEngine("auto", settings.run.port, settings.run.results_root, per="gpu", cpu_mode="shared",
+                       progress=lines.append, init=False, transport="ray", checkout_url=f"file://{old}")
+    result = commands.matrix(settings, revisions_spec="HEAD", workloads=["selftest"], options=OPTS, runs=2,
+                             engine=engine, progress=lines.append)
+    (outcome,) = result.outcomes.values()
+    assert outcome.status == "failed"
+    assert f"revision {made.head} is not in this node's checkout" in outcome.error
+    assert f"fetched from: file://{old}" in outcome.error and "node: " in outcome.error
+
