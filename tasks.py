@@ -344,7 +344,7 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
 @task(checks={
     "metric": f.text(), "workload": f.text(), "target": TARGET,
     "revisions": f.library("A..B or a branch (not starting with -)", check_revisions), "checkout": f.text(),
-    "results": f.text(), "json": f.text(), "rebuild": f.SWITCH, "bisect": f.SWITCH, "slots": f.gpu_ids(empty=True),
+    "results": f.text(), "json": f.text(), "summary": f.text(), "rebuild": f.SWITCH, "bisect": f.SWITCH, "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS), "threshold": f.threshold(), "port": f.port(),
     "min_effect": f.percent()},
     help={"min-effect": "smallest step that is a change point, in percent (default 5, as compare's)",
@@ -353,19 +353,22 @@ def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slo
           "revisions": "A..B or a branch of --checkout, in first-parent order (default HEAD; A..B leaves A out, as git)",
           "checkout": "the git repository whose first-parent order the series follow (default the checkout setting)",
           "results": "results root (its history.sqlite)", "json": "also save the history as JSON in this file",
+          "summary": "also write the pull-request summary (Markdown) to this file; with --revisions it is "
+                     "appended to $GITHUB_STEP_SUMMARY when that is set",
           "rebuild": "make the database again from the run directories first",
           "bisect": "bisect each change point that holds untested commits (needs --metric), as invoke bisect",
           "slots": SCALE_HELP["slots"] + " (--bisect)", "slot-per": SCALE_HELP["slot-per"] + " (--bisect)",
           "slot-cpus": SCALE_HELP["slot-cpus"] + " (--bisect)", "threshold": SCALE_HELP["threshold"] + " (--bisect)",
           "port": "base port of --bisect's slots (default 8000)"})
-def history(c, metric="", workload="", revisions="", target=None, checkout=None, results=None, json="", rebuild=False,
-            bisect=False, slots="", slot_per="pair", slot_cpus="rule", threshold="5%", port=None, min_effect="5"):
+def history(c, metric="", workload="", revisions="", target=None, checkout=None, results=None, json="", summary="",
+            rebuild=False, bisect=False, slots="", slot_per="pair", slot_cpus="rule", threshold="5%", port=None, min_effect="5"):
     """Per metric the series over commits (mean, interval) and its change points; --bisect names their commits."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
         done = history_layer.run_history(
             settings, metric=metric or None, workload=workload or None, revisions=revisions or None, target=target,
             checkout=checkout, rebuild=rebuild, bisect=bisect, json_out=json or None, min_effect=min_effect, progress=emit,
+            summary_out=summary or None,
             slot_flags=history_layer.SlotFlags(slots, slot_per, slot_cpus, threshold))
     emit(history_layer.outcome_text(done, history_view(done.history)))
 

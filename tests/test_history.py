@@ -188,6 +188,27 @@ def test_an_unknown_metric_lists_close_names_and_a_range_of_one_commit_says_so(s
     assert not _change_lines(one.stdout)
 
 
+@pytest.mark.slow
+def test_a_range_writes_its_pull_request_summary_and_appends_it_to_the_step_summary(story, tmp_path):
+    c = story.commits
+    step = tmp_path / "step-summary.md"
+    step.write_text("earlier step\n")
+    out = tmp_path / "summary.md"
+    env_path = story.env["PATH"]
+    done = subprocess.run(
+        [sys.executable, "-m", "invoke", "history", "--target", "sglang-omni", "--checkout", str(story.root), "--metric",
+         METRIC, "--revisions", f"{c[0]}..{c[7]}", "--summary", str(out)], cwd=REPO, capture_output=True, text=True,
+        timeout=600, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(story.results), "PATH": env_path,
+                          "GITHUB_STEP_SUMMARY": str(step)})
+    _ok(done)
+    text = out.read_text()
+    # the step at commit 6 comes first, as a change, before anything folded away
+    changed = text.split("<details>")[0]
+    assert f"{c[4][:7]}..{c[5][:7]}" in changed and "**WORSE**" in changed
+    assert step.read_text() == "earlier step\n" + text  # appended, never overwritten
+    assert f"pull-request summary: {out}" in done.stdout
+
+
 def _copy_db(story: Story, to: Path) -> Path:
     """A copy of the fixture's database (sqlite's own backup: the WAL's pages too)."""
     to.mkdir()

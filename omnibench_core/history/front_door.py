@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
 from . import store as st
+from . import summary as pr_summary
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
 from .query import Found, find
 from .series import History
@@ -36,6 +38,8 @@ class HistoryOutcome:
     rebuilt: st.Rebuilt | None = None  # what --rebuild indexed
     bisected: tuple[str, ...] = field(default_factory=tuple)  # lines: range -> named commit
     saved: Path | None = None
+    summary: Path | None = None  # the pull-request summary written by --summary
+    step_summary: Path | None = None  # the $GITHUB_STEP_SUMMARY it was appended to (a range asked)
 
 
 def _checkout(settings: Settings, checkout: str | None) -> Path | None:
@@ -46,10 +50,13 @@ def _checkout(settings: Settings, checkout: str | None) -> Path | None:
 def run_history(settings: Settings, *, metric: str | None = None, workload: str | None = None,
                 revisions: str | None = None, target: str | None = None, checkout: str | None = None,
                 rebuild: bool = False, bisect: bool = False, json_out: str | None = None, min_effect: float = MIN_EFFECT,
-                slot_flags: SlotFlags = SlotFlags(), progress: Progress = print) -> HistoryOutcome:
+                slot_flags: SlotFlags = SlotFlags(), progress: Progress = print,
+                summary_out: str | None = None) -> HistoryOutcome:
     """``invoke history``: (``rebuild``) the store made again; the selected series; (``bisect``)
     each change point with untested commits bisected and its named commit stored, then the
-    series again; (``json_out``) the History saved as JSON."""
+    series again; (``json_out``) the History saved as JSON; (``summary_out``) the pull-request
+    summary written there. For a range (``revisions``) the summary is also appended to
+    ``$GITHUB_STEP_SUMMARY`` when that is set."""
     results, git = settings.run.results_root, settings.tools.git
     rebuilt = st.rebuild(results, git=git) if rebuild else None
     where = _checkout(settings, checkout)
@@ -71,7 +78,18 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
             write_json(saved, history.to_json())
         except OSError as exc:
             raise storage_error("writing --json", exc) from exc
-    return HistoryOutcome(history, rebuilt, tuple(lines), saved)
+    summary_path = step_summary = None
+    if summary_out or revisions:
+        text = pr_summary.markdown(pr_summary.from_history(history, f"invoke history --revisions {revisions}"
+                                                           if revisions else "invoke history"))
+        if summary_out:
+            try:
+                summary_path = write_atomic(Path(summary_out).expanduser(), text)
+            except OSError as exc:
+                raise storage_error("writing --summary", exc) from exc
+        if revisions:
+            step_summary = pr_summary.append_step_summary(text)
+    return HistoryOutcome(history, rebuilt, tuple(lines), saved, summary_path, step_summary)
 
 
 def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flags: SlotFlags,
@@ -114,4 +132,8 @@ def outcome_text(done: HistoryOutcome, series_text: str) -> str:
     lines.append(series_text)
     if done.saved:
         lines.append(f"history saved: {done.saved}")
+    if done.summary:
+        lines.append(f"pull-request summary: {done.summary}")
+    if done.step_summary:
+        lines.append(f"appended to the step summary: {done.step_summary}")
     return "\n".join(lines)
