@@ -21,9 +21,9 @@ from conftest import REPO, free_port
 from proc_helpers import leftovers, wait_for
 from scale_helpers import make_revisions_checkout, server_pids
 
-from omnibench_core.campaign import record
 from omnibench_core.ports import port_in_use
 from omnibench_core.proctree import cmdline, snapshot
+from omnibench_core.store import campaign_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SELFTEST = ("measure", "-w", "selftest", "--runs", "2")
@@ -136,7 +136,7 @@ def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
     assert "seedtts.generate: running" not in switched.stdout
     assert sorted(p.name for p in revision.glob("run*")) == list(runs)  # nothing moved aside, nothing new
     assert {r: _sha(revision / r / "seedtts" / "speed_results.json") for r in runs} == generated
-    c = record.load(_campaign_file(revision))
+    c = campaign_file.load(_campaign_file(revision))
     assert c.status == "complete" and [a.run for a in c.measured()] == ["run1", "run2"]
     assert [len([a for a in c.attempts if a.slot == s]) for s in range(3)] == [1, 1, 1]  # nothing counted twice
     _servers_gone(revision, port)
@@ -206,7 +206,7 @@ def test_a_second_measure_of_a_campaign_is_refused_and_a_dead_holders_lock_taken
     assert not list(revision.glob("run1*"))  # the refused command measured nothing
     third = _invoke(results, *SELFTEST, *slow, "-p", str(free_port()))
     assert third.returncode == 0, third.stdout + third.stderr
-    c = record.load(_campaign_file(revision))
+    c = campaign_file.load(_campaign_file(revision))
     assert [a.run for a in c.measured()] == ["run1", "run2"] and c.status == "complete"
     assert [a.status for a in c.attempts if a.slot == 0] == ["interrupted", "complete"]  # no dangling "running"
     assert sorted(p.name for p in revision.glob("run*")) == ["run0", "run0-incomplete", "run1", "run2"]
@@ -348,7 +348,7 @@ def test_a_campaign_file_written_by_main_still_loads_and_reports(results):
 @pytest.mark.slow
 def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
     revision = _revision(results)
-    cand = record.load(revision / "campaigns" / "cand.json")
+    cand = campaign_file.load(revision / "campaigns" / "cand.json")
     first, second = (revision / a.run / "metrics.json" for a in cand.measured())
     for path, key, value in ((first, "selftest.latency_mean_s", "NaN"), (second, "selftest.failed", '"fast"')):
         text = path.read_text()

@@ -72,7 +72,7 @@ def test_plugins_use_no_private_name_of_the_core_and_nothing_of_the_local_server
 
 def test_the_run_layer_does_not_reach_up():
     """tasks -> api -> records -> runner: the runner and its helpers never import the front door."""
-    run_layer = ["runner", "step_exec", "planning", "collection", "gates", "processes", "manifest", "layout",
+    run_layer = ["runner", "step_exec", "planning", "collection", "gates", "processes", "store/manifest", "store/metrics", "layout",
                  "ownership", "records", "hookspecs"]
     offenders = [f"{name}: {mod}" for name in run_layer for mod, _ in _imports(REPO / "omnibench_core" / f"{name}.py")
                  if mod in ("omnibench_core.api", "omnibench_core.plugin_manager", "tasks")]

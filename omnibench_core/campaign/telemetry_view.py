@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import read_json
-from ..telemetry.run_summary import TELEMETRY_NAME
+from ..store.names import TELEMETRY_NAME
 
 
 @dataclass(frozen=True)
