@@ -22,6 +22,7 @@ from .processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .report import table
 from .settings import Settings, format_cpu_list
+from .store.names import COMMIT_NAME
 
 ROUTER_SCRIPT = ".github/scripts/prepare_rust_router.sh"
 CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"
@@ -107,7 +108,7 @@ class CiRun:
             raise CiNotReady(f"CI output directory {self.out_dir} exists already",
                              hint="omnibench never overwrites a run: pass another --out or move it")
         self.out_dir.mkdir(parents=True)
-        (self.out_dir / "commit.txt").write_text(co.revision + "\n")
+        (self.out_dir / COMMIT_NAME).write_text(co.revision + "\n")
         self.results: list[StageResult] = []
         progress(f"CI_READY {self.out_dir} (router {self.env['SGLANG_OMNI_ROUTER_BIN']})")
 

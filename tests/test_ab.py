@@ -21,6 +21,7 @@ from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
 from omnibench_core.ports import port_in_use
 from omnibench_core.store import experiment_file
+from omnibench_core.store import manifest as manifest_file
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
@@ -272,7 +273,7 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     # every timed window was held at the barrier until both servers were READY
     assert done.stdout.count("waiting for the partner's server (duet)") == 8
     for side in "AB":
-        starts = [json.loads((results / a["revision"] / a["run"] / "manifest.json").read_text())["slot"]["port"]
+        starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
                   for (s, _), a in sorted(kept.items()) if s == side]
         assert len(set(starts)) == 2  # each side ran on both slots' ports
 

@@ -24,6 +24,7 @@ from scale_helpers import make_revisions_checkout, server_pids
 from omnibench_core.ports import port_in_use
 from omnibench_core.proctree import cmdline, snapshot
 from omnibench_core.store import campaign_file
+from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SELFTEST = ("measure", "-w", "selftest", "--runs", "2")
@@ -120,13 +121,13 @@ def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
     _servers_gone(revision, port)
     runs = ("run0", "run1", "run2")
     generated = {r: _sha(revision / r / "seedtts" / "speed_results.json") for r in runs}
-    assert all(json.loads((revision / r / "manifest.json").read_text())["status"] == "running" for r in runs)
+    assert all(manifest_file.read(revision / r).status == "running" for r in runs)
 
     again = until_scoring(signal.SIGINT)  # the same command: it only scores; Ctrl-C during that
     assert again.returncode == 130, again.stdout
     assert "it is generated again and only scored" in again.stdout
     assert "seedtts.generate: running" not in again.stdout
-    assert all(json.loads((revision / r / "manifest.json").read_text())["status"] == "generated" for r in runs)
+    assert all(manifest_file.read(revision / r).status == "generated" for r in runs)
     _servers_gone(revision, port)
 
     switched = subprocess.run([*argv, "--scoring", "per-run"], cwd=REPO, env=_env(results), capture_output=True,

@@ -75,7 +75,7 @@ class RunManifest:
     """A run's manifest as read. Steps, servers and gates stay the mappings they are in the file
     (their fields are many and grow with the run layer); the rest is typed."""
 
-    path: Path
+    path: Path = field(compare=False)
     status: RunStatus | None  # None: a manifest without a status (written by hand or by a test)
     run: str = ""
     owner: Mapping[str, Any] = field(default_factory=dict)

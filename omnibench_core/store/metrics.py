@@ -32,9 +32,9 @@ class BrokenRule:
 
 @dataclass(frozen=True)
 class RunMetrics:
-    """A run's metrics file as read."""
+    """A run's metrics file as read (two are equal when their contents are, wherever they lie)."""
 
-    path: Path
+    path: Path = field(compare=False)
     metrics: Mapping[str, Any]
     complete: bool
     rates: tuple[int, ...] = ()
