@@ -17,6 +17,7 @@ from .runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
 from .setup.doctor import Check
+from .store.statuses import RunStatus
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def run(
         try:
             return runner.execute(phases)
         finally:
-            if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
+            if runner.result is not None and runner.result.status is not RunStatus.GENERATED:  # None: RUN_READY failed
                 for problem in manager.notify_run_finish(runner.info, runner.result):
                     beat(f"warning: a run-finish hook failed: {problem}")
 
@@ -139,7 +140,7 @@ def score_runs(
             return score_together(runners)
         finally:
             for runner in runners:
-                if runner.result is not None and runner.result.status != "generated":
+                if runner.result is not None and runner.result.status is not RunStatus.GENERATED:
                     for problem in manager.notify_run_finish(runner.info, runner.result):
                         beat(f"warning: a run-finish hook failed: {problem}")
 

@@ -45,7 +45,7 @@ from .step_exec import StepScope, run_step, step_log_path
 from .store import manifest as manifest_file
 from .store.manifest import Manifest, RunHeader, now_iso
 from .store.names import COMMIT_NAME, DIRTY_NAME
-from .store.statuses import GateStatus, RunStatus
+from .store.statuses import GateStatus, RunStatus, StepStatus
 from .strays import find_strays, stop_strays
 from .telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from .telemetry.sampler import Sampler
@@ -434,14 +434,14 @@ class Runner:
         """
         assert self.manifest is not None
         key = f"{workload}.{step.name}"
-        done = [s for s in self.manifest.steps if s.get("step") == key and s.get("status") == "ok"]
+        done = [s for s in self.manifest.steps if s.get("step") == key and s.get("status") == StepStatus.OK]
         if not done or not step.outputs:
             return False
         return bool(done[-1].get("outputs") == output_records(self.run_dir, step.outputs))
 
     def _record_skipped(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
-        self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": "skipped",
+        self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": StepStatus.SKIPPED,
                             "reason": "this run wrote its outputs already (sizes and hashes match)"})
 
     def _run_one(self, workload: str, step: Step) -> None:
@@ -451,7 +451,7 @@ class Runner:
             "step": f"{workload}.{step.name}", "phase": step.phase,
             "server": step.server.label if step.server else None,
             "command": list(step.run.argv) if hasattr(step.run, "argv") else getattr(step.run, "__qualname__", "callable"),
-            "status": "running", "started": now_iso(), "ended": None, "exit_code": None,
+            "status": StepStatus.RUNNING, "started": now_iso(), "ended": None, "exit_code": None,
             "log": str(log.relative_to(self.run_dir)),
         })
         self.say(f"{workload}.{step.name}: running")
@@ -472,11 +472,11 @@ class Runner:
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
                             on_spawn=lambda pgid: self._spawned(entry, pgid))
         except StepFailed as exc:
-            entry.update(status="failed", ended=now_iso(), error=exc.as_record())
+            entry.update(status=StepStatus.FAILED, ended=now_iso(), error=exc.as_record())
             self.manifest.save()
             raise
         except BaseException:
-            entry.update(status="interrupted", ended=now_iso())
+            entry.update(status=StepStatus.INTERRUPTED, ended=now_iso())
             self.manifest.save()
             raise
         finally:
@@ -484,7 +484,7 @@ class Runner:
             self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
             if load is not None:
                 self._record_load(entry, load)
-        entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
+        entry.update(status=StepStatus.OK, ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 

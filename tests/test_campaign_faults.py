@@ -57,11 +57,11 @@ def _empty_files(root: Path) -> set[Path]:
 
 
 def _servers_gone(revision: Path, port: int) -> None:
-    for manifest in revision.glob("run*/manifest.json"):
-        for s in json.loads(manifest.read_text())["servers"]:
+    for run in manifest_file.run_dirs(revision):
+        for s in manifest_file.read(run).servers:
             if "pid" in s:
                 wait_for(lambda s=s: not leftovers(pids={s["pid"]}, pgid=s.get("pgid"), token=s["tree_token"], port=None),
-                         30, f"server {s['label']} of {manifest.parent.name} gone")
+                         30, f"server {s['label']} of {run.name} gone")
     wait_for(lambda: not port_in_use(port), 30, f"port {port} free")
 
 
@@ -428,8 +428,8 @@ def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path
                    INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi), INVOKE_OMNIBENCH_GPU_FREE_TIMEOUT_S="2")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "hung until the GPU_FREE deadline" in done.stderr
-    (manifest,) = results.glob("*/run0-incomplete/manifest.json")
-    servers = json.loads(manifest.read_text())["servers"]
+    (run,) = results.glob("*/run0-incomplete")
+    servers = manifest_file.read(run).servers
     notes = [n for s in servers for n in (s.get("strays") or {}).get("notes", [])]
     assert notes and all("did not answer in 2 s" in n for n in notes), servers  # the stray scan's bound
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # every hung call was killed

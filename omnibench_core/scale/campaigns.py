@@ -22,7 +22,7 @@ from ..settings import Settings
 from ..store import campaign_file
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
-from ..store.statuses import CampaignStatus, RunStatus
+from ..store.statuses import CampaignStatus, JobStatus, RunStatus
 from .jobs import CampaignJob, CampaignOutcome
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all",
@@ -77,7 +77,7 @@ def outcome_of(folder: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None
     """A complete campaign's outcome, read from its file and runs."""
     path = campaign_path(folder, job)
     runs = _measured_runs(folder, campaign_file.load(path))[:job.runs]
-    return CampaignOutcome(job.key, "complete", str(path), str(folder), tuple(runs), means(folder, runs),
+    return CampaignOutcome(job.key, JobStatus.COMPLETE, str(path), str(folder), tuple(runs), means(folder, runs),
                            dict(slot or {}), seconds, "", reused)
 
 

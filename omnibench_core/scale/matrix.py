@@ -17,6 +17,7 @@ from ..layout import revision_dir
 from ..records import short_revision
 from ..report import table
 from ..settings import Settings
+from ..store.statuses import JobStatus
 from . import campaigns
 from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine
@@ -119,7 +120,7 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
     for job in jobs:
         base = next(j for j in jobs if j.revision == first and j.options == job.options)
         a, b = outcomes.get(base.key), outcomes.get(job.key)
-        if job.revision != first and a and b and a.status == b.status == "complete":
+        if job.revision != first and a and b and a.status is b.status is JobStatus.COMPLETE:
             verdicts[job.key] = campaigns.compare_all(a, b, threshold, settings)
     shared = any(bool(o.slot.get("shared_cpus")) for o in outcomes.values())
     ident = hashlib.sha256(json.dumps([j.as_dict() for j in jobs], sort_keys=True).encode()).hexdigest()[:12]
@@ -154,7 +155,7 @@ def matrix_text(result: MatrixResult) -> str:
         where = f"{slot.get('index', '?')}: {f'GPU {gpus}' if gpus else 'no GPU'} port {slot.get('port', '?')}"
         vs = result.verdicts.get(job.key)
         rows.append((job.short, ";".join(job.options) or "defaults", o.status + (" (kept)" if o.reused else ""), where,
-                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status == "complete" else
+                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status is JobStatus.COMPLETE else
                      (_verdict_text(vs) if vs is not None else o.error[:80])))
     lines = [table(rows, ("revision", "options", "campaign", "slot", "measured runs", "seconds", "against the first revision"))]
     notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()

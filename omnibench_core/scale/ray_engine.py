@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SettingsError
-from .engine import LOST
+from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .slots import HostSlot, own_cpus
 from .worker import WorkerSpec, execute
@@ -66,7 +66,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> di
     """The body of a campaign's Ray task (also callable without Ray, for tests)."""
     spec = WorkerSpec.from_dict(spec_data)
     if not Path(token_file).exists():
-        return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(),
+        return CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(),
                                error=f"this node does not see the results root ({token_file} is missing): mount it "
                                      "at the same path on every node").as_dict()
     import ray
@@ -77,7 +77,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str) -> di
     try:
         slot = task_slot(spec_data["slot"], gpu_ids, cpu_mode, _rule_cpus(spec.settings))
     except SettingsError as exc:
-        return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)).as_dict()
+        return CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc)).as_dict()
     spec = WorkerSpec(spec.job, slot, spec.settings, spec.worktrees, spec.slot_timeout_s)
     return execute(spec, progress=lambda line: print(f"[slot {slot.index} {spec.job.key}] {line}", flush=True)).as_dict()
 
@@ -140,11 +140,11 @@ class RayEngine:
             try:
                 outcome = CampaignOutcome.from_dict(self.ray.get(ref))
             except self.ray.exceptions.TaskCancelledError:
-                outcome = CampaignOutcome(spec.job.key, "interrupted", slot=spec.slot.as_dict(), error="cancelled")
+                outcome = CampaignOutcome(spec.job.key, JobStatus.INTERRUPTED, slot=spec.slot.as_dict(), error="cancelled")
             except self.ray.exceptions.RayTaskError as exc:  # the task raised: a bug, not a lost node
-                outcome = CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)[-2000:])
+                outcome = CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc)[-2000:])
             except self.ray.exceptions.RayError as exc:  # worker crashed, node died, object lost
-                outcome = CampaignOutcome(spec.job.key, LOST, slot=spec.slot.as_dict(),
+                outcome = CampaignOutcome(spec.job.key, JobStatus.LOST, slot=spec.slot.as_dict(),
                                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
             done.append((ref, outcome))
         return done

@@ -7,7 +7,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated
-from .engine import LOST, Engine
+from ..store.statuses import JobStatus
+from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot
 from .worker import WorkerSpec
@@ -41,7 +42,7 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
                                      hint="bring the nodes back and repeat the command with --resume")
             for handle, outcome in engine.wait(1.0):
                 job, slot = busy.pop(handle)
-                if outcome.status == LOST:
+                if outcome.status is JobStatus.LOST:
                     lost[job.key] = lost.get(job.key, 0) + 1
                     if lost[job.key] <= max_lost:
                         progress(f"{job.key}: its slot was lost ({outcome.error}); it starts again on another slot")
@@ -56,7 +57,7 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
         engine.cancel_all(cancel_grace_s)
         raise RunInterrupted(f"the matrix was interrupted by {why}; every campaign was cancelled and its servers stopped",
                              hint="the same command with --resume continues it") from None
-    interrupted = [k for k, o in results.items() if o.status == "interrupted"]
+    interrupted = [k for k, o in results.items() if o.status is JobStatus.INTERRUPTED]
     if interrupted:
         raise RunInterrupted(f"{len(interrupted)} campaign(s) were interrupted", evidence={"campaigns": ", ".join(interrupted)},
                              hint="the same command with --resume continues them")

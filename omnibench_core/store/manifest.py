@@ -19,7 +19,7 @@ from ..errors import RunFileError
 from ..jsonio import read_json, write_json
 from . import versions
 from .names import manifest_path, run_manifests
-from .statuses import GateStatus, RunStatus, words
+from .statuses import GateStatus, RunStatus, StepStatus, words
 
 if TYPE_CHECKING:
     from ..gates import GateRecord
@@ -216,8 +216,8 @@ def back_to_generated(run_dir: Path, why: str) -> None:
     """A scoring whose owner died: the run is ``generated`` again, its unfinished steps interrupted."""
     data = _load(manifest_path(run_dir))
     for step in data.get("steps", []):
-        if isinstance(step, dict) and step.get("status") == "running":
-            step["status"] = "interrupted"
+        if isinstance(step, dict) and step.get("status") == StepStatus.RUNNING:
+            step["status"] = StepStatus.INTERRUPTED
     data.setdefault("scoring_cut_short", []).append(why)
     data.update(status=RunStatus.GENERATED, ended=None)
     write_json(manifest_path(run_dir), data)

@@ -60,3 +60,22 @@ class CampaignStatus(Word):
 def words(kind: type[Word]) -> tuple[str, ...]:
     """Every word of ``kind``, in order (for messages that list the allowed ones)."""
     return tuple(m.value for m in kind)
+
+
+class StepStatus(Word):
+    """A step's ``status`` in the manifest."""
+
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"  # this run wrote its outputs already (sizes and hashes match)
+
+
+class JobStatus(Word):
+    """A matrix or bisect job's campaign outcome (``matrix.json``, the workers' outcome files)."""
+
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    LOST = "lost"  # its slot (process, worker or node) went away: it is tried again elsewhere
