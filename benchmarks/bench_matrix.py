@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import free_port, write_fake_nvidia_smi  # noqa: E402
 from scale_helpers import make_revisions_checkout  # noqa: E402
 
-from omnibench_core.scale import commands  # noqa: E402
+from omnibench_core.scale import front_door as commands  # noqa: E402
 from omnibench_core.settings import Settings  # noqa: E402
 
 

@@ -21,8 +21,8 @@ from conftest import REPO, free_port
 from proc_helpers import leftovers, wait_for
 from scale_helpers import make_revisions_checkout, server_pids
 
-from omnibench_core.ports import port_in_use
-from omnibench_core.proctree import cmdline, snapshot
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.proctree import cmdline, snapshot
 from omnibench_core.store import campaign_file
 from omnibench_core.store import manifest as manifest_file
 

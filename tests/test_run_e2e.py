@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, fake_calls, make_fake_checkout, write_fake_nvidia_smi
 
-from omnibench_core.processes import group_members
+from omnibench_core.process.processes import group_members
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.store.manifest import RunManifest

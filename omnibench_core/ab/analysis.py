@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..campaign import metrics as meta
+from ..campaign import directions as meta
 from ..campaign import verdict
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunFileError

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, ownership
+from .. import api
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
 from ..errors import (
@@ -31,6 +31,7 @@ from ..errors import (
     storage_error,
 )
 from ..records import PHASES, Phase, RunOutcome
+from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings

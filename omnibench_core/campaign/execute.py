@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, ownership
+from .. import api
 from ..errors import (
     GateError,
     OmnibenchError,
@@ -23,6 +23,7 @@ from ..errors import (
     storage_error,
 )
 from ..records import PHASES, Phase, RunOutcome
+from ..run import ownership
 from ..settings import Settings
 from ..setup.pins import load_pins
 from ..store import campaign_file

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .stats import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
+from .estimators import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
 
 ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)
 MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)

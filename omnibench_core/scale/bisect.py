@@ -24,9 +24,9 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
 from ..jsonio import write_json
-from ..report import table
 from ..settings import Settings
 from ..store.statuses import JobStatus
+from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine

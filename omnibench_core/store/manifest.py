@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import RunFileError
 from ..jsonio import read_json, write_json
@@ -22,11 +22,27 @@ from .names import manifest_path, run_manifests
 from .statuses import GateStatus, RunStatus, StepStatus, words
 
 if TYPE_CHECKING:
-    from ..gates import GateRecord
     from ..records import RuleResult
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # none yet: format 1 is the only one
+
+
+class GateOutcome(Protocol):
+    """What the manifest records of a gate that passed or did not apply (the run layer's
+    ``GateRecord``; the store stands below that layer, so it names only the fields)."""
+
+    @property
+    def gate(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def evidence(self) -> Mapping[str, Any]: ...
 
 
 def now_iso() -> str:
@@ -271,7 +287,7 @@ class Manifest:
         if self.run_dir.is_dir():
             write_json(self.path, self._data)
 
-    def gate(self, record: GateRecord, context: str = "") -> None:
+    def gate(self, record: GateOutcome, context: str = "") -> None:
         """Record a gate that passed or did not apply."""
         self._data["gates"].append({"gate": record.gate, "status": GateStatus(record.status), "context": context,
                                     "at": now_iso(), "seconds": round(record.seconds, 4),

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RunFileError, RunNotReady, storage_error
+from ..errors import RunFileError, RunNotReady, storage_error
+from ..store import manifest as manifest_file
+from ..store.statuses import RunStatus
 from .layout import move_aside, next_run_name
-from .store import manifest as manifest_file
-from .store.statuses import RunStatus
 
 
 @dataclass(frozen=True)

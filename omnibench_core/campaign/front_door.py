@@ -10,10 +10,10 @@ from typing import Any
 
 from .. import api
 from ..errors import OmnibenchError
-from ..report import table
 from ..settings import Settings
 from ..store import campaign_file
 from ..store.statuses import CampaignStatus
+from ..tables import table
 from . import record, references
 from .compare import Comparison
 from .compare import compare as compare_stats

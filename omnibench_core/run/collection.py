@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import PluginError, StepFailed
-from .records import Collected, RuleResult, RunCheck, Workload
-from .store import metrics as metrics_file
+from ..errors import PluginError, StepFailed
+from ..records import Collected, RuleResult, RunCheck, Workload
+from ..store import metrics as metrics_file
 
 
 @dataclass(frozen=True)
