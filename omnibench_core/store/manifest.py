@@ -36,7 +36,7 @@ class GateOutcome(Protocol):
     def gate(self) -> str: ...
 
     @property
-    def status(self) -> str: ...
+    def status(self) -> GateStatus: ...
 
     @property
     def seconds(self) -> float: ...
@@ -289,7 +289,7 @@ class Manifest:
 
     def gate(self, record: GateOutcome, context: str = "") -> None:
         """Record a gate that passed or did not apply."""
-        self._data["gates"].append({"gate": record.gate, "status": GateStatus(record.status), "context": context,
+        self._data["gates"].append({"gate": record.gate, "status": record.status, "context": context,
                                     "at": now_iso(), "seconds": round(record.seconds, 4),
                                     "evidence": record.evidence})
         self.save()
