@@ -32,6 +32,7 @@ from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
 from omnibench_core.standin.stages import KINDS as CI_STAGES
+from omnibench_core.store.statuses import JobStatus
 from omnibench_core.tables import emit
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
@@ -318,7 +319,7 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", sl
                               options=opt or [], runs=runs, client=client, engine=eng, resume=resume,
                               threshold=threshold, progress=emit)
     emit(matrix_text(result))
-    if any(o.status != "complete" for o in result.outcomes.values()):
+    if any(o.status is not JobStatus.COMPLETE for o in result.outcomes.values()):
         raise Exit(code=1)
 
 

@@ -18,6 +18,7 @@ from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
 from .setup.doctor import Check
+from .store.statuses import RunStatus
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def run(
         try:
             return runner.execute(phases)
         finally:
-            if runner.result is not None and runner.result.status != "generated":  # None: RUN_READY failed
+            if runner.result is not None and runner.result.status is not RunStatus.GENERATED:  # None: RUN_READY failed
                 for problem in manager.notify_run_finish(runner.info, runner.result):
                     beat(f"warning: a run-finish hook failed: {problem}")
 
@@ -140,7 +141,7 @@ def score_runs(
             return score_together(runners)
         finally:
             for runner in runners:
-                if runner.result is not None and runner.result.status != "generated":
+                if runner.result is not None and runner.result.status is not RunStatus.GENERATED:
                     for problem in manager.notify_run_finish(runner.info, runner.result):
                         beat(f"warning: a run-finish hook failed: {problem}")
 

@@ -21,6 +21,7 @@ from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .run.layout import ci_dir, next_run_name
 from .settings import Settings, format_cpu_list
+from .store.names import COMMIT_NAME
 from .tables import table
 
 ROUTER_SCRIPT = ".github/scripts/prepare_rust_router.sh"
@@ -107,7 +108,7 @@ class CiRun:
             raise CiNotReady(f"CI output directory {self.out_dir} exists already",
                              hint="omnibench never overwrites a run: pass another --out or move it")
         self.out_dir.mkdir(parents=True)
-        (self.out_dir / "commit.txt").write_text(co.revision + "\n")
+        (self.out_dir / COMMIT_NAME).write_text(co.revision + "\n")
         self.results: list[StageResult] = []
         progress(f"CI_READY {self.out_dir} (router {self.env['SGLANG_OMNI_ROUTER_BIN']})")
 

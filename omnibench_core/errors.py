@@ -6,7 +6,10 @@ Every gate of the runbook (RUN_READY, READY, GPU_FREE, ...) fails with a subclas
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only for the annotation: records import nothing of this module's users
+    from .records import RunOutcome
 
 
 class OmnibenchError(Exception):
@@ -15,6 +18,10 @@ class OmnibenchError(Exception):
     ``evidence`` holds the facts (file, field, exit code, log tail...) and ``hint`` the next
     thing a user should do. ``str(err)`` renders all three for a terminal.
     """
+
+    # The runs this error ended and where each is now (the runner attaches them, a caller reads
+    # them): a moved-aside folder is a typed field here, never parsed from the evidence's text.
+    outcomes: tuple[RunOutcome, ...] = ()
 
     def __init__(self, message: str, *, hint: str = "", evidence: dict[str, Any] | None = None):
         super().__init__(message)
@@ -116,6 +123,20 @@ class Terminated(BaseException):
     A BaseException like KeyboardInterrupt, so ``except Exception`` in plugin code does not
     swallow it and every ``finally`` (server stop) still runs.
     """
+
+
+class RunFileError(OmnibenchError):
+    """A file omnibench keeps (a run's manifest or metrics, a campaign file, an A/B record) that
+    cannot be trusted: unreadable, of a format this omnibench does not read, or a field of the wrong
+    type or value. Names the file (and the field or format)."""
+
+
+class CampaignFileError(RunFileError):
+    """A campaign file that cannot be trusted (edited by hand, say, or of another format)."""
+
+
+class RecordError(RunFileError):
+    """An A/B record that cannot be read, or that names another experiment."""
 
 
 class StorageError(OmnibenchError):

@@ -23,7 +23,7 @@ class Layer:
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer("studies", ("campaign", "ab", "scale", "history", "ci"),
+    Layer("studies", ("campaign", "ab", "scale", "history", "ci", "store.campaign_file", "store.experiment_file"),
           "many runs and what they say: campaigns, A/B experiments, matrices and bisect, history, CI stages"),
     Layer("front door", ("api", "plugin_manager", "config", "flags"),
           "what tasks.py calls: one run, plugins loaded once, settings and flag checks", strict=True),
@@ -39,19 +39,25 @@ LAYERS: tuple[Layer, ...] = (
     Layer("process", ("process",),
           "programs: start under a watchdog, stop a whole tree, strays, ports, nvidia-smi", strict=True),
     Layer("shared", ("records", "hookspecs", "option_schema", "settings", "errors", "jsonio", "heartbeat",
-                     "tables", "layers", "__init__"),
+                     "tables", "layers", "store", "__init__"),
           "typed records and the hook contract, settings, errors, JSON files, progress lines, terminal tables",
           strict=True),
 )
 
 
 def layer_of(module: str) -> Layer | None:
-    """The layer holding a dotted module name (``omnibench_core.run.runner`` -> run)."""
+    """The layer holding a dotted module name (``omnibench_core.run.runner`` -> run): the layer that
+    names its longest leading part. A package may name modules of its own in a higher layer (the
+    store's campaign file and A/B record stand on those layers' records; the rest is shared)."""
     parts = module.split(".")
     if parts[0] != "omnibench_core":
         return None
-    head = parts[1] if len(parts) > 1 else "__init__"
-    return next((layer for layer in LAYERS if head in layer.modules), None)
+    rest = parts[1:] or ["__init__"]
+    for n in range(len(rest), 0, -1):
+        found = next((layer for layer in LAYERS if ".".join(rest[:n]) in layer.modules), None)
+        if found is not None:
+            return found
+    return None
 
 
 def rank(layer: Layer) -> int:

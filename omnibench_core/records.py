@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from .store.statuses import RunStatus
+
 if TYPE_CHECKING:
     from .settings import RunSettings, Settings
 
@@ -414,6 +416,19 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended and where its folder is now: what a campaign or an A/B experiment records
+    of an attempt. The runner returns it in a :class:`RunResult` and attaches it to the error
+    that ends a run (``OmnibenchError.outcomes``), so no caller parses it from an error's text."""
+
+    run: str  # the runN the run claimed (its name before any move)
+    status: RunStatus
+    run_dir: Path  # where the run is now
+    moved_to: Path | None = None  # set when the run layer moved it aside (``runN-incomplete``)
+    why: str = ""  # the error's message, or the broken coverage rules ("rule: detail; ...")
+
+
+@dataclass(frozen=True)
 class RunResult:
     """What a finished (or failed) run left behind.
 
@@ -422,10 +437,18 @@ class RunResult:
 
     run_dir: Path
     complete: bool
-    status: Literal["complete", "incomplete", "failed", "interrupted", "generated"]
+    status: RunStatus
     metrics: Mapping[str, Any]
     rates: tuple[int, ...]
     broken_rules: tuple[RuleResult, ...]
     manifest: Path
     error: str = ""
     notes: tuple[str, ...] = ()
+    run: str = ""  # the runN it claimed ("" for run_dir's own name)
+    moved_to: Path | None = None  # where the run layer moved it aside, if it did
+
+    @property
+    def outcome(self) -> RunOutcome:
+        """The run's :class:`RunOutcome`."""
+        why = self.error or "; ".join(f"{r.name}: {r.detail}" for r in self.broken_rules)
+        return RunOutcome(self.run or self.run_dir.name, RunStatus(self.status), self.run_dir, self.moved_to, why)

@@ -20,6 +20,8 @@ from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
 from omnibench_core.process.ports import port_in_use
+from omnibench_core.store import experiment_file
+from omnibench_core.store import manifest as manifest_file
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
@@ -62,8 +64,8 @@ def _experiment() -> Experiment:
 def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_path):
     path = tmp_path / "x.json"
     e = _experiment().with_attempt(Attempt("A", 1, "run2", "local-abc", AttemptStatus.COMPLETE, "t1", 1.5))
-    record.save(path, e)
-    assert record.load(path).attempts == e.attempts and record.load(path).identity == e.identity
+    experiment_file.save(path, e)
+    assert experiment_file.load(path).attempts == e.attempts and experiment_file.load(path).identity == e.identity
     good = json.loads(path.read_text())
     cases = {
         "format": (lambda d: d.update(format=2), "format 2"),
@@ -79,7 +81,7 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
         edit(data)
         path.write_text(json.dumps(data))
         with pytest.raises(record.RecordError) as err:
-            record.load(path)
+            experiment_file.load(path)
         assert words in str(err.value) and str(path) in str(err.value), name
 
 
@@ -271,7 +273,7 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     # every timed window was held at the barrier until both servers were READY
     assert done.stdout.count("waiting for the partner's server (duet)") == 8
     for side in "AB":
-        starts = [json.loads((results / a["revision"] / a["run"] / "manifest.json").read_text())["slot"]["port"]
+        starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
                   for (s, _), a in sorted(kept.items()) if s == side]
         assert len(set(starts)) == 2  # each side ran on both slots' ports
 

@@ -16,10 +16,11 @@ import pytest
 from conftest import REPO, free_port
 
 from omnibench_core import api, campaign
-from omnibench_core.campaign import plots, record
+from omnibench_core.campaign import plots
 from omnibench_core.campaign.compare import NotComparable
 from omnibench_core.campaign.summary import MixedRuns
 from omnibench_core.settings import Settings
+from omnibench_core.store import campaign_file
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUIET = lambda message: None  # noqa: E731
@@ -144,7 +145,7 @@ def test_a_run_that_fails_is_retried_and_retries_run_out(tmp_path, port):
     flag = tmp_path / "failed-once"
     with pytest.raises(campaign.CampaignStopped, match="--retries 0 is spent"):
         _measure(settings, f"selftest.fail_once={flag}", runs=2, retries=0)
-    stopped = record.load(next((tmp_path).glob("local-*/campaigns/*.json")))
+    stopped = campaign_file.load(next((tmp_path).glob("local-*/campaigns/*.json")))
     assert stopped.status == "stopped" and stopped.latest(0).status == "failed"
     assert stopped.latest(0).moved_to.endswith("run0-incomplete")
     outcome = _measure(settings, f"selftest.fail_once={flag}", runs=2, retries=1)  # the same campaign, one retry
@@ -175,7 +176,7 @@ def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert {r: _sha(revision / r / "manifest.json") for r in ("run0", "run1")} == before  # not repeated
     assert "estimate after the first run" not in done.stdout  # the earlier runs' durations give an estimate
-    c = record.load(next((revision / "campaigns").glob("*.json")))
+    c = campaign_file.load(next((revision / "campaigns").glob("*.json")))
     assert [a.run for a in c.measured()] == ["run1", "run2", "run3"]
     assert [a.status for a in c.attempts if a.slot == 2] == ["interrupted", "complete"]
     interrupted = next(a for a in c.attempts if a.status == "interrupted")

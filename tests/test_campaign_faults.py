@@ -21,9 +21,10 @@ from conftest import REPO, free_port
 from proc_helpers import leftovers, wait_for
 from scale_helpers import make_revisions_checkout, server_pids
 
-from omnibench_core.campaign import record
 from omnibench_core.process.ports import port_in_use
 from omnibench_core.process.proctree import cmdline, snapshot
+from omnibench_core.store import campaign_file
+from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SELFTEST = ("measure", "-w", "selftest", "--runs", "2")
@@ -56,11 +57,11 @@ def _empty_files(root: Path) -> set[Path]:
 
 
 def _servers_gone(revision: Path, port: int) -> None:
-    for manifest in revision.glob("run*/manifest.json"):
-        for s in json.loads(manifest.read_text())["servers"]:
+    for run in manifest_file.run_dirs(revision):
+        for s in manifest_file.read(run).servers:
             if "pid" in s:
                 wait_for(lambda s=s: not leftovers(pids={s["pid"]}, pgid=s.get("pgid"), token=s["tree_token"], port=None),
-                         30, f"server {s['label']} of {manifest.parent.name} gone")
+                         30, f"server {s['label']} of {run.name} gone")
     wait_for(lambda: not port_in_use(port), 30, f"port {port} free")
 
 
@@ -120,13 +121,13 @@ def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
     _servers_gone(revision, port)
     runs = ("run0", "run1", "run2")
     generated = {r: _sha(revision / r / "seedtts" / "speed_results.json") for r in runs}
-    assert all(json.loads((revision / r / "manifest.json").read_text())["status"] == "running" for r in runs)
+    assert all(manifest_file.read(revision / r).status == "running" for r in runs)
 
     again = until_scoring(signal.SIGINT)  # the same command: it only scores; Ctrl-C during that
     assert again.returncode == 130, again.stdout
     assert "it is generated again and only scored" in again.stdout
     assert "seedtts.generate: running" not in again.stdout
-    assert all(json.loads((revision / r / "manifest.json").read_text())["status"] == "generated" for r in runs)
+    assert all(manifest_file.read(revision / r).status == "generated" for r in runs)
     _servers_gone(revision, port)
 
     switched = subprocess.run([*argv, "--scoring", "per-run"], cwd=REPO, env=_env(results), capture_output=True,
@@ -136,7 +137,7 @@ def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
     assert "seedtts.generate: running" not in switched.stdout
     assert sorted(p.name for p in revision.glob("run*")) == list(runs)  # nothing moved aside, nothing new
     assert {r: _sha(revision / r / "seedtts" / "speed_results.json") for r in runs} == generated
-    c = record.load(_campaign_file(revision))
+    c = campaign_file.load(_campaign_file(revision))
     assert c.status == "complete" and [a.run for a in c.measured()] == ["run1", "run2"]
     assert [len([a for a in c.attempts if a.slot == s]) for s in range(3)] == [1, 1, 1]  # nothing counted twice
     _servers_gone(revision, port)
@@ -206,7 +207,7 @@ def test_a_second_measure_of_a_campaign_is_refused_and_a_dead_holders_lock_taken
     assert not list(revision.glob("run1*"))  # the refused command measured nothing
     third = _invoke(results, *SELFTEST, *slow, "-p", str(free_port()))
     assert third.returncode == 0, third.stdout + third.stderr
-    c = record.load(_campaign_file(revision))
+    c = campaign_file.load(_campaign_file(revision))
     assert [a.run for a in c.measured()] == ["run1", "run2"] and c.status == "complete"
     assert [a.status for a in c.attempts if a.slot == 0] == ["interrupted", "complete"]  # no dangling "running"
     assert sorted(p.name for p in revision.glob("run*")) == ["run0", "run0-incomplete", "run1", "run2"]
@@ -348,7 +349,7 @@ def test_a_campaign_file_written_by_main_still_loads_and_reports(results):
 @pytest.mark.slow
 def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
     revision = _revision(results)
-    cand = record.load(revision / "campaigns" / "cand.json")
+    cand = campaign_file.load(revision / "campaigns" / "cand.json")
     first, second = (revision / a.run / "metrics.json" for a in cand.measured())
     for path, key, value in ((first, "selftest.latency_mean_s", "NaN"), (second, "selftest.failed", '"fast"')):
         text = path.read_text()
@@ -427,8 +428,8 @@ def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path
                    INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi), INVOKE_OMNIBENCH_GPU_FREE_TIMEOUT_S="2")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "hung until the GPU_FREE deadline" in done.stderr
-    (manifest,) = results.glob("*/run0-incomplete/manifest.json")
-    servers = json.loads(manifest.read_text())["servers"]
+    (run,) = results.glob("*/run0-incomplete")
+    servers = manifest_file.read(run).servers
     notes = [n for s in servers for n in (s.get("strays") or {}).get("notes", [])]
     assert notes and all("did not answer in 2 s" in n for n in notes), servers  # the stray scan's bound
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # every hung call was killed

@@ -24,6 +24,8 @@ from omnibench_core.process.processes import group_alive
 from omnibench_core.records import Collected, Command, RuleResult, Step, Workload
 from omnibench_core.run import ownership
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
 from omnibench_plugins.seedtts import metrics as seedtts_metrics
 
 
@@ -62,8 +64,8 @@ def test_a_run_whose_owner_died_is_moved_aside_by_the_next_run(tmp_path, port):
     lines: list[str] = []
     second = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lines.append)
     assert second.complete and second.run_dir.name == "run1"  # the abandoned run1 freed its name
-    moved = json.loads((revision / "run1-incomplete" / "manifest.json").read_text())
-    assert moved["status"] == "abandoned" and f"pid {int(dead.stdout)}" in moved["reason"]
+    moved = manifest_file.read(revision / "run1-incomplete")
+    assert moved.status == "abandoned" and f"pid {int(dead.stdout)}" in moved.reason
     assert any("its omnibench process died" in line for line in lines)
 
 
@@ -201,16 +203,16 @@ def test_a_planted_output_does_not_pass_for_the_steps_own(tmp_path, port):
     with pytest.raises(StepFailed, match="did not write planted/utmos_results.json: the file is older than the step"):
         _run(tmp_path, port, ("planted", Planted()), workload="planted")
     (moved,) = (tmp_path / "r").glob("*/run0-incomplete")
-    assert json.loads((moved / "manifest.json").read_text())["status"] == "failed"
+    assert manifest_file.read(moved).status == "failed"
 
 
 def test_skipped_steps_need_this_runs_own_record(tmp_path, port):
     result = _run(tmp_path, port)
-    manifest = json.loads((result.run_dir / "manifest.json").read_text())
-    records = {s["step"]: s.get("outputs") for s in manifest["steps"]}
+    manifest = manifest_file.read(result.run_dir)
+    records = {s["step"]: s.get("outputs") for s in manifest.steps}
     assert records["selftest.client"]["selftest/client.json"]["size"] > 0
     assert len(records["selftest.client"]["selftest/client.json"]["sha256"]) == 64
-    assert all(s["status"] == "ok" for s in manifest["steps"])  # nothing on disk made a step skip
+    assert all(s["status"] == "ok" for s in manifest.steps)  # nothing on disk made a step skip
 
 
 @pytest.mark.parametrize("speed", [
@@ -247,7 +249,7 @@ def test_a_closed_stdout_does_not_fail_the_run(tmp_path, port):
     _, err = reader.communicate(timeout=120)
     assert reader.returncode == 0, err.decode()[-2000:]
     (run,) = (tmp_path / "r").glob("*/run0")
-    assert json.loads((run / "metrics.json").read_text())["complete"] is True
+    assert metrics_file.read(run).complete is True
 
 
 def test_a_failed_steps_log_path_points_where_the_run_went(tmp_path, port):
@@ -294,7 +296,7 @@ def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path
     assert not port_in_use(port)
     nxt = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     assert nxt.complete and nxt.run_dir.name == "run0"
-    assert json.loads((nxt.run_dir.parent / "run0-incomplete" / "manifest.json").read_text())["status"] == "abandoned"
+    assert manifest_file.read(nxt.run_dir.parent / "run0-incomplete").status == "abandoned"
 
 
 def test_the_local_target_never_runs_nvidia_smi(tmp_path, port, monkeypatch):
@@ -304,6 +306,6 @@ def test_the_local_target_never_runs_nvidia_smi(tmp_path, port, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     result = _run(tmp_path, port)
     assert result.complete and fake_calls(tmp_path / "bin") == []
-    manifest = json.loads((result.run_dir / "manifest.json").read_text())
-    assert manifest["environment"]["gpus"].startswith("not applicable")
-    assert [g["status"] for g in manifest["gates"] if g["gate"] == "GPU_FREE"] == ["not_applicable"] * 2
+    manifest = manifest_file.read(result.run_dir)
+    assert manifest.environment["gpus"].startswith("not applicable")
+    assert [g["status"] for g in manifest.gates if g["gate"] == "GPU_FREE"] == ["not_applicable"] * 2

@@ -3,7 +3,6 @@ run marked noisy by a CPU hog that is not part of it."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from conftest import invoke_run_into
 from omnibench_core.campaign.summary import noisy_runs
 from omnibench_core.errors import SettingsError
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
 from omnibench_core.telemetry import hostload
 
 
@@ -86,7 +86,7 @@ def test_a_cpu_hog_outside_the_run_marks_its_timed_window_noisy(tmp_path):
             p.wait()
     assert done.returncode == 0, done.stdout + done.stderr
     run = next((tmp_path / "results").glob("*/run0"))
-    steps = json.loads((run / "manifest.json").read_text())["steps"]
+    steps = manifest_file.read(run).steps
     timed = [s for s in steps if s.get("host_load")]
     assert [s["step"] for s in timed] == ["selftest.client"]  # only the timed window is watched
     assert timed[0]["host_load"]["noisy"] is True and timed[0]["host_load"]["foreign_fraction"] > 0.10

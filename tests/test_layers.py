@@ -90,7 +90,7 @@ def test_every_core_module_is_in_one_layer():
     assert len(named) == len(set(named))
     # each named module or package exists (a renamed one must be renamed here too)
     core = REPO / "omnibench_core"
-    missing = [m for m in named if not ((core / f"{m}.py").is_file() or (core / m).is_dir())]
+    missing = [m for m in named if not ((core / f"{m.replace('.', '/')}.py").is_file() or (core / m).is_dir())]
     assert missing == []
 
 

@@ -14,6 +14,9 @@ from omnibench_core import option_schema as options
 from omnibench_core.errors import PluginError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Target, Workload
+from omnibench_core.store.manifest import read as read_manifest
+from omnibench_core.store.metrics import BrokenRule
+from omnibench_core.store.metrics import read as read_metrics
 
 
 def _workload(name: str) -> Workload:
@@ -161,8 +164,8 @@ def test_third_party_workload_runs_end_to_end(invoke, third_party, tmp_path, por
     metrics = json.loads(metrics_file.read_text())
     assert metrics == {"metrics": {"acme.echoes": 3}, "rates": [], "complete": True, "target": "local",
                        "broken_rules": [], "notes": []}
-    manifest = json.loads((metrics_file.parent / "manifest.json").read_text())
-    assert "acme-bench" in manifest["environment"]["packages"]
+    manifest = read_manifest(metrics_file.parent)
+    assert "acme-bench" in manifest.environment["packages"]
 
 
 def test_broken_third_party_plugin_names_its_distribution(invoke, tmp_path):
@@ -216,10 +219,10 @@ def test_incomplete_coverage_moves_the_run_aside(tmp_path, port):
     result = api.run(settings, ["half"], progress=lambda m: None, extra_plugins=[("half", Half())])
     assert not result.complete and result.status == "incomplete"
     assert result.run_dir.name == "run0-incomplete"
-    metrics = json.loads((result.run_dir / "metrics.json").read_text())
-    assert metrics["complete"] is False
-    assert metrics["broken_rules"] == [{"rule": "one WAV per sample", "detail": "1 WAV for 2 samples"}]
-    assert json.loads((result.run_dir / "manifest.json").read_text())["status"] == "incomplete"
+    metrics = read_metrics(result.run_dir)
+    assert metrics.complete is False
+    assert metrics.broken_rules == (BrokenRule("one WAV per sample", "1 WAV for 2 samples"),)
+    assert read_manifest(result.run_dir).status == "incomplete"
 
 
 def test_target_record_is_validated():

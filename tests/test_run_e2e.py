@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -15,14 +14,17 @@ import pytest
 from conftest import REPO, fake_calls, make_fake_checkout, write_fake_nvidia_smi
 
 from omnibench_core.process.processes import group_members
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
+from omnibench_core.store.manifest import RunManifest
 
 
 def run_dirs(results: Path) -> list[Path]:
     return sorted(p for p in results.glob("*/*") if p.is_dir())
 
 
-def manifest_of(run_dir: Path) -> dict:
-    return json.loads((run_dir / "manifest.json").read_text())
+def manifest_of(run_dir: Path) -> RunManifest:
+    return manifest_file.read(run_dir)
 
 
 @pytest.mark.slow
@@ -32,23 +34,23 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0"
     assert run.parent.name.startswith("local-")
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["complete"] is True
-    assert metrics["metrics"]["selftest.requests"] == 8
-    assert metrics["metrics"]["selftest.matched"] == 8
+    metrics = metrics_file.read(run)
+    assert metrics.complete is True
+    assert metrics.metrics["selftest.requests"] == 8
+    assert metrics.metrics["selftest.matched"] == 8
     manifest = manifest_of(run)
-    assert manifest["status"] == "complete"
-    assert [s["step"] for s in manifest["steps"]] == ["selftest.client", "selftest.echo-check"]
-    assert all(s["status"] == "ok" and s["started"] and s["ended"] for s in manifest["steps"])
-    assert manifest["steps"][0]["exit_code"] == 0
-    assert (run / manifest["steps"][0]["log"]).read_text().count("request ") == 8
-    gates = [(g["gate"], g["status"]) for g in manifest["gates"]]
+    assert manifest.status == "complete"
+    assert [s["step"] for s in manifest.steps] == ["selftest.client", "selftest.echo-check"]
+    assert all(s["status"] == "ok" and s["started"] and s["ended"] for s in manifest.steps)
+    assert manifest.steps[0]["exit_code"] == 0
+    assert (run / manifest.steps[0]["log"]).read_text().count("request ") == 8
+    gates = [(g["gate"], g["status"]) for g in manifest.gates]
     assert gates == [("RUN_READY", "passed"), ("READY", "passed"), ("GPU_FREE", "not_applicable"),
                      ("READY", "passed"), ("GPU_FREE", "not_applicable")]
-    assert [s["label"] for s in manifest["servers"]] == ["selftest", "echo-scorer"]
-    assert all(s["stop"] == "terminated" and s["pgid"] for s in manifest["servers"])
-    assert manifest["environment"]["packages"]["pluggy"] != "not installed"
-    assert (run / "commit.txt").read_text().strip() == manifest["revision"]
+    assert [s["label"] for s in manifest.servers] == ["selftest", "echo-scorer"]
+    assert all(s["stop"] == "terminated" and s["pgid"] for s in manifest.servers)
+    assert manifest.environment["packages"]["pluggy"] != "not installed"
+    assert (run / "commit.txt").read_text().strip() == manifest.revision
     assert "RUN_COMPLETE" in done.stdout and "selftest.requests" in done.stdout
     # progress lines are printed while it works
     assert "selftest: READY after" in done.stdout
@@ -68,9 +70,9 @@ def test_server_that_dies_during_startup_fails_with_log_tail(invoke, tmp_path, p
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
     manifest = manifest_of(run)
-    assert manifest["status"] == "failed"
-    assert manifest["gates"][-1]["gate"] == "READY" and manifest["gates"][-1]["status"] == "failed"
-    assert manifest["error"]["type"] == "ServerDied"
+    assert manifest.status == "failed"
+    assert manifest.gates[-1]["gate"] == "READY" and manifest.gates[-1]["status"] == "failed"
+    assert manifest.error["type"] == "ServerDied"
 
 
 @pytest.mark.slow
@@ -82,7 +84,7 @@ def test_server_never_healthy_times_out(invoke, tmp_path, port):
     assert "HTTP 503" in done.stderr and "unhealthy" in done.stderr
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
-    server = manifest_of(run)["servers"][0]
+    server = manifest_of(run).servers[0]
     assert not group_members(server["pgid"])
 
 
@@ -120,8 +122,8 @@ def _start_long_run(tmp_path: Path, port: int) -> tuple[subprocess.Popen, Path]:
         runs = run_dirs(tmp_path / "results")
         if runs and (runs[0] / "manifest.json").exists():
             manifest = manifest_of(runs[0])
-            if manifest["steps"] and manifest["steps"][0]["status"] == "running":
-                log = runs[0] / manifest["steps"][0]["log"]
+            if manifest.steps and manifest.steps[0]["status"] == "running":
+                log = runs[0] / manifest.steps[0]["log"]
                 if log.exists() and "request 8/8" in log.read_text():
                     return proc, runs[0]
         time.sleep(0.05)
@@ -136,16 +138,16 @@ def _assert_interrupted(proc: subprocess.Popen, tmp_path: Path, why: str) -> Non
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
     manifest = manifest_of(run)
-    assert manifest["status"] == "interrupted"
-    assert manifest["steps"][0]["status"] == "interrupted"
-    for server in manifest["servers"]:
+    assert manifest.status == "interrupted"
+    assert manifest.steps[0]["status"] == "interrupted"
+    for server in manifest.servers:
         assert not group_members(server["pgid"]), f"processes of {server['label']} survived"
-    assert manifest["servers"][0]["stop"] in ("terminated", "killed")
+    assert manifest.servers[0]["stop"] in ("terminated", "killed")
 
 
 def test_sigint_while_client_runs_stops_everything(tmp_path, port):
     proc, run = _start_long_run(tmp_path, port)
-    client_pgid = manifest_of(run)["steps"][0]["pgid"]
+    client_pgid = manifest_of(run).steps[0]["pgid"]
     assert group_members(client_pgid)  # the client is running now
     proc.send_signal(signal.SIGINT)
     _assert_interrupted(proc, tmp_path, "Ctrl-C")
@@ -173,7 +175,7 @@ def test_gpu_gate_waits_until_memory_drops(invoke, tmp_path, port):
     assert done.returncode == 0, done.stdout + done.stderr
     (run,) = run_dirs(tmp_path / "results")
     manifest = manifest_of(run)
-    free = [g for g in manifest["gates"] if g["gate"] == "GPU_FREE"]
+    free = [g for g in manifest.gates if g["gate"] == "GPU_FREE"]
     assert [g["status"] for g in free] == ["passed", "passed"]
     calls = fake_calls(tmp_path / "fakebin")
     assert ["-i", "0,1", "--query-gpu=memory.used", "--format=csv,noheader,nounits"] in calls
@@ -196,8 +198,8 @@ def test_gpu_gate_that_never_frees_fails_the_run(invoke, tmp_path, port):
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
     manifest = manifest_of(run)
-    assert manifest["error"]["type"] == "GpuNotFree"
-    assert [g["status"] for g in manifest["gates"] if g["gate"] == "GPU_FREE"] == ["failed"]
+    assert manifest.error["type"] == "GpuNotFree"
+    assert [g["status"] for g in manifest.gates if g["gate"] == "GPU_FREE"] == ["failed"]
 
 
 def test_unknown_workload_lists_known_ones(invoke):

@@ -14,7 +14,6 @@ from conftest import free_port, write_fake_nvidia_smi
 from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.errors import OmnibenchError, SettingsError
-from omnibench_core.jsonio import read_json
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale import revisions
 from omnibench_core.scale.bisect import kary_search, rounds_needed
@@ -23,6 +22,7 @@ from omnibench_core.scale.slots import HostSlot, SlotBusy, check_free, plan_slot
 from omnibench_core.settings import Settings
 from omnibench_core.setup.cpus import Topology, parse_lscpu, read_topology
 from omnibench_core.standin import write_fake_nvidia_smi as write_standin_fake
+from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu-hosts"
 OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
@@ -206,8 +206,8 @@ def test_matrix_of_three_revisions_on_two_local_slots(tmp_path):
     for commit in commits:  # run directories stay <results>/<short sha>/runN
         runs = sorted(p.name for p in (tmp_path / "results" / commit[:7]).glob("run*"))
         assert runs == ["run0", "run1", "run2"]
-        manifest = read_json(tmp_path / "results" / commit[:7] / "run1" / "manifest.json")
-        assert manifest["slot"]["gpus"] in (["0"], ["1"])  # the manifest records the slot
+        manifest = manifest_file.read(tmp_path / "results" / commit[:7] / "run1")
+        assert manifest.slot["gpus"] in (["0"], ["1"])  # the manifest records the slot
     v = {x.metric: x.verdict for x in result.verdicts[keys[2]]}
     assert v["selftest.latency_mean_s"] == "worse"  # the planted 20 -> 80 ms
     assert {x.metric: x.verdict for x in result.verdicts[keys[1]]}["selftest.latency_mean_s"] != "worse"

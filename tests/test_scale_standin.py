@@ -15,6 +15,9 @@ import pytest
 from conftest import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store.manifest import RunManifest
+
 SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
 
 
@@ -23,8 +26,8 @@ def _rows(text: str) -> dict[str, str]:
     return {line.split()[0]: line for line in text.splitlines() if line.strip()}
 
 
-def _manifests(results: Path, commit: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((results / commit[:7]).glob("run*/manifest.json"))]
+def _manifests(results: Path, commit: str) -> list[RunManifest]:
+    return [manifest_file.read(d) for d in sorted(manifest_file.run_dirs(results / commit[:7]))]
 
 
 @pytest.mark.slow
@@ -45,9 +48,9 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     slots = set()
     for commit in made.commits[1:]:
         manifests = _manifests(results, commit)
-        assert [m["status"] for m in manifests] == ["complete"] * 3  # run0, run1, run2
-        slots |= {tuple(m["slot"]["gpus"]) for m in manifests}
-        gates = [g for m in manifests for g in m["gates"] if g["gate"] == "GPU_FREE"]
+        assert [m.status for m in manifests] == ["complete"] * 3  # run0, run1, run2
+        slots |= {tuple(m.slot["gpus"]) for m in manifests}
+        gates = [g for m in manifests for g in m.gates if g["gate"] == "GPU_FREE"]
         assert gates and all(g["status"] == "passed" for g in gates)
     assert slots == {("0",), ("1",)}
     # the fake saw the worktrees' servers (each registers in the stand-in's own checkout) and was asked per GPU
@@ -65,7 +68,7 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     assert f"first bad commit: {made.commits[2]}" in bisect.stdout
     assert "GPU 0 alone: --slot-per pair got one GPU" in bisect.stdout
     assert bisect.stdout.count("complete already, kept") == 2
-    assert [m["status"] for m in _manifests(results, made.commits[0])] == ["complete"] * 3
+    assert [m.status for m in _manifests(results, made.commits[0])] == ["complete"] * 3
     assert not server_pids(tmp_path)
 
 
@@ -83,7 +86,7 @@ def test_standins_printed_command_runs_as_printed_and_doctor_has_no_false_failur
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "RUN_COMPLETE" in done.stdout
     (manifest,) = _manifests(tmp_path / "results", made.head)
-    assert [g["status"] for g in manifest["gates"] if g["gate"] == "GPU_FREE"] == ["passed"] * 3
+    assert [g["status"] for g in manifest.gates if g["gate"] == "GPU_FREE"] == ["passed"] * 3
     assert "--query-gpu=memory.used" in (fake / "calls.log").read_text()
     # doctor on the same checkout, with its fake first on PATH: nothing fails
     doctor = invoke("doctor", "--target", "sglang-omni", "--checkout", str(made.root), "--port", str(port),
@@ -112,10 +115,10 @@ def test_matrix_and_bisect_on_the_local_target_without_nvidia_smi(invoke, tmp_pa
     assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
     table = [line for line in matrix.stdout.splitlines() if line.startswith("own ")]
     assert len(table) == 2 and all(" complete " in row and "no GPU port" in row for row in table), matrix.stdout
-    manifests = [json.loads(p.read_text()) for p in (tmp_path / "results").glob("local-*/run*/manifest.json")]
-    assert len(manifests) == 6 and {m["status"] for m in manifests} == {"complete"}
-    assert all(m["slot"]["gpus"] == [] for m in manifests)
-    cpus = {tuple(m["slot"]["cpus"]) for m in manifests}
+    manifests = [manifest_file.read(d) for r in (tmp_path / "results").glob("local-*") for d in manifest_file.run_dirs(r)]
+    assert len(manifests) == 6 and {m.status for m in manifests} == {"complete"}
+    assert all(m.slot["gpus"] == [] for m in manifests)
+    cpus = {tuple(m.slot["cpus"]) for m in manifests}
     if len(os.sched_getaffinity(0)) >= 2:  # the default rule: the process's CPUs split, one group a slot
         assert len(cpus) == 2 and not set(min(cpus)) & set(max(cpus))
     bisect = invoke("bisect", "--workload", "selftest", "--good", "HEAD~1", "--bad", "HEAD", "--metric",
@@ -145,6 +148,6 @@ def test_a_duet_ab_of_two_standin_revisions_on_two_fake_gpus(invoke, tmp_path):
     assert len(kept) == 6 and not any(a["alone"] for a in kept.values())
     for side, commit in zip("AB", made.commits, strict=True):  # each side's runs in its own revision folder
         assert {kept[(side, r)]["revision"] for r in range(3)} == {commit[:7]}
-        gpus = {tuple(m["slot"]["gpus"]) for m in _manifests(results, commit)}
+        gpus = {tuple(m.slot["gpus"]) for m in _manifests(results, commit)}
         assert gpus == {("0",), ("1",)}  # the slots swapped: each side ran on both fake GPUs
     assert not server_pids(tmp_path)

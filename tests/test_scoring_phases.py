@@ -9,19 +9,20 @@ import pytest
 
 from omnibench_core import api, campaign
 from omnibench_core.errors import RunNotReady
-from omnibench_core.jsonio import read_json
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
 
 
 def _starts(run_dir) -> list[str]:
     """Labels of the servers this run started itself (not those it shared)."""
-    return [s["label"] for s in read_json(run_dir / "manifest.json")["servers"] if "started_in" not in s]
+    return [s["label"] for s in manifest_file.read(run_dir).servers if "started_in" not in s]
 
 
 def _generate_and_copy(settings, workloads, options, copies):
     run = api.run(settings, workloads, options=options, phases=("generate",), progress=lambda m: None)
     assert run.status == "generated" and not run.complete
-    assert read_json(run.manifest)["status"] == "generated"
+    assert manifest_file.read(run.run_dir).status == "generated"
     dirs = [run.run_dir]
     for i in range(copies):
         dirs.append(run.run_dir.with_name(f"copy{i}"))
@@ -37,9 +38,9 @@ def test_selftest_runs_scored_together_start_the_scorer_once(tmp_path, port):
     assert [r.status for r in (one, *both)] == ["complete"] * 3
     assert _starts(alone) == ["selftest", "echo-scorer"]
     assert _starts(together[0]) == ["selftest", "echo-scorer"] and _starts(together[1]) == ["selftest"]
-    shared = read_json(together[1] / "manifest.json")["servers"][-1]
+    shared = manifest_file.read(together[1]).servers[-1]
     assert shared["started_in"] == together[0].name
-    metrics = [read_json(d / "metrics.json") for d in (alone, *together)]
+    metrics = [metrics_file.read(d) for d in (alone, *together)]
     assert metrics[0] == metrics[1] == metrics[2]
     with pytest.raises(RunNotReady, match="is complete, not generated"):
         api.score_runs(settings, ["selftest"], [alone], progress=lambda m: None)
@@ -59,8 +60,8 @@ def test_speech_metrics_are_identical_scored_per_run_or_deferred(tmp_path, port)
     alone, *together = _generate_and_copy(settings, ["seedtts"], options, 2)
     api.score_runs(settings, ["seedtts"], [alone], options=options, progress=lambda m: None)
     api.score_runs(settings, ["seedtts"], together, options=options, progress=lambda m: None)
-    metrics = [read_json(d / "metrics.json") for d in (alone, *together)]
-    assert metrics[0]["complete"] and metrics[0] == metrics[1] == metrics[2]
+    metrics = [metrics_file.read(d) for d in (alone, *together)]
+    assert metrics[0].complete and metrics[0] == metrics[1] == metrics[2]
     assert _starts(together[1]) == ["seedtts"]  # its ASR scoring ran on the first copy's server
     # a report of them carries the local target's substitute notes that each run printed
     made = campaign.report(settings, runs=[d.name for d in together])

@@ -22,6 +22,8 @@ from omnibench_core.scoring import asr_wer
 from omnibench_core.scoring.asr_wer import WerJob
 from omnibench_core.scoring.audio_check import run_audio_summary
 from omnibench_core.settings import RunSettings, Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
 from omnibench_plugins import seedtts
 from omnibench_plugins.seedtts import metrics as collecting
 from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
@@ -63,27 +65,27 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     done, results = full_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     (run,) = results.glob("*/run0")
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["complete"] is True and metrics["broken_rules"] == []
-    assert {k for k in metrics["metrics"] if not k.startswith("videoamme.")} == \
+    metrics = metrics_file.read(run)
+    assert metrics.complete is True and metrics.broken_rules == ()
+    assert {k for k in metrics.metrics if not k.startswith("videoamme.")} == \
         RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan"}
-    assert not (run / "samples.json").exists()  # stream off (the default): nothing of streaming's
-    assert metrics["metrics"]["audio.files"] == len(TARGET_SENTENCES) + 10  # and Video-AMME's ten
-    m = metrics["metrics"]
+    assert not (run / "request_samples.json").exists()  # stream off (the default): nothing of streaming's
+    assert metrics.metrics["audio.files"] == len(TARGET_SENTENCES) + 10  # and Video-AMME's ten
+    m = metrics.metrics
     assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0
     assert m["seedtts.wer.wer_corpus"] < 0.3  # real speech, really recognised
-    assert metrics["rates"] == [24000]
-    assert any("local substitute" in note for note in metrics["notes"])
+    assert metrics.rates == (24000,)
+    assert any("local substitute" in note for note in metrics.notes)
     # progress while it works, and the summary table at the end
     assert "seedtts.generate: requests" in done.stdout and "seedtts.wer.wer_corpus" in done.stdout
     assert "note: seedtts.sim: local substitute" in done.stdout
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert [s["step"] for s in manifest["steps"] if s["step"].startswith("seedtts.")] == [
+    manifest = manifest_file.read(run)
+    assert [s["step"] for s in manifest.steps if s["step"].startswith("seedtts.")] == [
         "seedtts.dataset", "seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos"]
-    assert [s["label"] for s in manifest["servers"]] == ["videoamme", "seedtts", "asr"]
-    assert manifest["servers"][1]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
+    assert [s["label"] for s in manifest.servers] == ["videoamme", "seedtts", "asr"]
+    assert manifest.servers[1]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
                                                    "--thinker.factory.max_seq_len", "8192", "--port",
-                                                   str(manifest["servers"][1]["port"])]
+                                                   str(manifest.servers[1]["port"])]
 
 
 def test_result_files_have_sglang_omnis_fields(full_run):
@@ -245,12 +247,12 @@ def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_c
     assert speed["summary"]["completed_requests"] == 3 and speed["summary"]["failed_requests"] == 1
     failed = [r for r in speed["per_request"] if not r["is_success"]]
     assert "HTTP 400" in failed[0]["error"] and "context length" in failed[0]["error"]
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["complete"] is False
-    broken = {r["rule"] for r in metrics["broken_rules"]}
+    metrics = metrics_file.read(run)
+    assert metrics.complete is False
+    broken = {r.rule for r in metrics.broken_rules}
     assert {"0 failed requests", "0 skipped in WER", "one WAV per sample"} <= broken
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert all(s["status"] == "ok" for s in manifest["steps"])  # every step ran to its end
+    manifest = manifest_file.read(run)
+    assert all(s["status"] == "ok" for s in manifest.steps)  # every step ran to its end
     assert "RUN_INCOMPLETE" in done.stdout and "BROKEN RULE 0 failed requests" in done.stdout
 
 
@@ -353,15 +355,15 @@ def test_one_run_is_complete_with_exactly_the_runbooks_keys(full_run):
     done, results = full_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     (run,) = results.glob("*/run0")
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["complete"] is True
-    assert set(metrics["metrics"]) == RUNBOOK_KEYS
-    assert metrics["metrics"]["audio.files"] == 10 + 30 and metrics["rates"] == [24000]
-    assert 0 <= metrics["metrics"]["videoamme.accuracy"] <= 1
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert [s["label"] for s in manifest["servers"]] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
-    assert "--thinker.factory.max_seq_len" in manifest["servers"][0]["argv"]
-    assert manifest["servers"][0]["argv"][manifest["servers"][0]["argv"].index("--thinker.factory.max_seq_len") + 1] == "32768"
+    metrics = metrics_file.read(run)
+    assert metrics.complete is True
+    assert set(metrics.metrics) == RUNBOOK_KEYS
+    assert metrics.metrics["audio.files"] == 10 + 30 and metrics.rates == (24000,)
+    assert 0 <= metrics.metrics["videoamme.accuracy"] <= 1
+    manifest = manifest_file.read(run)
+    assert [s["label"] for s in manifest.servers] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
+    assert "--thinker.factory.max_seq_len" in manifest.servers[0]["argv"]
+    assert manifest.servers[0]["argv"][manifest.servers[0]["argv"].index("--thinker.factory.max_seq_len") + 1] == "32768"
     results_doc = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
     row = results_doc["per_sample"][0]
     assert set(row) >= {"sample_id", "expected", "predicted", "raw_response", "is_correct", "is_success", "latency_s",

@@ -13,6 +13,7 @@ from omnibench_core.records import Command, ServeSpec, Step
 from omnibench_core.run.layout import move_aside, next_run_name
 from omnibench_core.run.planning import order_steps
 from omnibench_core.settings import SECTIONS, Settings, format_cpu_list, parse_cpu_list
+from omnibench_core.store import manifest as manifest_file
 
 
 def test_defaults_follow_the_runbook():
@@ -67,10 +68,10 @@ def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     done = invoke("-f", str(tmp_path / "cfg.yaml"), "run", "--workload", "selftest",
                   "--opt", "selftest.requests=3")
     assert done.returncode == 0, done.stderr
-    (manifest,) = (tmp_path / "results").glob("*/run0/manifest.json")
-    data = json.loads(manifest.read_text())
-    assert {s["port"] for s in data["servers"]} == {port}
-    assert data["options"]["selftest"]["requests"] == 3  # typed by the schema
+    (run,) = (tmp_path / "results").glob("*/run0")
+    data = manifest_file.read(run)
+    assert {s["port"] for s in data.servers} == {port}
+    assert data.options["selftest"]["requests"] == 3  # typed by the schema
 
 
 def test_bad_option_is_explained(invoke):

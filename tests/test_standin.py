@@ -19,6 +19,8 @@ from scale_helpers import MadeStandin, invoke_standin
 from test_ci_stages import nox_ci
 
 from omnibench_core.standin import write_fake_nvidia_smi
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
 from omnibench_plugins.ci_stages import STAGES
 
 TESTS = Path(__file__).resolve().parent
@@ -62,22 +64,22 @@ def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gp
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "RUN_COMPLETE" in done.stdout
     (run,) = results.glob(f"{standin.head[:7]}/run0")
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["complete"] is True and len(metrics["metrics"]) == RUNBOOK_KEYS
-    manifest = json.loads((run / "manifest.json").read_text())
-    servers = {s["label"]: s for s in manifest["servers"]}
+    metrics = metrics_file.read(run)
+    assert metrics.complete is True and len(metrics.metrics) == RUNBOOK_KEYS
+    manifest = manifest_file.read(run)
+    servers = {s["label"]: s for s in manifest.servers}
     assert list(servers) == ["videoamme", "seedtts", "asr"]
     # the ASR server is the checkout's sgl-omni serve with the ASR model name
     asr_argv = servers["asr"]["argv"]
     assert asr_argv[0] == str(standin.venv / "bin" / "sgl-omni") and asr_argv[1] == "serve"
     assert asr_argv[asr_argv.index("--model-name") + 1] == "Qwen/Qwen3-ASR-1.7B"
-    steps = {s["step"]: s for s in manifest["steps"]}
+    steps = {s["step"]: s for s in manifest.steps}
     modes = {name: next(a for a in steps[name]["command"] if a.endswith("-only"))
              for name in ("seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos")}
     assert modes == {"seedtts.generate": "--generate-only", "seedtts.transcribe": "--transcribe-only",
                      "seedtts.similarity": "--similarity-only", "seedtts.utmos": "--utmos-only"}
     assert "sglang-omni stand-in" in json.loads((run / "seedtts" / "speed_results.json").read_text())["config"]["client"]
-    gates = [g for g in manifest["gates"] if g["gate"] == "GPU_FREE"]
+    gates = [g for g in manifest.gates if g["gate"] == "GPU_FREE"]
     assert [g["status"] for g in gates] == ["passed"] * 3
     assert (fake_gpu / "calls.log").read_text().count("--query-gpu=memory.used") >= 3
 
@@ -111,11 +113,11 @@ def test_native_client_on_the_standin(tmp_path, standin, fake_gpu):
     video = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
     assert video["config"]["client"] == "omnibench-native" and video["summary"]["total_samples"] == 2
     assert video["config"]["request_text_source"] == "benchmarks/tasks/video_understanding.py"
-    manifest = json.loads((run / "manifest.json").read_text())
-    argv = next(s for s in manifest["steps"] if s["step"] == "videoamme.generate")["command"]
+    manifest = manifest_file.read(run)
+    argv = next(s for s in manifest.steps if s["step"] == "videoamme.generate")["command"]
     assert argv[argv.index("--request-text-source") + 1] == "benchmarks/tasks/video_understanding.py"
     assert argv[argv.index("--request-text-sha256") + 1] == video["config"]["request_text_sha256"]
-    assert json.loads((run / "metrics.json").read_text())["complete"] is True
+    assert metrics_file.read(run).complete is True
 
 
 def _get(url: str) -> dict:

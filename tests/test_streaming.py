@@ -238,7 +238,7 @@ def test_a_local_streaming_run(tmp_path):
     metrics = json.loads((run / "metrics.json").read_text())["metrics"]
     assert metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
     assert metrics["seedtts.max_playback_underrun_mean_s"] < 0.1 and metrics["seedtts.not_streamed_requests"] == 0
-    samples = json.loads((run / "samples.json").read_text())
+    samples = json.loads((run / "request_samples.json").read_text())
     assert len(samples["seedtts.audio_ttfp_s"]) == 3 and len(samples["seedtts.inter_chunk_s"]) >= 3
 
 

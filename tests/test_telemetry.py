@@ -18,6 +18,8 @@ from omnibench_core.builtin.targets import prepare_local
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Target, TargetFacts
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler
@@ -58,8 +60,8 @@ BUSY = {"phases": [{"until_s": 0.2, "util": 0, "power_w": 80, "reasons": 1},
 def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monkeypatch):
     result = _run(tmp_path, port, BUSY, monkeypatch)
     assert result.complete
-    manifest = json.loads((result.run_dir / "manifest.json").read_text())
-    server = next(s for s in manifest["servers"] if s["label"] == "selftest")
+    manifest = manifest_file.read(result.run_dir)
+    server = next(s for s in manifest.servers if s["label"] == "selftest")
     tele = server["telemetry"]
     assert tele["available"] and tele["samples"] > 5
     rows = list(csv.DictReader(open(result.run_dir / "telemetry" / tele["csv"])))
@@ -73,8 +75,8 @@ def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monk
     warned = run_warnings(result.run_dir)
     assert any("throttled during the timed window: sw_power_cap" in w for w in warned)
     assert any("another process held 2048.0 MiB on GPU 0" in w and "pid 1" in w for w in warned)
-    metrics = json.loads((result.run_dir / "metrics.json").read_text())
-    assert not any(k.startswith("telemetry") for k in metrics["metrics"])  # metrics.json keeps the runbook's keys
+    metrics = metrics_file.read(result.run_dir)
+    assert not any(k.startswith("telemetry") for k in metrics.metrics)  # metrics.json keeps the runbook's keys
 
 
 @pytest.mark.slow

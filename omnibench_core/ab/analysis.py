@@ -13,8 +13,8 @@ from typing import Any
 from ..campaign import directions as meta
 from ..campaign import verdict
 from ..campaign.summary import noisy_runs
-from ..errors import OmnibenchError
-from ..jsonio import read_json
+from ..errors import OmnibenchError, RunFileError
+from ..store import metrics as metrics_file
 from .record import Experiment, runs_of
 
 
@@ -75,15 +75,11 @@ def _number(value: Any) -> bool:
 
 def _metrics(run_dir: Path) -> Mapping[str, Any]:
     try:
-        doc = read_json(run_dir / "metrics.json")
-    except (OSError, ValueError) as exc:
-        raise OmnibenchError(f"cannot read {run_dir / 'metrics.json'}: {exc}",
+        return metrics_file.read(run_dir).metrics
+    except RunFileError as exc:
+        raise OmnibenchError(exc.message, evidence=exc.evidence,
                              hint="move that run folder aside (its manifest still says complete), then repeat the "
                                   "A/B command: the run is measured again") from exc
-    metrics = doc.get("metrics") if isinstance(doc, dict) else None
-    if not isinstance(metrics, dict):
-        raise OmnibenchError(f"{run_dir / 'metrics.json'} has no metrics object", hint="repeat that run")
-    return metrics
 
 
 def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdict.ALPHA,

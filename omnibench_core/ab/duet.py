@@ -50,6 +50,7 @@ class SideOutcome:
     error: str
     moved_to: str
     alone: bool
+    run: str = ""  # the runN the run claimed ("" when it never got one)
 
 
 @dataclass(frozen=True)
@@ -163,4 +164,4 @@ def _outcome(w: _Worker) -> SideOutcome:
     except (OSError, ValueError):
         return SideOutcome(w.side, "lost", "", f"the worker ended with {w.proc.returncode} and no outcome", "", w.alone)
     return SideOutcome(w.side, str(data.get("status", "lost")), str(data.get("run_dir", "")),
-                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone)
+                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone, str(data.get("run", "")))

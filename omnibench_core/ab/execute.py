@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,15 @@ from ..errors import (
     Terminated,
     storage_error,
 )
-from ..records import PHASES, Phase
+from ..records import PHASES, Phase, RunOutcome
 from ..run import ownership
-from ..run.manifest import run_status
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings
+from ..store import experiment_file
+from ..store import manifest as manifest_file
+from ..store.names import lock_path
+from ..store.statuses import RunStatus
 from . import duet, record
 from .record import Attempt, AttemptStatus, Design, Experiment, ExperimentStatus, Identity, Side, Slot
 from .worker import Spec
@@ -57,8 +60,8 @@ def experiment_lock(results_root: Path, name: str) -> Iterator[Path]:
     """Hold the experiment's lock, ``<results>/ab/<name>.lock``, while it is measured, judged and
     published: a second command for it at once (on another port or other slots) is refused,
     naming the holder; a dead holder's lock is taken over (the kernel drops it)."""
-    path = record.experiment_path(results_root, name)
-    lock = path.with_suffix(".lock")
+    path = experiment_file.experiment_path(results_root, name)
+    lock = lock_path(path)
 
     def refuse(holder: str) -> Exception:
         return ExperimentBusy(f"A/B experiment {name!r} is being measured by another omnibench process",
@@ -176,10 +179,10 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
     if request.identity.design is Design.DUET and len(slots) != 2:
         raise SettingsError(f"the duet design needs two slots, {len(slots)} given",
                             hint="pass two with --slots (e.g. --slots 0,1), or --design interleaved on one slot")
-    path = record.experiment_path(settings.run.results_root, request.experiment_name)
+    path = experiment_file.experiment_path(settings.run.results_root, request.experiment_name)
     ident = request.identity
     if path.exists():
-        experiment = record.load(path)
+        experiment = experiment_file.load(path)
         diffs = record.identity_differences(experiment.identity, ident)
         if diffs:
             raise SettingsError(f"A/B experiment {experiment.name!r} measured something else",
@@ -196,7 +199,7 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
     else:
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
                                 record.schedule(ident.design, ident.rounds, ident.seed))
-    experiment = record.save(path, experiment)
+    experiment = experiment_file.save(path, experiment)
     return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
 
 
@@ -218,15 +221,15 @@ class _Driver:
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
         if attempt is not None:
             self.experiment = self.experiment.with_attempt(attempt)
-        self.experiment = record.save(self.path, replace(self.experiment, **changes))
+        self.experiment = experiment_file.save(self.path, replace(self.experiment, **changes))
 
     def side(self, label: str) -> Side:
         ident = self.experiment.identity
         return ident.a if label == "A" else ident.b
 
-    def _run_status(self, attempt: Attempt) -> str:
-        """What the run's own manifest says now ("" when it is gone)."""
-        return run_status(self.sides[attempt.side].run.results_root / attempt.revision / attempt.run)
+    def _run_status(self, attempt: Attempt) -> RunStatus | None:
+        """What the run's own manifest says now (None when it is gone)."""
+        return manifest_file.run_status(self.sides[attempt.side].run.results_root / attempt.revision / attempt.run)
 
     def _done(self, slot: Slot) -> bool:
         last = self.experiment.latest(slot)
@@ -298,7 +301,8 @@ class _Driver:
 
     def _complete(self, slot: Slot) -> bool:
         last = self.experiment.latest(slot)
-        return last is not None and last.status is AttemptStatus.COMPLETE and self._run_status(last) == "complete"
+        return (last is not None and last.status is AttemptStatus.COMPLETE
+                and self._run_status(last) == RunStatus.COMPLETE)
 
     def _check_retries(self, slot: Slot, label: str) -> None:
         if self.experiment.failures(slot) > self.experiment.retries:
@@ -351,13 +355,12 @@ class _Driver:
         not_ready = ""
         for side, out in pair.sides.items():
             a = attempts[side]
-            if out.status in ("complete", "generated", "incomplete"):
+            run, moved = out.run, out.moved_to  # where the run layer moved it, if it did
+            if out.status in (RunStatus.COMPLETE, RunStatus.GENERATED, RunStatus.INCOMPLETE):
                 status = AttemptStatus(out.status)
-                run, moved = _name(out.run_dir), out.run_dir if out.status == "incomplete" else ""
-            else:  # interrupted, not-ready, failed, error, lost: the run layer moved the run aside
+            else:  # interrupted, not-ready, failed, error, lost
                 status = {"interrupted": AttemptStatus.INTERRUPTED, "not-ready": AttemptStatus.NOT_READY}.get(
                     out.status, AttemptStatus.FAILED)
-                run, moved = _name(out.moved_to), out.moved_to
                 if out.status == "not-ready":
                     not_ready = f"side {side} on {placed[side].label}: {out.error}"
                 elif status is AttemptStatus.FAILED and not pair.interrupted:
@@ -386,7 +389,7 @@ class _Driver:
                              client=e.identity.client, progress=self.progress, phases=phases)
         except RunInterrupted as exc:
             self.save(_moved(replace(attempt, status=AttemptStatus.INTERRUPTED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.evidence))
+                                     error=exc.message), exc.outcomes))
             raise
         except (GateError, StepFailed) as exc:
             if isinstance(exc, RunNotReady):  # the port or folder is not ready: a retry would miss the same way
@@ -394,14 +397,13 @@ class _Driver:
                                   error=exc.message))
                 raise
             self.save(_moved(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.evidence))
+                                     error=exc.message), exc.outcomes))
             self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
             return
         seconds = time.monotonic() - t0
-        status = AttemptStatus(result.status)
-        self.save(replace(attempt, run=result.run_dir.name.split("-incomplete")[0], status=status, seconds=seconds,
-                          moved_to=str(result.run_dir) if status is AttemptStatus.INCOMPLETE else "",
-                          error="; ".join(f"{r.name}: {r.detail}" for r in result.broken_rules)))
+        out = result.outcome
+        self.save(replace(attempt, run=out.run, status=AttemptStatus(out.status), seconds=seconds,
+                          moved_to=str(out.moved_to or ""), error=out.why))
         self.progress.end_run(seconds)
 
     def _score_generated(self) -> None:
@@ -421,9 +423,9 @@ class _Driver:
             finally:
                 for attempt in pending:  # what each run's manifest says now, also after Ctrl-C
                     status = self._run_status(attempt)
-                    if status == "complete":
+                    if status == RunStatus.COMPLETE:
                         self.save(replace(attempt, status=AttemptStatus.COMPLETE))
-                    elif status != "generated":
+                    elif status != RunStatus.GENERATED:
                         self.save(replace(attempt, status=AttemptStatus.FAILED,
                                           error=f"scoring left the run {status or 'moved aside'}"))
 
@@ -444,17 +446,13 @@ def _label(slot: Slot) -> str:
     return f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
 
 
-def _name(run_dir: str) -> str:
-    """``run3`` of ``.../run3`` or ``.../run3-incomplete-2`` ("" for none)."""
-    return Path(run_dir).name.split("-incomplete")[0] if run_dir else ""
-
-
 def on_slot(settings: Settings, slot: HostSlot) -> Settings:
     """A side's settings on a duet slot: its port, CPUs and GPUs."""
     return Settings.from_mapping({**settings.flat(), **slot.setting_values()})
 
 
-def _moved(attempt: Attempt, evidence: Mapping[str, Any]) -> Attempt:
-    """The attempt with the folder the run layer moved its run to (from the error's evidence)."""
-    moved = str(evidence.get("run moved to", ""))
-    return replace(attempt, run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved)
+def _moved(attempt: Attempt, outcomes: Sequence[RunOutcome]) -> Attempt:
+    """The attempt with the run it got and the folder the run layer moved it to (the error's outcome)."""
+    if not outcomes:  # the run never got a folder
+        return replace(attempt, run="", moved_to="")
+    return replace(attempt, run=outcomes[0].run, moved_to=str(outcomes[0].moved_to or ""))

@@ -1,9 +1,6 @@
-"""The A/B record, ``<results>/ab/<name>.json``: the two sides, the design and its seed, the
-schedule (which run of which side ran in which order), and every attempt with its run folder.
-
-Written atomically after every change, so Ctrl-C or a crash leaves an experiment that the same
-command resumes; checked field by field on load, so a file edited by hand is refused with the
-field named rather than measured wrongly.
+"""The A/B record's typed records: the two sides, the design and its seed, the schedule (which
+run of which side ran in which order), and every attempt with its run folder.
+:mod:`omnibench_core.store.experiment_file` reads and writes them (``<results>/ab/<name>.json``).
 """
 
 from __future__ import annotations
@@ -13,16 +10,12 @@ import enum
 import hashlib
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from ..errors import OmnibenchError
-from ..jsonio import read_json, write_json
+from ..errors import RecordError
 
-FORMAT = 1
-AB_FOLDER = "ab"
 SIDES = ("A", "B")
 
 
@@ -53,10 +46,6 @@ class ExperimentStatus(str, enum.Enum):
     COMPLETE = "complete"
     STOPPED = "stopped"  # a run missed its gates more often than --retries allows
     INTERRUPTED = "interrupted"
-
-
-class RecordError(OmnibenchError):
-    """An A/B record that cannot be read, or that names another experiment."""
 
 
 def now_iso() -> str:
@@ -199,129 +188,11 @@ class Experiment:
 
     def as_record(self) -> dict[str, Any]:
         """The JSON form."""
-        return {"format": FORMAT, "name": self.name, "identity": self.identity.as_record(),
+        return {"name": self.name, "identity": self.identity.as_record(),
                 "retries": self.retries, "scoring": self.scoring,
                 "order": [[s.side, s.round] for s in self.order],
                 "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
                 "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
-
-
-def experiment_path(results_root: Path, name: str) -> Path:
-    """``<results>/ab/<name>.json``."""
-    return results_root / AB_FOLDER / f"{name}.json"
-
-
-def save(path: Path, experiment: Experiment) -> Experiment:
-    """Write the record atomically, stamped with the time."""
-    experiment = replace(experiment, updated=now_iso(), created=experiment.created or now_iso())
-    write_json(path, experiment.as_record())
-    return experiment
-
-
-# -- loading, checked field by field ----------------------------------------------------------------
-class _Reader:
-    def __init__(self, path: Path):
-        self.path = path
-
-    def fail(self, where: str, why: str) -> RecordError:
-        return RecordError(f"the A/B record {self.path} is not valid at {where}: {why}",
-                           evidence={"file": str(self.path), "field": where},
-                           hint="repair the field, or move the file aside to start the experiment anew")
-
-    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-        if key not in data:
-            raise self.fail(f"{where}{key}", "missing")
-        value = data[key]
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float, (int, float))):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise self.fail(f"{where}{key}", f"must be {names}, got {value!r}")
-        return value
-
-    def words(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-        items = self.get(data, key, list, where)
-        if not all(isinstance(x, str) for x in items):
-            raise self.fail(f"{where}{key}", "must be a list of strings")
-        return tuple(items)
-
-    def pairs(self, data: Mapping[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
-        items = self.get(data, key, list, where)
-        if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in items):
-            raise self.fail(f"{where}{key}", "must be a list of [name, value] strings")
-        return tuple((p[0], p[1]) for p in items)
-
-    def enum(self, kind: type[enum.Enum], data: Mapping[str, Any], key: str, where: str) -> Any:
-        word = self.get(data, key, str, where)
-        try:
-            return kind(word)
-        except ValueError:
-            raise self.fail(f"{where}{key}", f"{word!r} is not one of {', '.join(m.value for m in kind)}") from None
-
-    def side(self, data: Any, label: str) -> Side:
-        where = f"identity.{label.lower()}."
-        if not isinstance(data, dict):
-            raise self.fail(where.rstrip("."), "must be an object")
-        if data.get("label") != label:
-            raise self.fail(f"{where}label", f"must be {label!r}")
-        return Side(label, self.words(data, "options", where), self.pairs(data, "sets", where),
-                    self.get(data, "revision", str, where))
-
-
-def load(path: Path) -> Experiment:
-    """Read and check an A/B record: a newer format, a missing or mistyped field, a run counted
-    twice or a round outside the schedule is refused, naming the file and the field."""
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise RecordError(f"cannot read the A/B record {path}: {exc}", evidence={"file": str(path)},
-                          hint="move the file aside to start the experiment anew") from exc
-    r = _Reader(path)
-    if not isinstance(data, dict):
-        raise r.fail("the top level", "must be an object")
-    version = r.get(data, "format", int, "")
-    if version != FORMAT:
-        raise RecordError(f"the A/B record {path} has format {version}; this omnibench reads format {FORMAT}",
-                          evidence={"file": str(path), "format": str(version)},
-                          hint="use the omnibench that wrote it, or move the file aside")
-    ident = r.get(data, "identity", dict, "")
-    rounds = r.get(ident, "rounds", int, "identity.")
-    identity = Identity(
-        workloads=r.words(ident, "workloads", "identity."),
-        client=ident.get("client") if isinstance(ident.get("client"), str) else None,
-        settings=r.pairs(ident, "settings", "identity."),
-        a=r.side(ident.get("a"), "A"), b=r.side(ident.get("b"), "B"),
-        design=r.enum(Design, ident, "design", "identity."), rounds=rounds,
-        seed=r.get(ident, "seed", int, "identity."))
-    if rounds < 2:
-        raise r.fail("identity.rounds", f"must be at least 2, got {rounds}")
-    order = tuple(Slot(*p) for p in r.get(data, "order", list, "")
-                  if isinstance(p, list) and len(p) == 2 and p[0] in SIDES and isinstance(p[1], int))
-    if order != schedule(identity.design, rounds, identity.seed):
-        raise r.fail("order", "does not match the design, rounds and seed")
-    attempts = []
-    runs_seen: dict[tuple[str, str], str] = {}
-    for i, raw in enumerate(r.get(data, "attempts", list, "")):
-        where = f"attempts[{i}]."
-        if not isinstance(raw, dict):
-            raise r.fail(where.rstrip("."), "must be an object")
-        attempt = Attempt(
-            side=r.get(raw, "side", str, where), round=r.get(raw, "round", int, where),
-            run=r.get(raw, "run", str, where), revision=r.get(raw, "revision", str, where),
-            status=r.enum(AttemptStatus, raw, "status", where), started=r.get(raw, "started", str, where),
-            seconds=float(r.get(raw, "seconds", (int, float), where)), error=r.get(raw, "error", str, where),
-            moved_to=r.get(raw, "moved_to", str, where), where=r.get(raw, "where", str, where),
-            alone=r.get(raw, "alone", bool, where))
-        if Slot(attempt.side, attempt.round) not in order:
-            raise r.fail(f"{where}round", f"side {attempt.side} round {attempt.round} is not in the schedule")
-        if attempt.run and attempt.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
-            owner = runs_seen.setdefault((attempt.revision, attempt.run), f"{attempt.side}{attempt.round}")
-            if owner != f"{attempt.side}{attempt.round}":
-                raise r.fail(f"{where}run", f"{attempt.revision}/{attempt.run} is already the run of {owner}")
-        attempts.append(attempt)
-    return Experiment(
-        name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
-        scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
-        status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
-        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""))
 
 
 def identity_differences(a: Identity, b: Identity) -> list[str]:
@@ -336,6 +207,5 @@ def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:
     return [measured[r] for r in sorted(measured)]
 
 
-__all__ = ["AB_FOLDER", "Attempt", "AttemptStatus", "Design", "Experiment", "ExperimentStatus", "Identity",
-           "RecordError", "Side", "Slot", "duet_slot", "experiment_path", "identity_differences", "load", "runs_of",
-           "save", "schedule"]
+__all__ = ["Attempt", "AttemptStatus", "Design", "Experiment", "ExperimentStatus", "Identity", "RecordError", "Side",
+           "Slot", "duet_slot", "identity_differences", "runs_of", "schedule"]

@@ -72,7 +72,8 @@ def die_with_driver() -> None:
 
 
 def execute(spec: Spec) -> dict[str, Any]:
-    """The run, and its outcome as a record (status, run folder, error, where it was moved)."""
+    """The run, and its outcome as a record (status, the runN it claimed, its folder now, error,
+    where it was moved)."""
     phases: tuple[Phase, ...] = tuple(p for p in PHASES if p in spec.phases)
     try:
         result = api.run(Settings.from_mapping(spec.settings), spec.workloads, options=spec.options,
@@ -84,14 +85,16 @@ def execute(spec: Spec) -> dict[str, Any]:
         return _failure("not-ready" if isinstance(exc, RunNotReady) else "failed", exc)
     except OmnibenchError as exc:
         return _failure("error", exc)
-    return {"status": result.status, "run_dir": str(result.run_dir), "error": "; ".join(
-        f"{r.name}: {r.detail}" for r in result.broken_rules), "moved_to": ""}
+    out = result.outcome
+    return {"status": out.status, "run": out.run, "run_dir": str(out.run_dir), "error": out.why,
+            "moved_to": str(out.moved_to or "")}
 
 
 def _failure(status: str, exc: BaseException) -> dict[str, Any]:
-    evidence = getattr(exc, "evidence", {}) or {}
-    return {"status": status, "run_dir": "", "error": getattr(exc, "message", "") or str(exc) or type(exc).__name__,
-            "moved_to": str(evidence.get("run moved to", ""))}
+    outcomes = exc.outcomes if isinstance(exc, OmnibenchError) else ()
+    moved = outcomes[0].moved_to if outcomes else None
+    return {"status": status, "run": outcomes[0].run if outcomes else "", "run_dir": "",
+            "error": getattr(exc, "message", "") or str(exc) or type(exc).__name__, "moved_to": str(moved or "")}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,17 +22,20 @@ from ..errors import (
     StepFailed,
     storage_error,
 )
-from ..jsonio import read_json
-from ..records import PHASES, Phase
+from ..records import PHASES, Phase, RunOutcome
 from ..run import ownership
-from ..run.manifest import run_status
 from ..settings import Settings
 from ..setup.pins import load_pins
+from ..store import campaign_file
+from ..store import manifest as manifest_file
+from ..store.names import lock_path
+from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
 from . import record
 from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign
 
-MANIFEST = "manifest.json"
+# Attempts whose run is done for now: complete, or generated and waiting for deferred scoring.
+DONE = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)
 
 
 class CampaignStopped(OmnibenchError):
@@ -77,14 +80,14 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     """
     revision = api.revision_dir(settings)
     name = name or asked.default_name()
-    path = record.campaign_path(revision, name)
+    path = campaign_file.campaign_path(revision, name)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))
         if path.exists():
-            campaign = record.load(path)
+            campaign = campaign_file.load(path)
             record.check_same(campaign, asked)
-            campaign = replace(campaign, asked=asked, status="running", reason="", attempts=tuple(
-                _dead(a) if a.status == "running" else a for a in campaign.attempts))
+            campaign = replace(campaign, asked=asked, status=CampaignStatus.RUNNING, reason="", attempts=tuple(
+                _dead(a) if a.status == AttemptStatus.RUNNING else a for a in campaign.attempts))
         else:
             campaign = Campaign(name=name, revision=revision.name, asked=asked)
         try:
@@ -95,14 +98,14 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
                          + ("moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
         except OSError as exc:
             raise storage_error("reclaiming runs whose omnibench died", exc) from exc
-        campaign = record.save(path, campaign)
+        campaign = campaign_file.save(path, campaign)
         driver = _Driver(settings, path, campaign, progress)
         return Outcome(path, driver.go())
 
 
 def _dead(attempt: Attempt) -> Attempt:
     """An attempt left "running" in a campaign whose lock was free: its process died (kill -9)."""
-    return replace(attempt, status="interrupted",
+    return replace(attempt, status=AttemptStatus.INTERRUPTED,
                    error=attempt.error or "its omnibench process died while it ran (the campaign lock was free)")
 
 
@@ -110,7 +113,7 @@ def _dead(attempt: Attempt) -> Attempt:
 def _campaign_lock(path: Path) -> Iterator[Path]:
     """Hold the campaign's lock, ``campaigns/<name>.lock`` beside its file; a results folder that
     cannot hold it is a StorageError."""
-    lock = path.with_suffix(".lock")
+    lock = lock_path(path)
 
     def refuse(holder: str) -> Exception:
         return CampaignBusy(f"campaign {path.stem!r} is being measured by another omnibench process",
@@ -126,7 +129,7 @@ class _Driver:
     def __init__(self, settings: Settings, path: Path, campaign: Campaign, progress: Callable[[str], None]):
         self.settings, self.path, self.campaign = settings, path, campaign
         self.revision = path.parent.parent
-        durations = [a.seconds for a in campaign.attempts if a.status in ("complete", "generated") and a.seconds]
+        durations = [a.seconds for a in campaign.attempts if a.status in DONE and a.seconds]
         # Deferred scoring comes after every run's generation: its estimate is what scoring took
         # in this revision folder before (an earlier `invoke run` or campaign of these workloads).
         per_run = scoring_history(self.revision, campaign.asked.workloads) if campaign.asked.scoring == "deferred" \
@@ -137,17 +140,17 @@ class _Driver:
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
         if attempt is not None:
             self.campaign = self.campaign.with_attempt(attempt)
-        self.campaign = record.save(self.path, replace(self.campaign, **changes))
+        self.campaign = campaign_file.save(self.path, replace(self.campaign, **changes))
 
-    def _run_status(self, attempt: Attempt) -> str:
-        """What the run's own manifest says now ("" when the run is gone or unreadable)."""
-        return run_status(self.revision / attempt.run)
+    def _run_status(self, attempt: Attempt) -> RunStatus | None:
+        """What the run's own manifest says now (None when the run is gone or unreadable)."""
+        return manifest_file.run_status(self.revision / attempt.run)
 
     def _done(self, slot: int) -> bool:
         last = self.campaign.latest(slot)
         if last is None or not last.run:
             return False
-        wanted = ("complete", "generated") if self.campaign.asked.scoring == "deferred" else ("complete",)
+        wanted = DONE if self.campaign.asked.scoring == "deferred" else (AttemptStatus.COMPLETE,)
         return last.status in wanted and self._run_status(last) == last.status
 
     # -- the campaign ----------------------------------------------------------------------
@@ -172,13 +175,13 @@ class _Driver:
                     if all(self._complete(s) for s in range(c.slots)):
                         break
             except RunInterrupted as exc:
-                self.save(status="interrupted", reason=exc.message)
+                self.save(status=CampaignStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"campaign interrupted; the same command resumes it ({self.path})")
                 raise
             except CampaignStopped as exc:
-                self.save(status="stopped", reason=exc.message)
+                self.save(status=CampaignStatus.STOPPED, reason=exc.message)
                 raise
-            self.save(status="complete", reason="")
+            self.save(status=CampaignStatus.COMPLETE, reason="")
             self.progress.say(f"campaign complete: {len(self.campaign.measured())} measured runs, "
                               f"{self.campaign.server_starts} server starts in all")
             self._index()
@@ -196,7 +199,7 @@ class _Driver:
 
     def _complete(self, slot: int) -> bool:
         last = self.campaign.latest(slot)
-        return last is not None and last.status == "complete" and self._run_status(last) == "complete"
+        return last is not None and last.status == AttemptStatus.COMPLETE and self._run_status(last) == RunStatus.COMPLETE
 
     def _fill(self, slot: int) -> None:
         """Make ``slot`` done (complete, or generated for deferred scoring), retrying misses."""
@@ -204,7 +207,7 @@ class _Driver:
         label = "run0 warm-up, discarded" if slot == 0 else f"measured run {slot} of {c.asked.runs}"
         while not self._done(slot):
             last = c.latest(slot)
-            if last is not None and last.status in ("complete", "generated"):  # its run vanished or changed
+            if last is not None and last.status in DONE:  # its run vanished or changed
                 self.progress.say(f"{last.run} of slot {slot} is no longer {last.status}; it is done again")
             if self.campaign.failures(slot) > c.asked.retries:
                 errors = [f"{a.run or '-'}: {a.status}: {a.error}" for a in self.campaign.attempts if a.slot == slot]
@@ -222,32 +225,26 @@ class _Driver:
         self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""), to_score)
         phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
         started, t0 = record.now_iso(), time.monotonic()
-        attempt = Attempt(slot, "", "running", started)
+        attempt = Attempt(slot, "", AttemptStatus.RUNNING, started)
         self.save(attempt)
         try:
             result = api.run(settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
                              progress=self.progress, phases=phases)
         except RunInterrupted as exc:
-            moved = str(exc.evidence.get("run moved to", ""))
-            self.save(replace(attempt, status="interrupted", seconds=time.monotonic() - t0, error=exc.message,
-                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved,
-                              server_starts=_starts(Path(moved)) if moved else 0))  # its starts happened
+            self.save(_ended(replace(attempt, status=AttemptStatus.INTERRUPTED, seconds=time.monotonic() - t0,
+                                     error=exc.message), exc.outcomes))  # its server starts happened
             raise
         except (GateError, StepFailed) as exc:
             if isinstance(exc, RunNotReady):
                 raise  # the port or folder is not ready: a retry would miss the same way
-            moved = str(exc.evidence.get("run moved to", ""))
-            self.save(replace(attempt, status="failed", seconds=time.monotonic() - t0, error=exc.message,
-                              run=Path(moved).name.split("-incomplete")[0] if moved else "", moved_to=moved,
-                              server_starts=_starts(Path(moved)) if moved else 0))
+            self.save(_ended(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
+                                     error=exc.message), exc.outcomes))
             self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
             return
         seconds = time.monotonic() - t0
-        moved = str(result.run_dir) if result.status == "incomplete" else ""
-        run = result.run_dir.name.split("-incomplete")[0]
-        error = "; ".join(f"{r.name}: {r.detail}" for r in result.broken_rules)
-        self.save(replace(attempt, run=run, status=result.status, seconds=seconds, moved_to=moved, error=error,
-                          server_starts=_starts(result.run_dir)))
+        out = result.outcome
+        self.save(replace(attempt, run=out.run, status=AttemptStatus(out.status), seconds=seconds,
+                          moved_to=str(out.moved_to or ""), error=out.why, server_starts=_starts(out.run_dir)))
         self.progress.end_run(seconds)
         if slot == 0 and not self.campaign.environment:
             self.save(environment=environment_of(result.run_dir))
@@ -261,67 +258,72 @@ class _Driver:
         self.progress.phase(f"scoring {len(pending)} generated runs together", len(pending))
         self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
         t0 = time.monotonic()
+        outcomes: dict[str, RunOutcome] = {}
         try:
             results = api.score_runs(self.settings, c.asked.workloads, [self.revision / a.run for a in pending],
                                      options=c.asked.options, client=c.asked.client, progress=self.progress)
+            outcomes = {r.outcome.run: r.outcome for r in results}
+        except OmnibenchError as exc:  # Ctrl-C: the runs that were reopened say where they are now
+            outcomes = {o.run: o for o in exc.outcomes}
+            raise
         finally:
-            for attempt in pending:  # record what each run's manifest says now, also after Ctrl-C
-                self._after_scoring(attempt)
+            for attempt in pending:  # record where each run ended, also after Ctrl-C
+                self._after_scoring(attempt, outcomes.get(attempt.run))
         self.progress.scored(time.monotonic() - t0, len(results))
 
     def _pending_generated(self) -> list[Attempt]:
         """The latest attempt of each slot whose run is left generated (to be scored)."""
         latest = [self.campaign.latest(s) for s in range(self.campaign.slots)]
-        return [a for a in latest if a is not None and a.status == "generated" and self._run_status(a) == "generated"]
+        return [a for a in latest if a is not None and a.status == AttemptStatus.GENERATED
+                and self._run_status(a) == RunStatus.GENERATED]
 
-    def _after_scoring(self, attempt: Attempt) -> None:
-        here = self.revision / attempt.run
-        if here.is_dir():
-            status, run_dir = self._run_status(attempt), here
-        else:  # moved aside by the run layer
-            moved = sorted(self.revision.glob(f"{attempt.run}-incomplete*"), key=lambda p: p.stat().st_mtime)
-            run_dir = moved[-1] if moved else here
-            status = "failed"
+    def _after_scoring(self, attempt: Attempt, outcome: RunOutcome | None) -> None:
+        """The attempt as its scoring left it: the run's outcome, or (a run the scoring never reopened)
+        what its manifest says."""
+        if outcome is None:
+            here = self.revision / attempt.run
+            status = self._run_status(attempt) or RunStatus.FAILED
             try:
-                status = read_json(run_dir / MANIFEST).get("status", "failed")
-            except (OSError, ValueError):
-                pass
-            status = "incomplete" if status == "incomplete" else "failed"
-        error = ""
-        try:
-            data = read_json(run_dir / MANIFEST)
-            error = ((data.get("error") or {}).get("message", "") if status == "failed" else
-                     "; ".join(f"{c['rule']}: {c['detail']}" for c in data.get("coverage", []) if not c.get("ok")))
-        except (OSError, ValueError, AttributeError):
-            pass
-        self.save(replace(attempt, status=status or "failed", server_starts=_starts(run_dir), error=error,
-                          moved_to="" if run_dir == here else str(run_dir)))
+                manifest = manifest_file.read(here)
+                why = manifest.error_message if status == RunStatus.FAILED else manifest.broken_rules
+            except OmnibenchError:
+                why = ""
+            outcome = RunOutcome(attempt.run, status, here, None, why)
+        # a run left generated (interrupted scoring) keeps no error: it is only scored again
+        why = outcome.why if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE) else ""
+        self.save(replace(attempt, status=AttemptStatus(outcome.status), server_starts=_starts(outcome.run_dir),
+                          error=why, moved_to=str(outcome.moved_to or "")))
+
+
+def _ended(attempt: Attempt, outcomes: Sequence[RunOutcome]) -> Attempt:
+    """A failed or interrupted attempt with the run it got and where the run layer moved it."""
+    if not outcomes:  # the run never got a folder (its planning failed, say)
+        return attempt
+    out = outcomes[0]
+    return replace(attempt, run=out.run, moved_to=str(out.moved_to or ""), server_starts=_starts(out.run_dir))
 
 
 def _starts(run_dir: Path) -> int:
     """Server starts a run made itself (a shared scoring start counts once, in the run that made it)."""
     try:
-        servers = read_json(run_dir / MANIFEST).get("servers", [])
-    except (OSError, ValueError):
+        return manifest_file.read(run_dir).server_starts
+    except OmnibenchError:
         return 0
-    return sum(1 for s in servers if "started_in" not in s)
 
 
 def environment_of(run_dir: Path) -> dict[str, Any]:
     """The environment a campaign ran in, from its first run's manifest: host, GPU model and driver,
     CPU set, package versions, target and its details, and the pinned model revisions."""
     try:
-        manifest = read_json(run_dir / MANIFEST)
-    except (OSError, ValueError):
+        manifest = manifest_file.read(run_dir)
+    except OmnibenchError:
         return {}
-    env = dict(manifest.get("environment", {}))
     try:
-        settings = manifest.get("settings", {})
-        pins = load_pins(settings.get("pins_file") or None)
+        pins = load_pins(manifest.settings.get("pins_file") or None)
         models = {p.repo: p.revision for p in pins.pins}
     except OmnibenchError:
         models = {}
-    slot = manifest.get("slot", {})
-    return {**env, "target": manifest.get("target"), "revision": manifest.get("revision"),
-            "dirty": manifest.get("dirty"), "target_details": manifest.get("target_details", {}),
-            "slot_cpus": slot.get("cpus", []), "slot_gpus": slot.get("gpus", []), "model_revisions": models}
+    return {**manifest.environment, "target": manifest.target, "revision": manifest.revision,
+            "dirty": manifest.dirty, "target_details": dict(manifest.target_details),
+            "slot_cpus": manifest.slot.get("cpus", []), "slot_gpus": manifest.slot.get("gpus", []),
+            "model_revisions": models}

@@ -11,6 +11,8 @@ from typing import Any
 from .. import api
 from ..errors import OmnibenchError
 from ..settings import Settings
+from ..store import campaign_file
+from ..store.statuses import CampaignStatus
 from ..tables import table
 from . import record, references
 from .compare import Comparison
@@ -44,10 +46,10 @@ def find_campaign(settings: Settings, ref: str | None) -> Path:
         return Path(ref)
     if ref and "/" in ref:
         revision_name, name = ref.rsplit("/", 1)
-        path = record.campaign_path(settings.run.results_root / revision_name, name)
+        path = campaign_file.campaign_path(settings.run.results_root / revision_name, name)
     else:
         revision = api.revision_dir(settings)
-        found = record.campaign_path(revision, ref) if ref else record.latest_campaign(revision)
+        found = campaign_file.campaign_path(revision, ref) if ref else campaign_file.latest(revision)
         if found is None:
             raise OmnibenchError(f"no campaign in {revision}", hint="run one: invoke measure --workload NAME")
         path = found
@@ -60,11 +62,11 @@ def find_campaign(settings: Settings, ref: str | None) -> Path:
 
 def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
     """A campaign and the statistics of its complete measured runs."""
-    c = record.load(path)
+    c = campaign_file.load(path)
     revision = path.parent.parent
     measured = c.measured()
     notes = []
-    if c.status != "complete" or len(measured) < c.asked.runs:
+    if c.status != CampaignStatus.COMPLETE or len(measured) < c.asked.runs:
         notes.append(f"campaign is {c.status}: {len(measured)} of {c.asked.runs} measured runs complete"
                      + (f" ({c.reason})" if c.reason else ""))
     env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})

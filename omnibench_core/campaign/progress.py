@@ -12,8 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import RunFileError
 from ..heartbeat import QUIET_S, Heartbeat, fmt_seconds, unstamped
-from ..jsonio import read_json
+from ..store import manifest as manifest_file
+from ..store.statuses import RunStatus
 
 UNTIMED = "scoring not timed yet"
 
@@ -67,14 +69,14 @@ def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
     """The mean scoring time of the complete runs of these workloads in a revision folder (an
     earlier ``invoke run`` or campaign); None when there is none."""
     seen = []
-    for manifest_path in revision.glob("run*/manifest.json"):
+    for run_dir in manifest_file.run_dirs(revision):
         try:
-            manifest = read_json(manifest_path)
-        except (OSError, ValueError):
+            manifest = manifest_file.read(run_dir)
+        except RunFileError:
             continue
-        if manifest.get("status") != "complete" or list(manifest.get("workloads") or []) != list(workloads):
+        if manifest.status is not RunStatus.COMPLETE or list(manifest.workloads) != list(workloads):
             continue
-        took = scoring_seconds(manifest)
+        took = scoring_seconds(manifest.entries())
         if took is not None:
             seen.append(took)
     return statistics.mean(seen) if seen else None

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import OmnibenchError
-from ..jsonio import read_json
+from ..errors import OmnibenchError, RunFileError
+from ..store import manifest as manifest_file
+from ..store import metrics as metrics_file
 from ..telemetry.hostload import noisy_windows
 from . import directions as meta
 from .estimators import mean_sd
@@ -74,14 +75,14 @@ def value_problem(name: str, values: dict[str, Any]) -> str:
 def run_identity(run_dir: Path) -> dict[str, Any]:
     """What a run measured, from its manifest: workloads, options, target, result settings."""
     try:
-        m = read_json(run_dir / "manifest.json")
-    except (OSError, ValueError) as exc:
-        raise OmnibenchError(f"cannot read the manifest of {run_dir}: {exc}", hint="name complete runs") from exc
-    settings = m.get("settings", {})
-    return {"workloads": m.get("workloads"), "options": m.get("options"), "target": m.get("target"),
-            "local_delay_ms": settings.get("local_delay_ms", "0.0"),
-            "local_stream_delay": settings.get("local_stream_delay", ""), "gpus": settings.get("gpus"),
-            "cpus": settings.get("cpus")}
+        m = manifest_file.read(run_dir)
+    except RunFileError as exc:
+        raise OmnibenchError(f"cannot read the manifest of {run_dir}: {exc.message}", evidence=exc.evidence,
+                             hint="name complete runs") from exc
+    return {"workloads": list(m.workloads), "options": dict(m.options), "target": m.target,
+            "local_delay_ms": m.settings.get("local_delay_ms", "0.0"),
+            "local_stream_delay": m.settings.get("local_stream_delay", ""), "gpus": m.settings.get("gpus"),
+            "cpus": m.settings.get("cpus")}
 
 
 def check_same_measurement(run_dirs: Sequence[Path]) -> dict[str, Any]:
@@ -107,17 +108,17 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     docs = []
     for d in run_dirs:
         try:
-            docs.append(read_json(d / "metrics.json"))
-        except (OSError, ValueError) as exc:
-            raise OmnibenchError(f"cannot read {d / 'metrics.json'}: {exc}", hint="name complete runs") from exc
-    incomplete = [d.name for d, doc in zip(run_dirs, docs, strict=True) if not doc.get("complete")]
+            docs.append(metrics_file.read(d))
+        except RunFileError as exc:
+            raise OmnibenchError(exc.message, evidence=exc.evidence, hint="name complete runs") from exc
+    incomplete = [d.name for d, doc in zip(run_dirs, docs, strict=True) if not doc.complete]
     if incomplete:
         raise OmnibenchError("a run is incomplete", evidence={"runs": ", ".join(incomplete)},
                              hint="repeat those runs; incomplete runs are moved aside as runN-incomplete")
     names = [d.name for d in run_dirs]
     rows, numeric = [], {}
-    for key in docs[0]["metrics"]:
-        values = {n: doc["metrics"].get(key) for n, doc in zip(names, docs, strict=True)}
+    for key in docs[0].metrics:
+        values: dict[str, Any] = {n: doc.metrics.get(key) for n, doc in zip(names, docs, strict=True)}
         mean: float | None
         sd: float | None
         rel: float | None
@@ -134,7 +135,7 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [replace(r, flags=tuple(flagged.get(r.name, ()))) for r in rows]
-    run_notes = dict.fromkeys(str(n) for doc in docs for n in doc.get("notes") or [])
+    run_notes = dict.fromkeys(n for doc in docs for n in doc.notes)
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
                        tuple(run_notes), noisy)
@@ -145,9 +146,8 @@ def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
     out = []
     for d in run_dirs:
         try:
-            manifest = read_json(d / "manifest.json")
-        except (OSError, ValueError):
+            manifest = manifest_file.read(d)
+        except RunFileError:
             continue
-        if isinstance(manifest, dict):
-            out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest)]
+        out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.entries())]
     return out

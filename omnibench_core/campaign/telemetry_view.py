@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import read_json
-from ..telemetry.run_summary import TELEMETRY_NAME
+from ..store.names import TELEMETRY_NAME
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def view(run_dirs: Sequence[Path]) -> TelemetryView:
         if isinstance(doc, dict):
             docs.append((d, doc))
     if not docs:
-        return TelemetryView(False, reason="the runs have no telemetry.json (made before telemetry existed)")
+        return TelemetryView(False, reason=f"the runs have no {TELEMETRY_NAME} (made before telemetry existed)")
     if not any(doc.get("applies") for _, doc in docs):
         return TelemetryView(False, reason=str(docs[0][1].get("reason") or "it did not apply"))
     workloads = sorted({w for _, doc in docs for w in (doc.get("workloads") or {})})

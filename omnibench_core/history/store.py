@@ -22,13 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from ..ab import record as ab_record
-from ..campaign import record
 from ..campaign.execute import environment_of
 from ..campaign.front_door import campaign_stats
 from ..campaign.summary import RunSetStats, stats_of
 from ..errors import OmnibenchError
 from ..jsonio import read_json
 from ..scale.revisions import WORKTREES
+from ..store import campaign_file as campaign_files_io
+from ..store import experiment_file as experiment_files_io
+from ..store.names import AB_FOLDER, CAMPAIGNS, RECORD_SUFFIX
+from ..store.statuses import CampaignStatus
 
 DB_NAME = "history.sqlite"
 SCHEMA_VERSION = 1
@@ -284,8 +287,8 @@ def _runs_of(stats: RunSetStats) -> dict[str, dict[str, float]]:
 def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
     """A campaign file and its measured runs as the store indexes them; None when the campaign is
     not complete. The one place the store reads run files (through the campaign readers)."""
-    c = record.load(campaign_file)
-    if c.status != "complete":
+    c = campaign_files_io.load(campaign_file)
+    if c.status is not CampaignStatus.COMPLETE:
         return None
     _, stats = campaign_stats(campaign_file)
     runs = _runs_of(stats)
@@ -302,7 +305,7 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
     revision of the checkout with no settings of its own is one point of that commit (a side that
     changed a setting measured a setup, not a commit, and is left out). The A/B reader twin of
     :func:`read_campaign`."""
-    e = ab_record.load(experiment_file)
+    e = experiment_files_io.load(experiment_file)
     if e.status is not ab_record.ExperimentStatus.COMPLETE:
         return []
     shared = dict(e.identity.settings)
@@ -324,7 +327,7 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
 def index_experiment(results: Path, experiment_file: Path, *, git: str = "git") -> int:
     """Index a complete A/B experiment's sides (see :func:`read_experiment`); how many were."""
     sides = read_experiment(results, experiment_file)
-    shared = [v for k, v in ab_record.load(experiment_file).identity.settings if k == "checkout"]
+    shared = [v for k, v in experiment_files_io.load(experiment_file).identity.settings if k == "checkout"]
     with opened(results) as store:
         for side in sides:  # the side's own worktree (as matrix makes one), else the shared checkout
             store.add(_with_commit(side, [str(results / WORKTREES / side.revision), *shared], git))
@@ -382,7 +385,7 @@ def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
     try:
         data = read_json(bisect_file)
         good_file = Path(data["campaigns"][data["good"]]["campaign"])
-        c = record.load(good_file if good_file.is_absolute() else results / good_file)
+        c = campaign_files_io.load(good_file if good_file.is_absolute() else results / good_file)
         identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
                             str(c.asked.settings.get("target", "")))
         found = Bisected(str(bisect_file.relative_to(results)), identity.key(), str(data["metric"]), str(data["good"]),
@@ -396,7 +399,7 @@ def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
 
 def campaign_files(results: Path) -> list[Path]:
     """Every campaign file under the results root: ``<results>/<revision>/campaigns/*.json``."""
-    return sorted(results.glob("*/campaigns/*.json"))
+    return sorted(results.glob(f"*/{CAMPAIGNS}/*{RECORD_SUFFIX}"))
 
 
 @dataclass(frozen=True)
@@ -424,7 +427,7 @@ def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
             raise
         except OmnibenchError as exc:  # record.load and the run readers name the file and field
             skipped.append(f"{path.relative_to(results)}: {exc.message}")
-    for path in sorted((results / ab_record.AB_FOLDER).glob("*.json")):
+    for path in sorted((results / AB_FOLDER).glob(f"*{RECORD_SUFFIX}")):
         try:
             campaigns += index_experiment(results, path, git=git)
         except HistoryStoreError:

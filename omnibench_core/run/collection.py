@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PluginError, StepFailed
-from ..jsonio import write_json
 from ..records import Collected, RuleResult, RunCheck, Workload
-
-METRICS_NAME = "metrics.json"
-SAMPLES_NAME = "samples.json"  # per-request values for distribution plots; only when a workload gave some
+from ..store import metrics as metrics_file
 
 
 @dataclass(frozen=True)
@@ -73,13 +70,9 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
 
 
 def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:
-    """``metrics.json``: the runbook's three keys, plus the target, broken rules and notes; and
-    ``samples.json`` beside it when a workload gave per-request values."""
+    """``metrics.json`` (through the store): the runbook's three keys, plus the target, broken rules
+    and notes; and the per-request samples beside it when a workload gave some."""
     if collection.samples:
-        write_json(run_dir / SAMPLES_NAME, {k: list(v) for k, v in collection.samples.items()})
-    return write_json(run_dir / METRICS_NAME, {
-        "metrics": dict(collection.metrics), "rates": list(collection.rates), "complete": collection.complete,
-        "target": target,
-        "broken_rules": [{"rule": r.name, "detail": r.detail} for r in collection.broken],
-        "notes": list(collection.notes),
-    })
+        metrics_file.write_samples(run_dir, collection.samples)
+    return metrics_file.write(run_dir, collection.metrics, collection.rates, collection.complete, target,
+                              [metrics_file.BrokenRule(r.name, r.detail) for r in collection.broken], collection.notes)

@@ -21,6 +21,7 @@ from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, 
 from ..process.gpu import CALL_TIMEOUT_S, query_memory_used
 from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from ..process.processes import GroupProcess, log_tail
+from ..store.statuses import GateStatus
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
 
@@ -30,7 +31,7 @@ class GateRecord:
     """A gate's outcome for the manifest: passed, or did not apply, with its facts."""
 
     gate: str
-    status: str  # "passed" | "not_applicable"
+    status: GateStatus  # passed, or not_applicable
     seconds: float = 0.0
     evidence: dict[str, str] = field(default_factory=dict)
 
@@ -59,7 +60,7 @@ def check_run_ready(run_dir: Path, port: int, *, claimed: bool = False) -> GateR
             evidence={"port": str(port), "held by": holder or "unknown process"},
             hint="stop that server (omnibench leaves it alone) or pass another --port",
         )
-    return GateRecord("RUN_READY", "passed", evidence={"run_dir": str(run_dir), "port": str(port)})
+    return GateRecord("RUN_READY", GateStatus.PASSED, evidence={"run_dir": str(run_dir), "port": str(port)})
 
 
 def is_healthy(status_code: int, body: str) -> bool:
@@ -164,7 +165,7 @@ def wait_ready(
                 evidence = {"url": url}
                 if guard is not None:
                     evidence["listener"] = "a process of the server (checked)"
-                return GateRecord("READY", "passed", clock() - start, evidence)
+                return GateRecord("READY", GateStatus.PASSED, clock() - start, evidence)
             if clock() - start >= timeout_s:
                 raise ServerNotReady(
                     f"the server was not healthy after {timeout_s:g} s",
@@ -194,7 +195,7 @@ def wait_gpu_free(
     :class:`GpuNotFree`. With no GPUs (a CPU target) the gate does not apply and says so.
     """
     if not gpus:
-        return GateRecord("GPU_FREE", "not_applicable", evidence={"reason": "the target uses no GPU"})
+        return GateRecord("GPU_FREE", GateStatus.NOT_APPLICABLE, evidence={"reason": "the target uses no GPU"})
     start = clock()
     hung: GpuQueryTimeout | None = None
     hangs = 0
@@ -211,7 +212,7 @@ def wait_gpu_free(
             evidence = {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)}
             if hangs:
                 evidence["hung nvidia-smi calls"] = str(hangs)
-            return GateRecord("GPU_FREE", "passed", clock() - start, evidence)
+            return GateRecord("GPU_FREE", GateStatus.PASSED, clock() - start, evidence)
         if clock() - start >= timeout_s:
             if hung is not None:
                 raise GpuQueryTimeout(

@@ -20,11 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunNotReady, storage_error
-from ..jsonio import read_json, write_json
+from ..errors import RunFileError, RunNotReady, storage_error
+from ..store import manifest as manifest_file
+from ..store.statuses import RunStatus
 from .layout import move_aside, next_run_name
-
-MANIFEST_NAME = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -80,36 +79,22 @@ def reclaim_abandoned(revision_dir: Path, proc: Path = Path("/proc")) -> list[Pa
     if not revision_dir.is_dir():
         return moved
     for run in sorted(revision_dir.glob("run*")):
-        manifest = run / MANIFEST_NAME
-        if run.name.startswith("run") and run.name[3:].isdigit() and manifest.is_file():
+        if run.name.startswith("run") and run.name[3:].isdigit() and manifest_file.exists(run):
             try:
-                data = read_json(manifest)
-            except (OSError, ValueError):
+                manifest = manifest_file.read(run)
+            except RunFileError:
                 continue
-            if not isinstance(data, dict) or data.get("status") != "running" or owner_alive(data.get("owner"), proc):
+            if manifest.status is not RunStatus.RUNNING or owner_alive(manifest.owner, proc):
                 continue
-            owner = data.get("owner") or {}
-            if data.get("resumes"):  # generated, then its later phases died: keep what it generated
-                _back_to_generated(run, data, owner)
+            owner = f"its owner (pid {manifest.owner.get('pid')} on {manifest.owner.get('host')})"
+            if manifest.resumes:  # generated, then its later phases died: keep what it generated
+                manifest_file.back_to_generated(run, f"{owner} died while scoring it; left generated again")
                 moved.append(run)
                 continue
             new = move_aside(run)
-            data.update(status="abandoned", reason=f"its owner (pid {owner.get('pid')} on {owner.get('host')}) "
-                                                   "died while the run was running; moved aside by a later run")
-            write_json(new / MANIFEST_NAME, data)
+            manifest_file.abandon(new, f"{owner} died while the run was running; moved aside by a later run")
             moved.append(new)
     return moved
-
-
-def _back_to_generated(run: Path, data: dict[str, Any], owner: dict[str, Any]) -> None:
-    """A scoring whose owner died: the run is ``generated`` again, its unfinished steps interrupted."""
-    for step in data.get("steps", []):
-        if isinstance(step, dict) and step.get("status") == "running":
-            step["status"] = "interrupted"
-    data.setdefault("scoring_cut_short", []).append(
-        f"its owner (pid {owner.get('pid')} on {owner.get('host')}) died while scoring it; left generated again")
-    data.update(status="generated", ended=None)
-    write_json(run / MANIFEST_NAME, data)
 
 
 def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 20) -> Path:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import (
     GateError,
@@ -32,20 +32,22 @@ from ..errors import (
     storage_error,
 )
 from ..heartbeat import stamp
-from ..jsonio import read_json
 from ..process.gpu import call_timeout
 from ..process.ports import port_holder, port_in_use
 from ..process.processes import GroupProcess, build_env, start_group
 from ..process.strays import find_strays, stop_strays
 from ..records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
 from ..settings import RunSettings, ToolSettings
+from ..store import manifest as manifest_file
+from ..store.manifest import Manifest, RunHeader, now_iso
+from ..store.names import COMMIT_NAME, DIRTY_NAME
+from ..store.statuses import GateStatus, RunStatus, StepStatus
 from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from ..telemetry.sampler import Sampler
 from . import gates, ownership
 from .collection import collect_run, write_metrics
 from .layout import move_aside
-from .manifest import Manifest, now_iso
 from .planning import Group, PlannedStep, order_steps
 from .step_exec import StepScope, run_step, step_log_path
 
@@ -139,8 +141,8 @@ class Runner:
 
         ``plan.run_dir`` is the empty directory this run claimed (:func:`ownership.claim_run_dir`).
         Holds the slot's port lock for the whole run. Raises a typed error (GateError,
-        StepFailed, RunInterrupted, StorageError...) whose evidence names the ``-incomplete``
-        directory the run was moved to.
+        StepFailed, RunInterrupted, StorageError...) whose ``outcomes`` hold the run's
+        :class:`~omnibench_core.records.RunOutcome` (the ``-incomplete`` folder it was moved to).
 
         ``phases=("generate",)`` stops after the generate phase: the run is left ``generated``
         (not moved aside) for :func:`score_together` to score later.
@@ -168,24 +170,19 @@ class Runner:
         plan = self.plan
         try:
             self._write_run_files()
-            self.manifest = Manifest(self.run_dir, {
-                "run": self.run_dir.name,
-                "owner": ownership.Owner.me().as_record(),
-                "target": plan.target.target,
-                "revision": plan.target.revision,
-                "dirty": bool(plan.target.dirty.strip()),
-                "target_details": dict(plan.target.details),
-                "workloads": [w.name for w in plan.workloads],
-                "options": {k: dict(v) for k, v in plan.options.items()},
-                "slot": {"port": plan.slot.port, "gpus": list(plan.slot.gpus), "cpus": list(plan.slot.cpus)},
-                "settings": {k: str(v) for k, v in {**vars(plan.settings), **vars(plan.tools)}.items()},
-                "environment": dict(plan.environment),
-            })
+            self.manifest = Manifest(self.run_dir, RunHeader(
+                run=self.run_dir.name, owner=ownership.Owner.me().as_record(), target=plan.target.target,
+                revision=plan.target.revision, dirty=bool(plan.target.dirty.strip()),
+                target_details=plan.target.details, workloads=tuple(w.name for w in plan.workloads),
+                options=plan.options, slot_port=plan.slot.port, slot_gpus=tuple(plan.slot.gpus),
+                slot_cpus=tuple(plan.slot.cpus),
+                settings={k: str(v) for k, v in {**vars(plan.settings), **vars(plan.tools)}.items()},
+                environment=plan.environment))
             self.manifest.gate(ready)
         except OSError as exc:
             error = storage_error("creating the run directory's files", exc)
             if self.manifest is not None:
-                self._fail("failed", error)
+                self._fail(RunStatus.FAILED, error)
             raise error from exc
         self.say(f"RUN_READY {self.run_dir}")
 
@@ -198,7 +195,7 @@ class Runner:
                 return self._collect() if collect else self._generated()
         except (KeyboardInterrupt, Terminated) as exc:
             err = self._interrupted(exc)
-            self._fail("interrupted", err)
+            self._fail(RunStatus.INTERRUPTED, err)
             raise err from None
 
     def _interrupted(self, exc: BaseException) -> RunInterrupted:
@@ -213,33 +210,34 @@ class Runner:
         try:
             yield
         except OmnibenchError as exc:
-            self._fail("failed", exc)
+            self._fail(RunStatus.FAILED, exc)
             raise
         except OSError as exc:
             storage = storage_error(f"running {self._current or 'the run'}", exc)
-            self._fail("failed", storage)
+            self._fail(RunStatus.FAILED, storage)
             raise storage from exc
         except Exception as exc:
             err = OmnibenchError(f"the run failed: {type(exc).__name__}: {exc}",
                                  hint="this is likely a bug in a plugin or in omnibench; see the manifest")
-            self._fail("failed", err)
+            self._fail(RunStatus.FAILED, err)
             raise err from exc
 
     def _generated(self) -> RunResult:
         assert self.manifest is not None
-        self.manifest.finish("generated")
+        self.manifest.finish(RunStatus.GENERATED)
         self.say("RUN_GENERATED: generation done; scoring and collection come later")
-        self.result = RunResult(self.run_dir, False, "generated", {}, (), (), self.manifest.path)
+        self.result = RunResult(self.run_dir, False, RunStatus.GENERATED, {}, (), (), self.manifest.path,
+                                run=self.plan.run_dir.name)
         return self.result
 
     def _reopen(self, phases: tuple[str, ...]) -> None:
         """Continue a ``generated`` run: its manifest, now owned by this process."""
         try:
-            status = read_json(self.run_dir / ownership.MANIFEST_NAME).get("status")
-        except (OSError, ValueError) as exc:
-            raise RunNotReady(f"cannot read the manifest of {self.run_dir}: {exc}",
+            status = manifest_file.read(self.run_dir).status
+        except OmnibenchError as exc:
+            raise RunNotReady(f"cannot read the manifest of {self.run_dir}: {exc.message}",
                               hint="only a run made with phases=('generate',) can be scored later") from exc
-        if status != "generated":
+        if status is not RunStatus.GENERATED:
             raise RunNotReady(f"{self.run_dir.name} is {status}, not generated, so it cannot be scored now",
                               evidence={"run": str(self.run_dir)},
                               hint="score only runs left generated; a complete run is not scored again")
@@ -251,13 +249,14 @@ class Runner:
     def _pause(self, error: RunInterrupted) -> None:
         """An interrupt during later phases: the run stays ``generated``, resumable, its done steps kept."""
         assert self.manifest is not None
-        self.manifest.finish("generated", interrupted=error.message)
-        self.result = RunResult(self.run_dir, False, "generated", {}, (), (), self.manifest.path, error=error.message)
+        self.manifest.finish(RunStatus.GENERATED, interrupted=error.message)
+        self.result = RunResult(self.run_dir, False, RunStatus.GENERATED, {}, (), (), self.manifest.path,
+                                error=error.message, run=self.plan.run_dir.name)
         self.say(f"{self.run_dir.name}: left generated (resumable): {error.message}")
 
     def _write_run_files(self) -> None:
-        (self.run_dir / "commit.txt").write_text(self.plan.target.revision + "\n")
-        (self.run_dir / "dirty.txt").write_text(self.plan.target.dirty)
+        (self.run_dir / COMMIT_NAME).write_text(self.plan.target.revision + "\n")
+        (self.run_dir / DIRTY_NAME).write_text(self.plan.target.dirty)
         for workload in self.plan.workloads:
             (self.run_dir / workload.name).mkdir(exist_ok=True)
 
@@ -269,9 +268,10 @@ class Runner:
         self.scope = replace(self.scope, run_dir=moved)
         return moved
 
-    def _fail(self, status: Literal["failed", "interrupted"], error: OmnibenchError) -> None:
-        """Record the failure and move the run aside. A second failure while doing so (a full
-        disk, say) is added to the first error's evidence; it never replaces it."""
+    def _fail(self, status: RunStatus, error: OmnibenchError) -> None:
+        """Record the failure (failed or interrupted) and move the run aside; the run's outcome is
+        attached to ``error``. A second failure while doing so (a full disk, say) is added to the
+        first error's evidence; it never replaces it."""
         assert self.manifest is not None
         try:
             self._write_telemetry()  # what the GPUs did up to the failure is evidence too
@@ -282,18 +282,21 @@ class Runner:
                 self.manifest.gate_failed(error.gate, error)
         except OSError as exc:
             error.evidence["manifest not updated"] = f"{type(exc).__name__}: {exc}"
+        moved: Path | None = None
         try:
             moved = self._move_aside()
             _follow_move(error, self.plan.run_dir, moved)
-            error.evidence["run moved to"] = str(moved)
+            error.evidence["run moved to"] = str(moved)  # for the reader of the terminal; callers read outcomes
         except OSError as exc:
             error.evidence["run not moved aside"] = f"{type(exc).__name__}: {exc}; it stays at {self.run_dir}"
         try:
             self.manifest.finish(status, error)
         except OSError as exc:
             error.evidence["manifest not finished"] = f"{type(exc).__name__}: {exc}"
-        self.result = RunResult(self.run_dir, False, status, {}, (), (), self.manifest.path, error=error.message)
-        self.say(f"run {status}: {error.evidence.get('run moved to') or self.run_dir}")
+        self.result = RunResult(self.run_dir, False, status, {}, (), (), self.manifest.path, error=error.message,
+                                run=self.plan.run_dir.name, moved_to=moved)
+        error.outcomes = (self.result.outcome,)
+        self.say(f"run {status}: {moved or self.run_dir}")
 
     # -- groups and servers ----------------------------------------------------------------
     def _pending(self, group: Group) -> list[PlannedStep]:
@@ -364,7 +367,7 @@ class Runner:
                                    interval_s=plan.settings.gpu_poll_interval_s,
                                    nvidia_smi=plan.tools.nvidia_smi)
         self.manifest.gate(free, spec.label)
-        if free.status == "passed":
+        if free.status == GateStatus.PASSED:
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
 
     def _mark(self) -> float:
@@ -432,14 +435,14 @@ class Runner:
         """
         assert self.manifest is not None
         key = f"{workload}.{step.name}"
-        done = [s for s in self.manifest.data["steps"] if s.get("step") == key and s.get("status") == "ok"]
+        done = [s for s in self.manifest.steps if s.get("step") == key and s.get("status") == StepStatus.OK]
         if not done or not step.outputs:
             return False
         return bool(done[-1].get("outputs") == output_records(self.run_dir, step.outputs))
 
     def _record_skipped(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
-        self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": "skipped",
+        self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": StepStatus.SKIPPED,
                             "reason": "this run wrote its outputs already (sizes and hashes match)"})
 
     def _run_one(self, workload: str, step: Step) -> None:
@@ -449,7 +452,7 @@ class Runner:
             "step": f"{workload}.{step.name}", "phase": step.phase,
             "server": step.server.label if step.server else None,
             "command": list(step.run.argv) if hasattr(step.run, "argv") else getattr(step.run, "__qualname__", "callable"),
-            "status": "running", "started": now_iso(), "ended": None, "exit_code": None,
+            "status": StepStatus.RUNNING, "started": now_iso(), "ended": None, "exit_code": None,
             "log": str(log.relative_to(self.run_dir)),
         })
         self.say(f"{workload}.{step.name}: running")
@@ -470,11 +473,11 @@ class Runner:
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
                             on_spawn=lambda pgid: self._spawned(entry, pgid))
         except StepFailed as exc:
-            entry.update(status="failed", ended=now_iso(), error=exc.as_record())
+            entry.update(status=StepStatus.FAILED, ended=now_iso(), error=exc.as_record())
             self.manifest.save()
             raise
         except BaseException:
-            entry.update(status="interrupted", ended=now_iso())
+            entry.update(status=StepStatus.INTERRUPTED, ended=now_iso())
             self.manifest.save()
             raise
         finally:
@@ -482,7 +485,7 @@ class Runner:
             self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
             if load is not None:
                 self._record_load(entry, load)
-        entry.update(status="ok", ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
+        entry.update(status=StepStatus.OK, ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
@@ -504,7 +507,7 @@ class Runner:
     def _write_telemetry(self) -> None:
         assert self.manifest is not None
         uses_gpu = self.plan.target.facts.uses_gpu and bool(self.plan.slot.gpus)
-        write_run_telemetry(self.run_dir, self.manifest.data["servers"], applies=uses_gpu,
+        write_run_telemetry(self.run_dir, self.manifest.servers, applies=uses_gpu,
                             reason="" if uses_gpu else f"the {self.plan.target.target} target uses no GPU")
 
     def _collect(self) -> RunResult:
@@ -513,19 +516,21 @@ class Runner:
         collection = collect_run(self.run_dir, plan.workloads, plan.options, plan.checks)
         write_metrics(self.run_dir, collection, plan.target.target)
         self._write_telemetry()
-        self.manifest.data["coverage"] = [{"rule": r.name, "ok": r.ok, "detail": r.detail} for r in collection.rules]
+        self.manifest.coverage(collection.rules)
+        moved: Path | None = None
         if collection.complete:
             self.say("RUN_COMPLETE")
-            self.manifest.finish("complete")
+            self.manifest.finish(RunStatus.COMPLETE)
         else:
             for rule in collection.broken:
                 self.say(f"coverage rule broken: {rule.name}: {rule.detail}")
             moved = self._move_aside()
-            self.manifest.finish("incomplete")
+            self.manifest.finish(RunStatus.INCOMPLETE)
             self.say(f"RUN_INCOMPLETE: moved to {moved}")
-        self.result = RunResult(self.run_dir, collection.complete, "complete" if collection.complete else "incomplete",
+        self.result = RunResult(self.run_dir, collection.complete,
+                                RunStatus.COMPLETE if collection.complete else RunStatus.INCOMPLETE,
                                 collection.metrics, collection.rates, collection.broken, self.manifest.path,
-                                notes=collection.notes)
+                                notes=collection.notes, run=self.plan.run_dir.name, moved_to=moved)
         return self.result
 
 
@@ -567,7 +572,8 @@ def score_together(runners: Sequence[Runner]) -> list[RunResult]:
     run's folder holds its log and its manifest the start (``shared_with``); the others record a
     server entry ``started_in`` that run. Serverless scoring and collection then run per run.
     A run whose step fails is failed and moved aside alone; the others go on. Ctrl-C or SIGTERM
-    leaves every unfinished run ``generated`` (done steps kept) and raises RunInterrupted.
+    leaves every unfinished run ``generated`` (done steps kept) and raises RunInterrupted, whose
+    ``outcomes`` say where every run that was reopened is now (failed and moved, or generated).
     """
     if not runners:
         return []
@@ -593,6 +599,7 @@ def score_together(runners: Sequence[Runner]) -> list[RunResult]:
             for runner in opened:
                 if runner.result is None:
                     runner._pause(err)
+            err.outcomes = tuple(r.result.outcome for r in opened if r.result is not None)
             raise err from None
     return [r.result for r in runners if r.result is not None]
 
@@ -624,4 +631,4 @@ def _score_shared(runners: Sequence[Runner]) -> None:
         except OmnibenchError as exc:  # the shared server did not start, died or left the GPU busy
             for runner, _ in live:
                 if runner.result is None:
-                    runner._fail("failed", type(exc)(exc.message, hint=exc.hint, evidence=dict(exc.evidence)))
+                    runner._fail(RunStatus.FAILED, type(exc)(exc.message, hint=exc.hint, evidence=dict(exc.evidence)))

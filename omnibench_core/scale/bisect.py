@@ -25,6 +25,7 @@ from pathlib import Path
 from ..errors import OmnibenchError, SettingsError
 from ..jsonio import write_json
 from ..settings import Settings
+from ..store.statuses import JobStatus
 from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Verdict
@@ -178,7 +179,7 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
         outcomes = measure_all(settings, [job(i) for i in batch], engine, resume=True, progress=progress)
         for i in batch:
             o = outcomes[job(i).key]
-            if o.status != "complete":
+            if o.status is not JobStatus.COMPLETE:
                 raise OmnibenchError(f"the campaign of {commits[i][:7]} is {o.status}", evidence={"error": o.error},
                                      hint="fix the cause; the same command resumes (complete campaigns are reused)")
             measured[commits[i]] = o

@@ -17,8 +17,12 @@ from .. import campaign as layer
 from ..campaign import record
 from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from ..campaign.verdict import change_text, interval_text
-from ..jsonio import read_json
+from ..errors import RunFileError
 from ..settings import Settings
+from ..store import campaign_file
+from ..store import manifest as manifest_file
+from ..store import metrics as metrics_file
+from ..store.statuses import CampaignStatus, JobStatus, RunStatus
 from .jobs import CampaignJob, CampaignOutcome
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all",
@@ -29,7 +33,7 @@ Progress = Callable[[str], None]
 
 def campaign_path(folder: Path, job: CampaignJob) -> Path:
     """``<results>/<revision folder>/campaigns/<name>.json``."""
-    return record.campaign_path(folder, job.campaign_name)
+    return campaign_file.campaign_path(folder, job.campaign_name)
 
 
 def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
@@ -37,10 +41,10 @@ def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
     runs = []
     for attempt in campaign.measured():
         try:
-            status = read_json(folder / attempt.run / "manifest.json").get("status")
-        except (OSError, ValueError, AttributeError):
+            status = manifest_file.read(folder / attempt.run).status
+        except RunFileError:
             continue
-        if status == "complete":
+        if status is RunStatus.COMPLETE:
             runs.append(attempt.run)
     return runs
 
@@ -50,8 +54,8 @@ def is_complete(folder: Path, job: CampaignJob) -> bool:
     path = campaign_path(folder, job)
     if not path.is_file():
         return False
-    campaign = record.load(path)
-    return campaign.status == "complete" and len(_measured_runs(folder, campaign)) >= job.runs
+    campaign = campaign_file.load(path)
+    return campaign.status == CampaignStatus.COMPLETE and len(_measured_runs(folder, campaign)) >= job.runs
 
 
 def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
@@ -59,8 +63,8 @@ def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
     values: dict[str, list[float]] = {}
     for run in runs:
         try:
-            metrics = read_json(folder / run / "metrics.json").get("metrics", {})
-        except (OSError, ValueError, AttributeError):
+            metrics = metrics_file.read(folder / run).metrics
+        except RunFileError:
             continue
         for name, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -72,8 +76,8 @@ def outcome_of(folder: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None
                reused: bool = False) -> CampaignOutcome:
     """A complete campaign's outcome, read from its file and runs."""
     path = campaign_path(folder, job)
-    runs = _measured_runs(folder, record.load(path))[:job.runs]
-    return CampaignOutcome(job.key, "complete", str(path), str(folder), tuple(runs), means(folder, runs),
+    runs = _measured_runs(folder, campaign_file.load(path))[:job.runs]
+    return CampaignOutcome(job.key, JobStatus.COMPLETE, str(path), str(folder), tuple(runs), means(folder, runs),
                            dict(slot or {}), seconds, "", reused)
 
 

@@ -9,8 +9,6 @@ from .jobs import CampaignOutcome
 from .slots import HostSlot
 from .worker import WorkerSpec
 
-LOST = "lost"  # an outcome status: the campaign's slot (process, worker or node) went away
-
 
 class Engine(Protocol):
     """Runs :class:`~.worker.WorkerSpec` s on slots. ``slots()`` are the slots usable now (a lost

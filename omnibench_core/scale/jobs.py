@@ -8,6 +8,7 @@ from typing import Any
 
 from ..campaign.record import file_name
 from ..records import short_revision
+from ..store.statuses import JobStatus
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class CampaignOutcome:
     """
 
     key: str
-    status: str
+    status: JobStatus
     campaign: str = ""  # the campaign file
     folder: str = ""  # <results>/<revision folder>
     runs: tuple[str, ...] = ()  # measured runs, run0 not included
@@ -82,6 +83,6 @@ class CampaignOutcome:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignOutcome:
         """Inverse of :meth:`as_dict`."""
-        return cls(str(data["key"]), str(data["status"]), str(data.get("campaign", "")), str(data.get("folder", "")),
+        return cls(str(data["key"]), JobStatus(data["status"]), str(data.get("campaign", "")), str(data.get("folder", "")),
                    tuple(data.get("runs", ())), dict(data.get("means", {})), dict(data.get("slot", {})),
                    float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)))

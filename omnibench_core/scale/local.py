@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..jsonio import read_json, write_json
-from .engine import LOST
+from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .slots import HostSlot
 from .worker import WorkerSpec
@@ -90,7 +90,7 @@ class LocalEngine:
         try:
             return CampaignOutcome.from_dict(read_json(r.out))
         except (OSError, ValueError, KeyError):  # killed before it could write: its slot's process was lost
-            return CampaignOutcome(r.spec.job.key, LOST, slot=r.spec.slot.as_dict(),
+            return CampaignOutcome(r.spec.job.key, JobStatus.LOST, slot=r.spec.slot.as_dict(),
                                    error=f"the campaign's process ended with {r.proc.returncode} and no outcome")
 
     def wait(self, timeout_s: float) -> list[tuple[object, CampaignOutcome]]:

@@ -16,6 +16,7 @@ from ..jsonio import read_json, write_json
 from ..records import short_revision
 from ..run.layout import revision_dir
 from ..settings import Settings
+from ..store.statuses import JobStatus
 from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict
@@ -99,7 +100,7 @@ def measure_all(settings: Settings, jobs: Sequence[CampaignJob], engine: Engine,
     try:
         return {**kept, **run_jobs(todo, engine, spec_maker(settings), progress=progress)}
     except ScaleInterrupted as exc:
-        exc.outcomes = {**kept, **exc.outcomes}
+        exc.campaigns = {**kept, **exc.campaigns}
         raise
 
 
@@ -142,15 +143,15 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
         outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)
     except ScaleInterrupted as exc:
         write_json(path, {"engine": engine.name, "status": INTERRUPTED, "jobs": [j.as_dict() for j in jobs],
-                          "interrupted": sorted(k for k, o in exc.outcomes.items() if o.status == INTERRUPTED),
-                          "outcomes": {k: o.as_dict() for k, o in exc.outcomes.items()}})
+                          "interrupted": sorted(k for k, o in exc.campaigns.items() if o.status == JobStatus.INTERRUPTED),
+                          "outcomes": {k: o.as_dict() for k, o in exc.campaigns.items()}})
         raise
     verdicts: dict[str, tuple[Verdict, ...]] = {}
     first = spec.revisions[0]
     for job in jobs:
         base = next(j for j in jobs if j.revision == first and j.options == job.options)
         a, b = outcomes.get(base.key), outcomes.get(job.key)
-        if job.revision != first and a and b and a.status == b.status == "complete":
+        if job.revision != first and a and b and a.status is b.status is JobStatus.COMPLETE:
             verdicts[job.key] = campaigns.compare_all(a, b, threshold, settings)
     shared = any(bool(o.slot.get("shared_cpus")) for o in outcomes.values())
     write_json(path, {"engine": engine.name, "status": "complete", "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
@@ -183,7 +184,7 @@ def matrix_text(result: MatrixResult) -> str:
         where = f"{slot.get('index', '?')}: {f'GPU {gpus}' if gpus else 'no GPU'} port {slot.get('port', '?')}"
         vs = result.verdicts.get(job.key)
         rows.append((job.short, ";".join(job.options) or "defaults", o.status + (" (kept)" if o.reused else ""), where,
-                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status == "complete" else
+                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status is JobStatus.COMPLETE else
                      (_verdict_text(vs) if vs is not None else o.error[:80])))
     lines = [table(rows, ("revision", "options", "campaign", "slot", "measured runs", "seconds", "against the first revision"))]
     notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()

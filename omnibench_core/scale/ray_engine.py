@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError, SettingsError, Terminated
-from .engine import LOST
+from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .remote import run_shipped
 from .slots import HostSlot, own_cpus
@@ -143,7 +143,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, trans
     spec = WorkerSpec.from_dict(spec_data)
     sees = Path(token_file).exists()
     if transport == "shared" and not sees:
-        return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(),
+        return CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(),
                                error=f"this node does not see the results root ({token_file} is missing): mount it "
                                      "at the same path on every node, or pass --results-transport ray").as_dict()
     import ray
@@ -154,7 +154,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, trans
     try:
         slot = task_slot(spec_data["slot"], gpu_ids, cpu_mode, _rule_cpus(spec.settings))
     except SettingsError as exc:
-        return CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)).as_dict()
+        return CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc)).as_dict()
     spec = WorkerSpec(spec.job, slot, spec.settings, spec.worktrees, spec.slot_timeout_s)
 
     def progress(line: str) -> None:
@@ -169,7 +169,7 @@ def run_task(spec_data: Mapping[str, Any], cpu_mode: str, token_file: str, trans
                 outcome = run_shipped(spec, _ActorHome(receiver), source, node=slot.node, progress=progress)
     except KeyboardInterrupt:  # a repeated interrupt that came after the campaign had ended
         pass
-    return (outcome or CampaignOutcome(spec.job.key, "interrupted", slot=slot.as_dict(), error="cancelled")).as_dict()
+    return (outcome or CampaignOutcome(spec.job.key, JobStatus.INTERRUPTED, slot=slot.as_dict(), error="cancelled")).as_dict()
 
 
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
@@ -279,11 +279,11 @@ class RayEngine:
             try:
                 outcome = CampaignOutcome.from_dict(self.ray.get(ref))
             except self.ray.exceptions.TaskCancelledError:
-                outcome = CampaignOutcome(spec.job.key, "interrupted", slot=spec.slot.as_dict(), error="cancelled")
+                outcome = CampaignOutcome(spec.job.key, JobStatus.INTERRUPTED, slot=spec.slot.as_dict(), error="cancelled")
             except self.ray.exceptions.RayTaskError as exc:  # the task raised: a bug, not a lost node
-                outcome = CampaignOutcome(spec.job.key, "failed", slot=spec.slot.as_dict(), error=str(exc)[-2000:])
+                outcome = CampaignOutcome(spec.job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc)[-2000:])
             except self.ray.exceptions.RayError as exc:  # worker crashed, node died, object lost
-                outcome = CampaignOutcome(spec.job.key, LOST, slot=spec.slot.as_dict(),
+                outcome = CampaignOutcome(spec.job.key, JobStatus.LOST, slot=spec.slot.as_dict(),
                                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
             done.append((ref, outcome))
         return done

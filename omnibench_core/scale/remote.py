@@ -22,6 +22,7 @@ from typing import Protocol
 from ..errors import OmnibenchError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
+from ..store.statuses import JobStatus
 from . import campaigns
 from .jobs import CampaignOutcome
 from .matrix import folder_of
@@ -86,12 +87,12 @@ def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
         try:
             settings["checkout"] = str(node_checkout(source, root, job.revision, node=node, git=base.tools.git))
         except OmnibenchError as exc:
-            return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
+            return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc))
         home_tree, node_tree = str(Path(spec.worktrees) / job.revision), str(root / "worktrees" / job.revision)
     try:
         seeded = _start_from_home(home, results, folder, rel, node_tree)
     except OmnibenchError as exc:
-        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=str(exc))
+        return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc))
     if seeded is not None:
         progress(f"continuing from the driver's copy: {', '.join(sorted(seeded)) or 'no run'} kept")
     local = WorkerSpec(job, spec.slot, settings, str(root / "worktrees"), spec.slot_timeout_s)
@@ -102,8 +103,8 @@ def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
         with shipper:
             outcome = execute(local, progress=progress)
     except OmnibenchError as exc:  # the last flush could not reach the driver or write there
-        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), error=f"results not shipped home: {exc}")
-    if outcome.status != "complete":
+        return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=f"results not shipped home: {exc}")
+    if outcome.status is not JobStatus.COMPLETE:
         return outcome
     if not any((results / folder).glob("run*-incomplete*")):  # a run moved aside stays here, as evidence
         shutil.rmtree(results.parent, ignore_errors=True)  # everything that counts is at the driver now

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated
-from .engine import LOST, Engine
+from ..store.statuses import JobStatus
+from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot
 from .worker import WorkerSpec
@@ -17,13 +18,13 @@ Progress = Callable[[str], None]
 
 
 class ScaleInterrupted(RunInterrupted):
-    """Campaigns were interrupted (Ctrl-C, SIGTERM, or inside a campaign); ``outcomes`` holds
+    """Campaigns were interrupted (Ctrl-C, SIGTERM, or inside a campaign); ``campaigns`` holds
     what every campaign started or finished got, the interrupted ones included, so the matrix
     file can say which to resume."""
 
     def __init__(self, message: str, outcomes: dict[str, CampaignOutcome], **kwargs: Any):
         super().__init__(message, **kwargs)
-        self.outcomes = outcomes
+        self.campaigns = outcomes  # not ``outcomes``: OmnibenchError's are the runs' (RunOutcome)
 
 
 def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[CampaignJob, HostSlot], WorkerSpec], *,
@@ -52,7 +53,7 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
                                      hint="bring the nodes back and repeat the command with --resume")
             for handle, outcome in engine.wait(1.0):
                 job, slot = busy.pop(handle)
-                if outcome.status == LOST:
+                if outcome.status is JobStatus.LOST:
                     lost[job.key] = lost.get(job.key, 0) + 1
                     if lost[job.key] <= max_lost:
                         progress(f"{job.key}: its slot was lost ({outcome.error}); it starts again on another slot")
@@ -69,13 +70,13 @@ def run_jobs(jobs: Sequence[CampaignJob], engine: Engine, spec_for: Callable[[Ca
             if handle in busy:
                 results[busy.pop(handle)[0].key] = outcome
         for job, slot in busy.values():  # ended without a word (forced): interrupted all the same
-            results[job.key] = CampaignOutcome(job.key, "interrupted", slot=slot.as_dict(), error=why)
-        cut = sorted(k for k, o in results.items() if o.status == "interrupted")
+            results[job.key] = CampaignOutcome(job.key, JobStatus.INTERRUPTED, slot=slot.as_dict(), error=why)
+        cut = sorted(k for k, o in results.items() if o.status is JobStatus.INTERRUPTED)
         raise ScaleInterrupted(f"interrupted by {why}; every campaign was cancelled and its servers stopped", results,
                                evidence={"campaigns interrupted": ", ".join(cut) or "none",
                                          "not started": ", ".join(j.key for j in pending) or "none"},
                                hint="the same command continues it (complete campaigns and runs are kept)") from None
-    interrupted = [k for k, o in results.items() if o.status == "interrupted"]
+    interrupted = [k for k, o in results.items() if o.status is JobStatus.INTERRUPTED]
     if interrupted:
         raise ScaleInterrupted(f"{len(interrupted)} campaign(s) were interrupted", results,
                                evidence={"campaigns interrupted": ", ".join(interrupted)},

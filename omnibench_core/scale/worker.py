@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import OmnibenchError, RunInterrupted, Terminated
 from ..jsonio import read_json, write_json
 from ..settings import Settings
+from ..store.statuses import JobStatus
 from . import campaigns, revisions
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot, check_free
@@ -84,10 +85,10 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
         outcome = campaigns.run_campaign(job, settings, spec.slot.as_dict(), progress)
         return replace(outcome, seconds=time.monotonic() - t0)
     except (RunInterrupted, KeyboardInterrupt, Terminated) as exc:
-        return CampaignOutcome(job.key, "interrupted", slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
+        return CampaignOutcome(job.key, JobStatus.INTERRUPTED, slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
                                error=str(exc) or type(exc).__name__)
     except OmnibenchError as exc:
-        return CampaignOutcome(job.key, "failed", slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
+        return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
                                error=str(exc))
 
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = WorkerSpec.from_dict(read_json(Path(args[0])))
     outcome = execute(spec, progress=lambda line: print(line, flush=True))
     write_json(Path(args[1]), outcome.as_dict())
-    return 0 if outcome.status == "complete" else 1
+    return 0 if outcome.status is JobStatus.COMPLETE else 1
 
 
 if __name__ == "__main__":

@@ -13,11 +13,10 @@ from typing import Any
 import soundfile as sf
 
 from ..jsonio import read_json, write_json
+from ..store.names import TELEMETRY_NAME
 from .nvml import POWER_OR_HEAT
 from .sampler import SamplerResult
 from .summary import read_samples, window
-
-TELEMETRY_NAME = "telemetry.json"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""The A/B record, ``<results>/ab/<name>.json``, read and written: the typed records are
+:mod:`omnibench_core.ab.record`'s. Written atomically after every change, so Ctrl-C or a crash
+leaves an experiment that the same command resumes; checked field by field on load, so a file
+edited by hand is refused with the field named rather than measured wrongly.
+
+Format 1 is every A/B record so far; an older format would be migrated through
+:data:`MIGRATIONS`, a newer one is refused.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..ab.record import (
+    SIDES,
+    Attempt,
+    AttemptStatus,
+    Design,
+    Experiment,
+    ExperimentStatus,
+    Identity,
+    Side,
+    Slot,
+    now_iso,
+    schedule,
+)
+from ..errors import RecordError
+from ..jsonio import read_json, write_json
+from . import versions
+from .names import experiment_path
+
+FORMAT = 1
+MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
+
+__all__ = ["FORMAT", "experiment_path", "load", "save"]
+
+
+def save(path: Path, experiment: Experiment) -> Experiment:
+    """Write the record atomically, stamped with the time."""
+    experiment = replace(experiment, updated=now_iso(), created=experiment.created or now_iso())
+    write_json(path, {"format": FORMAT, **experiment.as_record()})
+    return experiment
+
+
+# -- loading, checked field by field ----------------------------------------------------------------
+class _Reader:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, why: str) -> RecordError:
+        return RecordError(f"the A/B record {self.path} is not valid at {where}: {why}",
+                           evidence={"file": str(self.path), "field": where},
+                           hint="repair the field, or move the file aside to start the experiment anew")
+
+    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+        if key not in data:
+            raise self.fail(f"{where}{key}", "missing")
+        value = data[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float, (int, float))):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self.fail(f"{where}{key}", f"must be {names}, got {value!r}")
+        return value
+
+    def words(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+        items = self.get(data, key, list, where)
+        if not all(isinstance(x, str) for x in items):
+            raise self.fail(f"{where}{key}", "must be a list of strings")
+        return tuple(items)
+
+    def pairs(self, data: Mapping[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
+        items = self.get(data, key, list, where)
+        if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in items):
+            raise self.fail(f"{where}{key}", "must be a list of [name, value] strings")
+        return tuple((p[0], p[1]) for p in items)
+
+    def enum(self, kind: type[enum.Enum], data: Mapping[str, Any], key: str, where: str) -> Any:
+        word = self.get(data, key, str, where)
+        try:
+            return kind(word)
+        except ValueError:
+            raise self.fail(f"{where}{key}", f"{word!r} is not one of {', '.join(m.value for m in kind)}") from None
+
+    def side(self, data: Any, label: str) -> Side:
+        where = f"identity.{label.lower()}."
+        if not isinstance(data, dict):
+            raise self.fail(where.rstrip("."), "must be an object")
+        if data.get("label") != label:
+            raise self.fail(f"{where}label", f"must be {label!r}")
+        return Side(label, self.words(data, "options", where), self.pairs(data, "sets", where),
+                    self.get(data, "revision", str, where))
+
+
+def load(path: Path) -> Experiment:
+    """Read and check an A/B record: a newer format, a missing or mistyped field, a run counted
+    twice or a round outside the schedule is refused, naming the file and the field."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"cannot read the A/B record {path}: {exc}", evidence={"file": str(path)},
+                          hint="move the file aside to start the experiment anew") from exc
+    r = _Reader(path)
+    if not isinstance(data, dict):
+        raise r.fail("the top level", "must be an object")
+    data = versions.current(path, "A/B record", data, version=data.get("format"), reads=FORMAT,
+                            migrations=MIGRATIONS, error=RecordError)
+    ident = r.get(data, "identity", dict, "")
+    rounds = r.get(ident, "rounds", int, "identity.")
+    identity = Identity(
+        workloads=r.words(ident, "workloads", "identity."),
+        client=ident.get("client") if isinstance(ident.get("client"), str) else None,
+        settings=r.pairs(ident, "settings", "identity."),
+        a=r.side(ident.get("a"), "A"), b=r.side(ident.get("b"), "B"),
+        design=r.enum(Design, ident, "design", "identity."), rounds=rounds,
+        seed=r.get(ident, "seed", int, "identity."))
+    if rounds < 2:
+        raise r.fail("identity.rounds", f"must be at least 2, got {rounds}")
+    order = tuple(Slot(*p) for p in r.get(data, "order", list, "")
+                  if isinstance(p, list) and len(p) == 2 and p[0] in SIDES and isinstance(p[1], int))
+    if order != schedule(identity.design, rounds, identity.seed):
+        raise r.fail("order", "does not match the design, rounds and seed")
+    attempts = []
+    runs_seen: dict[tuple[str, str], str] = {}
+    for i, raw in enumerate(r.get(data, "attempts", list, "")):
+        where = f"attempts[{i}]."
+        if not isinstance(raw, dict):
+            raise r.fail(where.rstrip("."), "must be an object")
+        attempt = Attempt(
+            side=r.get(raw, "side", str, where), round=r.get(raw, "round", int, where),
+            run=r.get(raw, "run", str, where), revision=r.get(raw, "revision", str, where),
+            status=r.enum(AttemptStatus, raw, "status", where), started=r.get(raw, "started", str, where),
+            seconds=float(r.get(raw, "seconds", (int, float), where)), error=r.get(raw, "error", str, where),
+            moved_to=r.get(raw, "moved_to", str, where), where=r.get(raw, "where", str, where),
+            alone=r.get(raw, "alone", bool, where))
+        if Slot(attempt.side, attempt.round) not in order:
+            raise r.fail(f"{where}round", f"side {attempt.side} round {attempt.round} is not in the schedule")
+        if attempt.run and attempt.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
+            owner = runs_seen.setdefault((attempt.revision, attempt.run), f"{attempt.side}{attempt.round}")
+            if owner != f"{attempt.side}{attempt.round}":
+                raise r.fail(f"{where}run", f"{attempt.revision}/{attempt.run} is already the run of {owner}")
+        attempts.append(attempt)
+    return Experiment(
+        name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
+        scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
+        status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
+        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""))

@@ -1,0 +1,81 @@
+"""The status words the run files hold, as enums: each is a ``str`` whose value is the word the
+JSON has always held, so the files (and sglang-omni's scripts that read them) stay the same."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Word(str, enum.Enum):
+    """A status that prints, formats and serialises as its word (``enum.StrEnum`` needs 3.11; the
+    project supports 3.10)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class RunStatus(Word):
+    """A run's ``status`` in its manifest (and in :class:`~omnibench_core.records.RunResult`)."""
+
+    RUNNING = "running"
+    GENERATED = "generated"  # stopped after its generate phase on purpose; scored later
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"  # a coverage rule broke: moved aside
+    FAILED = "failed"  # a gate or step failed: moved aside
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM: moved aside
+    ABANDONED = "abandoned"  # its owner died while it ran; moved aside by a later run
+
+
+class GateStatus(Word):
+    """A gate's ``status`` in the manifest."""
+
+    PASSED = "passed"
+    NOT_APPLICABLE = "not_applicable"
+    FAILED = "failed"
+
+
+class AttemptStatus(Word):
+    """One campaign attempt's ``status`` in the campaign file."""
+
+    RUNNING = "running"
+    GENERATED = "generated"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class CampaignStatus(Word):
+    """A whole campaign's ``status`` in its file."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    STOPPED = "stopped"  # a slot missed its gates more often than --retries allows
+    INTERRUPTED = "interrupted"
+
+
+def words(kind: type[Word]) -> tuple[str, ...]:
+    """Every word of ``kind``, in order (for messages that list the allowed ones)."""
+    return tuple(m.value for m in kind)
+
+
+class StepStatus(Word):
+    """A step's ``status`` in the manifest."""
+
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"  # this run wrote its outputs already (sizes and hashes match)
+
+
+class JobStatus(Word):
+    """A matrix or bisect job's campaign outcome (``matrix.json``, the workers' outcome files)."""
+
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    LOST = "lost"  # its slot (process, worker or node) went away: it is tried again elsewhere

@@ -1,0 +1,34 @@
+"""The format version every stored file carries, checked on load: an older one is migrated step
+by step to the current one, a newer or unknown one is refused with the file and version named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunFileError
+
+# One step: the JSON of format N made into the JSON of format N + 1.
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def current(path: Path, what: str, data: dict[str, Any], *, version: object, reads: int,
+            migrations: Mapping[int, Migration], error: type[RunFileError] = RunFileError) -> dict[str, Any]:
+    """``data`` (of format ``version``) as JSON of format ``reads``.
+
+    ``migrations[n]`` turns format ``n`` into ``n + 1``; a format below ``reads`` without a chain
+    of steps up, above ``reads``, or not a whole number is ``error``, naming the file and format.
+    """
+    if isinstance(version, int) and not isinstance(version, bool) and 0 < version <= reads:
+        n = version
+        while n < reads and n in migrations:
+            data, n = migrations[n](dict(data)), n + 1
+        if n == reads:
+            return {**data, "format": reads}
+    newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
+    raise error(f"the {what} {path} has format {version!r}; this omnibench reads format {reads}"
+                + (" and migrates older ones" if migrations else ""),
+                evidence={"file": str(path), "field": "format", "format": repr(version)},
+                hint=("it was written by a newer omnibench: use that one (or upgrade this one)" if newer else
+                      "use the omnibench that wrote it") + ", or move the file aside to start again")

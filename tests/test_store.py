@@ -1,0 +1,163 @@
+"""The store owns the files omnibench keeps: no other module names them, every file's format is
+checked on load (older migrated, newer refused naming file and version), statuses stay the JSON's
+words, and a run's outcome (where it was moved) is a typed field, not text to parse."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from omnibench_core import api
+from omnibench_core.errors import CampaignFileError, RecordError, RunFileError, StepFailed
+from omnibench_core.records import RunOutcome
+from omnibench_core.settings import Settings
+from omnibench_core.store import campaign_file, experiment_file, names, versions
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import metrics as metrics_file
+from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, GateStatus, RunStatus
+
+FIXTURE = REPO / "tests" / "fixtures" / "campaign-format1-f844481.json"
+STORE = REPO / "omnibench_core" / "store"
+STANDIN_FILES = REPO / "omnibench_core" / "standin" / "files"  # another repository's files (package data)
+# What names a stored file: a run file's name, or a path into a revision's campaigns folder.
+FILE_WORDS = (*names.RUN_FILES, f"{names.CAMPAIGNS}/")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of every docstring node: prose may name a file; code may not."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _file_names(path: Path, root: Path = REPO) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skip = _docstrings(tree)
+    return [f"{path.relative_to(root)}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+            and any(word in node.value for word in FILE_WORDS)]
+
+
+def _sources() -> list[Path]:
+    core = [p for p in (REPO / "omnibench_core").rglob("*.py") if STORE not in p.parents and STANDIN_FILES not in p.parents]
+    return [*core, *(REPO / "plugins").rglob("*.py"), REPO / "tasks.py"]
+
+
+def test_no_module_but_the_store_names_a_run_file():
+    offenders = [hit for path in _sources() for hit in _file_names(path)]
+    assert offenders == []
+
+
+def test_the_scan_finds_a_file_name_in_code_but_not_in_a_docstring(tmp_path):
+    # the scan above must be able to fail: a literal in code is found, the same words in prose are not
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Reads ``manifest.json``."""\n\nPATH = "run0/manifest.json"\n')
+    assert [h.split(": ", 1)[1] for h in _file_names(probe, tmp_path)] == ["'run0/manifest.json'"]
+
+
+# -- formats --------------------------------------------------------------------------------------
+def test_a_campaign_file_of_format_1_from_main_f844481_loads_and_is_saved_as_the_current_format(tmp_path):
+    path = tmp_path / "selftest_local.json"
+    shutil.copy(FIXTURE, path)
+    c = campaign_file.load(path)
+    assert c.name == "selftest_local" and c.revision == "local-f844481"
+    assert [(a.slot, a.run, a.status) for a in c.attempts] == [(0, "run0", "complete"), (1, "run1", "complete"),
+                                                               (2, "run2", "complete")]
+    assert c.status is CampaignStatus.COMPLETE and all(a.status is AttemptStatus.COMPLETE for a in c.attempts)
+    campaign_file.save(path, c)
+    data = json.loads(path.read_text())
+    assert data["format"] == campaign_file.FORMAT
+    assert campaign_file.load(path).attempts == c.attempts
+
+
+@pytest.mark.parametrize("version", [campaign_file.FORMAT + 1, "1", 0, None])
+def test_a_campaign_file_of_a_newer_or_unknown_format_is_refused_naming_file_and_version(tmp_path, version):
+    path = tmp_path / "c.json"
+    data = json.loads(FIXTURE.read_text()) | {"format": version}
+    path.write_text(json.dumps(data))
+    with pytest.raises(CampaignFileError) as err:
+        campaign_file.load(path)
+    assert isinstance(err.value, RunFileError)
+    assert str(path) in str(err.value) and f"has format {version!r}" in err.value.message
+    assert err.value.evidence["field"] == "format" and err.value.hint
+    if version == campaign_file.FORMAT + 1:
+        assert "newer omnibench" in err.value.hint
+
+
+def test_an_a_b_record_of_a_newer_format_is_refused(tmp_path):
+    path = tmp_path / "ab.json"
+    path.write_text(json.dumps({"format": experiment_file.FORMAT + 1}))
+    with pytest.raises(RecordError) as err:
+        experiment_file.load(path)
+    assert str(path) in err.value.message and f"format {experiment_file.FORMAT + 1}" in err.value.message
+
+
+def _run(results: Path, port: int, *opts: str):
+    return api.run(Settings.of(results=str(results), port=port), ["selftest"], options=list(opts),
+                   progress=lambda m: None)
+
+
+@pytest.mark.slow
+def test_a_run_reads_back_typed_and_a_manifest_without_format_is_format_1(tmp_path, port):
+    result = _run(tmp_path / "r", port, "selftest.requests=2")
+    assert result.status is RunStatus.COMPLETE and result.outcome == RunOutcome("run0", RunStatus.COMPLETE,
+                                                                                result.run_dir)
+    raw = json.loads(names.manifest_path(result.run_dir).read_text())
+    assert raw["format"] == manifest_file.FORMAT and raw["status"] == "complete"  # the JSON keeps the word
+    m = manifest_file.read(result.run_dir)
+    assert m.status is RunStatus.COMPLETE and m.run == "run0" and m.workloads == ("selftest",)
+    assert [g["status"] for g in m.gates][:1] == [GateStatus.PASSED] and m.server_starts >= 1
+    assert m.coverage and all(c.ok for c in m.coverage) and m.broken_rules == ""
+    metrics = metrics_file.read(result.run_dir)
+    assert metrics.complete and metrics.metrics == dict(result.metrics) and metrics.broken_rules == ()
+    # a manifest written before the format field existed is format 1, read the same
+    names.manifest_path(result.run_dir).write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))
+    assert manifest_file.read(result.run_dir).status is RunStatus.COMPLETE
+
+
+@pytest.mark.parametrize("which", ["manifest", "metrics"])
+def test_a_run_file_of_a_newer_format_is_refused_naming_file_and_version(tmp_path, which):
+    run = tmp_path / "run0"
+    run.mkdir()
+    path = names.manifest_path(run) if which == "manifest" else names.metrics_path(run)
+    path.write_text(json.dumps({"format": 2, "status": "complete", "metrics": {}, "complete": True}))
+    reader = manifest_file.read if which == "manifest" else metrics_file.read
+    with pytest.raises(RunFileError) as err:
+        reader(run)
+    assert str(path) in err.value.message and "format 2" in err.value.message and "newer" in err.value.hint
+    assert manifest_file.run_status(run) is None  # a status nobody can trust is no status
+
+
+def test_an_older_format_is_migrated_step_by_step_and_a_gap_is_refused(tmp_path):
+    steps = {1: lambda d: {**d, "b": d["a"] * 2}, 2: lambda d: {**d, "c": d["b"] + 1}}
+    got = versions.current(tmp_path / "f.json", "file", {"a": 1}, version=1, reads=3, migrations=steps)
+    assert got == {"a": 1, "b": 2, "c": 3, "format": 3}
+    with pytest.raises(RunFileError, match="has format 1; this omnibench reads format 3"):
+        versions.current(tmp_path / "f.json", "file", {"a": 1}, version=1, reads=3, migrations={2: steps[2]})
+
+
+def test_statuses_are_their_words_in_json_and_in_text():
+    assert json.dumps({"status": RunStatus.INCOMPLETE}) == '{"status": "incomplete"}'
+    assert f"{RunStatus.COMPLETE}" == str(RunStatus.COMPLETE) == "complete" == RunStatus.COMPLETE
+    assert AttemptStatus("failed") == RunStatus.FAILED and f"{GateStatus.NOT_APPLICABLE:>16}".strip() == "not_applicable"
+
+
+# -- the outcome ----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_failed_run_says_where_it_was_moved_as_a_typed_outcome(tmp_path, port):
+    marker = tmp_path / "failed-once"
+    with pytest.raises(StepFailed) as err:
+        _run(tmp_path / "r", port, "selftest.requests=2", f"selftest.fail_once={marker}")
+    (out,) = err.value.outcomes
+    assert out.run == "run0" and out.status is RunStatus.FAILED and out.why == err.value.message
+    assert out.moved_to == out.run_dir == tmp_path / "r" / out.run_dir.parent.name / "run0-incomplete"
+    assert out.moved_to.is_dir() and manifest_file.read(out.moved_to).status is RunStatus.FAILED
