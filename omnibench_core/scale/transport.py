@@ -33,7 +33,8 @@ from typing import Any
 
 from ..errors import storage_error
 from ..jsonio import write_json
-from ..run.manifest import run_status
+from ..store import manifest as manifest_file
+from ..store.manifest import run_status
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
 DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
@@ -139,10 +140,7 @@ class Receiver:
             unpack(data, incoming)
             run = incoming / folder / local
             if name != local:  # the run's manifest names it
-                manifest = run / "manifest.json"
-                record = json.loads(manifest.read_text())
-                record["run"] = name
-                manifest.write_text(json.dumps(record, indent=2) + "\n")
+                manifest_file.rename_run(run, name)
             _swap_in(run, revision / name)
         except OSError as exc:
             raise storage_error(f"writing run {name} shipped from a node", exc) from exc

@@ -228,6 +228,14 @@ def abandon(run_dir: Path, reason: str) -> None:
     write_json(manifest_path(run_dir), data)
 
 
+def rename_run(run_dir: Path, name: str) -> None:
+    """A run that arrives under another ``runN`` name (shipped home from a node whose numbering
+    clashed): its manifest names it as it is called here."""
+    data = _load(manifest_path(run_dir))
+    data["run"] = name
+    write_json(manifest_path(run_dir), data)
+
+
 def back_to_generated(run_dir: Path, why: str) -> None:
     """A scoring whose owner died: the run is ``generated`` again, its unfinished steps interrupted."""
     data = _load(manifest_path(run_dir))
