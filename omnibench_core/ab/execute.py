@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, ownership
+from .. import api, defaults, ownership
 from ..campaign.progress import CampaignProgress
-from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
+from ..campaign.record import SCORINGS
 from ..errors import (
     GateError,
     OmnibenchError,
@@ -30,6 +30,7 @@ from ..errors import (
     Terminated,
     storage_error,
 )
+from ..identity import AB_SHARED_SETTINGS, recorded_settings
 from ..manifest import run_status
 from ..records import PHASES, Phase
 from ..scale import revisions
@@ -113,7 +114,8 @@ def parse_sets(pairs: Sequence[str], flag: str) -> tuple[tuple[str, str], ...]:
 def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequence[str] = (),
                  b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
                  options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
-                 rounds: int = 3, seed: int = 0, retries: int = 2, scoring: str = "deferred", aa: bool = False,
+                 rounds: int = defaults.ROUNDS, seed: int = 0, retries: int = defaults.RETRIES,
+                 scoring: str = defaults.SCORING, aa: bool = False,
                  name: str = "", a_rev: str = "", b_rev: str = "") -> Request:
     """The experiment's request, checked before anything starts."""
     if not workloads:
@@ -140,8 +142,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "experiment",
                             hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
-    flat = settings.flat()
-    shared = tuple((k, str(flat[k])) for k in RESULT_SETTINGS if k not in SLOT_SETTINGS)
+    recorded = recorded_settings(settings)
+    shared = tuple((k, recorded[k]) for k in AB_SHARED_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
     return Request(identity, retries, scoring, name)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError
+from ..identity import differences
 from ..jsonio import read_json, write_json
 
 FORMAT = 1
@@ -326,8 +327,7 @@ def load(path: Path) -> Experiment:
 
 def identity_differences(a: Identity, b: Identity) -> list[str]:
     """``field: A != B`` for each part of the identity that differs."""
-    ra, rb = a.as_record(), b.as_record()
-    return [f"{k}: {ra.get(k)!r} != {rb.get(k)!r}" for k in sorted(set(ra) | set(rb)) if ra.get(k) != rb.get(k)]
+    return differences(a.as_record(), b.as_record())
 
 
 def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:

@@ -12,9 +12,9 @@ from typing import Any
 
 from ..errors import OmnibenchError
 from ..hostload import noisy_windows
+from ..identity import differences
 from ..jsonio import read_json
 from . import metrics as meta
-from .record import differences
 from .stats import mean_sd
 
 
