@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_fake_checkout, write_fake_nvidia_smi
+from checkout_helpers import make_fake_checkout
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import REPO
 from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import requests
 import soundfile as sf
-from conftest import free_port
+from run_helpers import free_port
 
 from omnibench_core.audio import to_wav_bytes, wav_data_uri
 from omnibench_core.gates import wait_ready

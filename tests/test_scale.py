@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, write_fake_nvidia_smi
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.errors import OmnibenchError, SettingsError

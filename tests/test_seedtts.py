@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import free_port, invoke_run_into, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import free_port, invoke_run_into
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group

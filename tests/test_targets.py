@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import make_fake_checkout
+from checkout_helpers import make_fake_checkout
 
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import ServeSpec

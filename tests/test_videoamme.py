@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import free_port
 
 from omnibench_core.gates import wait_ready
 from omnibench_core.processes import start_group
