@@ -244,8 +244,8 @@ class TargetEnv:
     """A target prepared for one run: how to start programs of the system under test.
 
     ``python`` runs client modules; ``env`` is set and ``unset`` removed on top of omnibench's
-    own environment; ``cpus`` pins every process (empty: not pinned); ``gpus`` are the GPUs the
-    GPU_FREE gate watches (empty: the gate does not apply); ``revision`` names the results
+    own environment; ``gpus`` are the GPUs the GPU_FREE gate watches (empty: the gate does not
+    apply); the CPUs a run pins to are its :class:`Slot`'s; ``revision`` names the results
     folder; ``serve_argv`` turns a model :class:`ServeSpec` and a port into an argv.
     """
 
@@ -256,7 +256,6 @@ class TargetEnv:
     env: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     cwd: str | None = None
-    cpus: tuple[int, ...] = ()
     gpus: tuple[str, ...] = ()
     revision: str = "unknown"
     dirty: str = ""
