@@ -22,6 +22,7 @@ from .records import (
     CiStage,
     Collected,
     Command,
+    Endpoint,
     Option,
     RuleResult,
     RunCheck,
@@ -46,7 +47,7 @@ from .synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
 __all__ = [
     # the hook marker and the records hooks return or receive
-    "hookimpl", "CiStage", "Collected", "Command", "Option", "RuleResult", "RunCheck", "RunContext", "Scorer",
+    "hookimpl", "CiStage", "Collected", "Command", "Endpoint", "Option", "RuleResult", "RunCheck", "RunContext", "Scorer",
     "ScorerUse", "ServeSpec", "Step", "StepContext", "Target", "TargetEnv", "TargetFacts", "Workload",
     # errors a plugin raises
     "OmnibenchError", "SettingsError",

@@ -23,6 +23,7 @@ import aiohttp
 
 from omnibench_core.plugin import (
     PROGRESS_PREFIX,
+    Endpoint,
     Progress,
     add_argument,
     by_name,
@@ -66,9 +67,9 @@ class ClientConfig:
     timeout_s: float = default_of(OPTION, "timeout_s", float)
 
     @property
-    def url(self) -> str:
-        """The chat completions endpoint."""
-        return f"http://{self.host}:{self.port}/v1/chat/completions"
+    def endpoint(self) -> Endpoint:
+        """Where the server listens (``--host``, ``--port``): its URLs are built there."""
+        return Endpoint(self.port, self.host)
 
 
 def _set_field(body: dict[str, Any], dotted: str, value: Any) -> None:
@@ -116,7 +117,7 @@ class SeedTtsClient:
         except OSError as exc:  # an unreadable reference WAV
             row.update(error=f"{type(exc).__name__}: {exc}", latency_s=0.0)
             return row
-        reply = await post_chat(session, self.cfg.url, body, self.cfg.timeout_s)
+        reply = await post_chat(session, self.cfg.endpoint.chat_url, body, self.cfg.timeout_s)
         row.update(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                    error=reply.error or ("" if reply.wav else "reply has no audio"))
         if reply.wav:
@@ -141,7 +142,7 @@ class SeedTtsClient:
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.max_concurrency)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-            async with session.get(f"http://{cfg.host}:{cfg.port}/health") as health:
+            async with session.get(cfg.endpoint.health_url) as health:
                 if health.status != 200:
                     raise RuntimeError(f"server not healthy: HTTP {health.status}")
             warmup = cfg.max_concurrency if cfg.warmup is None else cfg.warmup
