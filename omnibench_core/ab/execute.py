@@ -327,7 +327,7 @@ class _Driver:
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
         for slot in pending:
-            settings = on_slot(self.sides[slot.side], placed[slot.side])
+            settings = placed[slot.side].settings_on(self.sides[slot.side].flat())
             specs[slot.side] = Spec(settings.flat(), e.identity.workloads, self.side(slot.side).options,
                                     e.identity.client, tuple(phases))
             attempts[slot.side] = Attempt(slot.side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
@@ -437,11 +437,6 @@ def _label(slot: Slot) -> str:
 def _name(run_dir: str) -> str:
     """``run3`` of ``.../run3`` or ``.../run3-incomplete-2`` ("" for none)."""
     return Path(run_dir).name.split("-incomplete")[0] if run_dir else ""
-
-
-def on_slot(settings: Settings, slot: HostSlot) -> Settings:
-    """A side's settings on a duet slot: its port, CPUs and GPUs."""
-    return Settings.from_mapping({**settings.flat(), **slot.setting_values()})
 
 
 def _moved(attempt: Attempt, evidence: Mapping[str, Any]) -> Attempt:

@@ -22,7 +22,7 @@ from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
 from ..gpu import call_timeout, query_memory_used
 from ..ports import port_in_use
 from ..records import Slot
-from ..settings import format_cpu_list
+from ..settings import Settings, format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
 from ..strays import find_strays
 
@@ -57,12 +57,13 @@ class HostSlot:
         gpu = f"GPU {','.join(self.slot.gpus)}" if self.slot.gpus else "no GPU"
         return f"slot {self.index} ({gpu}, port {self.slot.port})"
 
-    def setting_values(self) -> dict[str, Any]:
-        """The settings a run on this slot takes from it: its port, CPUs and (when it has any) GPUs."""
-        values: dict[str, Any] = {"port": self.slot.port, "cpus": format_cpu_list(self.slot.cpus)}
+    def settings_on(self, flat: Mapping[str, Any]) -> Settings:
+        """The settings of a run on this slot: ``flat`` (a flat settings mapping) with the slot's
+        port, CPUs and (when it has any) GPUs, which the run builds its Slot from again."""
+        values: dict[str, Any] = {**flat, "port": self.slot.port, "cpus": format_cpu_list(self.slot.cpus)}
         if self.slot.gpus:
             values["gpus"] = ",".join(self.slot.gpus)
-        return values
+        return Settings.from_mapping(values)
 
     def as_dict(self) -> dict[str, Any]:
         """For manifests, campaign and matrix files (the fields flat, as they always were)."""

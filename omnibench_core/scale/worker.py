@@ -51,10 +51,7 @@ class WorkerSpec:
 
 def settings_for(spec: WorkerSpec, checkout: str | None) -> Settings:
     """The campaign's settings: the slot's port, GPUs and CPUs, the revision's checkout."""
-    values = {**spec.settings, **spec.slot.setting_values()}
-    if checkout:
-        values["checkout"] = checkout
-    return Settings.from_mapping(values)
+    return spec.slot.settings_on({**spec.settings, "checkout": checkout} if checkout else spec.settings)
 
 
 def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> CampaignOutcome:
