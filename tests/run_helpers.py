@@ -3,11 +3,13 @@ files, a free loopback port, and a real `invoke run` into a results folder."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -18,6 +20,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def load_tasks(name: str = "omnibench_tasks_under_test") -> ModuleType:
+    """tasks.py as Invoke loads it (a fresh module: Invoke consumes a task's help texts once)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tasks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def invoke_run_into(results: Path, *workloads: str, timeout: float = 900,

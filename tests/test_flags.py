@@ -4,7 +4,6 @@ the flag, the value and what is allowed, no traceback, and nothing made."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from checkout_helpers import make_fake_checkout
 from gpu_helpers import write_fake_nvidia_smi
-from run_helpers import REPO
+from run_helpers import load_tasks
 from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS
@@ -21,15 +20,6 @@ from omnibench_core.errors import SettingsError
 from omnibench_core.flags import FlagTask
 from omnibench_core.scale import revisions
 from omnibench_core.setup.checkout import checkout_commit
-
-
-def load_tasks():
-    """tasks.py as Invoke loads it (a fresh module: Invoke consumes a task's help texts once)."""
-    spec = importlib.util.spec_from_file_location("omnibench_tasks_under_test", REPO / "tasks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def every_task():
