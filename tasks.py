@@ -12,14 +12,13 @@ import invoke
 from invoke import Collection, Context, Exit
 
 from omnibench_core import ab as ab_layer
-from omnibench_core import api, campaign, config, defaults, plugin_manager, report
+from omnibench_core import api, campaign, config, defaults, plugin_manager, tables
 from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
-from omnibench_core.report import emit
-from omnibench_core.runner import interrupted_message, sigterm_as_exception
-from omnibench_core.scale import commands as scale
+from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
+from omnibench_core.scale import front_door as scale
 from omnibench_core.scale.bisect import bisect_text
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.revisions import split_spec
@@ -28,6 +27,7 @@ from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
 from omnibench_core.standin.stages import KINDS as CI_STAGES
+from omnibench_core.tables import emit
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
 # omnibench_core/flags.py. tests/test_flags.py fails for a flag without a check.
@@ -89,7 +89,7 @@ def run(c, workload, target=None, results=None, port=None, run_name=None, opt=No
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
         result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=emit)
-    emit(report.run_summary(result))
+    emit(tables.run_summary(result))
     if not result.complete:
         raise Exit(code=1)
 
@@ -168,9 +168,9 @@ def plugins(c, options=False):
         rows = [] if options else api.list_plugins()
         option_rows = api.list_options()
     if rows:
-        emit(report.plugins_table(rows))
+        emit(tables.plugins_table(rows))
         emit("\nworkload options (--opt WORKLOAD.KEY=VALUE):")
-    emit(report.options_table(option_rows))
+    emit(tables.options_table(option_rows))
 
 
 @task(checks={"gpu_a": f.gpu_index(), "gpu_b": f.gpu_index(), "out": f.text(), "cores_per_gpu": f.positive_int(),
@@ -244,7 +244,7 @@ def doctor(c, target=None, checkout=None, port=None):
     """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
     with reported():
         checks = api.diagnose(settings_from(c, target=target, checkout=checkout, port=port))
-    emit(report.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
+    emit(tables.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
         raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from omnibench_core.gates import wait_gpu_free, wait_ready
-from omnibench_core.gpu import query_memory_used
-from omnibench_core.processes import group_alive, start_group
+from omnibench_core.process.gpu import query_memory_used
+from omnibench_core.process.processes import group_alive, start_group
+from omnibench_core.run.gates import wait_gpu_free, wait_ready
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,7 +69,7 @@ def _watch_shell(script: str, env: dict[str, str]) -> tuple[subprocess.Popen, di
 def bench_ready(work: Path, delay_s: float, sleep_s: float = RUNBOOK_SLEEP_S) -> tuple[float, float]:
     port = free_port()
     ready_file = work / f"ready-{port}"
-    server = start_group([sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(port),
+    server = start_group([sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", str(port),
                           "--delay", f"{delay_s:.3f}", "--ready-file", str(ready_file)],
                          log_path=work / f"server-{port}.log", env=dict(os.environ))
     shell, shell_seen = _watch_shell(RUNBOOK_READY.format(port=port, sleep=sleep_s), dict(os.environ))

@@ -25,7 +25,7 @@ from gpu_helpers import write_fake_nvidia_smi  # noqa: E402
 from run_helpers import free_port  # noqa: E402
 from scale_helpers import make_revisions_checkout  # noqa: E402
 
-from omnibench_core.scale import commands  # noqa: E402
+from omnibench_core.scale import front_door as commands  # noqa: E402
 from omnibench_core.settings import Settings  # noqa: E402
 
 

@@ -31,10 +31,10 @@ import requests
 import soundfile as sf
 from tabulate import tabulate
 
-from omnibench_core.audio import to_wav_bytes, wav_data_uri, wav_duration_s
-from omnibench_core.gates import wait_ready
-from omnibench_core.processes import start_group
+from omnibench_core.process.processes import start_group
+from omnibench_core.run.gates import wait_ready
 from omnibench_core.scoring.audio_check import check_files
+from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri, wav_duration_s
 from omnibench_plugins.seedtts.client import ClientConfig, SeedTtsClient, request_body
 from omnibench_plugins.seedtts.data import Sample
 

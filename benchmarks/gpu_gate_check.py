@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from omnibench_core.errors import GpuNotFree
-from omnibench_core.gates import wait_gpu_free
-from omnibench_core.gpu import describe_gpus, query_memory_used
-from omnibench_core.processes import build_env, group_alive, group_members, start_group
+from omnibench_core.process.gpu import describe_gpus, query_memory_used
+from omnibench_core.process.processes import build_env, group_alive, group_members, start_group
+from omnibench_core.run.gates import wait_gpu_free
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

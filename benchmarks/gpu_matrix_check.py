@@ -44,7 +44,7 @@ from pathlib import Path
 
 from omnibench_core.errors import OmnibenchError
 from omnibench_core.jsonio import read_json
-from omnibench_core.scale import commands
+from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
 
@@ -105,7 +105,7 @@ SGL_OMNI = textwrap.dedent("""\
         if load.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"the GPU load did not start (exit {{load.poll()}})")
         time.sleep(0.05)
-    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", port,
+    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", port,
                               "--delay", delay, "--delay-ms", str(ms)])
     """)
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from omnibench_core.gates import wait_gpu_free  # noqa: E402
-from omnibench_core.gpu import query_compute_apps, query_memory_used  # noqa: E402
-from omnibench_core.processes import build_env, start_group  # noqa: E402
-from omnibench_core.strays import find_strays  # noqa: E402
+from omnibench_core.process.gpu import query_compute_apps, query_memory_used  # noqa: E402
+from omnibench_core.process.processes import build_env, start_group  # noqa: E402
+from omnibench_core.process.strays import find_strays  # noqa: E402
+from omnibench_core.run.gates import wait_gpu_free  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from dry_gpu import fake_gpu_host  # noqa: E402
@@ -36,7 +36,7 @@ OWNER = """
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from omnibench_core.processes import build_env, start_group
+from omnibench_core.process.processes import build_env, start_group
 p = start_group(sys.argv[3:], log_path=Path(sys.argv[2]), env=build_env(os.environ, {}, ()), orphan_grace_s=5)
 print("started", p.pid, p.token, flush=True)
 time.sleep(3600)

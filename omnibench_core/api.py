@@ -6,14 +6,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import environment, layout, ownership, plugin_manager
-from . import options as workload_options
+from . import option_schema as workload_options
+from . import plugin_manager
 from .errors import SettingsError, storage_error
-from .gpu import call_timeout
 from .heartbeat import beating
-from .plugin_manager import Registry
+from .plugin_manager import PluginManager, Registry
+from .process.gpu import call_timeout
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
-from .runner import Runner, RunPlan, score_together
+from .run import environment, layout, ownership
+from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
 from .setup.doctor import Check
@@ -64,7 +65,7 @@ def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Optio
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the
-    defaults (see :func:`omnibench_core.options.parse`); a bad one raises SettingsError."""
+    defaults (see :func:`omnibench_core.option_schema.parse`); a bad one raises SettingsError."""
     return workload_options.parse(pairs, workloads, client)
 
 
@@ -145,7 +146,8 @@ def score_runs(
 
 
 def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,
-             extra_plugins: Iterable[tuple[str, object]]):
+             extra_plugins: Iterable[tuple[str, object]]
+             ) -> tuple[PluginManager, Registry, list[Workload], dict[str, dict[str, OptionValue]], TargetEnv, Slot]:
     """The plugins, the chosen workloads with their checked options, the prepared target and the slot."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
@@ -199,7 +201,8 @@ def run_checks(registry: Registry, workloads: Sequence[Workload]) -> tuple[RunCh
 def prepare_target(settings: Settings) -> TargetEnv:
     """The configured target, prepared (its checks run, its revision found)."""
     _, registry = plugin_manager.load()
-    return registry.get("target", settings.run.target).prepare(settings)
+    env: TargetEnv = registry.get("target", settings.run.target).prepare(settings)
+    return env
 
 
 def revision_dir(settings: Settings) -> Path:

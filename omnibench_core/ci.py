@@ -17,11 +17,11 @@ from pathlib import Path
 from .checkout import check_checkout, venv_env
 from .errors import GateError
 from .jsonio import write_json
-from .layout import ci_dir, next_run_name
-from .processes import build_env, log_tail, start_group
+from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
-from .report import table
+from .run.layout import ci_dir, next_run_name
 from .settings import Settings, format_cpu_list
+from .tables import table
 
 ROUTER_SCRIPT = ".github/scripts/prepare_rust_router.sh"
 CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"

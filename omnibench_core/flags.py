@@ -324,13 +324,13 @@ class _PositionalArgument(Argument):
         super().set_value(value, cast)
 
 
-class FlagTask(Task):
+class FlagTask(Task):  # type: ignore[type-arg]  # invoke.Task is generic only in its stubs
     """An Invoke task whose flags are checked by ``checks`` (flag name -> :class:`Check`) before
     its body runs. Invoke converts no value itself (so no ``ValueError`` from its parser), each
     flag's help ends with what it accepts, and ``-h`` is the task's help: no auto short flag
     takes it, nor a positional argument."""
 
-    def __init__(self, body: Callable, *args: Any, checks: Mapping[str, AnyCheck] | None = None, **kwargs: Any):
+    def __init__(self, body: Callable[..., Any], *args: Any, checks: Mapping[str, AnyCheck] | None = None, **kwargs: Any):
         super().__init__(body, *args, **kwargs)
         self.checks: dict[str, AnyCheck] = dict(checks or {})
         self.positional_arguments: list[Argument] = []
@@ -367,7 +367,7 @@ class FlagTask(Task):
         return super().__call__(*args, **checked)
 
 
-def _print_help(task: Task) -> str | None:
+def _print_help(task: Task) -> str | None:  # type: ignore[type-arg]
     """Invoke's own ``invoke --help TASK`` for ``task``; what to run instead if that program is not the one running."""
     from invoke.main import program
 

@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+PROGRESS_PREFIX = "progress: "  # lines a client prints and the runner relays to the terminal
+
 QUIET_S = 10.0  # the longest silence a user sees (issue 17: the generate step was silent for 39 s)
 _STAMP = re.compile(r"^\[[^\]]*\]\s*")
 

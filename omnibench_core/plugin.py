@@ -11,13 +11,11 @@ module only with a release note; a name added here is a promise.
 
 from __future__ import annotations
 
-from .audio import resample, wav_data_uri, wav_duration_s
-from .clients import PROGRESS_PREFIX, Progress, post_chat
-from .datasets import build_once, default_cache_dir, is_complete
+from .builtin.scorers import ASR_SERVER
 from .errors import OmnibenchError, SettingsError
 from .hookspecs import hookimpl
 from .jsonio import read_json, write_json
-from .options import add_argument, by_name, default_of, defaults, format_value
+from .option_schema import add_argument, by_name, default_of, defaults, format_value
 from .records import (
     CiStage,
     Collected,
@@ -37,13 +35,15 @@ from .records import (
     TargetFacts,
     Workload,
 )
-from .scorers import ASR_SERVER
 from .scoring import voice
 from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
+from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import speed_summary
-from .scoring.stats import mean, median, percentile
-from .synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
+from .toolkit.audio import resample, wav_data_uri, wav_duration_s
+from .toolkit.clients import PROGRESS_PREFIX, Progress, post_chat
+from .toolkit.datasets import build_once, default_cache_dir, is_complete
+from .toolkit.synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
 __all__ = [
     # the hook marker and the records hooks return or receive

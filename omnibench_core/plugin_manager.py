@@ -12,7 +12,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
-from .options import schema_problems
+from .option_schema import schema_problems
 from .records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 
 OWN_DISTRIBUTION = "omnibench"

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from omnibench_core.ports import port_in_use
-from omnibench_core.processes import group_members
-from omnibench_core.proctree import alive, environ_has_token, snapshot
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.processes import group_members
+from omnibench_core.process.proctree import alive, environ_has_token, snapshot
 
 PY = sys.executable
 

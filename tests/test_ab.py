@@ -19,7 +19,7 @@ from run_helpers import REPO, free_port
 from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
-from omnibench_core.ports import port_in_use
+from omnibench_core.process.ports import port_in_use
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
@@ -150,7 +150,7 @@ def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_p
 
 
 def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch):
-    from omnibench_core import hostload
+    from omnibench_core.telemetry import hostload
 
     monkeypatch.setenv(hostload.ROOT_VAR, "4242")
     assert hostload.default_root() == 4242

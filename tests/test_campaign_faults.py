@@ -22,8 +22,8 @@ from run_helpers import REPO, free_port
 from scale_helpers import make_revisions_checkout, server_pids
 
 from omnibench_core.campaign import record
-from omnibench_core.ports import port_in_use
-from omnibench_core.proctree import cmdline, snapshot
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.proctree import cmdline, snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SELFTEST = ("measure", "-w", "selftest", "--runs", "2")

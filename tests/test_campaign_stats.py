@@ -8,7 +8,8 @@ import statistics
 import pytest
 from scipy import stats as scipy_stats
 
-from omnibench_core.campaign import metrics, stats
+from omnibench_core.campaign import directions as metrics
+from omnibench_core.campaign import estimators as stats
 
 
 @pytest.mark.parametrize(("t", "df", "p"), [

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO
 
-from omnibench_core import api, ownership
+from omnibench_core import api
 from omnibench_core.errors import RunNotReady, StepFailed, StorageError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.jsonio import write_json
-from omnibench_core.ports import port_in_use
-from omnibench_core.processes import group_alive
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.processes import group_alive
 from omnibench_core.records import Collected, Command, RuleResult, Step, Workload
+from omnibench_core.run import ownership
 from omnibench_core.settings import Settings
 from omnibench_plugins.seedtts import metrics as seedtts_metrics
 

@@ -13,7 +13,6 @@ import pytest
 from gpu_helpers import fake_calls, write_fake_nvidia_smi
 from proc_helpers import HEALTH, PY, leftovers, log_line, wait_for
 
-from omnibench_core import gates
 from omnibench_core.errors import (
     ForeignListener,
     GpuNotFree,
@@ -23,8 +22,9 @@ from omnibench_core.errors import (
     ServerDied,
     ServerNotReady,
 )
-from omnibench_core.processes import start_group
-from omnibench_core.proctree import alive, cmdline, snapshot
+from omnibench_core.process.processes import start_group
+from omnibench_core.process.proctree import alive, cmdline, snapshot
+from omnibench_core.run import gates
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from run_helpers import invoke_run_into
 
-from omnibench_core import hostload
 from omnibench_core.campaign.summary import noisy_runs
 from omnibench_core.errors import SettingsError
 from omnibench_core.settings import Settings
+from omnibench_core.telemetry import hostload
 
 
 def _write_proc(root: Path, cpu_busy: dict[int, int], pids: dict[int, tuple[int, int]], load: float) -> None:

@@ -70,10 +70,70 @@ def test_plugins_use_no_private_name_of_the_core_and_nothing_of_the_local_server
     assert offenders == []
 
 
-def test_the_run_layer_does_not_reach_up():
-    """tasks -> api -> records -> runner: the runner and its helpers never import the front door."""
-    run_layer = ["runner", "step_exec", "planning", "collection", "gates", "processes", "manifest", "layout",
-                 "ownership", "records", "hookspecs"]
-    offenders = [f"{name}: {mod}" for name in run_layer for mod, _ in _imports(REPO / "omnibench_core" / f"{name}.py")
-                 if mod in ("omnibench_core.api", "omnibench_core.plugin_manager", "tasks")]
+def _core_modules() -> list[tuple[Path, str]]:
+    standin_files = REPO / "omnibench_core" / "standin" / "files"
+    out = []
+    for path in sorted((REPO / "omnibench_core").rglob("*.py")):
+        if standin_files in path.parents:
+            continue
+        parts = path.relative_to(REPO).with_suffix("").parts
+        out.append((path, ".".join(parts[:-1] if path.name == "__init__.py" else parts)))
+    return out
+
+
+def test_every_core_module_is_in_one_layer():
+    from omnibench_core.layers import LAYERS, layer_of
+
+    homeless = [module for _, module in _core_modules() if layer_of(module) is None]
+    assert homeless == []
+    named = [m for layer in LAYERS for m in layer.modules]
+    assert len(named) == len(set(named))
+    # each named module or package exists (a renamed one must be renamed here too)
+    core = REPO / "omnibench_core"
+    missing = [m for m in named if not ((core / f"{m}.py").is_file() or (core / m).is_dir())]
+    assert missing == []
+
+
+def test_no_layer_imports_a_layer_above_it():
+    """tasks -> studies -> front door -> plugins -> toolkit -> host -> run -> process -> shared:
+    each module imports its own layer and those below, never one above (omnibench_core/layers.py)."""
+    from omnibench_core.layers import layer_of, rank
+
+    offenders = []
+    for path, module in _core_modules():
+        mine = layer_of(module)
+        assert mine is not None
+        for imported, names in _imports(path):
+            targets = [f"{imported}.{n}" for n in names] if imported == "omnibench_core" else [imported]
+            for target in targets:
+                theirs = layer_of(target)
+                if theirs is not None and rank(theirs) < rank(mine):
+                    offenders.append(f"{module} ({mine.name}) imports {target} ({theirs.name})")
     assert offenders == []
+
+
+def test_the_strict_type_check_follows_the_layers():
+    """pyproject.toml's strict mypy override lists exactly the modules of the layers marked strict."""
+    import tomllib
+
+    from omnibench_core.layers import strict_modules
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    strict = [o for o in config["tool"]["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
+    assert len(strict) == 1
+    listed = sorted(m for m in strict[0]["module"] if not m.endswith(".*"))
+    assert listed == strict_modules()
+    core = REPO / "omnibench_core"
+    packages = [m for m in listed if m != "omnibench_core" and (core / m.split(".", 1)[1]).is_dir()]
+    assert sorted(m[:-2] for m in strict[0]["module"] if m.endswith(".*")) == packages
+
+
+def test_the_architecture_page_shows_each_layer_with_its_modules():
+    from omnibench_core.layers import LAYERS
+
+    page = (REPO / "docs" / "architecture.md").read_text()
+    table = page[page.index("<!-- layers -->"):page.index("<!-- /layers -->")]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith(("| layer", "| ---"))]
+    assert [r.split("|")[1].strip() for r in rows] == [layer.name for layer in LAYERS]
+    for row, layer in zip(rows, LAYERS, strict=True):
+        assert [m.strip(" `") for m in row.split("|")[2].split(",")] == list(layer.modules)

@@ -22,13 +22,13 @@ import requests
 import soundfile as sf
 from run_helpers import free_port
 
-from omnibench_core.audio import to_wav_bytes, wav_data_uri
-from omnibench_core.gates import wait_ready
 from omnibench_core.local.media import REFUSED
 from omnibench_core.local.speech import TTS_RATE, estimate_f0
 from omnibench_core.local.vision import Sampling, summarize_video
-from omnibench_core.processes import start_group
-from omnibench_core.synthetic import PALETTE, write_color_video
+from omnibench_core.process.processes import start_group
+from omnibench_core.run.gates import wait_ready
+from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri
+from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
 
 READ = "Please read the following text out loud in English: "
 IDLE_S = 1.5  # the test server's --idle-timeout and --body-timeout

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from omnibench_core import api, options, plugin_manager, testing
+from omnibench_core import api, plugin_manager
+from omnibench_core import option_schema as options
+from omnibench_core.builtin import selftest as testing
 from omnibench_core.errors import PluginError, SettingsError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Option, Target, Workload
@@ -130,8 +132,8 @@ def test_a_plain_dict_of_options_is_refused_naming_the_option_records():
 
 
 def test_the_sglang_commands_get_the_typed_values_back_as_text(tmp_path):
+    from omnibench_core.builtin.targets import prepare_local
     from omnibench_core.records import Endpoint, RunContext
-    from omnibench_core.targets import prepare_local
     from omnibench_plugins import videoamme
 
     w = Workload("videoamme", "", plan=videoamme.plan, options=VIDEOAMME)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from omnibench_core import hookspecs, options, plugin_manager
+from omnibench_core import hookspecs, plugin_manager
+from omnibench_core import option_schema as options
 from omnibench_core.errors import PluginError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Target, Workload
@@ -119,7 +120,7 @@ def _client(ctx):
     (ctx.workload_dir / "echoes.json").write_text(json.dumps(out))
 
 def plan(ctx):
-    server = ServeSpec("acme", argv=(sys.executable, "-m", "omnibench_core.testing", "serve",
+    server = ServeSpec("acme", argv=(sys.executable, "-m", "omnibench_core.builtin.selftest", "serve",
                                      "--port", str(ctx.port), "--delay", "0.1"))
     return [Step("client", _client, server=server, outputs=("acme-echo/echoes.json",))]
 
@@ -198,7 +199,8 @@ def test_run_hooks_are_called_with_the_final_result(tmp_path, port):
 
 
 def test_incomplete_coverage_moves_the_run_aside(tmp_path, port):
-    from omnibench_core import api, testing
+    from omnibench_core import api
+    from omnibench_core.builtin import selftest as testing
     from omnibench_core.records import Collected, RuleResult
     from omnibench_core.settings import Settings
 
@@ -269,9 +271,9 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
     from dataclasses import replace
 
     from omnibench_core import api
+    from omnibench_core.builtin.targets import prepare_local
     from omnibench_core.records import Endpoint, RunContext, TargetFacts
     from omnibench_core.settings import Settings
-    from omnibench_core.targets import prepare_local
     from omnibench_plugins import seedtts, videoamme
 
     facts = TargetFacts(own_clients=False, substitutes={"asr": "acme-asr 1.0"})

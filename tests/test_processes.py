@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from omnibench_core.processes import build_env, group_members, log_tail, start_group
+from omnibench_core.process.processes import build_env, group_members, log_tail, start_group
 
 SPAWNER = """
 import subprocess, sys, time

@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 
 from omnibench_core.campaign.progress import UNTIMED, CampaignProgress, Scoring, estimate_left, scoring_seconds
-from omnibench_core.clients import Progress
 from omnibench_core.heartbeat import Heartbeat, beating, unstamped
+from omnibench_core.toolkit.clients import Progress
 
 
 class Clock:

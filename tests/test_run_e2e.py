@@ -16,7 +16,7 @@ from checkout_helpers import make_fake_checkout
 from gpu_helpers import fake_calls, write_fake_nvidia_smi
 from run_helpers import REPO
 
-from omnibench_core.processes import group_members
+from omnibench_core.process.processes import group_members
 
 
 def run_dirs(results: Path) -> list[Path]:

@@ -17,7 +17,8 @@ from scale_helpers import invoke_standin, server_pids
 from omnibench_core.errors import OmnibenchError, SettingsError
 from omnibench_core.jsonio import read_json
 from omnibench_core.records import Slot
-from omnibench_core.scale import commands, revisions
+from omnibench_core.scale import front_door as commands
+from omnibench_core.scale import revisions
 from omnibench_core.scale.bisect import kary_search, rounds_needed
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.slots import HostSlot, SlotBusy, check_free, plan_slots

@@ -17,8 +17,8 @@ from gpu_helpers import write_fake_nvidia_smi
 from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
-from omnibench_core.ports import port_in_use
-from omnibench_core.scale import commands
+from omnibench_core.process.ports import port_in_use
+from omnibench_core.scale import front_door as commands
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")

@@ -15,14 +15,14 @@ import soundfile as sf
 from checkout_helpers import make_fake_checkout
 from run_helpers import free_port, invoke_run_into
 
-from omnibench_core.gates import wait_ready
-from omnibench_core.processes import start_group
+from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
+from omnibench_core.process.processes import start_group
 from omnibench_core.records import Command, Endpoint, RunContext
+from omnibench_core.run.gates import wait_ready
 from omnibench_core.scoring import asr_wer
 from omnibench_core.scoring.asr_wer import WerJob
 from omnibench_core.scoring.audio_check import run_audio_summary
 from omnibench_core.settings import RunSettings, Settings
-from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import seedtts
 from omnibench_plugins.seedtts import metrics as collecting
 from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta

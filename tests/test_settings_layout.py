@@ -9,9 +9,9 @@ import pytest
 
 from omnibench_core.errors import PluginError, SettingsError
 from omnibench_core.jsonio import read_json, write_json
-from omnibench_core.layout import move_aside, next_run_name
-from omnibench_core.planning import order_steps
 from omnibench_core.records import Command, ServeSpec, Step
+from omnibench_core.run.layout import move_aside, next_run_name
+from omnibench_core.run.planning import order_steps
 from omnibench_core.settings import SECTIONS, Settings, format_cpu_list, parse_cpu_list
 
 

@@ -12,9 +12,9 @@ import pytest
 from proc_helpers import HEALTH, PY, SERVER, leftovers, log_line
 from run_helpers import free_port
 
-from omnibench_core.processes import start_group
-from omnibench_core.proctree import Tree, alive
-from omnibench_core.strays import find_strays, stop_strays
+from omnibench_core.process.processes import start_group
+from omnibench_core.process.proctree import Tree, alive
+from omnibench_core.process.strays import find_strays, stop_strays
 
 
 @pytest.fixture

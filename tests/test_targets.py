@@ -7,10 +7,10 @@ import sys
 import pytest
 from checkout_helpers import make_fake_checkout
 
+from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import ServeSpec
 from omnibench_core.settings import Settings
-from omnibench_core.targets import prepare_local, prepare_sglang_omni
 
 
 def test_missing_checkout_names_the_setting(tmp_path):

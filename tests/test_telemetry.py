@@ -14,10 +14,10 @@ import pytest
 from gpu_helpers import write_fake_nvidia_smi
 
 from omnibench_core import api
+from omnibench_core.builtin.targets import prepare_local
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import Target, TargetFacts
 from omnibench_core.settings import Settings
-from omnibench_core.targets import prepare_local
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler

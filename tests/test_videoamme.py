@@ -17,12 +17,12 @@ import requests
 from checkout_helpers import make_fake_checkout
 from run_helpers import free_port
 
-from omnibench_core.gates import wait_ready
-from omnibench_core.processes import start_group
+from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
+from omnibench_core.process.processes import start_group
 from omnibench_core.records import Command, Endpoint, RunContext
+from omnibench_core.run.gates import wait_ready
 from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.standin import make_standin
-from omnibench_core.targets import prepare_local, prepare_sglang_omni
 from omnibench_plugins import videoamme
 from omnibench_plugins.videoamme.client import parse_letter
 from omnibench_plugins.videoamme.data import ensure_local_set, load_samples

@@ -17,14 +17,14 @@ import textwrap
 import pytest
 from proc_helpers import PY, SERVER, leftovers, log_line, wait_for
 
-from omnibench_core.processes import start_group
-from omnibench_core.proctree import alive
+from omnibench_core.process.processes import start_group
+from omnibench_core.process.proctree import alive
 
 # An owner: starts the server under a watchdog, says who is who, then waits to be killed.
 OWNER = textwrap.dedent("""\
     import json, os, sys, time
     from pathlib import Path
-    from omnibench_core.processes import start_group
+    from omnibench_core.process.processes import start_group
     p = start_group(json.loads(sys.argv[1]), log_path=Path(sys.argv[2]), env=dict(os.environ), orphan_grace_s=1)
     print(json.dumps({"watchdog": p.watchdog.pid, "leader": p.pid, "token": p.token}), flush=True)
     time.sleep(600)
@@ -35,7 +35,7 @@ OWNER_STOPPING = textwrap.dedent("""\
     import json, os, signal, sys, time
     from pathlib import Path
     from omnibench_core.errors import Terminated
-    from omnibench_core.processes import start_group
+    from omnibench_core.process.processes import start_group
     def on_term(signum, frame):
         raise Terminated()
     signal.signal(signal.SIGTERM, on_term)

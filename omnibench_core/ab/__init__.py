@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SettingsError
-from ..report import table
-from ..scale.commands import host_slots
+from ..scale.front_door import host_slots
 from ..scale.slots import HostSlot
 from ..settings import Settings
+from ..tables import table
 from .analysis import HEADERS, Analysis, analyse, rows
 from .execute import Request, experiment_lock, request_from, run_ab
 from .record import Design, Experiment

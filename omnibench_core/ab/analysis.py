@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import defaults
-from ..campaign import metrics as meta
+from ..campaign import directions as meta
 from ..campaign import verdict
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Terminated
-from ..hostload import ROOT_VAR
 from ..jsonio import read_json, write_json
-from ..runner import sigterm_as_exception
+from ..run.runner import sigterm_as_exception
+from ..telemetry.hostload import ROOT_VAR
 from .worker import BARRIER, PARENT_VAR, Spec
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, defaults, ownership
+from .. import api, defaults
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import SCORINGS
 from ..errors import (
@@ -31,8 +31,9 @@ from ..errors import (
     storage_error,
 )
 from ..identity import AB_SHARED_SETTINGS, recorded_settings
-from ..manifest import run_status
 from ..records import PHASES, Phase
+from ..run import ownership
+from ..run.manifest import run_status
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings

@@ -15,8 +15,8 @@ imports it.
 - :mod:`.plots`     PNG plots with the optional matplotlib extra
 """
 
-from .commands import Compared, Reported, compare, compare_text, report, report_text
 from .execute import CampaignStopped, Outcome, asked_from, measure
+from .front_door import Compared, Reported, compare, compare_text, report, report_text
 
 __all__ = ["CampaignStopped", "Compared", "Outcome", "Reported", "asked_from", "compare", "compare_text", "measure",
            "report", "report_text"]

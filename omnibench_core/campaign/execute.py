@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api, ownership
+from .. import api
 from ..errors import (
     GateError,
     OmnibenchError,
@@ -24,8 +24,9 @@ from ..errors import (
 )
 from ..identity import recorded_settings
 from ..jsonio import read_json
-from ..manifest import run_status
 from ..records import PHASES, Phase
+from ..run import ownership
+from ..run.manifest import run_status
 from ..settings import Settings
 from ..setup.pins import load_pins
 from . import record

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError
-from ..hostload import noisy_windows
 from ..identity import differences
 from ..jsonio import read_json
-from . import metrics as meta
-from .stats import mean_sd
+from ..telemetry.hostload import noisy_windows
+from . import directions as meta
+from .estimators import mean_sd
 
 
 class MixedRuns(OmnibenchError):

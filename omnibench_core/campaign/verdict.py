@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .. import defaults
-from .stats import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
+from .estimators import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
 
 CORRECTION = "Holm"
 NEEDED_CAP = 10_000  # past this many rounds the estimate says "more than"

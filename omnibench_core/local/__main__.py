@@ -20,7 +20,7 @@ import time
 
 from aiohttp import web
 
-from ..datasets import default_cache_dir
+from ..toolkit.datasets import default_cache_dir
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
 from .server import ServerConfig, build_app
 from .speech import Recognizer, Synthesizer

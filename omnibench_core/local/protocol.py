@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..audio import AudioError, decode_data_uri
+from ..toolkit.audio import AudioError, decode_data_uri
 from .errors import RequestError
 from .wav import AudioLimits, decode_wav
 

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from ..audio import to_wav_bytes
+from ..toolkit.audio import to_wav_bytes
 from . import multimodal, protocol
 from .errors import RequestError
 from .media import MediaPolicy
+from .request_counts import ModelNames
 from .speech import TTS_RATE, Recognizer, Synthesizer
-from .stats import ModelNames
 from .wav import AudioLimits, decode_wav
 
 

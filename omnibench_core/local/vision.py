@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..synthetic import LETTERS, PALETTE
+from ..toolkit.synthetic import LETTERS, PALETTE
 
 TOKENS_PER_FRAME = 64  # the local target's count of video tokens per sampled frame
 MAX_SOURCE_PIXELS = 7680 * 4320  # 8K: larger coded frames are refused before decoding

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import soundfile as sf
 
-from ..audio import AudioError, read_wav_bytes
+from ..toolkit.audio import AudioError, read_wav_bytes
 from .errors import RequestError
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from .. import defaults
 from ..errors import OmnibenchError, SettingsError
 from ..jsonio import write_json
-from ..report import table
 from ..settings import Settings
+from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine

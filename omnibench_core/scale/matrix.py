@@ -13,10 +13,10 @@ from pathlib import Path
 from .. import api, defaults
 from ..errors import SettingsError
 from ..jsonio import write_json
-from ..layout import revision_dir
 from ..records import short_revision
-from ..report import table
+from ..run.layout import revision_dir
 from ..settings import Settings
+from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict
 from .engine import Engine

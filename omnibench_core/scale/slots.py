@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
-from ..gpu import call_timeout, query_memory_used
-from ..ports import port_in_use
+from ..process.gpu import call_timeout, query_memory_used
+from ..process.ports import port_in_use
+from ..process.strays import find_strays
 from ..records import Slot
 from ..settings import Settings, format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
-from ..strays import find_strays
 
 SlotPer = Literal["pair", "gpu"]
 SlotCpus = Literal["rule", "shared"]

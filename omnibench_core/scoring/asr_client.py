@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from ..clients import Progress, error_text
+from ..toolkit.clients import Progress, error_text
 
 
 async def _all(paths: Sequence[Path | None], url: str, model: str, lang: str, concurrency: int,

@@ -3,7 +3,7 @@ each successful row's WAV on an ASR server, normalise, score with jiwer, summari
 
 Workloads differ only in where the rows are, which field is the reference and how the result
 files are laid out (sglang-omni's own names and fields, so its scripts read them); those are the
-parameters of a :class:`WerJob`. The ``asr-wer`` scorer (``omnibench_core.scorers``) plans it.
+parameters of a :class:`WerJob`. The ``asr-wer`` scorer (``omnibench_core.builtin.scorers``) plans it.
 
     python -m omnibench_core.scoring.asr_wer --output-dir out --port 8000 --rows generated.json \
         --reference-field target_text --output wer_results.json

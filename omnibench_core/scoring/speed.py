@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .stats import mean, median, percentile
+from .percentiles import mean, median, percentile
 
 
 def speed_summary(rows: Sequence[Mapping[str, Any]], wall_time_s: float) -> dict[str, Any]:

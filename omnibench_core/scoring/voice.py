@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..audio import resample
+from ..toolkit.audio import resample
 
 RATE = 16000
 SIM_METHOD = "local substitute: cosine x100 of mean mel-cepstra (c1..c20) over loud frames, 16 kHz (not WavLM-ECAPA)"

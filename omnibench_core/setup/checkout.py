@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import GateError, OmnibenchError
 from ..gitinfo import refuse_option_like
-from ..processes import log_tail
+from ..process.processes import log_tail
 
 REPO_URL = "https://github.com/sgl-project/sglang-omni.git"
 VENV_SCRIPT = ".github/scripts/prepare_omni_venv.sh"

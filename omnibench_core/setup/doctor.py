@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..checkout import check_checkout
 from ..errors import OmnibenchError
-from ..gpu import call_timeout, query_memory_used
-from ..ports import port_holder, port_in_use
+from ..process.gpu import call_timeout, query_memory_used
+from ..process.ports import port_holder, port_in_use
 from ..settings import Settings
 from ..standin import is_standin, omni_ci_home
 from .checkout import check_venv

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import GateError, OmnibenchError
-from ..processes import log_tail
+from ..process.processes import log_tail
 
 DEFAULT_PINS = Path(__file__).with_name("pins.json")
 

@@ -163,7 +163,7 @@ def try_it(made: Standin) -> str:
 def history_text(made: Standin, spec: StandinSpec, *, nvidia_smi: str = "nvidia-smi") -> str:
     """What ``invoke standin`` prints: each commit with its planted settings, then how to use it.
     Without a fake and without ``nvidia_smi`` on PATH it says the target needs one, and how."""
-    from ..report import table
+    from ..tables import table
 
     rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
             for i, sha in enumerate(made.commits, start=1))

@@ -61,7 +61,7 @@ REFERENCE_SENTENCES = (
     "Let me tell you a short story about my grandmother.",
 )
 
-# Six reference "speakers": the local voice at six pitches (omnibench_core.synthetic.Speaker).
+# Six reference "speakers": the local voice at six pitches (omnibench_core.toolkit.synthetic.Speaker).
 SPEAKER_PITCH = (0.86, 0.91, 0.96, 1.0, 1.05, 1.1)
 REFERENCE_RATE = 16000
 

@@ -117,9 +117,9 @@ def video_questions(base: str, *, talker: bool, count: int = 2) -> list[bool]:
 
 def tts_wer(base: str, count: int = 2) -> float:
     """Voice clone on the first seed-tts samples, transcribed by the same server: corpus WER."""
-    from omnibench_core.audio import wav_data_uri
     from omnibench_core.scoring import wer
     from omnibench_core.scoring.asr_client import transcribe_files
+    from omnibench_core.toolkit.audio import wav_data_uri
     from omnibench_plugins.seedtts.data import ensure_local_set, load_meta, local_set_dir
 
     ensure_local_set(local_set_dir())

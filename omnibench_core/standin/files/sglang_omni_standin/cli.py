@@ -25,7 +25,7 @@ from sglang_omni_standin import ROOT, main_root, settings
 
 # one file per live server, in the stand-in's own checkout (also for a worktree): the fake nvidia-smi reads them
 GPU_STATE = main_root(ROOT) / ".standin" / "gpu"
-SELFTEST = "selftest"  # omnibench's selftest workload's model path (omnibench_core.testing.NAME)
+SELFTEST = "selftest"  # omnibench's selftest workload's model path (omnibench_core.builtin.selftest.NAME)
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -88,7 +88,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float) -> list[str]:
     """The server's argv for these flags: the selftest server for ``--model-path selftest``, else the local server."""
     if args.model_path == SELFTEST:
-        argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--host", args.host, "--port", str(port)]
+        argv = [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--host", args.host, "--port", str(port)]
         if args.delay is not None:
             argv += ["--delay", f"{args.delay:g}"]
         return argv + (["--delay-ms", f"{delay_ms:g}"] if delay_ms else [])
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         port = _free_port(args.host)  # sglang-omni's default: move silently, but log it
         print(f"Port {args.port} is already in use. Using port {port} instead.", flush=True)
     delay_ms = float(settings().get("delay_ms", 0) or 0)
-    if delay_ms and not _delay_supported("omnibench_core.testing" if args.model_path == SELFTEST else
+    if delay_ms and not _delay_supported("omnibench_core.builtin.selftest" if args.model_path == SELFTEST else
                                           "omnibench_core.local.__main__"):
         print(f"standin.json asks for {delay_ms:g} ms of added latency, but this omnibench's local server has "
               "no --delay-ms flag; update omnibench", file=sys.stderr, flush=True)

@@ -74,7 +74,7 @@ def video_eval_config_from_args(args: argparse.Namespace) -> VideoEvalConfig:
 async def run_videoamme_eval(cfg: VideoEvalConfig, compute_wer: bool = False) -> dict[str, Any]:
     """Ask every question once; write ``videoamme_results.json`` (and ``wer_summary.json`` with
     ``compute_wer``, on an ASR server at the same port); return the results document."""
-    from omnibench_core.synthetic import (
+    from omnibench_core.toolkit.synthetic import (
         LOCAL_VIDEO_ANSWER_METHOD as LOCAL_ANSWER_METHOD,  # the server is omnibench's local one
     )
     from omnibench_plugins.videoamme.client import VideoClientConfig, run

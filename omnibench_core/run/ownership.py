@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RunNotReady, storage_error
-from .jsonio import read_json, write_json
+from ..errors import RunNotReady, storage_error
+from ..jsonio import read_json, write_json
 from .layout import move_aside, next_run_name
 
 MANIFEST_NAME = "manifest.json"

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .clients import PROGRESS_PREFIX
-from .errors import StepFailed
-from .processes import GroupProcess, build_env, log_tail, start_group
-from .records import Command, Endpoint, Step, StepContext, TargetEnv
+from ..errors import StepFailed
+from ..heartbeat import PROGRESS_PREFIX
+from ..process.processes import GroupProcess, build_env, log_tail, start_group
+from ..records import Command, Endpoint, Step, StepContext, TargetEnv
 
 
 @dataclass(frozen=True)

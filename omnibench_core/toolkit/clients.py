@@ -13,9 +13,7 @@ from typing import Any
 
 import aiohttp
 
-from .heartbeat import Ticker
-
-PROGRESS_PREFIX = "progress: "  # lines the runner relays to the terminal
+from ..heartbeat import PROGRESS_PREFIX, Ticker
 
 
 class Progress:

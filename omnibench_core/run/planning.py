@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import PluginError
-from .records import PHASES, ServeSpec, Step
+from ..errors import PluginError
+from ..records import PHASES, ServeSpec, Step
 
 
 @dataclass(frozen=True)

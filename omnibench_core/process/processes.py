@@ -3,7 +3,7 @@
 Both servers and client programs run in a new session, so that Ctrl-C on a terminal reaches
 omnibench alone, and omnibench stops every process a program spawned (orphaned children that
 hold GPU memory are a known failure mode of the servers). Each program runs under a small
-watchdog process (:mod:`omnibench_core.watchdog`) that stops the whole tree when omnibench asks,
+watchdog process (:mod:`omnibench_core.process.watchdog`) that stops the whole tree when omnibench asks,
 and also when omnibench dies, even by SIGKILL. A stop cannot be interrupted halfway: SIGINT and
 SIGTERM during a stop only cut its grace short.
 """
@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .proctree import Tree, add_token, alive
 from .stopping import StopRecord, stop_members
@@ -100,7 +101,7 @@ class WatchedPopen:
         self.returncode: int | None = None
         self.final: StopRecord | None = None  # the watchdog's last word: "stopped" or "done"
         self.lost = False  # the report pipe closed without a final record
-        self.error: dict | None = None  # the watchdog could not start the program: errno, where
+        self.error: dict[str, Any] | None = None  # the watchdog could not start the program: errno, where
         self.taken = False  # a stop has returned ``final`` already
         self._ctl, self._report, self._buffer = ctl, report, b""
         self._closed = False
@@ -376,7 +377,7 @@ def start_group(
     try:
         with open(log_path, "ab") as log:
             watchdog = subprocess.Popen(
-                [python, "-m", "omnibench_core.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
+                [python, "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dog_env, cwd="/",
                 pass_fds=(ctl_r, report_w),
                 start_new_session=True,  # Ctrl-C on the terminal is for omnibench only

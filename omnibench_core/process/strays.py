@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import GpuQueryError
+from ..errors import GpuQueryError
 from .gpu import CALL_TIMEOUT_S, query_compute_apps
 from .ports import port_listeners
 from .processes import GroupProcess

@@ -9,8 +9,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from ..jsonio import read_json, write_json
 from .gates import GateRecord
-from .jsonio import read_json, write_json
 
 MANIFEST_NAME = "manifest.json"
 
@@ -102,5 +102,5 @@ class Manifest:
 def _error_record(error: BaseException) -> dict[str, Any]:
     as_record = getattr(error, "as_record", None)
     if callable(as_record):
-        return as_record()
+        return dict(as_record())
     return {"type": type(error).__name__, "message": str(error)}

@@ -20,9 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import gates, hostload, ownership
-from .collection import collect_run, write_metrics
-from .errors import (
+from ..errors import (
     GateError,
     OmnibenchError,
     RunInterrupted,
@@ -33,20 +31,23 @@ from .errors import (
     Terminated,
     storage_error,
 )
-from .gpu import call_timeout
-from .heartbeat import stamp
-from .jsonio import read_json
+from ..heartbeat import stamp
+from ..jsonio import read_json
+from ..process.gpu import call_timeout
+from ..process.ports import port_holder, port_in_use
+from ..process.processes import GroupProcess, build_env, start_group
+from ..process.strays import find_strays, stop_strays
+from ..records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
+from ..settings import RunSettings, ToolSettings
+from ..telemetry import hostload
+from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
+from ..telemetry.sampler import Sampler
+from . import gates, ownership
+from .collection import collect_run, write_metrics
 from .layout import move_aside
 from .manifest import Manifest, now_iso
 from .planning import Group, PlannedStep, order_steps
-from .ports import port_holder, port_in_use
-from .processes import GroupProcess, build_env, start_group
-from .records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
-from .settings import RunSettings, ToolSettings
 from .step_exec import StepScope, run_step, step_log_path
-from .strays import find_strays, stop_strays
-from .telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
-from .telemetry.sampler import Sampler
 
 Progress = Callable[[str], None]
 

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from .gpu import CALL_TIMEOUT_S, describe_gpus
-from .settings import format_cpu_list
+from ..process.gpu import CALL_TIMEOUT_S, describe_gpus
+from ..settings import format_cpu_list
 
 CORE_PACKAGES = ("omnibench", "invoke", "nox", "pluggy", "huggingface_hub", "requests", "numpy",
                  "soundfile", "tabulate")

@@ -8,7 +8,7 @@ can be exercised::
 
     invoke run --workload selftest --opt selftest.delay=2 --opt selftest.requests=50
 
-Run ``python -m omnibench_core.testing serve --help`` for the server's own flags.
+Run ``python -m omnibench_core.builtin.selftest serve --help`` for the server's own flags.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import requests
 
-from .hookspecs import hookimpl
-from .jsonio import read_json, write_json
-from .options import defaults, format_value
-from .records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
+from ..hookspecs import hookimpl
+from ..jsonio import read_json, write_json
+from ..option_schema import defaults, format_value
+from ..records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
 
 NAME = "selftest"
 OPTIONS = (
@@ -91,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve(argv: list[str] | None = None) -> int:
     """The test server: port closed while 'loading', then ``/health``, ``/v1/echo``, ``/v1/check``."""
-    parser = argparse.ArgumentParser(prog="python -m omnibench_core.testing serve")
+    parser = argparse.ArgumentParser(prog="python -m omnibench_core.builtin.selftest serve")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--delay", type=float, default=0.3)
@@ -123,7 +123,7 @@ def serve(argv: list[str] | None = None) -> int:
 # -- the client ------------------------------------------------------------------------------
 def client(argv: list[str] | None = None) -> int:
     """Send ``--requests`` echo requests and write ``client.json``."""
-    parser = argparse.ArgumentParser(prog="python -m omnibench_core.testing client")
+    parser = argparse.ArgumentParser(prog="python -m omnibench_core.builtin.selftest client")
     parser.add_argument("--url", required=True)
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--sleep", type=float, default=0.0)
@@ -160,7 +160,7 @@ def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
         # The target builds the argv (`sgl-omni serve --model-path selftest ... --port P`); the
         # checkout's command must start this module's server with these flags.
         return ServeSpec(label=label, model_path=NAME, args=("--delay", format_value(o["delay"])))
-    argv = [sys.executable, "-m", "omnibench_core.testing", "serve", "--port", str(ctx.port),
+    argv = [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", str(ctx.port),
             "--delay", format_value(o["delay"]), "--children", format_value(o["children"])]
     if o["die"]:
         argv.append("--die")
@@ -174,7 +174,7 @@ def _server_spec(ctx: RunContext, label: str) -> ServeSpec:
 def plan(ctx: RunContext) -> list[Step]:
     """The client step on a fresh self-test server."""
     out = ctx.workload_dir / "client.json"
-    argv = [sys.executable, "-m", "omnibench_core.testing", "client", "--url", ctx.endpoint.base_url,
+    argv = [sys.executable, "-m", "omnibench_core.builtin.selftest", "client", "--url", ctx.endpoint.base_url,
             "--requests", format_value(ctx.options["requests"]), "--sleep", format_value(ctx.options["client_seconds"]),
             "--out", str(out)]
     if ctx.options["fail_once"]:
@@ -240,11 +240,11 @@ def omnibench_scorers() -> list[Scorer]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m omnibench_core.testing serve|client ...``."""
+    """``python -m omnibench_core.builtin.selftest serve|client ...``."""
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {"serve": serve, "client": client}
     if not args or args[0] not in commands:
-        print(f"usage: python -m omnibench_core.testing {{{','.join(commands)}}} ...", file=sys.stderr)
+        print(f"usage: python -m omnibench_core.builtin.selftest {{{','.join(commands)}}} ...", file=sys.stderr)
         return 2
     return commands[args[0]](args[1:])
 

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
-from .gpu import CALL_TIMEOUT_S, query_memory_used
-from .ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
-from .processes import GroupProcess, log_tail
+from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
+from ..process.gpu import CALL_TIMEOUT_S, query_memory_used
+from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
+from ..process.processes import GroupProcess, log_tail
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
 
@@ -71,7 +71,7 @@ def is_healthy(status_code: int, body: str) -> bool:
     except ValueError:
         return bool(_HEALTHY_WORD.search(body))
     if isinstance(data, dict) and "status" in data:
-        return data["status"] == "healthy"
+        return bool(data["status"] == "healthy")
     return bool(_HEALTHY_WORD.search(body))
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from .. import api, defaults
 from ..errors import OmnibenchError
 from ..identity import RUN_SETTINGS
-from ..report import table
 from ..settings import Settings
+from ..tables import table
 from . import record, references
 from .compare import Comparison
 from .compare import compare as compare_stats

@@ -1,7 +1,7 @@
 """GPU facts from ``nvidia-smi``: used memory per GPU, the compute processes, and a description for manifests.
 
 Every call runs nvidia-smi in its own process group with a timeout; a hung call is killed with
-everything it started (see :func:`omnibench_core.processes.run_bounded`).
+everything it started (see :func:`omnibench_core.process.processes.run_bounded`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import GpuQueryError, GpuQueryTimeout
+from ..errors import GpuQueryError, GpuQueryTimeout
 from .processes import run_bounded
 
 CALL_TIMEOUT_S = 30.0  # the longest one nvidia-smi call may take, when nothing shorter is configured

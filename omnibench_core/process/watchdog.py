@@ -1,7 +1,7 @@
 """The watchdog: one small process per program, so that no program outlives omnibench.
 
-``python -m omnibench_core.watchdog --ctl FD --report FD`` is started by
-:func:`omnibench_core.processes.start_group`. It
+``python -m omnibench_core.process.watchdog --ctl FD --report FD`` is started by
+:func:`omnibench_core.process.processes.start_group`. It
 
 * makes itself a child subreaper, so descendants that call ``setsid`` and lose their parent are
   reparented to it and stay findable below it;
@@ -27,9 +27,10 @@ import os
 import select
 import signal
 import sys
+from typing import Any
 
-from omnibench_core.proctree import Tree
-from omnibench_core.stopping import StopRecord, stop_members
+from omnibench_core.process.proctree import Tree
+from omnibench_core.process.stopping import StopRecord, stop_members
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -39,7 +40,7 @@ POLL_S = 0.05
 def _prctl(option: int, value: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+        return bool(libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0)
     except (OSError, AttributeError):  # not Linux: the pipe still works, orphans may escape
         return False
 
@@ -82,7 +83,7 @@ class Watchdog:
             pass
 
     # -- starting ------------------------------------------------------------------------
-    def spawn(self, spec: dict) -> bool:
+    def spawn(self, spec: dict[str, Any]) -> bool:
         """Fork and exec the program; report ``started`` or ``error``."""
         self.token = spec.get("token", "")
         self.orphan_grace_s = float(spec.get("orphan_grace_s", 5.0))
@@ -106,7 +107,7 @@ class Watchdog:
         self.say(f"started {pid}")
         return True
 
-    def _exec_child(self, spec: dict, errors_w: int, watchdog_pid: int) -> None:
+    def _exec_child(self, spec: dict[str, Any], errors_w: int, watchdog_pid: int) -> None:
         stage = "setsid"
         try:
             os.setsid()
@@ -195,7 +196,7 @@ class Watchdog:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m omnibench_core.watchdog --ctl FD --report FD``."""
+    """Entry point: ``python -m omnibench_core.process.watchdog --ctl FD --report FD``."""
     parser = argparse.ArgumentParser(prog="omnibench-watchdog")
     parser.add_argument("--ctl", type=int, required=True, help="fd of the owner's control pipe")
     parser.add_argument("--report", type=int, required=True, help="fd of the pipe back to the owner")

@@ -10,13 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import __version__
-from .checkout import check_checkout, venv_env
-from .gitinfo import git_revision
-from .hookspecs import hookimpl
-from .records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
-from .settings import Settings
-from .synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
+from .. import __version__
+from ..checkout import check_checkout, venv_env
+from ..gitinfo import git_revision
+from ..hookspecs import hookimpl
+from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
+from ..settings import Settings
+from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
 
 # The runbook's shell block: `unset ...; export ...`.
 SGLANG_OMNI_UNSET = ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")

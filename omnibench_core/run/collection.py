@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import PluginError, StepFailed
-from .jsonio import write_json
-from .records import Collected, RuleResult, RunCheck, Workload
+from ..errors import PluginError, StepFailed
+from ..jsonio import write_json
+from ..records import Collected, RuleResult, RunCheck, Workload
 
 METRICS_NAME = "metrics.json"
 
