@@ -77,7 +77,8 @@ def test_slots_of_a_target_without_gpus_are_ports_and_cpu_groups(tmp_path):
                        topology=lambda: pytest.fail("the rule read the GPU topology"))
     assert [(s.slot.port, s.slot.gpus, s.idle_gpus) for s in slots] == [(9000, (), ()), (9001, (), ())]
     if len(mine) >= 2:  # disjoint groups that cover the process's CPUs
-        assert not set(slots[0].slot.cpus) & set(slots[1].slot.cpus) and sorted(slots[0].slot.cpus + slots[1].slot.cpus) == mine
+        a, b = slots[0].slot.cpus, slots[1].slot.cpus
+        assert not set(a) & set(b) and sorted(a + b) == mine
     shared = plan_slots(("0", "1"), 9000, cpus="shared", uses_gpu=False)
     assert all(s.shared_cpus and list(s.slot.cpus) == mine for s in shared)
     with pytest.raises(SettingsError, match="slot-cpus shared"):

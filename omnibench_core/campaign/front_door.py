@@ -94,7 +94,8 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
 
 
 def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = defaults.MIN_EFFECT,
-            alpha: float = defaults.ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None) -> Compared:
+            alpha: float = defaults.ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None
+            ) -> Compared:
     """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``.
     ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group;
     ``metrics``: only these (the family held to ``alpha`` is then just them)."""

@@ -311,8 +311,8 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
                          change.p, change.method, change.design, n_a, n_b, more, why, in_family)
 
 
-def judge(samples: Sequence[Samples], design: Design, *, alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT
-          ) -> tuple[MetricVerdict, ...]:
+def judge(samples: Sequence[Samples], design: Design, *, alpha: float = defaults.ALPHA,
+          min_effect: float = defaults.MIN_EFFECT) -> tuple[MetricVerdict, ...]:
     """Every metric's row, the family (the metrics with a better side whose change could be
     estimated and could reach ``alpha``) held to ``alpha`` with Holm's correction; the other rows
     (context ones too) get 1 - alpha intervals."""

@@ -388,8 +388,8 @@ class Runner:
                      "a second Ctrl-C cuts the wait short)")
         record = proc.stop_tree(grace)
         entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
-        scan = find_strays(proc, port=self.plan.slot.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.tools.nvidia_smi,
-                           gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
+        scan = find_strays(proc, port=self.plan.slot.port, gpus=self.plan.slot.gpus,
+                           nvidia_smi=self.plan.tools.nvidia_smi, gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
         left = list(record.leftover)
         if scan.strays or scan.notes:  # a note: what could not be looked at (a hung nvidia-smi, say)
             entry["strays"] = scan.as_dict()

@@ -162,8 +162,8 @@ class BisectResult:
 
 
 def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[str], metric: str, engine: Engine,
-           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (), client: str | None = None,
-           progress: Progress = print) -> BisectResult:
+           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
+           client: str | None = None, progress: Progress = print) -> BisectResult:
     """Find the first commit of ``commits`` (good first, bad last) whose campaign is worse on
     ``metric`` than the good one's; k = the engine's slots."""
     def job(i: int) -> CampaignJob:

@@ -73,7 +73,8 @@ def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:
 
 def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str], sweep: Sequence[str] = (),
            options: Sequence[str] = (), runs: int = defaults.RUNS, client: str | None = None,
-           engine: Engine, resume: bool = False, threshold: float = defaults.MIN_EFFECT, progress: Progress = print) -> MatrixResult:
+           engine: Engine, resume: bool = False, threshold: float = defaults.MIN_EFFECT,
+           progress: Progress = print) -> MatrixResult:
     """``invoke matrix``: every revision x option set one campaign; the table and compares."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
@@ -86,8 +87,8 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
 
 
 def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: Sequence[str], engine: Engine,
-           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (), client: str | None = None,
-           progress: Progress = print) -> bisect_mod.BisectResult:
+           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
+           client: str | None = None, progress: Progress = print) -> bisect_mod.BisectResult:
     """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``."""
     if settings.run.target == "local":
         raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")

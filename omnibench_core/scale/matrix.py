@@ -110,8 +110,8 @@ class MatrixResult:
     file: Path
 
 
-def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False, threshold: float = defaults.MIN_EFFECT,
-               progress: Progress = print) -> MatrixResult:
+def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False,
+               threshold: float = defaults.MIN_EFFECT, progress: Progress = print) -> MatrixResult:
     """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``."""
     jobs = spec.jobs()
     outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)

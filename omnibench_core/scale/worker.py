@@ -45,8 +45,8 @@ class WorkerSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerSpec:
         """Inverse of :meth:`as_dict`."""
-        return cls(CampaignJob.from_dict(data["job"]), HostSlot.from_dict(data["slot"]), dict(data["settings"]), str(data["worktrees"]),
-                   float(data.get("slot_timeout_s", 30.0)))
+        return cls(CampaignJob.from_dict(data["job"]), HostSlot.from_dict(data["slot"]), dict(data["settings"]),
+                   str(data["worktrees"]), float(data.get("slot_timeout_s", 30.0)))
 
 
 def settings_for(spec: WorkerSpec, checkout: str | None) -> Settings:
