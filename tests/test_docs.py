@@ -110,3 +110,20 @@ def test_the_checker_catches_a_wrong_flag_and_task():
     assert task == "compare" and "--fail-onn" not in task_flags(task) and "--fail-on" in task_flags(task)
     assert task_of(["--help", "run"])[0] == "run" and task_of(["--list"])[0] is None
     assert "nosuchtask" not in task_names() and "setup.cpus" in task_names()
+
+
+def test_the_site_builds_with_every_page_in_its_menu(tmp_path):
+    """mkdocs (the `test` extra) builds docs/ strictly: a broken link, a missing anchor or a page
+    left out of mkdocs.yml's nav fails here, as it would fail the published site."""
+    import subprocess
+    import sys
+
+    import yaml  # mkdocs depends on PyYAML
+
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
+    in_menu = {page for entry in nav for page in entry.values()}
+    assert in_menu == {p.name for p in (REPO / "docs").glob("*.md")}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "ab" / "index.html").is_file()
