@@ -12,7 +12,7 @@ import invoke
 from invoke import Collection, Context, Exit
 
 from omnibench_core import ab as ab_layer
-from omnibench_core import api, campaign, config, plugin_manager, tables
+from omnibench_core import api, campaign, config, defaults, plugin_manager, tables
 from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
@@ -69,6 +69,8 @@ SETTING_CHECKS: dict[str, f.AnyCheck] = {
     "workload": f.Many(f.text(empty=False)), "opt": f.Many(f.text(empty=False)),  # --opt: the options' schemas
 }
 RUNS = f.whole(2)  # a campaign's spread needs two measured runs
+# The library's defaults as the text a flag takes (Invoke shows a signature's default in --help).
+PERCENT, THRESHOLD, ALPHA = f"{defaults.MIN_EFFECT * 100:g}", f"{defaults.MIN_EFFECT:.0%}", f"{defaults.ALPHA:g}"
 
 
 @task(
@@ -119,8 +121,8 @@ RUN_FLAGS_HELP = {
     "scoring": "deferred (default: every run generated, then one scoring server start for all) or per-run",
     "name": "campaign name (default: from the workloads, options and target; the same command resumes it)",
     **RUN_FLAGS_HELP})
-def measure(c, workload, target=None, results=None, port=None, runs=3, opt=None, checkout=None, gpus=None,
-            cpus=None, client=None, retries=2, scoring="deferred", name=None):
+def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUNS, opt=None, checkout=None, gpus=None,
+            cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name=None):
     """A campaign: warm-up run0, then --runs measured runs, resumed by the same command; then its report."""
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
@@ -154,7 +156,7 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
             "alpha": "error rate of the family of metrics, Holm-held (default 0.05: 95 % intervals for one)",
             "fail-on": "exit 1 when any metric's verdict is this (e.g. worse), for CI (the words follow)",
             "target": "local or sglang-omni", "results": "results root"})
-def compare(c, a, b, force=False, min_effect="5", alpha="0.05", fail_on="", target=None, results=None):
+def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", target=None, results=None):
     """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
@@ -306,9 +308,9 @@ SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: 
     **SCALE_HELP, "revisions": "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the checkout",
     "sweep": "WORKLOAD.KEY=V1,V2,... (repeatable): every combination is an option set",
     "resume": "keep complete campaigns and runs, continue the others"})
-def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", slot_per="pair", slot_cpus="rule",
-           engine="local", address="auto", resume=False, threshold="5%", client=None, target=None, checkout=None,
-           results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
+def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, slots="", slot_per="pair",
+           slot_cpus="rule", engine="local", address="auto", resume=False, threshold=THRESHOLD, client=None, target=None,
+           checkout=None, results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
@@ -327,7 +329,7 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=3, slots="", sl
     **SCALE_CHECKS, "good": f.revision(), "bad": f.revision(), "metric": f.text(empty=False)}, help={
     **SCALE_HELP, "good": "a commit where the metric is good", "bad": "a later commit where it is worse",
     "metric": "metric to judge, e.g. seedtts.throughput_qps"})
-def bisect(c, good, bad, metric, workload, threshold="5%", runs=3, opt=None, slots="", slot_per="pair",
+def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RUNS, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
            port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
@@ -404,8 +406,9 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
-def ab(c, workload, a_rev=None, b_rev=None, rounds="3", design="auto", a_opt=None, b_opt=None, a_set=None, b_set=None, opt=None,
-       aa=False, seed="0", retries="2", scoring="deferred", name="", alpha="0.05", min_effect="5", fail_on="",
+def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design="auto", a_opt=None, b_opt=None, a_set=None,
+       b_set=None, opt=None, aa=False, seed="0", retries=str(defaults.RETRIES), scoring=defaults.SCORING, name="",
+       alpha=ALPHA, min_effect=PERCENT, fail_on="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None):
     """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""

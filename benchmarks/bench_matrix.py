@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import free_port, write_fake_nvidia_smi  # noqa: E402
+from gpu_helpers import write_fake_nvidia_smi  # noqa: E402
+from run_helpers import free_port  # noqa: E402
 from scale_helpers import make_revisions_checkout  # noqa: E402
 
 from omnibench_core.scale import front_door as commands  # noqa: E402

@@ -85,7 +85,7 @@ def threads_client(port: int, samples: list[Sample], concurrency: int, out: Path
             local.session = requests.Session()
         session, ref = local.session, refs[sample.ref_audio]
         t0 = time.perf_counter()
-        reply = session.post(cfg.url, json=request_body(cfg, sample, ref), timeout=300)
+        reply = session.post(cfg.endpoint.chat_url, json=request_body(cfg, sample, ref), timeout=300)
         reply.raise_for_status()
         wav = base64.b64decode(reply.json()["choices"][0]["message"]["audio"]["data"])
         (out / "audio" / f"{sample.sample_id}.wav").write_bytes(wav)

@@ -60,7 +60,7 @@ def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Optio
     """Every workload's options with their type, default, range and help, by workload name."""
     _, registry = plugin_manager.load(extra_plugins)
     return [OptionRow(*row) for name, reg in sorted(registry.table("workload").items())
-            for row in workload_options.rows(name, reg.record.schema)]
+            for row in workload_options.rows(name, reg.record.options)]
 
 
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None

@@ -38,9 +38,10 @@ LAYERS: tuple[Layer, ...] = (
           strict=True),
     Layer("process", ("process",),
           "programs: start under a watchdog, stop a whole tree, strays, ports, nvidia-smi", strict=True),
-    Layer("shared", ("records", "hookspecs", "option_schema", "settings", "errors", "jsonio", "heartbeat",
-                     "tables", "layers", "store", "__init__"),
-          "typed records and the hook contract, settings, errors, JSON files, progress lines, terminal tables",
+    Layer("shared", ("records", "hookspecs", "option_schema", "settings", "identity", "defaults", "errors", "jsonio",
+                     "heartbeat", "tables", "layers", "store", "__init__"),
+          "typed records and the hook contract, settings, which runs are the same measurement, the measurement "
+          "defaults, errors, JSON files, progress lines, terminal tables",
           strict=True),
 )
 

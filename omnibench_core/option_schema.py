@@ -199,8 +199,8 @@ def parse(pairs: Sequence[str], workloads: Sequence[Workload], client: str | Non
     ``client`` sets the ``client`` option of every workload that has one (``--client``). Any bad
     pair or value raises :class:`SettingsError`; nothing is started here.
     """
-    schemas = {w.name: by_name(w.schema) for w in workloads}
-    values: dict[str, dict[str, OptionValue]] = {w.name: defaults(w.schema) for w in workloads}
+    schemas = {w.name: by_name(w.options) for w in workloads}
+    values: dict[str, dict[str, OptionValue]] = {w.name: defaults(w.options) for w in workloads}
     if client is not None:
         having = [name for name, schema in schemas.items() if "client" in schema]
         if not having:

@@ -20,6 +20,7 @@ from .records import (
     CiStage,
     Collected,
     Command,
+    Endpoint,
     Option,
     RuleResult,
     RunCheck,
@@ -46,8 +47,8 @@ from .toolkit.synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_col
 
 __all__ = [
     # the hook marker and the records hooks return or receive
-    "hookimpl", "CiStage", "Collected", "Command", "Option", "RuleResult", "RunCheck", "RunContext", "Scorer",
-    "ScorerUse", "ServeSpec", "Step", "StepContext", "Target", "TargetEnv", "TargetFacts", "Workload",
+    "hookimpl", "CiStage", "Collected", "Command", "Endpoint", "Option", "RuleResult", "RunCheck", "RunContext",
+    "Scorer", "ScorerUse", "ServeSpec", "Step", "StepContext", "Target", "TargetEnv", "TargetFacts", "Workload",
     # errors a plugin raises
     "OmnibenchError", "SettingsError",
     # workload options in client programs

@@ -259,7 +259,7 @@ def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> 
             hint="names are lower-case: a letter, then letters, digits, '_', '-' or '.'",
         )
     if isinstance(record, Workload):
-        problems = schema_problems(record.schema)
+        problems = schema_problems(record.options)
         if problems:
             raise PluginError(
                 f"plugin {provider} registers workload {record.name!r} with a broken option schema",

@@ -56,18 +56,6 @@ class Option:
         object.__setattr__(self, "choices", tuple(self.choices))
 
 
-def options_schema(options: Sequence[Option] | Mapping[str, Any]) -> tuple[Option, ...]:
-    """A workload's options as :class:`Option` records.
-
-    A plain ``{name: "default"}`` mapping (the form before option schemas) gives ``str``
-    options with no range, whose values reach the plugin as the strings given.
-    """
-    if isinstance(options, Mapping):
-        return tuple(Option(str(name), str, "" if default is None else str(default))
-                     for name, default in options.items())
-    return tuple(options)
-
-
 @dataclass(frozen=True)
 class Command:
     """A program to run: an argv list (never a shell string), extra environment, working dir."""
@@ -127,6 +115,11 @@ class Endpoint:
     def health_url(self) -> str:
         """The READY gate's ``/health``."""
         return self.url("/health")
+
+    @property
+    def chat_url(self) -> str:
+        """The OpenAI-style ``/v1/chat/completions`` the clients post to."""
+        return self.url("/v1/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -248,8 +241,8 @@ class TargetEnv:
     """A target prepared for one run: how to start programs of the system under test.
 
     ``python`` runs client modules; ``env`` is set and ``unset`` removed on top of omnibench's
-    own environment; ``cpus`` pins every process (empty: not pinned); ``gpus`` are the GPUs the
-    GPU_FREE gate watches (empty: the gate does not apply); ``revision`` names the results
+    own environment; ``gpus`` are the GPUs the GPU_FREE gate watches (empty: the gate does not
+    apply); the CPUs a run pins to are its :class:`Slot`'s; ``revision`` names the results
     folder; ``serve_argv`` turns a model :class:`ServeSpec` and a port into an argv.
     """
 
@@ -260,7 +253,6 @@ class TargetEnv:
     env: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     cwd: str | None = None
-    cpus: tuple[int, ...] = ()
     gpus: tuple[str, ...] = ()
     revision: str = "unknown"
     dirty: str = ""
@@ -362,9 +354,7 @@ class Workload:
     checks (:class:`RunCheck`); ``collect(run_dir, options)`` reads the files and returns its
     metrics and coverage rules. ``options`` is its option schema, :class:`Option` records a user
     sets with ``--opt NAME.KEY=VALUE``; plans and ``collect`` receive the checked, typed values.
-    A plain ``{name: "default"}`` mapping is still accepted (str options, no range; see
-    :func:`options_schema`) and is stored as records. ``targets`` lists the targets it supports
-    (empty: any).
+    ``targets`` lists the targets it supports (empty: any).
     """
 
     name: str
@@ -372,17 +362,16 @@ class Workload:
     plan: Callable[[RunContext], Sequence[Step]]
     collect: Callable[[Path, Mapping[str, Any]], Collected] | None = None
     scorers: tuple[str | ScorerUse, ...] = ()
-    options: Sequence[Option] | Mapping[str, Any] = ()
+    options: Sequence[Option] = ()
     targets: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "options", options_schema(self.options))
-
-    @property
-    def schema(self) -> tuple[Option, ...]:
-        """The option records (``options``, always records once built)."""
-        return options_schema(self.options)
+        # A {name: default} mapping (the form before option schemas) is refused: its values had no type.
+        if isinstance(self.options, Mapping) or not all(isinstance(o, Option) for o in self.options):
+            raise TypeError(f"Workload {self.name!r}: options must be Option records (omnibench_core.plugin.Option), "
+                            f"not {type(self.options).__name__} {self.options!r}")
+        object.__setattr__(self, "options", tuple(self.options))
 
     def scorer_uses(self) -> tuple[ScorerUse, ...]:
         """``scorers`` with plain names turned into :class:`ScorerUse` records."""

@@ -18,7 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from run_helpers import REPO
 
 SGL_OMNI = textwrap.dedent(f"""\
     #!{sys.executable}

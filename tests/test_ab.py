@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 
 from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 
 BENCH = REPO / "benchmarks"
 HELPERS = {"dry_gpu.py", "gpu_hold.py"}  # run by the checks below (gpu_hold.py --dry-run by the gate and watchdog checks)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 
 from omnibench_core import api, campaign
 from omnibench_core.campaign import plots

@@ -17,8 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
 from proc_helpers import leftovers, wait_for
+from run_helpers import REPO, free_port
 from scale_helpers import make_revisions_checkout, server_pids
 
 from omnibench_core.process.ports import port_in_use
@@ -376,7 +376,7 @@ def test_nan_and_text_metrics_are_named_and_listed_not_comparable(results):
 # -- 7. SIGTERM of a matrix ----------------------------------------------------------------------
 @pytest.mark.slow
 def test_sigterm_of_a_matrix_while_two_slots_run_is_an_interrupt(tmp_path):
-    from conftest import write_fake_nvidia_smi
+    from gpu_helpers import write_fake_nvidia_smi
 
     commits = make_revisions_checkout(tmp_path / "co", [20, 20])
     fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])

@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import REPO
 
 from omnibench_core import plugin_manager
 from omnibench_core.ci import parse_accuracy

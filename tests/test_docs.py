@@ -4,15 +4,13 @@ fails here instead of in a new user's terminal."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from functools import cache
-from pathlib import Path
 
 import pytest
+from run_helpers import REPO, load_tasks
 
-REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Invoke's own options that may stand between `invoke` and the task (`invoke -f FILE run`).
 CORE_WITH_VALUE = {"-f", "--config", "-c", "--collection", "-r", "--search-root"}
@@ -21,11 +19,7 @@ CORE_FLAGS = {"--list", "-l", "--help", "-h", "--version", "-V", "--complete", "
 
 @cache
 def collection():
-    spec = importlib.util.spec_from_file_location("omnibench_tasks_for_docs", REPO / "tasks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ns
+    return load_tasks("omnibench_tasks_for_docs").ns
 
 
 def task_flags(name: str) -> set[str]:

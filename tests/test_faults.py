@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from run_helpers import REPO
 
 from omnibench_core import api
 from omnibench_core.errors import RunNotReady, StepFailed, StorageError
@@ -300,7 +300,7 @@ def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path
 
 
 def test_the_local_target_never_runs_nvidia_smi(tmp_path, port, monkeypatch):
-    from conftest import fake_calls, write_fake_nvidia_smi
+    from gpu_helpers import fake_calls, write_fake_nvidia_smi
 
     write_fake_nvidia_smi(tmp_path / "bin", [0])
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")

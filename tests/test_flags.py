@@ -4,31 +4,22 @@ the flag, the value and what is allowed, no traceback, and nothing made."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_fake_checkout, write_fake_nvidia_smi
+from checkout_helpers import make_fake_checkout
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import load_tasks
 from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.errors import SettingsError
 from omnibench_core.flags import FlagTask
 from omnibench_core.scale import revisions
-from omnibench_core.scale.jobs import CampaignJob
 from omnibench_core.setup.checkout import checkout_commit
-
-
-def load_tasks():
-    """tasks.py as Invoke loads it (a fresh module: Invoke consumes a task's help texts once)."""
-    spec = importlib.util.spec_from_file_location("omnibench_tasks_under_test", REPO / "tasks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def every_task():
@@ -213,16 +204,6 @@ def test_every_numeric_and_choice_flag_of_the_other_tasks_is_checked(invoke, tmp
     assert "--where 'moon' refused: expected one of: auto, host, container" in err
 
 
-def test_matrix_campaign_names_that_share_their_first_120_characters_stay_distinct():
-    long_a, long_b = "selftest.note=" + "x" * 130 + "a", "selftest.note=" + "x" * 130 + "b"
-    a, b = (CampaignJob("", ("selftest",), (o,)) for o in (long_a, long_b))
-    assert a.campaign_name != b.campaign_name
-    assert len(a.campaign_name) <= 120 and a.campaign_name.startswith("selftest_selftest.note-xxx")
-    # a name that fits is what it was (a matrix resumes its campaigns by name)
-    short = CampaignJob("", ("selftest",), ("selftest.delay_ms=5",), client="native")
-    assert short.campaign_name == "selftest_selftest.delay_ms-5_client-native"
-
-
 def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
     """Invoke's defaults are text (so it never casts an INVOKE_OMNIBENCH_* variable itself);
     the settings still come out typed."""
@@ -235,8 +216,8 @@ def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
 
 @pytest.mark.slow
 def test_a_matrix_of_two_long_option_sets_measures_both_under_their_own_names(invoke, tmp_path, port):
-    """Two --sweep values that agree in their first 120 characters of campaign name: main gave them
-    one name and refused the second as "measured something else"."""
+    """Two --sweep values that agree in the first 100 characters of their campaign names: each gets
+    a name of its own (cut and hashed), never one name and "measured something else"."""
     fake = write_fake_nvidia_smi(tmp_path / "fakebin", [0])
     long = tmp_path / ("x" * 130)
     for end in "ab":  # selftest's fail_once finds its file there: no run fails
@@ -247,7 +228,7 @@ def test_a_matrix_of_two_long_option_sets_measures_both_under_their_own_names(in
                   env={"INVOKE_OMNIBENCH_NVIDIA_SMI": str(fake)}, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     names = sorted(p.name for p in (tmp_path / "results").glob("*/campaigns/*.json"))
-    assert len(names) == 2 and names[0][:100] == names[1][:100] and all(len(n) <= 120 + 5 for n in names)
+    assert len(names) == 2 and names[0][:80] == names[1][:80] and all(len(n) <= 100 + 5 for n in names)
     assert not server_pids(tmp_path)
 
 

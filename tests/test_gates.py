@@ -10,7 +10,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import fake_calls, write_fake_nvidia_smi
+from gpu_helpers import fake_calls, write_fake_nvidia_smi
 from proc_helpers import HEALTH, PY, leftovers, log_line, wait_for
 
 from omnibench_core.errors import (

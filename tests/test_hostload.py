@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import invoke_run_into
+from run_helpers import invoke_run_into
 
 from omnibench_core.campaign.summary import noisy_runs
 from omnibench_core.errors import SettingsError

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import requests
 import soundfile as sf
-from conftest import free_port
+from run_helpers import free_port
 
 from omnibench_core.local.media import REFUSED
 from omnibench_core.local.speech import TTS_RATE, estimate_f0

@@ -120,10 +120,15 @@ def test_values_are_typed_and_unset_is_none():
     assert bools["die"] is True and bools["never_healthy"] is False
 
 
-def test_a_plain_dict_of_options_still_works_as_text_options():
-    legacy = Workload("acme", "", plan=lambda ctx: [], options={"samples": "10", "mode": ""})
-    assert legacy.schema == (Option("samples", str, "10"), Option("mode", str, ""))
-    assert options.parse(["acme.samples=abc"], [legacy]) == {"acme": {"samples": "abc", "mode": ""}}
+def test_a_plain_dict_of_options_is_refused_naming_the_option_records():
+    """The form before option schemas (``{name: default}``, untyped) is gone: a plugin that still
+    uses it is told what to write instead, when plugins load."""
+    with pytest.raises(TypeError, match=r"options must be Option records \(omnibench_core.plugin.Option\)"):
+        Workload("acme", "", plan=lambda ctx: [], options={"samples": "10"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Option records"):
+        Workload("acme", "", plan=lambda ctx: [], options=("samples",))  # type: ignore[arg-type]
+    typed = Workload("acme", "", plan=lambda ctx: [], options=[Option("samples", int, 10)])
+    assert typed.options == (Option("samples", int, 10),)
 
 
 def test_the_sglang_commands_get_the_typed_values_back_as_text(tmp_path):

@@ -294,7 +294,7 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
     env = registry.get("target", "acme-remote").prepare(settings)
     for workload in (seedtts, videoamme):
         record = registry.get("workload", workload.NAME)
-        opts = options.defaults(record.schema)
+        opts = options.defaults(record.options)
         ctx = RunContext(tmp_path / "run0", record.name, Endpoint(port), opts, env, settings.run)
         steps = {s.name: s for s in api.plan_steps(registry, record, ctx)}
         client = steps["generate"].run.argv

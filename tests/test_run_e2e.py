@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, fake_calls, make_fake_checkout, write_fake_nvidia_smi
+from checkout_helpers import make_fake_checkout
+from gpu_helpers import fake_calls, write_fake_nvidia_smi
+from run_helpers import REPO
 
 from omnibench_core.process.processes import group_members
 from omnibench_core.store import manifest as manifest_file

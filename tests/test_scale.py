@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, write_fake_nvidia_smi
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.errors import OmnibenchError, SettingsError
+from omnibench_core.records import Slot
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale import revisions
 from omnibench_core.scale.bisect import kary_search, rounds_needed
@@ -38,10 +40,10 @@ def test_slots_follow_the_cpu_rule_pairs_and_ports():
     topo = Topology({c: [c, c + 64] for c in range(64)}, {c: 0 if c < 32 else 1 for c in range(64)},
                     [("0", 0), ("1", 0), ("2", 1), ("3", 1)])
     pairs = plan_slots(("0", "1", "2", "3"), 9000, per="pair", topology=lambda: topo)
-    assert [(s.port, s.gpus, s.idle_gpus) for s in pairs] == [(9000, ("0",), ("1",)), (9001, ("2",), ("3",))]
-    assert pairs[0].cpus == tuple(sorted([*range(2, 16), *range(66, 80)]))  # the runbook's BENCH_CPUS
+    assert [(s.slot.port, s.slot.gpus, s.idle_gpus) for s in pairs] == [(9000, ("0",), ("1",)), (9001, ("2",), ("3",))]
+    assert pairs[0].slot.cpus == tuple(sorted([*range(2, 16), *range(66, 80)]))  # the runbook's BENCH_CPUS
     gpus = plan_slots(("0", "1", "2", "3"), 9000, per="gpu", topology=lambda: topo)
-    cpus = [set(s.cpus) for s in gpus]
+    cpus = [set(s.slot.cpus) for s in gpus]
     assert all(not (a & b) for i, a in enumerate(cpus) for b in cpus[i + 1:])  # never a shared CPU
     shared = plan_slots(("0", "1"), 9000, per="gpu", cpus="shared")
     assert all(s.shared_cpus for s in shared)
@@ -54,7 +56,7 @@ def test_slots_follow_the_cpu_rule_pairs_and_ports():
 
 def test_a_pair_slot_of_one_gpu_is_that_gpu_alone_with_a_note():
     (slot,) = plan_slots(("0",), 9000, per="pair", cpus="shared")
-    assert (slot.gpus, slot.idle_gpus) == (("0",), ()) and "alone" in slot.note
+    assert (slot.slot.gpus, slot.idle_gpus) == (("0",), ()) and "alone" in slot.note
     assert all(not s.note for s in plan_slots(("0", "1"), 9000, per="pair", cpus="shared"))
     with pytest.raises(SettingsError, match="pairs"):  # three GPUs: which to leave out is the user's choice
         plan_slots(("0", "1", "2"), 9000, per="pair", cpus="shared")
@@ -73,11 +75,12 @@ def test_slots_of_a_target_without_gpus_are_ports_and_cpu_groups(tmp_path):
     mine = sorted(os.sched_getaffinity(0))
     slots = plan_slots(("0", "1"), 9000, per="pair", cpus="rule", uses_gpu=False,
                        topology=lambda: pytest.fail("the rule read the GPU topology"))
-    assert [(s.port, s.gpus, s.idle_gpus) for s in slots] == [(9000, (), ()), (9001, (), ())]
+    assert [(s.slot.port, s.slot.gpus, s.idle_gpus) for s in slots] == [(9000, (), ()), (9001, (), ())]
     if len(mine) >= 2:  # disjoint groups that cover the process's CPUs
-        assert not set(slots[0].cpus) & set(slots[1].cpus) and sorted(slots[0].cpus + slots[1].cpus) == mine
+        a, b = slots[0].slot.cpus, slots[1].slot.cpus
+        assert not set(a) & set(b) and sorted(a + b) == mine
     shared = plan_slots(("0", "1"), 9000, cpus="shared", uses_gpu=False)
-    assert all(s.shared_cpus and list(s.cpus) == mine for s in shared)
+    assert all(s.shared_cpus and list(s.slot.cpus) == mine for s in shared)
     with pytest.raises(SettingsError, match="slot-cpus shared"):
         plan_slots(tuple(str(i) for i in range(len(mine) + 1)), 9000, uses_gpu=False)
     wire = _tripwire(tmp_path / "wire")
@@ -97,7 +100,7 @@ def test_topology_from_the_standins_fake_and_a_malformed_one_is_typed(tmp_path):
     topo = read_topology(lscpu=str(lscpu), nvidia_smi=str(fake), sysfs=sysfs)
     assert topo.gpu_nodes == [("0", 0), ("1", 0)]
     slots = plan_slots(("0", "1"), 9000, per="gpu", topology=lambda: topo)
-    assert slots[0].cpus == tuple(range(2, 16)) and slots[1].cpus == tuple(range(16, 30))
+    assert slots[0].slot.cpus == tuple(range(2, 16)) and slots[1].slot.cpus == tuple(range(16, 30))
     with pytest.raises(SettingsError, match="cannot read the NUMA node"):  # no such device: typed, names the way out
         plan_slots(("0",), 9000, per="gpu", topology=lambda: read_topology(lscpu=str(lscpu), nvidia_smi=str(fake),
                                                                            sysfs=tmp_path / "nothing"))
@@ -120,9 +123,9 @@ def test_a_busy_slot_is_refused_with_evidence(tmp_path):
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(SlotBusy) as err:
-            check_free(HostSlot(0, port, ("0",)), nvidia_smi=str(fake), timeout_s=0.3)
+            check_free(HostSlot(0, Slot(port, ("0",))), nvidia_smi=str(fake), timeout_s=0.3)
     assert "port" in err.value.evidence and "GPU 0: 30000 MiB" in err.value.evidence["GPU memory"]
-    check_free(HostSlot(0, free_port(), ("0",)), nvidia_smi=str(write_fake_nvidia_smi(tmp_path / "b2", [10])))
+    check_free(HostSlot(0, Slot(free_port(), ("0",))), nvidia_smi=str(write_fake_nvidia_smi(tmp_path / "b2", [10])))
 
 
 def test_sweep_is_every_combination():

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import free_port, write_fake_nvidia_smi
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.process.ports import port_in_use

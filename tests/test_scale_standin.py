@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
 from omnibench_core.store import manifest as manifest_file

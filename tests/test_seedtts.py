@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import free_port, invoke_run_into, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import free_port, invoke_run_into
 
 from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
 from omnibench_core.process.processes import start_group

@@ -139,10 +139,10 @@ def test_command_refuses_a_shell_string():
 
 def test_client_flag_sets_every_workload_client_option():
     from omnibench_core.api import parse_options
-    from omnibench_core.records import Workload
+    from omnibench_core.records import Option, Workload
 
-    with_client = Workload("a", "", plan=lambda ctx: [], options={"client": "auto"})  # the plain-dict form
-    without = Workload("b", "", plan=lambda ctx: [], options={})
+    with_client = Workload("a", "", plan=lambda ctx: [], options=(Option("client", str, "auto"),))
+    without = Workload("b", "", plan=lambda ctx: [])
     assert parse_options([], [with_client, without], client="native") == {"a": {"client": "native"}, "b": {}}
     assert parse_options(["a.client=sglang"], [with_client], client="native")["a"]["client"] == "sglang"
     with pytest.raises(SettingsError, match="no workload of this run has a client"):

@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, free_port, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import FIXTURES, free_port
 
 from omnibench_core.setup import pins as pins_mod
 from omnibench_core.setup.checkout import VenvNotOk, check_venv

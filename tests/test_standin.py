@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 from scale_helpers import MadeStandin, invoke_standin
 from test_ci_stages import nox_ci
 

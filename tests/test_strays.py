@@ -9,8 +9,8 @@ import subprocess
 import textwrap
 
 import pytest
-from conftest import free_port
 from proc_helpers import HEALTH, PY, SERVER, leftovers, log_line
+from run_helpers import free_port
 
 from omnibench_core.process.processes import start_group
 from omnibench_core.process.proctree import Tree, alive

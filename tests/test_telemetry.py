@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import write_fake_nvidia_smi
+from gpu_helpers import write_fake_nvidia_smi
 
 from omnibench_core import api
 from omnibench_core.builtin.targets import prepare_local

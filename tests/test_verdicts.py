@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from run_helpers import REPO, free_port
 from scipy import stats as scipy_stats
 
 from omnibench_core.campaign.compare import VERDICTS as COMPARE_VERDICTS

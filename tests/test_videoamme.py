@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port, make_fake_checkout
+from checkout_helpers import make_fake_checkout
+from run_helpers import free_port
 
 from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
 from omnibench_core.process.processes import start_group

@@ -15,7 +15,7 @@ from ..scale.slots import HostSlot
 from ..settings import Settings
 from ..tables import table
 from .analysis import HEADERS, Analysis, analyse, rows
-from .execute import Request, experiment_lock, on_slot, request_from, run_ab
+from .execute import Request, experiment_lock, request_from, run_ab
 from .record import Design, Experiment
 from .writing import write_result
 
@@ -69,7 +69,7 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
     """Measure (or resume) the experiment, then judge and publish it."""
     slots = slots or []
     if request.identity.design is not Design.DUET and slots:
-        settings = on_slot(settings, slots[0])  # one slot: every run on it
+        settings = slots[0].settings_on(settings.flat())  # one slot: every run on it
     if slots and request.identity.design is not Design.DUET:
         progress(f"note: the {request.identity.design.value} design runs on one slot: {slots[0].label}")
     with experiment_lock(settings.run.results_root, request.experiment_name):

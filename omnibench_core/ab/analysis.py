@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import defaults
 from ..campaign import directions as meta
 from ..campaign import verdict
 from ..campaign.summary import noisy_runs
@@ -82,8 +83,8 @@ def _metrics(run_dir: Path) -> Mapping[str, Any]:
                                   "A/B command: the run is measured again") from exc
 
 
-def analyse(experiment: Experiment, results_root: Path, *, alpha: float = verdict.ALPHA,
-            min_effect: float = verdict.MIN_EFFECT) -> Analysis:
+def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,
+            min_effect: float = defaults.MIN_EFFECT) -> Analysis:
     """Judge B against A over the rounds where both sides have a complete run (paired)."""
     a_runs = {at.round: at for at in runs_of(experiment, "A")}
     b_runs = {at.round: at for at in runs_of(experiment, "B")}

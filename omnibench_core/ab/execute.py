@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import api
+from .. import api, defaults
 from ..campaign.progress import CampaignProgress
-from ..campaign.record import RESULT_SETTINGS, SCORINGS, SLOT_SETTINGS
+from ..campaign.record import SCORINGS
 from ..errors import (
     GateError,
     OmnibenchError,
@@ -30,6 +30,7 @@ from ..errors import (
     Terminated,
     storage_error,
 )
+from ..identity import AB_SHARED_SETTINGS, recorded_settings
 from ..records import PHASES, Phase, RunOutcome
 from ..run import ownership
 from ..scale import revisions
@@ -117,7 +118,8 @@ def parse_sets(pairs: Sequence[str], flag: str) -> tuple[tuple[str, str], ...]:
 def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequence[str] = (),
                  b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
                  options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
-                 rounds: int = 3, seed: int = 0, retries: int = 2, scoring: str = "deferred", aa: bool = False,
+                 rounds: int = defaults.ROUNDS, seed: int = 0, retries: int = defaults.RETRIES,
+                 scoring: str = defaults.SCORING, aa: bool = False,
                  name: str = "", a_rev: str = "", b_rev: str = "") -> Request:
     """The experiment's request, checked before anything starts."""
     if not workloads:
@@ -144,8 +146,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "experiment",
                             hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
-    flat = settings.flat()
-    shared = tuple((k, str(flat[k])) for k in RESULT_SETTINGS if k not in SLOT_SETTINGS)
+    recorded = recorded_settings(settings)
+    shared = tuple((k, recorded[k]) for k in AB_SHARED_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
     return Request(identity, retries, scoring, name)
 
@@ -341,7 +343,7 @@ class _Driver:
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
         for slot in pending:
-            settings = on_slot(self.sides[slot.side], placed[slot.side])
+            settings = placed[slot.side].settings_on(self.sides[slot.side].flat())
             specs[slot.side] = Spec(settings.flat(), e.identity.workloads, self.side(slot.side).options,
                                     e.identity.client, tuple(phases))
             attempts[slot.side] = Attempt(slot.side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
@@ -444,11 +446,6 @@ def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -
 
 def _label(slot: Slot) -> str:
     return f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
-
-
-def on_slot(settings: Settings, slot: HostSlot) -> Settings:
-    """A side's settings on a duet slot: its port, CPUs and GPUs."""
-    return Settings.from_mapping({**settings.flat(), **slot.setting_values()})
 
 
 def _moved(attempt: Attempt, outcomes: Sequence[RunOutcome]) -> Attempt:

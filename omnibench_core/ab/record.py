@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..errors import RecordError
+from ..identity import differences
 
 SIDES = ("A", "B")
 
@@ -197,8 +198,7 @@ class Experiment:
 
 def identity_differences(a: Identity, b: Identity) -> list[str]:
     """``field: A != B`` for each part of the identity that differs."""
-    ra, rb = a.as_record(), b.as_record()
-    return [f"{k}: {ra.get(k)!r} != {rb.get(k)!r}" for k in sorted(set(ra) | set(rb)) if ra.get(k) != rb.get(k)]
+    return differences(a.as_record(), b.as_record())
 
 
 def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:

@@ -48,7 +48,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
     return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=SGLANG_OMNI_FACTS, env=env,
-                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), cpus=settings.run.cpu_list(), gpus=gpus,
+                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus,
                      revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
 
 
@@ -70,7 +70,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port), *delay]
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
-                     env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"}, cpus=settings.run.cpu_list(),
+                     env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"},
                      gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
                      details={"omnibench": __version__})
 

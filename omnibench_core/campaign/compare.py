@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import defaults
 from ..errors import OmnibenchError
 from . import telemetry_view
 from .summary import RunSetStats
-from .verdict import ALPHA, CORRECTION, MIN_EFFECT, VERDICTS, Design, Samples, Verdict, judge
+from .verdict import CORRECTION, VERDICTS, Design, Samples, Verdict, judge
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "NOT_COMPARABLE", "VERDICTS", "WORSE", "Comparison",
-           "MetricComparison", "NotComparable", "compare"]
+           "MetricComparison", "NotComparable", "SetupDifference", "compare"]
 
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = Verdict.BETTER, Verdict.WORSE, Verdict.EQUIVALENT, Verdict.INCONCLUSIVE
 NOT_COMPARABLE = "not comparable"  # a side has no mean (a value that is not a finite number, or missing)
@@ -26,8 +27,32 @@ class NotComparable(OmnibenchError):
     """The two campaigns ran in different setups (target, GPU, driver, models, CPU set, options)."""
 
 
+# The facts that say where on a host a campaign ran (its slot's CPU group), not what it measured:
+# a matrix measures on several slots, so ``across_slots`` notes them rather than refusing.
+SLOT_FACTS = ("CPU set", "pinned CPUs")
+
+
+@dataclass(frozen=True)
+class SetupDifference:
+    """One setup fact whose values differ between A and B."""
+
+    fact: str
+    a: Any
+    b: Any
+
+    @property
+    def of_slot(self) -> bool:
+        """A difference of the slot only (:data:`SLOT_FACTS`)."""
+        return self.fact in SLOT_FACTS
+
+    def text(self) -> str:
+        """``fact: A ..., B ...``, as the comparison names it."""
+        return f"{self.fact}: A {self.a!r}, B {self.b!r}"
+
+
 def setup_facts(stats: RunSetStats) -> dict[str, Any]:
-    """What must match for two campaigns to be compared."""
+    """What must match for two campaigns to be compared: the measurement's identity but for the
+    code under test (its revision, and a planted delay that stands for one), and the environment."""
     env, ident = stats.environment, stats.identity
     gpus, used = env.get("gpus"), [str(g) for g in env.get("slot_gpus") or []]
     if isinstance(gpus, list):
@@ -41,10 +66,10 @@ def setup_facts(stats: RunSetStats) -> dict[str, Any]:
             "CPU set": env.get("cpu_set"), "pinned CPUs": ident.get("cpus")}
 
 
-def setup_differences(a: RunSetStats, b: RunSetStats) -> list[str]:
-    """Each fact that differs, named with both values."""
+def setup_differences(a: RunSetStats, b: RunSetStats) -> list[SetupDifference]:
+    """Each fact that differs, with both values."""
     fa, fb = setup_facts(a), setup_facts(b)
-    return [f"{k}: A {fa[k]!r}, B {fb[k]!r}" for k in fa if fa[k] != fb[k]]
+    return [SetupDifference(k, fa[k], fb[k]) for k in fa if fa[k] != fb[k]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +90,7 @@ class MetricComparison:
     low: float | None = None  # the change's interval at 1 - level (fractions of A, or B - A if not relative)
     high: float | None = None
     relative: bool = True
-    level: float = ALPHA  # the alpha this row was held to (Holm)
+    level: float = defaults.ALPHA  # the alpha this row was held to (Holm)
     method: str = ""
     needed: int | None = None  # inconclusive: about this many runs a side would resolve it
     in_family: bool = False  # counted in the family held to alpha
@@ -100,16 +125,14 @@ class Comparison:
         return out
 
 
-SLOT_FACTS = ("CPU set", "pinned CPUs")  # a matrix measures on several slots, each with its CPU group
-
-
-def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = ALPHA, min_effect: float = MIN_EFFECT,
+def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT,
             force: bool = False, across_slots: bool = False, metrics: Sequence[str] | None = None) -> Comparison:
     """Compare B with A; refuses different setups unless ``force``. ``across_slots``: a difference
     of CPU set only (two slots of one host) is written into the comparison, not refused.
     ``metrics``: compare only these (bisect asks about one), so the family is what is asked about."""
-    diffs = setup_differences(a, b)
-    refused = [d for d in diffs if not (across_slots and d.split(":", 1)[0] in SLOT_FACTS)]
+    found = setup_differences(a, b)
+    diffs = [d.text() for d in found]
+    refused = [d.text() for d in found if not (across_slots and d.of_slot)]
     if refused and not force:
         raise NotComparable("the two campaigns ran in different setups, so a difference may not be the code's",
                             evidence={"differences": "\n".join(refused)},

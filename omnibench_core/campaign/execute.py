@@ -22,6 +22,7 @@ from ..errors import (
     StepFailed,
     storage_error,
 )
+from ..identity import recorded_settings
 from ..records import PHASES, Phase, RunOutcome
 from ..run import ownership
 from ..settings import Settings
@@ -61,9 +62,8 @@ def asked_from(settings: Settings, workloads: Sequence[str], options: Sequence[s
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(record.SCORINGS)}")
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
-    flat = settings.flat()
-    values = {k: str(flat[k]) for k in record.RESULT_SETTINGS}
-    return Asked(tuple(workloads), record.sorted_options(options), client, values, runs, retries, scoring)
+    return Asked(tuple(workloads), record.sorted_options(options), client, recorded_settings(settings), runs, retries,
+                 scoring)
 
 
 class CampaignBusy(OmnibenchError):
@@ -79,7 +79,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
     """
     revision = api.revision_dir(settings)
-    name = name or asked.default_name()
+    name = name or campaign_file.name_for(revision, asked.identity())
     path = campaign_file.campaign_path(revision, name)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))

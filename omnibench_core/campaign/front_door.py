@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import api
+from .. import api, defaults
 from ..errors import OmnibenchError
+from ..identity import RUN_SETTINGS
 from ..settings import Settings
 from ..store import campaign_file
 from ..store.statuses import CampaignStatus
@@ -19,7 +20,7 @@ from .compare import Comparison
 from .compare import compare as compare_stats
 from .execute import environment_of
 from .summary import RunSetStats, stats_of
-from .verdict import ALPHA, MIN_EFFECT, Verdict
+from .verdict import Verdict
 from .writing import COMPARE_HEADERS, REPORT_HEADERS, Written, compare_rows, report_rows, write_compare, write_report
 
 
@@ -94,8 +95,9 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
     return Reported(stats, written, c)
 
 
-def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = MIN_EFFECT,
-            alpha: float = ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None) -> Compared:
+def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = defaults.MIN_EFFECT,
+            alpha: float = defaults.ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None
+            ) -> Compared:
     """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``.
     ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group;
     ``metrics``: only these (the family held to ``alpha`` is then just them)."""
@@ -106,9 +108,6 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
     folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values))
-
-
-RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "gpus", "cpus")  # what a run's manifest says of record.RESULT_SETTINGS
 
 
 def settings_line(values: Mapping[str, object]) -> str:

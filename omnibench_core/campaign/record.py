@@ -5,22 +5,17 @@ reads and writes them (``<results>/<revision>/campaigns/<name>.json``)."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from .. import defaults
 from ..errors import SettingsError
+from ..identity import Identity
 from ..store.statuses import AttemptStatus, CampaignStatus
 
 Scoring = Literal["deferred", "per-run"]
 SCORINGS: tuple[str, ...] = ("deferred", "per-run")
-# Settings that change a run's numbers: a campaign is resumed only with the same values.
-RESULT_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms", "local_stream_delay")
-# Left out of a campaign's identity while empty, so campaigns written before they existed still resume.
-LATER_SETTINGS = ("local_stream_delay",)
-SLOT_SETTINGS = ("gpus", "cpus")  # where a campaign ran, not what it measured
 
 
 def now_iso() -> str:
@@ -37,33 +32,15 @@ class Asked:
     workloads: tuple[str, ...]
     options: tuple[str, ...]  # WORKLOAD.KEY=VALUE as given, sorted
     client: str | None
-    settings: Mapping[str, str]  # RESULT_SETTINGS, as strings
-    runs: int = 3
-    retries: int = 2
-    scoring: str = "deferred"
+    settings: Mapping[str, str]  # identity.RECORDED_SETTINGS, as strings
+    runs: int = defaults.RUNS
+    retries: int = defaults.RETRIES
+    scoring: str = defaults.SCORING
 
-    def identity(self) -> dict[str, Any]:
-        """What must match for a command to continue this campaign.
-
-        The slot (GPUs, CPUs) is recorded but is not identity: a matrix may resume a campaign on
-        another slot of the same kind after a node was lost.
-        """
-        return {"workloads": list(self.workloads), "options": list(self.options), "client": self.client,
-                **{f"setting {k}": v for k, v in self.settings.items()
-                   if k not in SLOT_SETTINGS and not (k in LATER_SETTINGS and v == "")}}
-
-    def default_name(self) -> str:
-        """Workloads, options and the target (and a non-zero planted delay): the same command, the same name."""
-        parts = ["+".join(self.workloads)]
-        parts += [o.replace("=", "-") for o in self.options]
-        if self.client:
-            parts.append(f"client-{self.client}")
-        parts.append(self.settings.get("target", ""))
-        if self.settings.get("local_delay_ms", "0") not in ("0", "0.0", ""):
-            parts.append(f"delay{self.settings['local_delay_ms']}ms")
-            if self.settings.get("local_stream_delay"):
-                parts.append(f"on-{self.settings['local_stream_delay']}-chunk")
-        return file_name(parts, 100)
+    def identity(self) -> Identity:
+        """What must match for a command to continue this campaign (see :mod:`omnibench_core.identity`:
+        the slot and the checkout's path are recorded but are not identity)."""
+        return Identity.of(self.workloads, self.options, self.client, self.settings)
 
 
 @dataclass(frozen=True)
@@ -142,24 +119,9 @@ class Campaign:
         return data
 
 
-def file_name(parts: Sequence[str], limit: int) -> str:
-    """A campaign name from ``parts`` (joined by ``_``, odd characters made ``_``); one longer
-    than ``limit`` keeps its first ``limit - 20`` characters and gets a hash of the whole, so two
-    long names that share their start stay distinct."""
-    name = re.sub(r"[^A-Za-z0-9_.+-]+", "_", "_".join(p for p in parts if p))
-    if len(name) > limit:
-        name = f"{name[:limit - 20]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
-    return name
-
-
-def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """``key: A != B`` for each key whose values differ."""
-    return [f"{k}: {a.get(k)!r} != {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
 def check_same(existing: Campaign, asked: Asked) -> None:
     """A command continues a campaign only when it asks for the same measurement."""
-    diff = differences(existing.asked.identity(), asked.identity())
+    diff = existing.asked.identity().differences(asked.identity())
     if diff:
         raise SettingsError(f"campaign {existing.name!r} measured something else", evidence={"differences": "\n".join(diff)},
                             hint="repeat the campaign's own command, or pass --name for a new campaign")

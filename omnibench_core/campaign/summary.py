@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError, RunFileError
+from ..identity import differences
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
 from ..telemetry.hostload import noisy_windows
 from . import directions as meta
 from .estimators import mean_sd
-from .record import differences
 
 
 class MixedRuns(OmnibenchError):

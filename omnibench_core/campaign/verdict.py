@@ -26,10 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from .. import defaults
 from .estimators import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
 
-ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)
-MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)
 CORRECTION = "Holm"
 NEEDED_CAP = 10_000  # past this many rounds the estimate says "more than"
 
@@ -202,7 +201,7 @@ def smallest_p(change: Change) -> float:
     return exact_p_paired(n_a) if change.design is Design.PAIRED else exact_p_unpaired(n_a, n_b)
 
 
-def holm_levels(ps: Sequence[float], alpha: float = ALPHA) -> list[float]:
+def holm_levels(ps: Sequence[float], alpha: float = defaults.ALPHA) -> list[float]:
     """The level each p-value is held to by Holm's step-down procedure: the smallest p against
     alpha/m, the next against alpha/(m-1), ...; from the first that fails, every later one is held
     to that same level (so none of them is called a change)."""
@@ -312,8 +311,8 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
                          change.p, change.method, change.design, n_a, n_b, more, why, in_family)
 
 
-def judge(samples: Sequence[Samples], design: Design, *, alpha: float = ALPHA, min_effect: float = MIN_EFFECT
-          ) -> tuple[MetricVerdict, ...]:
+def judge(samples: Sequence[Samples], design: Design, *, alpha: float = defaults.ALPHA,
+          min_effect: float = defaults.MIN_EFFECT) -> tuple[MetricVerdict, ...]:
     """Every metric's row, the family (the metrics with a better side whose change could be
     estimated and could reach ``alpha``) held to ``alpha`` with Holm's correction; the other rows
     (context ones too) get 1 - alpha intervals."""

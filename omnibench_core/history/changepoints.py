@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..campaign.estimators import welch_t
-from ..campaign.verdict import MIN_EFFECT
+from ..defaults import MIN_EFFECT
 
 CONFIDENCE = 0.95
 # asv's own penalty (times this), 4 ln(n) / n a breakpoint: lower ones found more candidates, and the

@@ -69,11 +69,6 @@ class RunPlan:
     environment: Mapping[str, Any]
     checks: tuple[RunCheck, ...] = ()
 
-    @property
-    def port(self) -> int:
-        """The port every server of the run uses."""
-        return self.slot.port
-
 
 @contextlib.contextmanager
 def sigterm_as_exception() -> Iterator[None]:
@@ -154,8 +149,8 @@ class Runner:
                                 hint="a new run does every phase, or generate alone (its scoring comes later)")
         try:
             groups = [g for g in order_steps(plan.steps) if g.phase in phases]
-            with ownership.port_lock(plan.port):
-                ready = gates.check_run_ready(self.run_dir, plan.port, claimed=True)
+            with ownership.port_lock(plan.slot.port):
+                ready = gates.check_run_ready(self.run_dir, plan.slot.port, claimed=True)
                 self._start_manifest(ready)
                 return self._run(groups, collect="collect" in phases)
         except RunNotReady:
@@ -323,15 +318,15 @@ class Runner:
     def _server(self, group: Group, shared_with: Sequence[str] = ()) -> Iterator[None]:
         plan, spec = self.plan, group.server
         assert spec is not None and self.manifest is not None
-        argv = list(spec.argv) or plan.target.serve_argv(spec, plan.port)
-        if port_in_use(plan.port):  # e.g. a server of an earlier group that outlived its stop
-            raise RunNotReady(f"port {plan.port} is in use before starting the {spec.label} server",
-                              evidence={"held by": port_holder(plan.port) or "unknown process"},
+        argv = list(spec.argv) or plan.target.serve_argv(spec, plan.slot.port)
+        if port_in_use(plan.slot.port):  # e.g. a server of an earlier group that outlived its stop
+            raise RunNotReady(f"port {plan.slot.port} is in use before starting the {spec.label} server",
+                              evidence={"held by": port_holder(plan.slot.port) or "unknown process"},
                               hint="stop the process that holds the port, then repeat the run")
         log_path = self._server_log(spec.label)
         env = build_env(os.environ, {**plan.target.env, "SGLANG_OMNI_STRICT_PORT": "1"}, plan.target.unset)
         self.say(f"{spec.label}: starting server (log {log_path.relative_to(self.run_dir)})")
-        entry: dict[str, Any] = {"label": spec.label, "phase": group.phase, "argv": argv, "port": plan.port,
+        entry: dict[str, Any] = {"label": spec.label, "phase": group.phase, "argv": argv, "port": plan.slot.port,
                                  "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
                                  "started": now_iso(), "ready": None, "stopped": None, "stop": None}
         if shared_with:
@@ -348,7 +343,7 @@ class Runner:
             entry.update(pid=proc.pid, pgid=proc.pgid, tree_token=proc.token)
             self.manifest.server(entry)
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
-                                     interval_s=plan.settings.health_interval_s, port=plan.port)
+                                     interval_s=plan.settings.health_interval_s, port=plan.slot.port)
             entry["ready"] = now_iso()
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
@@ -396,8 +391,8 @@ class Runner:
                      "a second Ctrl-C cuts the wait short)")
         record = proc.stop_tree(grace)
         entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
-        scan = find_strays(proc, port=self.plan.port, gpus=self.plan.slot.gpus, nvidia_smi=self.plan.tools.nvidia_smi,
-                           gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
+        scan = find_strays(proc, port=self.plan.slot.port, gpus=self.plan.slot.gpus,
+                           nvidia_smi=self.plan.tools.nvidia_smi, gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
         left = list(record.leftover)
         if scan.strays or scan.notes:  # a note: what could not be looked at (a hung nvidia-smi, say)
             entry["strays"] = scan.as_dict()
@@ -577,7 +572,7 @@ def score_together(runners: Sequence[Runner]) -> list[RunResult]:
     """
     if not runners:
         return []
-    ports = {r.plan.port for r in runners}
+    ports = {r.plan.slot.port for r in runners}
     if len(ports) != 1:
         raise SettingsError("runs scored together must share one port", evidence={"ports": sorted(ports)})
     with ownership.port_lock(ports.pop()), sigterm_as_exception():

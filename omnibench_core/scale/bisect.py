@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import defaults
 from ..errors import OmnibenchError, SettingsError
 from ..jsonio import write_json
 from ..settings import Settings
@@ -162,8 +163,8 @@ class BisectResult:
 
 
 def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[str], metric: str, engine: Engine,
-           threshold: float = 0.05, runs: int = 3, options: Sequence[str] = (), client: str | None = None,
-           progress: Progress = print) -> BisectResult:
+           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
+           client: str | None = None, progress: Progress = print) -> BisectResult:
     """Find the first commit of ``commits`` (good first, bad last) whose campaign is worse on
     ``metric`` than the good one's; k = the engine's slots."""
     def job(i: int) -> CampaignJob:

@@ -31,9 +31,10 @@ __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign
 Progress = Callable[[str], None]
 
 
-def campaign_path(folder: Path, job: CampaignJob) -> Path:
-    """``<results>/<revision folder>/campaigns/<name>.json``."""
-    return campaign_file.campaign_path(folder, job.campaign_name)
+def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
+    """``<results>/<revision folder>/campaigns/<name>.json``: the file ``invoke measure`` with
+    these settings would use (an older omnibench's name for it, when only that one is there)."""
+    return campaign_file.campaign_path(folder, campaign_file.name_for(folder, job.identity(settings)))
 
 
 def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
@@ -49,13 +50,12 @@ def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
     return runs
 
 
-def is_complete(folder: Path, job: CampaignJob) -> bool:
-    """The campaign file says complete and every measured run it names is still complete."""
-    path = campaign_path(folder, job)
+def is_complete(path: Path, job: CampaignJob) -> bool:
+    """The campaign file ``path`` says complete and every measured run it names is still complete."""
     if not path.is_file():
         return False
     campaign = campaign_file.load(path)
-    return campaign.status == CampaignStatus.COMPLETE and len(_measured_runs(folder, campaign)) >= job.runs
+    return campaign.status == CampaignStatus.COMPLETE and len(_measured_runs(path.parent.parent, campaign)) >= job.runs
 
 
 def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
@@ -72,10 +72,10 @@ def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in sorted(values.items())}
 
 
-def outcome_of(folder: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None = None, seconds: float = 0.0,
+def outcome_of(path: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None = None, seconds: float = 0.0,
                reused: bool = False) -> CampaignOutcome:
-    """A complete campaign's outcome, read from its file and runs."""
-    path = campaign_path(folder, job)
+    """A complete campaign's outcome, read from its file (``path``) and runs."""
+    folder = path.parent.parent
     runs = _measured_runs(folder, campaign_file.load(path))[:job.runs]
     return CampaignOutcome(job.key, JobStatus.COMPLETE, str(path), str(folder), tuple(runs), means(folder, runs),
                            dict(slot or {}), seconds, "", reused)
@@ -87,8 +87,8 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default."""
     t0 = time.monotonic()
     asked = layer.asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
-    done = layer.measure(settings, asked, name=job.campaign_name, progress=progress)
-    return outcome_of(done.path.parent.parent, job, slot=slot, seconds=time.monotonic() - t0)
+    done = layer.measure(settings, asked, progress=progress)  # named by its identity, as measure names it
+    return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .. import plugin_manager
+from .. import defaults, plugin_manager
 from ..errors import SettingsError
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
@@ -76,8 +76,9 @@ def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:
 
 
 def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str], sweep: Sequence[str] = (),
-           options: Sequence[str] = (), runs: int = 3, client: str | None = None, engine: Engine,
-           resume: bool = False, threshold: float = 0.05, progress: Progress = print) -> MatrixResult:
+           options: Sequence[str] = (), runs: int = defaults.RUNS, client: str | None = None,
+           engine: Engine, resume: bool = False, threshold: float = defaults.MIN_EFFECT,
+           progress: Progress = print) -> MatrixResult:
     """``invoke matrix``: every revision x option set one campaign; the table and compares."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
@@ -90,8 +91,8 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
 
 
 def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: Sequence[str], engine: Engine,
-           threshold: float = 0.05, runs: int = 3, options: Sequence[str] = (), client: str | None = None,
-           progress: Progress = print) -> bisect_mod.BisectResult:
+           threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
+           client: str | None = None, progress: Progress = print) -> bisect_mod.BisectResult:
     """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``."""
     if settings.run.target == "local":
         raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")

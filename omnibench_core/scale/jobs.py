@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..campaign.record import file_name
+from .. import defaults
+from ..identity import Identity
 from ..records import short_revision
+from ..settings import Settings
 from ..store.statuses import JobStatus
 
 
@@ -19,9 +21,9 @@ class CampaignJob:
     revision: str
     workloads: tuple[str, ...]
     options: tuple[str, ...] = ()
-    runs: int = 3
+    runs: int = defaults.RUNS
     client: str | None = None
-    retries: int = 2
+    retries: int = defaults.RETRIES
 
     @property
     def short(self) -> str:
@@ -33,15 +35,10 @@ class CampaignJob:
         """Unique within a matrix: revision and option set."""
         return f"{self.short}|{';'.join(self.options) or 'defaults'}"
 
-    @property
-    def campaign_name(self) -> str:
-        """The campaign's name in ``<results>/<revision>/campaigns/``: workloads and options; a
-        name over 120 characters is cut and hashed (as ``measure``'s), so option sets that agree
-        in their first 120 characters get distinct campaigns."""
-        parts = ["+".join(self.workloads), *(o.replace("=", "-") for o in sorted(self.options))]
-        if self.client:
-            parts.append(f"client-{self.client}")
-        return file_name(parts, 120)
+    def identity(self, settings: Settings) -> Identity:
+        """The measurement this job's campaign makes under ``settings``: the same identity, and so
+        the same campaign name, as ``invoke measure`` with those settings."""
+        return Identity.from_settings(settings, self.workloads, self.options, self.client)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for subprocesses, Ray tasks and the matrix file)."""
@@ -51,7 +48,8 @@ class CampaignJob:
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignJob:
         """Inverse of :meth:`as_dict`."""
         return cls(str(data["revision"]), tuple(data["workloads"]), tuple(data.get("options", ())),
-                   int(data.get("runs", 3)), data.get("client"), int(data.get("retries", 2)))
+                   int(data.get("runs", defaults.RUNS)), data.get("client"),
+                   int(data.get("retries", defaults.RETRIES)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import api
+from .. import api, defaults
 from ..errors import SettingsError
 from ..jsonio import read_json, write_json
 from ..records import short_revision
@@ -50,7 +50,7 @@ class MatrixSpec:
     workloads: tuple[str, ...]
     option_sets: tuple[tuple[str, ...], ...] = ((),)
     options: tuple[str, ...] = ()  # --opt, in every campaign
-    runs: int = 3
+    runs: int = defaults.RUNS
     client: str | None = None
 
     def jobs(self) -> list[CampaignJob]:
@@ -72,10 +72,11 @@ def split_done(settings: Settings, jobs: Sequence[CampaignJob], resume: bool) ->
     todo, kept = [], {}
     for job in jobs:
         folder = folder_of(settings, job)
-        if campaigns.is_complete(folder, job) and resume:
-            kept[job.key] = campaigns.outcome_of(folder, job, reused=True)
-        elif campaigns.campaign_path(folder, job).exists() and not resume:
-            raise SettingsError(f"campaign {job.key} exists already ({campaigns.campaign_path(folder, job)})",
+        path = campaigns.campaign_path(folder, job, settings)
+        if campaigns.is_complete(path, job) and resume:
+            kept[job.key] = campaigns.outcome_of(path, job, reused=True)
+        elif path.exists() and not resume:
+            raise SettingsError(f"campaign {job.key} exists already ({path})",
                                 hint="pass --resume to keep complete campaigns and runs and continue the others")
         else:
             todo.append(job)
@@ -129,8 +130,8 @@ def was_interrupted(path: Path) -> bool:
         return False
 
 
-def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False, threshold: float = 0.05,
-               progress: Progress = print) -> MatrixResult:
+def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: bool = False,
+               threshold: float = defaults.MIN_EFFECT, progress: Progress = print) -> MatrixResult:
     """Run the matrix; returns its table data. Written to ``<results>/matrices/<id>.json``, with
     ``status`` ``interrupted`` (and which campaigns were) after Ctrl-C or SIGTERM; the same
     command then resumes it without ``--resume``."""

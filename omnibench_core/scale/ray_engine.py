@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OmnibenchError, SettingsError, Terminated
+from ..records import Slot
 from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .remote import run_shipped
@@ -62,7 +63,7 @@ def task_slot(planned: Mapping[str, Any], gpu_ids: Sequence[str], cpu_mode: str,
     """The slot a task holds: the driver's index, port and node, the GPUs Ray gave it, their CPU group."""
     gpus = tuple(str(g) for g in gpu_ids)
     cpus = own_cpus() if cpu_mode == "shared" or not gpus else topology_cpus(gpus[0])
-    return HostSlot(int(planned["index"]), int(planned["port"]), gpus[:1], gpus[1:], cpus,
+    return HostSlot(int(planned["index"]), Slot(int(planned["port"]), gpus[:1], cpus), gpus[1:],
                     cpu_mode == "shared" or not gpus, str(planned.get("node", "")))
 
 
@@ -221,7 +222,7 @@ class RayEngine:
             gpus = int(node.get("Resources", {}).get("GPU", 0)) if node.get("Alive") else 0
             for _ in range(gpus // self.gpus_per_task):
                 k = len(self._slots)
-                self._slots.append(HostSlot(k, base_port + k, node=node["NodeID"]))
+                self._slots.append(HostSlot(k, Slot(base_port + k), node=node["NodeID"]))
         if not self._slots:
             raise SettingsError("the Ray cluster has no free GPU slot",
                                 evidence={"nodes": str([(n["NodeID"][:8], n.get("Resources", {})) for n in self.ray.nodes()])},

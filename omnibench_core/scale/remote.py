@@ -49,8 +49,9 @@ class Home(Protocol):
 
 def places(spec: WorkerSpec, results: Path) -> tuple[str, str]:
     """The job's revision folder and campaign file, relative to a results root."""
-    folder = folder_of(Settings.from_mapping({**spec.settings, "results": str(results)}), spec.job)
-    return folder.name, str(campaigns.campaign_path(folder, spec.job).relative_to(results))
+    settings = Settings.from_mapping({**spec.settings, "results": str(results)})
+    folder = folder_of(settings, spec.job)
+    return folder.name, str(campaigns.campaign_path(folder, spec.job, settings).relative_to(results))
 
 
 def _revision_checkout(spec: WorkerSpec) -> bool:

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
 from ..process.gpu import call_timeout, query_memory_used
 from ..process.ports import port_in_use
 from ..process.strays import find_strays
-from ..settings import format_cpu_list
+from ..records import Slot
+from ..settings import Settings, format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
 
 SlotPer = Literal["pair", "gpu"]
@@ -39,14 +40,13 @@ class SlotBusy(GateError):
 
 @dataclass(frozen=True)
 class HostSlot:
-    """A slot of a host. ``gpus`` are the GPUs the servers use; ``idle_gpus`` stay idle (the
-    pair's second GPU); ``shared_cpus``: the CPUs are the process's own set, shared by all slots."""
+    """A slot of a host: the run's :class:`~omnibench_core.records.Slot` (port, the GPUs the
+    servers use, the CPU group) and where it sits. ``idle_gpus`` stay idle (the pair's second
+    GPU); ``shared_cpus``: the CPUs are the process's own set, shared by all slots."""
 
     index: int
-    port: int
-    gpus: tuple[str, ...] = ()
+    slot: Slot
     idle_gpus: tuple[str, ...] = ()
-    cpus: tuple[int, ...] = ()
     shared_cpus: bool = False
     node: str = ""  # a Ray node id; "" is this host
     note: str = ""  # what the table says about it (e.g. a pair slot with one GPU)
@@ -54,21 +54,30 @@ class HostSlot:
     @property
     def label(self) -> str:
         """``slot 1 (GPU 2, port 8001)``."""
-        gpu = f"GPU {','.join(self.gpus)}" if self.gpus else "no GPU"
-        return f"slot {self.index} ({gpu}, port {self.port})"
+        gpu = f"GPU {','.join(self.slot.gpus)}" if self.slot.gpus else "no GPU"
+        return f"slot {self.index} ({gpu}, port {self.slot.port})"
 
-    def setting_values(self) -> dict[str, Any]:
-        """The settings a run on this slot takes from it: its port, CPUs and (when it has any) GPUs."""
-        values: dict[str, Any] = {"port": self.port, "cpus": format_cpu_list(self.cpus)}
-        if self.gpus:
-            values["gpus"] = ",".join(self.gpus)
-        return values
+    def settings_on(self, flat: Mapping[str, Any]) -> Settings:
+        """The settings of a run on this slot: ``flat`` (a flat settings mapping) with the slot's
+        port, CPUs and (when it has any) GPUs, which the run builds its Slot from again."""
+        values: dict[str, Any] = {**flat, "port": self.slot.port, "cpus": format_cpu_list(self.slot.cpus)}
+        if self.slot.gpus:
+            values["gpus"] = ",".join(self.slot.gpus)
+        return Settings.from_mapping(values)
 
     def as_dict(self) -> dict[str, Any]:
-        """For manifests, campaign and matrix files."""
-        data = asdict(self)
-        data["cpu_mode"] = "shared" if self.shared_cpus else "rule"
-        return data
+        """For manifests, campaign and matrix files (the fields flat, as they always were)."""
+        return {"index": self.index, "port": self.slot.port, "gpus": list(self.slot.gpus),
+                "idle_gpus": list(self.idle_gpus), "cpus": list(self.slot.cpus), "shared_cpus": self.shared_cpus,
+                "node": self.node, "note": self.note, "cpu_mode": "shared" if self.shared_cpus else "rule"}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HostSlot:
+        """Inverse of :meth:`as_dict` (a worker's job file, a Ray task's argument)."""
+        slot = Slot(int(data["port"]), tuple(str(g) for g in data.get("gpus", ())),
+                    tuple(int(c) for c in data.get("cpus", ())))
+        return cls(int(data["index"]), slot, tuple(str(g) for g in data.get("idle_gpus", ())),
+                   bool(data.get("shared_cpus", False)), str(data.get("node", "")), str(data.get("note", "")))
 
 
 def parse_gpu_ids(text: str) -> tuple[str, ...]:
@@ -131,7 +140,7 @@ def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpu
         raise SettingsError("no slot: --slots lists no GPU", hint="e.g. --slots 0,1")
     if not uses_gpu:
         groups = _split_cpus(len(gpu_ids)) if cpus == "rule" else [own_cpus()] * len(gpu_ids)
-        return [HostSlot(k, base_port + k, cpus=group, shared_cpus=cpus == "shared")
+        return [HostSlot(k, Slot(base_port + k, cpus=group), shared_cpus=cpus == "shared")
                 for k, group in enumerate(groups)]
     if per == "pair" and len(gpu_ids) % 2 and len(gpu_ids) > 1:
         raise SettingsError(f"--slot-per pair needs GPUs in pairs, got {len(gpu_ids)}: {','.join(gpu_ids)}",
@@ -153,7 +162,7 @@ def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpu
         else:
             slot_cpus = own_cpus()
         note = f"GPU {gpu} alone: --slot-per pair got one GPU, no partner to keep idle" if per == "pair" and not idle else ""
-        slots.append(HostSlot(k, base_port + k, (gpu,), idle, slot_cpus, cpus == "shared", note=note))
+        slots.append(HostSlot(k, Slot(base_port + k, (gpu,), slot_cpus), idle, cpus == "shared", note=note))
     return slots
 
 
@@ -162,14 +171,15 @@ def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int 
     """SLOT_FREE: the port has no listener and the slot's GPUs (idle ones too) no compute process
     and less than ``free_mib`` used. Waits up to ``timeout_s`` (a server of a killed campaign may
     still be dying), then raises :class:`SlotBusy` with what holds it."""
-    gpus = (*slot.gpus, *slot.idle_gpus)
+    gpus = (*slot.slot.gpus, *slot.idle_gpus)
+    port = slot.slot.port
     deadline = time.monotonic() + timeout_s
     call_s = call_timeout(timeout_s)  # a hung nvidia-smi is bounded by the wait allowed
     while True:
         held: dict[str, str] = {}
-        if port_in_use(slot.port):
-            scan = find_strays(port=slot.port)
-            held["port"] = f"{slot.port} in use" + "".join(f"; pid {s.pid} {s.command[:80]}" for s in scan.strays)
+        if port_in_use(port):
+            scan = find_strays(port=port)
+            held["port"] = f"{port} in use" + "".join(f"; pid {s.pid} {s.command[:80]}" for s in scan.strays)
         if gpus:
             scan = find_strays(gpus=gpus, nvidia_smi=nvidia_smi, gpu_timeout_s=call_s)
             if scan.strays:

@@ -46,20 +46,13 @@ class WorkerSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerSpec:
         """Inverse of :meth:`as_dict`."""
-        s = dict(data["slot"])
-        slot = HostSlot(int(s["index"]), int(s["port"]), tuple(s.get("gpus", ())), tuple(s.get("idle_gpus", ())),
-                        tuple(s.get("cpus", ())), bool(s.get("shared_cpus", False)), str(s.get("node", "")),
-                        str(s.get("note", "")))
-        return cls(CampaignJob.from_dict(data["job"]), slot, dict(data["settings"]), str(data["worktrees"]),
-                   float(data.get("slot_timeout_s", 30.0)))
+        return cls(CampaignJob.from_dict(data["job"]), HostSlot.from_dict(data["slot"]), dict(data["settings"]),
+                   str(data["worktrees"]), float(data.get("slot_timeout_s", 30.0)))
 
 
 def settings_for(spec: WorkerSpec, checkout: str | None) -> Settings:
     """The campaign's settings: the slot's port, GPUs and CPUs, the revision's checkout."""
-    values = {**spec.settings, **spec.slot.setting_values()}
-    if checkout:
-        values["checkout"] = checkout
-    return Settings.from_mapping(values)
+    return spec.slot.settings_on({**spec.settings, "checkout": checkout} if checkout else spec.settings)
 
 
 def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> CampaignOutcome:
@@ -79,7 +72,7 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
             checkout = str(prepared.worktree)
         settings = settings_for(spec, checkout)
         # Ray sets OMP_NUM_THREADS=1 for its tasks; a server inherits it unless told otherwise.
-        os.environ["OMP_NUM_THREADS"] = str(len(spec.slot.cpus) or os.cpu_count() or 1)
+        os.environ["OMP_NUM_THREADS"] = str(len(spec.slot.slot.cpus) or os.cpu_count() or 1)
         check_free(spec.slot, nvidia_smi=base.tools.nvidia_smi, free_mib=base.run.gpu_free_mib,
                    timeout_s=spec.slot_timeout_s)
         outcome = campaigns.run_campaign(job, settings, spec.slot.as_dict(), progress)

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from ..campaign.record import SCORINGS, Asked, Attempt, Campaign, now_iso
 from ..errors import CampaignFileError, storage_error
+from ..identity import Identity
 from ..jsonio import read_json, write_json
 from . import versions
 from .names import campaign_files, campaign_path
@@ -27,7 +28,7 @@ from .statuses import AttemptStatus, CampaignStatus, words
 FORMAT = 1  # the campaign file's format; a newer one is refused, never guessed at
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
 
-__all__ = ["FORMAT", "campaign_path", "from_record", "latest", "load", "save"]
+__all__ = ["FORMAT", "campaign_path", "from_record", "latest", "load", "name_for", "save"]
 
 
 def save(path: Path, campaign: Campaign) -> Campaign:
@@ -175,3 +176,17 @@ def latest(revision_dir: Path) -> Path | None:
     """The campaign file of ``revision_dir`` changed last."""
     files = sorted(campaign_files(revision_dir), key=lambda p: p.stat().st_mtime)
     return files[-1] if files else None
+
+
+def name_for(revision_dir: Path, identity: Identity) -> str:
+    """The name of ``identity``'s campaign in ``revision_dir``: :meth:`Identity.name`, unless
+    only an older omnibench's name for it (:meth:`Identity.names`) is there, holding the same
+    measurement; then that one, so a campaign made before is resumed, never measured again."""
+    canonical, *older = identity.names()
+    if campaign_path(revision_dir, canonical).exists():
+        return canonical
+    for name in older:
+        path = campaign_path(revision_dir, name)
+        if path.is_file() and not load(path).asked.identity().differences(identity):
+            return name
+    return canonical

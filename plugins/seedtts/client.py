@@ -24,6 +24,7 @@ import aiohttp
 from omnibench_core.plugin import (
     PROGRESS_PREFIX,
     ChatReply,
+    Endpoint,
     Progress,
     add_argument,
     by_name,
@@ -70,9 +71,9 @@ class ClientConfig:
     stream: bool = default_of(OPTION, "stream", bool)
 
     @property
-    def url(self) -> str:
-        """The chat completions endpoint."""
-        return f"http://{self.host}:{self.port}/v1/chat/completions"
+    def endpoint(self) -> Endpoint:
+        """Where the server listens (``--host``, ``--port``): its URLs are built there."""
+        return Endpoint(self.port, self.host)
 
 
 def _set_field(body: dict[str, Any], dotted: str, value: Any) -> None:
@@ -122,11 +123,11 @@ class SeedTtsClient:
             return row
         reply: ChatReply | StreamReply
         if self.cfg.stream:
-            reply = await post_stream(session, self.cfg.url, body, self.cfg.timeout_s)
+            reply = await post_stream(session, self.cfg.endpoint.chat_url, body, self.cfg.timeout_s)
             row.update(playback.request_fields(t0, reply.arrivals, reply.durations, reply.text_first,
                                                reply.first_payload_bytes, reply.streamed))
         else:
-            reply = await post_chat(session, self.cfg.url, body, self.cfg.timeout_s)
+            reply = await post_chat(session, self.cfg.endpoint.chat_url, body, self.cfg.timeout_s)
         row.update(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                    error=reply.error or ("" if reply.wav else "reply has no audio"))
         if reply.wav and not reply.error:
@@ -151,7 +152,7 @@ class SeedTtsClient:
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.max_concurrency)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-            async with session.get(f"http://{cfg.host}:{cfg.port}/health") as health:
+            async with session.get(cfg.endpoint.health_url) as health:
                 if health.status != 200:
                     raise RuntimeError(f"server not healthy: HTTP {health.status}")
             warmup = cfg.max_concurrency if cfg.warmup is None else cfg.warmup

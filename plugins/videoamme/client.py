@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 
 from omnibench_core.plugin import (
+    Endpoint,
     Progress,
     add_argument,
     by_name,
@@ -66,6 +67,11 @@ class VideoClientConfig:
     request_text: str = REQUEST_TEXT
     request_text_source: str = OWN_COPY
 
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where the server listens (``--host``, ``--port``): its URLs are built there."""
+        return Endpoint(self.port, self.host)
+
 
 def parse_letter(text: str | None) -> tuple[str | None, bool]:
     """The answer letter: ``Answer: X`` (last one), else a lone letter (an ``mc_fallback``)."""
@@ -95,8 +101,7 @@ def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
 
 async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
     t0 = time.perf_counter()
-    reply = await post_chat(session, f"http://{cfg.host}:{cfg.port}/v1/chat/completions",
-                            request_body(cfg, sample), cfg.timeout_s)
+    reply = await post_chat(session, cfg.endpoint.chat_url, request_body(cfg, sample), cfg.timeout_s)
     row: dict[str, Any] = {"sample_id": sample.sample_id, "expected": sample.answer, "predicted": None,
                            "raw_response": reply.text, "is_correct": False, "is_success": False, "latency_s": None,
                            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,

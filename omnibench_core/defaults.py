@@ -1,0 +1,11 @@
+"""The measurement defaults, defined once: the library's signatures and ``tasks.py`` read them
+(``tests/test_identity.py`` holds the literals Invoke shows in ``--help`` equal to these)."""
+
+from __future__ import annotations
+
+RUNS = 3  # measured runs after the warm-up run0, as the runbook
+RETRIES = 2  # tries again of a run that misses a gate or a coverage rule
+SCORING = "deferred"  # every run generated, then one scoring server start for all
+ROUNDS = 3  # an A/B experiment's rounds after the warm-ups
+ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)
+MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)

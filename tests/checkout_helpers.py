@@ -1,0 +1,24 @@
+"""A minimal git work tree shaped like an sglang-omni checkout (for targets and set-up tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def make_fake_checkout(root: Path) -> Path:
+    """A git work tree shaped like an sglang-omni checkout with an `omni` venv."""
+    root.mkdir(parents=True)
+    bin_dir = root / "omni" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    serve = bin_dir / "sgl-omni"
+    serve.write_text("#!/bin/sh\necho fake sgl-omni \"$@\"\n")
+    serve.chmod(0o755)
+    (root / "README.md").write_text("fake checkout\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    return root
