@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
 from history_samples import history
+from run_helpers import REPO, free_port
 
 from omnibench_core.campaign.compare import Comparison, MetricComparison
 from omnibench_core.campaign.verdict import Verdict

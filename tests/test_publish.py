@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from history_samples import COMMITS, STEP_AT, history, revision
+from run_helpers import REPO
 
 from omnibench_core.errors import StorageError
 from omnibench_core.history import site

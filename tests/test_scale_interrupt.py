@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
 from proc_helpers import wait_for
+from run_helpers import REPO, free_port
 from scale_helpers import path_without_nvidia_smi, server_pids
 
 from omnibench_core.process.ports import port_in_use

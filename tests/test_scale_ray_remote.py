@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port, write_fake_nvidia_smi
+from gpu_helpers import write_fake_nvidia_smi
 from proc_helpers import wait_for
+from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
 from omnibench_core.process.ports import port_in_use

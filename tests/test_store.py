@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from run_helpers import REPO
 
 from omnibench_core import api
 from omnibench_core.errors import CampaignFileError, RecordError, RunFileError, StepFailed

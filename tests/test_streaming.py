@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, free_port, invoke_run_into
+from run_helpers import REPO, free_port, invoke_run_into
 from scale_helpers import invoke_standin
 
 from omnibench_core.process.processes import start_group
