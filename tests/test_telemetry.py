@@ -21,7 +21,7 @@ from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.telemetry.nvml import reason_names
-from omnibench_core.telemetry.run_summary import run_warnings
+from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler
 from omnibench_core.telemetry.summary import window
 
@@ -149,3 +149,18 @@ def test_reports_and_comparisons_show_the_telemetry_and_its_warnings(tmp_path, p
     notes = compare(stats, stats, force=True).notes
     assert any(n.startswith("A GPU telemetry: run0:") for n in notes)
     assert any(n.startswith("B GPU telemetry: run1:") for n in notes)
+
+
+def test_a_scoring_server_shared_with_another_run_is_no_telemetry_warning(tmp_path):
+    """Deferred scoring starts one scorer for several runs; the runs it did not start name it
+    (``started_in``) without samples. That is not 'GPU telemetry not available' (seen on a real
+    H200: every deferred run warned about echo-scorer); a server that was sampled and could not
+    read its GPU still is."""
+    path = write_run_telemetry(tmp_path, [
+        {"label": "echo-scorer", "phase": "score", "started_in": "run1"},
+        {"label": "selftest", "telemetry": {"available": False, "reason": "not available: no NVML"}},
+    ], applies=True)
+    doc = json.loads(path.read_text())
+    assert doc["servers"][0] == {"label": "echo-scorer", "started_in": "run1"}
+    assert doc["warnings"] == ["selftest: GPU telemetry not available: no NVML"]
+

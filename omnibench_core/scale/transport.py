@@ -19,6 +19,7 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -31,10 +32,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import storage_error
+from ..errors import OmnibenchError, storage_error
 from ..jsonio import write_json
 from ..store import manifest as manifest_file
 from ..store.manifest import run_status
+from ..store.statuses import CampaignStatus
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
 DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
@@ -100,8 +102,9 @@ def seed(results: Path, folder: str, campaign_rel: str) -> bytes:
 class Receiver:
     """The driver's end: writes shipped runs and campaign files into ``results`` atomically."""
 
-    def __init__(self, results: str):
+    def __init__(self, results: str, git: str = "git"):
         self.results = Path(results)
+        self.git = git  # for the history index (commit times and first parents)
         self.names: dict[tuple[str, str, str], str] = {}  # (task, folder, name on the node) -> name here
         self.taken: dict[str, set[str]] = {}  # run names given out per folder (not all on disk yet)
         self.stopped = False
@@ -158,7 +161,17 @@ class Receiver:
             write_json(path, retarget(campaign, checkout, names))
         except OSError as exc:
             raise storage_error("writing a campaign file shipped from a node", exc) from exc
+        if campaign.get("status") == CampaignStatus.COMPLETE:  # its runs are here already: index it, as locally
+            self._index(path)
         return str(path)
+
+    def _index(self, path: Path) -> None:
+        """The complete campaign into the driver's history store; a store that cannot take it
+        costs nothing but the index (``invoke history --rebuild`` makes it from the files)."""
+        from ..history.store import index_campaign  # the history reads campaigns: imported late
+
+        with contextlib.suppress(OmnibenchError):
+            index_campaign(self.results, path, git=self.git)
 
     def renamed(self, task: str, folder: str) -> dict[str, str]:
         """The names the driver gave ``task``'s runs (node name -> name here)."""

@@ -67,6 +67,9 @@ def write_run_telemetry(run_dir: Path, servers: Sequence[Mapping[str, Any]], *, 
     doc: dict[str, Any] = {"applies": applies, "reason": reason, "servers": [], "workloads": {}, "warnings": []}
     if applies:
         for server in servers:
+            if server.get("started_in"):  # a scoring server shared with another run: sampled there
+                doc["servers"].append({"label": server.get("label"), "started_in": server["started_in"]})
+                continue
             tele = server.get("telemetry") or {}
             doc["servers"].append({"label": server.get("label"), **tele})
             for step, per_gpu in (tele.get("steps") or {}).items():
@@ -91,6 +94,8 @@ def warnings(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for server in doc.get("servers", []):
         label = server.get("label")
+        if server.get("started_in"):  # its telemetry and warnings are in the run that started it
+            continue
         if not server.get("available", False):
             out.append(f"{label}: GPU telemetry {server.get('reason') or 'not available'}")
             continue
