@@ -364,7 +364,7 @@ def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RU
           "slot-cpus": SCALE_HELP["slot-cpus"] + " (--bisect)", "threshold": SCALE_HELP["threshold"] + " (--bisect)",
           "port": "base port of --bisect's slots (default 8000)"})
 def history(c, metric="", workload="", revisions="", target=None, checkout=None, results=None, json="", summary="",
-            rebuild=False, bisect=False, slots="", slot_per="pair", slot_cpus="rule", threshold="5%", port=None, min_effect="5"):
+            rebuild=False, bisect=False, slots="", slot_per="pair", slot_cpus="rule", threshold=THRESHOLD, port=None, min_effect=PERCENT):
     """Per metric the series over commits (mean, interval) and its change points; --bisect names their commits."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
@@ -432,13 +432,13 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design=
       help={"out": "the site's folder (made, or replaced if it holds an earlier site; any other folder is refused)",
             "target": "only this target's series (default: every target)", "workload": "only this workload's series",
             "metric": "only this metric, e.g. seedtts.throughput_qps", "revisions": "only A..B, or a branch",
-            "results": "results root", "checkout": "sglang-omni checkout (its first-parent line orders the commits)"})
+            "results": "results root", "checkout": "sglang-omni checkout whose first-parent line orders the commits (default the checkout setting)"})
 def publish(c, out, target=None, workload=None, metric=None, revisions=None, results=None, checkout=None):
     """A static site of the history: per metric a plot over commits, change points, regressions, reports."""
     with reported():
         settings = settings_from(c, results=results, checkout=checkout)
         done = history_site.publish(settings, Path(out), target=target, workload=workload, metric=metric,
-                                    revisions=revisions, checkout=Path(settings.run.checkout) if checkout else None)
+                                    revisions=revisions, checkout=history_layer.checkout_of(settings, checkout))
     emit(history_site.publish_text(done))
 
 

@@ -65,6 +65,30 @@ def _no_delay(value: str) -> bool:
     return value in ("0", "0.0", "")
 
 
+def counted_settings(settings: Mapping[str, Any], keys: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``keys`` of ``settings`` that are present, as (key, string value), less those that do not
+    change the measurement: a later setting left empty (records made before it existed have
+    none), and where the stream delay goes when no delay is planted."""
+    def counts(k: str) -> bool:
+        value = str(settings[k])
+        if k in LATER_SETTINGS and value == "":
+            return False
+        return not (k == "local_stream_delay" and _no_delay(str(settings.get("local_delay_ms", ""))))
+
+    return tuple((k, str(settings[k])) for k in keys if k in settings and counts(k))
+
+
+# The identity settings a history series keeps apart (a planted delay is another measurement);
+# the target is the series' own field, and the venv's path differs per worktree of a matrix.
+PLANTED_SETTINGS = ("local_delay_ms", "local_stream_delay")
+
+
+def planted(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The planted delays of ``settings`` that make it another measurement (none when 0)."""
+    return tuple((k, v) for k, v in counted_settings(settings, PLANTED_SETTINGS)
+                 if not (k == "local_delay_ms" and _no_delay(v)))
+
+
 @dataclass(frozen=True)
 class Identity:
     """What must match for two runs or campaigns to be the same measurement."""
@@ -79,9 +103,7 @@ class Identity:
            settings: Mapping[str, Any]) -> Identity:
         """The identity of a request whose settings are ``settings`` (a flat or recorded mapping;
         only :data:`IDENTITY_SETTINGS` are read)."""
-        return cls(tuple(workloads), tuple(sorted(options)), client,
-                   tuple((k, str(settings[k])) for k in IDENTITY_SETTINGS
-                         if k in settings and not (k in LATER_SETTINGS and str(settings[k]) == "")))
+        return cls(tuple(workloads), tuple(sorted(options)), client, counted_settings(settings, IDENTITY_SETTINGS))
 
     @classmethod
     def from_settings(cls, settings: Settings, workloads: Sequence[str], options: Sequence[str],

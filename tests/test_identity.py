@@ -213,3 +213,29 @@ def test_matrix_resume_keeps_the_campaign_measure_made_on_the_standin(invoke, tm
     assert _campaign_files(results) == [campaign] and _runs(results) == runs
     assert campaign.parent.parent.name == made.head[:7]
     assert not server_pids(tmp_path)
+
+
+def test_a_later_setting_left_empty_and_a_stream_delay_without_a_delay_are_not_identity():
+    """Records made before local_stream_delay existed have no such key: its empty value must not
+    make their identity (or an A/B experiment's hashed name) differ; and where a delay goes when
+    none is planted changes nothing."""
+    from omnibench_core.identity import AB_SHARED_SETTINGS, counted_settings, planted
+
+    before = {"target": "local", "checkout": "/co", "venv": "", "local_delay_ms": "0.0"}
+    now = {**before, "local_stream_delay": ""}
+    assert counted_settings(now, AB_SHARED_SETTINGS) == counted_settings(before, AB_SHARED_SETTINGS)
+    assert Identity.of(("w",), (), None, {**before, "local_stream_delay": "every"}) == Identity.of(("w",), (), None, before)
+    delayed = {**before, "local_delay_ms": "40", "local_stream_delay": "every"}
+    assert Identity.of(("w",), (), None, delayed) != Identity.of(("w",), (), None, {**delayed, "local_stream_delay": ""})
+    assert planted(before) == () and planted(now) == ()
+    assert planted(delayed) == (("local_delay_ms", "40"), ("local_stream_delay", "every"))
+
+
+def test_a_planted_delay_is_its_own_history_series():
+    from omnibench_core.history.query import _label
+    from omnibench_core.history.store import Identity as SeriesIdentity
+
+    plain = SeriesIdentity(("seedtts",), (), "", "local")
+    planted = SeriesIdentity(("seedtts",), (), "", "local", (("local_delay_ms", "1000.0"),))
+    assert plain.key() != planted.key() and plain != planted
+    assert _label(planted, "seedtts.latency_mean_s") == "seedtts [local_delay_ms=1000.0]"

@@ -170,10 +170,15 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     assert any("its slot was lost" in x for x in lines), "\n".join(lines[-60:])
     # the run that was home stayed; the campaign went on from it elsewhere: run0 was measured once
     assert _started(results)[f"{short}/run0"] == shipped
-    assert sorted(p.name for p in (results / short).glob("run*")) == ["run0", "run1", "run2"]
     (campaign,) = (results / short / "campaigns").glob("*.json")
-    warmups = [a for a in json.loads(campaign.read_text())["attempts"] if a["slot"] == 0]
+    attempts = json.loads(campaign.read_text())["attempts"]
+    warmups = [a for a in attempts if a["slot"] == 0]
     assert [(a["run"], a["status"]) for a in warmups] == [("run0", "complete")]  # not measured again
+    counted = sorted(a["run"] for a in attempts if a["slot"] > 0 and a["status"] == "complete")
+    assert len(counted) == 2 and all((results / short / r / "metrics.json").is_file() for r in counted)
+    # node c's run1 may have reached home in the instant before the node went, its campaign file
+    # not: it then stays beside the campaign, never counted (a busy machine hit this once)
+    assert set(counted) | {"run0"} <= {p.name for p in (results / short).glob("run*")} <= {"run0", "run1", "run2", "run3"}
     wait_for(lambda: not server_pids(base), 40)
 
 

@@ -30,7 +30,7 @@ from ..errors import (
     Terminated,
     storage_error,
 )
-from ..identity import AB_SHARED_SETTINGS, recorded_settings
+from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, Phase, RunOutcome
 from ..run import ownership
 from ..scale import revisions
@@ -147,7 +147,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
     recorded = recorded_settings(settings)
-    shared = tuple((k, recorded[k]) for k in AB_SHARED_SETTINGS)
+    # a later setting left empty is not part of it: names of experiments already on disk stay
+    shared = counted_settings(recorded, AB_SHARED_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
     return Request(identity, retries, scoring, name)
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import defaults
 from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
@@ -27,7 +28,7 @@ class SlotFlags:
     slots: str = ""
     slot_per: str = "pair"
     slot_cpus: str = "rule"
-    threshold: float = 0.05
+    threshold: float = defaults.MIN_EFFECT
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class HistoryOutcome:
     step_summary: Path | None = None  # the $GITHUB_STEP_SUMMARY it was appended to (a range asked)
 
 
-def _checkout(settings: Settings, checkout: str | None) -> Path | None:
+def checkout_of(settings: Settings, checkout: str | None) -> Path | None:
+    """The git repository whose first-parent order a history follows: ``--checkout``, else the
+    checkout setting (``invoke history`` and ``invoke publish`` alike)."""
     value = checkout if checkout is not None else settings.run.checkout
     return Path(value).expanduser() if value else None
 
@@ -59,7 +62,7 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
     ``$GITHUB_STEP_SUMMARY`` when that is set."""
     results, git = settings.run.results_root, settings.tools.git
     rebuilt = st.rebuild(results, git=git) if rebuild else None
-    where = _checkout(settings, checkout)
+    where = checkout_of(settings, checkout)
 
     def query() -> list[Found]:
         return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git,
@@ -109,9 +112,11 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
             runs = max(2, min(len(p.values) for p in f.series.points if p.revision in (c.last_before, c.first_after)))
             progress(f"bisecting {c.last_before[:7]}..{c.first_after[:7]} ({len(c.untested)} untested) on "
                      f"{f.series.metric}, {runs} runs a commit")
-            engine = scale.make_engine(settings, slots=flags.slots, slot_per=flags.slot_per, slot_cpus=flags.slot_cpus,
+            # the series' own target and planted delays, not whatever --target or the config say
+            own = Settings.from_mapping({**settings.flat(), "target": f.identity.target, **dict(f.identity.settings)})
+            engine = scale.make_engine(own, slots=flags.slots, slot_per=flags.slot_per, slot_cpus=flags.slot_cpus,
                                        progress=progress)
-            result = scale.bisect(settings, good=c.last_before, bad=c.first_after, metric=f.series.metric,
+            result = scale.bisect(own, good=c.last_before, bad=c.first_after, metric=f.series.metric,
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
             stored = st.index_bisect(settings.run.results_root, result.file) is not None

@@ -168,7 +168,8 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
 def _label(identity: st.Identity, metric: str) -> str:
     head = metric.split(".", 1)[0]
     name = head if head in identity.workloads else "+".join(identity.workloads)
-    return f"{name} [{' '.join(identity.options)}]" if identity.options else name
+    parts = [*identity.options, *(f"{k}={v}" for k, v in identity.settings)]
+    return f"{name} [{' '.join(parts)}]" if parts else name
 
 
 def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCampaign], by_rev: Mapping[str, Commit],

@@ -26,6 +26,7 @@ from ..campaign.execute import environment_of
 from ..campaign.front_door import campaign_stats
 from ..campaign.summary import RunSetStats, stats_of
 from ..errors import OmnibenchError
+from ..identity import planted
 from ..jsonio import read_json
 from ..scale.revisions import WORKTREES
 from ..store import campaign_file as campaign_files_io
@@ -51,6 +52,7 @@ CREATE TABLE campaigns (
     options TEXT NOT NULL,           -- JSON list, sorted
     client TEXT NOT NULL,
     target TEXT NOT NULL,
+    settings TEXT NOT NULL,          -- JSON list of [key, value]: the planted delays (another measurement)
     environment TEXT NOT NULL,       -- JSON object of facts: name -> value
     report TEXT,                     -- report.md relative to the results root, if one exists
     completed TEXT NOT NULL,
@@ -67,7 +69,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_metric ON runs (metric);
 CREATE TABLE bisects (
     file TEXT PRIMARY KEY,           -- <results>/bisects/... .json, relative
-    series TEXT NOT NULL,            -- JSON of the good end's identity (workloads, options, client, target)
+    series TEXT NOT NULL,            -- JSON of the good end's identity (workloads, options, client, target, settings)
     metric TEXT NOT NULL,
     good TEXT NOT NULL,
     bad TEXT NOT NULL,
@@ -89,10 +91,12 @@ class Identity:
     options: tuple[str, ...]
     client: str
     target: str
+    settings: tuple[tuple[str, str], ...] = ()  # identity.planted(): a planted delay is another series
 
     def key(self) -> str:
         """A stable JSON form (the bisects table's ``series``)."""
-        return json.dumps([list(self.workloads), list(self.options), self.client, self.target])
+        return json.dumps([list(self.workloads), list(self.options), self.client, self.target,
+                           [list(kv) for kv in self.settings]])
 
 
 @dataclass(frozen=True)
@@ -138,10 +142,11 @@ class Store:
         with _guarded(self.path), self.db:
             self.db.execute("DELETE FROM runs WHERE file = ?", (c.file,))
             self.db.execute(
-                "INSERT OR REPLACE INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (c.file, c.kind, c.folder, c.revision, c.commit_time, c.first_parent, c.subject,
                  json.dumps(list(c.identity.workloads)), json.dumps(list(c.identity.options)), c.identity.client,
-                 c.identity.target, json.dumps(dict(c.environment), sort_keys=True), c.report, c.completed, now))
+                 c.identity.target, json.dumps([list(kv) for kv in c.identity.settings]),
+                 json.dumps(dict(c.environment), sort_keys=True), c.report, c.completed, now))
             self.db.executemany("INSERT INTO runs VALUES (?,?,?,?)",
                                 [(c.file, run, m, v) for run, ms in c.runs.items() for m, v in ms.items()])
 
@@ -155,12 +160,13 @@ class Store:
         """Every indexed campaign with its runs."""
         with _guarded(self.path):
             rows = self.db.execute("SELECT file, folder, revision, workloads, options, client, target, environment, "
-                                   "completed, report, commit_time, first_parent, subject, kind FROM campaigns "
+                                   "completed, report, commit_time, first_parent, subject, kind, settings FROM campaigns "
                                    "ORDER BY file").fetchall()
             values: dict[str, dict[str, dict[str, float]]] = {}
             for file, run, metric, value in self.db.execute("SELECT file, run, metric, value FROM runs ORDER BY file, run"):
                 values.setdefault(file, {}).setdefault(run, {})[metric] = value
-        return [IndexedCampaign(r[0], r[1], r[2], Identity(tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5], r[6]),
+        return [IndexedCampaign(r[0], r[1], r[2], Identity(tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5], r[6],
+                                                                tuple((k, v) for k, v in json.loads(r[14]))),
                                 json.loads(r[7]), values.get(r[0], {}), r[8], r[9], r[10], r[11], r[12], r[13])
                 for r in rows]
 
@@ -294,7 +300,7 @@ def read_campaign(results: Path, campaign_file: Path) -> IndexedCampaign | None:
     runs = _runs_of(stats)
     env = dict(c.environment)
     identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
-                        str(c.asked.settings.get("target", env.get("target") or "")))
+                        str(c.asked.settings.get("target", env.get("target") or "")), planted(c.asked.settings))
     return IndexedCampaign(str(campaign_file.relative_to(results)), c.revision, str(env.get("revision") or ""),
                            identity, environment_facts(env), runs, c.updated,
                            _report_of(results, campaign_file, c.name))
@@ -318,7 +324,7 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
         runs = _runs_of(stats_of(f"{e.name} side {side.label}", dirs))
         env = environment_of(dirs[0])
         identity = Identity(tuple(e.identity.workloads), tuple(side.options), e.identity.client or "",
-                            str(shared.get("target", env.get("target") or "")))
+                            str(shared.get("target", env.get("target") or "")), planted(shared))
         out.append(IndexedCampaign(f"{experiment_file.relative_to(results)}#{side.label}", dirs[0].parent.name,
                                    side.revision, identity, environment_facts(env), runs, e.updated, kind="ab"))
     return out
@@ -387,7 +393,7 @@ def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
         good_file = Path(data["campaigns"][data["good"]]["campaign"])
         c = campaign_files_io.load(good_file if good_file.is_absolute() else results / good_file)
         identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
-                            str(c.asked.settings.get("target", "")))
+                            str(c.asked.settings.get("target", "")), planted(c.asked.settings))
         found = Bisected(str(bisect_file.relative_to(results)), identity.key(), str(data["metric"]), str(data["good"]),
                          str(data["bad"]), str(data["first_bad"]))
     except (OSError, ValueError, KeyError, TypeError, OmnibenchError):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import defaults
 from ..errors import OmnibenchError, SettingsError
+from ..identity import file_name
 from ..jsonio import write_json
 from ..settings import Settings
 from ..store.statuses import JobStatus
@@ -215,7 +216,10 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     bad, parent = commits[search.first_bad], commits[search.first_bad - 1]
     against = campaigns.compare(measured[parent], measured[bad], metric, threshold, settings)
     rounds = tuple(tuple(commits[i] for i in r) for r in search.rounds)
-    path = settings.run.results_root / "bisects" / f"{commits[0][:7]}..{commits[-1][:7]}-{metric}.json"
+    # one file per range, metric and measurement: bisects of two option sets over one range (a
+    # sweep's series, history --bisect) must not overwrite each other
+    path = settings.run.results_root / "bisects" / (
+        file_name([f"{commits[0][:7]}..{commits[-1][:7]}", metric, job(0).identity(settings).name()]) + ".json")
     write_json(path, {"good": commits[0], "bad": commits[-1], "metric": metric, "threshold": threshold,
                       "first_bad": bad, "against_parent": against.__dict__, "rounds": [list(r) for r in rounds],
                       "verdicts": {c: v.__dict__ for c, v in verdicts.items()},
