@@ -31,7 +31,7 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 
 # The files that take longest (pytest --durations=0, 2026-12-01), first: xdist hands whole files
 # to its two workers in collection order, so a long file collected last leaves one core idle at
-# the end (the suite took 10.4 min in alphabetical order, with 30 % of the CPU time unused).
+# the end (the workers' count and its measurement: pyproject.toml's pytest addopts).
 LONGEST_FIRST = ("test_streaming.py", "test_history.py", "test_ab.py", "test_standin.py", "test_campaign_faults.py",
                  "test_scale_ray_remote.py", "test_benchmarks.py", "test_seedtts.py", "test_scale_standin.py",
                  "test_campaign.py", "test_scale.py", "test_scale_ray.py", "test_ci_stages.py")
