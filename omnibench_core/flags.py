@@ -23,7 +23,9 @@ from .gitinfo import OPTION_LIKE
 from .settings import parse_cpu_list
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
-RESERVED_SHORT_FLAGS = frozenset({"h"})
+# -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
+# o and t are taken, and show it as "--=STRING").
+RESERVED_SHORT_FLAGS = frozenset({"h", "_", "-"})
 
 
 class FlagError(SettingsError):

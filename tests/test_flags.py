@@ -241,3 +241,13 @@ def test_a_bad_value_in_a_projects_invoke_yaml_is_blamed_on_that_file(tmp_path):
     assert done.returncode == 1
     assert f"setting 'gpu_free_mib' must be a whole number, got 'lots' (from omnibench.gpu_free_mib in " \
            f"{tmp_path / 'invoke.yaml'})" in done.stderr
+
+
+def test_every_short_flag_is_a_letter_or_digit():
+    """`invoke --help history` once showed `--=STRING, --slot-cpus=STRING`: Invoke had given
+    slot_cpus the short flag "_" (its s, l, o and t were taken)."""
+    tasks = load_tasks().ns
+    bad = [f"{name}: -{n}" for name in tasks.task_names for arg in tasks[name].get_arguments()
+           for n in arg.names if len(n) == 1 and not n.isalnum()]
+    assert bad == []
+
