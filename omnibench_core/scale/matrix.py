@@ -28,7 +28,6 @@ from .slots import HostSlot
 from .worker import WorkerSpec
 
 Progress = Callable[[str], None]
-INTERRUPTED = "interrupted"
 
 
 def parse_sweep(sweeps: Sequence[str]) -> list[tuple[str, ...]]:
@@ -125,7 +124,7 @@ def matrix_path(settings: Settings, jobs: Sequence[CampaignJob]) -> Path:
 def was_interrupted(path: Path) -> bool:
     """Whether the matrix file says its last command was interrupted."""
     try:
-        return read_json(path).get("status") == INTERRUPTED
+        return read_json(path).get("status") == JobStatus.INTERRUPTED
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -143,7 +142,7 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
     try:
         outcomes = measure_all(settings, jobs, engine, resume=resume, progress=progress)
     except ScaleInterrupted as exc:
-        write_json(path, {"engine": engine.name, "status": INTERRUPTED, "jobs": [j.as_dict() for j in jobs],
+        write_json(path, {"engine": engine.name, "status": JobStatus.INTERRUPTED, "jobs": [j.as_dict() for j in jobs],
                           "interrupted": sorted(k for k, o in exc.campaigns.items() if o.status == JobStatus.INTERRUPTED),
                           "outcomes": {k: o.as_dict() for k, o in exc.campaigns.items()}})
         raise
@@ -155,7 +154,7 @@ def run_matrix(settings: Settings, spec: MatrixSpec, engine: Engine, *, resume: 
         if job.revision != first and a and b and a.status is b.status is JobStatus.COMPLETE:
             verdicts[job.key] = campaigns.compare_all(a, b, threshold, settings)
     shared = any(bool(o.slot.get("shared_cpus")) for o in outcomes.values())
-    write_json(path, {"engine": engine.name, "status": "complete", "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
+    write_json(path, {"engine": engine.name, "status": JobStatus.COMPLETE, "jobs": [j.as_dict() for j in jobs], "shared_cpus": shared,
                       "outcomes": {k: o.as_dict() for k, o in outcomes.items()},
                       "verdicts": {k: [v.__dict__ for v in vs] for k, vs in verdicts.items()}})
     return MatrixResult(tuple(jobs), outcomes, verdicts, shared, path)
