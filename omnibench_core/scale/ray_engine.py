@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import OmnibenchError, SettingsError, Terminated
 from ..records import Slot
@@ -42,7 +42,7 @@ from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .remote import run_shipped
 from .slots import HostSlot, own_cpus
-from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver
+from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver, Shipped, ShippedRun
 from .worker import WorkerSpec, execute
 
 SHARED_TOKEN = ".omnibench-ray-{}"
@@ -97,13 +97,11 @@ class _ActorHome:
             raise OmnibenchError("the driver's receiver of results is gone", evidence={"error": str(exc)[:500]},
                                  hint="repeat the command with --resume: runs already home are kept") from exc
 
-    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
-        """Write a run at the driver."""
-        return str(self._call(self.handle.run, task, folder, local, data, seeded))
-
-    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
-        """Write the campaign file at the driver."""
-        return str(self._call(self.handle.campaign, task, folder, rel, data, checkout))
+    def ship(self, task: str, folder: str, runs: list[ShippedRun], rel: str, campaign: bytes | None,
+             checkout: str | None) -> Shipped:
+        """Write runs, then the campaign file, at the driver: one actor call, so a node lost
+        between two flushes cannot leave a run home that the driver's campaign file does not name."""
+        return cast(Shipped, self._call(self.handle.ship, task, folder, runs, rel, campaign, checkout))
 
     def seed(self, folder: str, rel: str) -> bytes:
         """The driver's copy of a campaign."""

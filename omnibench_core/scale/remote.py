@@ -27,19 +27,16 @@ from . import campaigns
 from .jobs import CampaignOutcome
 from .matrix import folder_of
 from .node_checkout import node_checkout
-from .transport import Shipper, campaign_runs, node_root, retarget, unpack
+from .transport import Shipped, ShippedRun, Shipper, campaign_runs, node_root, retarget, unpack
 from .worker import WorkerSpec, execute
 
 
 class Home(Protocol):
     """The driver's end of the transport (:class:`.transport.Receiver`, or a handle to it)."""
 
-    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool) -> str:
-        """Write a run; returns its name at the driver."""
-        ...
-
-    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
-        """Write the campaign file; returns its path at the driver."""
+    def ship(self, task: str, folder: str, runs: list[ShippedRun], rel: str, campaign: bytes | None,
+             checkout: str | None) -> Shipped:
+        """Write runs, then the campaign file (when sent), in one call; their names at the driver."""
         ...
 
     def seed(self, folder: str, rel: str) -> bytes:
@@ -97,9 +94,8 @@ def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
     if seeded is not None:
         progress(f"continuing from the driver's copy: {', '.join(sorted(seeded)) or 'no run'} kept")
     local = WorkerSpec(job, spec.slot, settings, str(root / "worktrees"), spec.slot_timeout_s)
-    shipper = Shipper(results, folder, rel,
-                      lambda run, data, again: home.run(task, folder, run, data, again),
-                      lambda data: home.campaign(task, folder, rel, data, home_tree), seeded=seeded or {})
+    shipper = Shipper(results, folder, rel, lambda runs, data: home.ship(task, folder, runs, rel, data, home_tree),
+                      seeded=seeded or {})
     try:
         with shipper:
             outcome = execute(local, progress=progress)

@@ -10,8 +10,10 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
   same free ``runN``; a run whose name the driver already holds gets the next free one, and the
   campaign file the same task sends after it names the run as the driver does.
 - :class:`Shipper`: the task's side; every ``interval_s`` it reads the node-local campaign file
-  and sends each run that became complete (or generated, for deferred scoring) and then the
-  campaign file itself, so the driver's campaign never names a run it does not have.
+  and sends each run that became complete (or generated, for deferred scoring) together with the
+  campaign file itself, in one call: the driver writes the runs, then the file, so its campaign
+  never names a run it does not have, and a node that goes between two calls cannot leave a run
+  home that the driver's campaign does not count (a resumed campaign would measure it again).
 - :func:`seed`: the driver's copy of a campaign (its file and the runs it counts), which a task
   asks the receiver for and unpacks before it starts, so ``--resume`` continues from the
   driver's copy on any node.
@@ -28,7 +30,8 @@ import shutil
 import tarfile
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +102,25 @@ def seed(results: Path, folder: str, campaign_rel: str) -> bytes:
     return pack(results, [*(f"{folder}/{run}" for run in sorted(campaign_runs(results / folder, campaign))), campaign_rel])
 
 
+@dataclass(frozen=True)
+class ShippedRun:
+    """One run on its way home: its name on the node, its folder as ``pack`` bytes, and whether
+    the driver's copy of the campaign (the seed) already held it under that name."""
+
+    local: str
+    data: bytes
+    seeded: bool = False
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """What the driver wrote for one call: each run's name there (node name -> name there) and
+    the campaign file's path there ("" when the call sent none)."""
+
+    names: dict[str, str]
+    campaign: str
+
+
 class Receiver:
     """The driver's end: writes shipped runs and campaign files into ``results`` atomically."""
 
@@ -134,13 +156,21 @@ class Receiver:
             self.names[key] = name
         return self.names[key]
 
-    def run(self, task: str, folder: str, local: str, data: bytes, seeded: bool = False) -> str:
-        """Write one shipped run as ``<results>/<folder>/<name>``; returns the name it has here."""
-        name = self._name(task, folder, local, seeded)
+    def ship(self, task: str, folder: str, runs: Sequence[ShippedRun], rel: str, campaign: bytes | None,
+             checkout: str | None) -> Shipped:
+        """Write ``runs`` (each as ``<results>/<folder>/<name>``), then the campaign file when one
+        is sent (its runs named as here, its checkout the driver's); the names the runs have here
+        and the campaign file's path here ("" when none was sent)."""
+        names = {run.local: self._run(task, folder, run) for run in runs}
+        return Shipped(names, self._campaign(task, folder, rel, campaign, checkout) if campaign is not None else "")
+
+    def _run(self, task: str, folder: str, shipped: ShippedRun) -> str:
+        local = shipped.local
+        name = self._name(task, folder, local, shipped.seeded)
         revision = self.results / folder
         incoming = revision / f".incoming-{name}-{secrets.token_hex(4)}"
         try:
-            unpack(data, incoming)
+            unpack(shipped.data, incoming)
             run = incoming / folder / local
             if name != local:  # the run's manifest names it
                 manifest_file.rename_run(run, name)
@@ -151,14 +181,11 @@ class Receiver:
             shutil.rmtree(incoming, ignore_errors=True)
         return name
 
-    def campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
-        """Write a shipped campaign file (its runs named as here, its checkout the driver's);
-        returns its path here."""
+    def _campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
         campaign = json.loads(data)
-        names = {local: name for (t, f, local), name in self.names.items() if t == task and f == folder}
         path = self.results / rel
         try:
-            write_json(path, retarget(campaign, checkout, names))
+            write_json(path, retarget(campaign, checkout, self.renamed(task, folder)))
         except OSError as exc:
             raise storage_error("writing a campaign file shipped from a node", exc) from exc
         if campaign.get("status") == CampaignStatus.COMPLETE:  # its runs are here already: index it, as locally
@@ -198,18 +225,17 @@ def _swap_in(new: Path, dest: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-SendRun = Callable[[str, bytes, bool], str]  # (run name on the node, tar, seeded) -> name at the driver
-SendCampaign = Callable[[bytes], str]  # campaign file -> its path at the driver
+Send = Callable[[list[ShippedRun], "bytes | None"], Shipped]  # runs, then the campaign file (or None), in one call
 
 
 class Shipper:
     """Sends a node-local campaign's runs and file home as they change (a thread, and a last
     ``flush`` on exit, after Ctrl-C too)."""
 
-    def __init__(self, results: Path, folder: str, campaign_rel: str, send_run: SendRun, send_campaign: SendCampaign,
+    def __init__(self, results: Path, folder: str, campaign_rel: str, send: Send,
                  *, seeded: Mapping[str, str] | None = None, interval_s: float = 0.5):
         self.results, self.folder, self.campaign_rel = results, folder, campaign_rel
-        self.send_run, self.send_campaign, self.interval_s = send_run, send_campaign, interval_s
+        self.send, self.interval_s = send, interval_s
         self.seeded = dict(seeded or {})
         self.sent: dict[str, str] = dict(self.seeded)  # run -> status the driver has
         self.names: dict[str, str] = {r: r for r in self.seeded}
@@ -237,7 +263,7 @@ class Shipper:
                 self.error = exc
 
     def flush(self) -> None:
-        """Send every run that changed since the last flush, then the campaign file if it changed."""
+        """Send every run that changed since the last flush with the campaign file, if it changed."""
         with self._lock:
             path = self.results / self.campaign_rel
             try:
@@ -246,7 +272,7 @@ class Shipper:
             except (OSError, ValueError):
                 return  # not written yet (or mid-write by another writer: the next flush has it)
             revision = self.results / self.folder
-            behind = False
+            behind, runs, statuses = False, [], {}
             for run, status in campaign_runs(revision, campaign).items():
                 if self.sent.get(run) == status:
                     continue
@@ -254,8 +280,14 @@ class Shipper:
                 if run_status(revision / run) != status:  # it moved on while packed: the next flush
                     behind = True
                     continue
-                self.names[run] = self.send_run(run, data, run in self.seeded)
-                self.sent[run] = status
-            if text != self._last and not behind:  # never a campaign file naming a run not home yet
-                self.home_campaign = self.send_campaign(text)
-                self._last = text
+                runs.append(ShippedRun(run, data, run in self.seeded))
+                statuses[run] = status
+            # never a campaign file naming a run not home yet
+            sending = text if text != self._last and not behind else None
+            if not runs and sending is None:
+                return
+            shipped = self.send(runs, sending)
+            self.names.update(shipped.names)
+            self.sent.update(statuses)
+            if sending is not None:
+                self.home_campaign, self._last = shipped.campaign, sending
