@@ -38,8 +38,10 @@ def _changed_then_folded(text: str, changed: str) -> tuple[str, str]:
 @pytest.mark.slow
 def test_invoke_compare_writes_the_summary_beside_compare_md_and_appends_it_to_the_step_summary(tmp_path):
     results, step = tmp_path / "results", tmp_path / "step_summary.md"
-    for name, delay in (("base", "0"), ("cand", "150")):
-        made = _invoke(results, "measure", "-w", "selftest", "--runs", "2", *QUICK, "--name", name,
+    # three runs a side and a large step: two runs a side leave Welch about one degree of freedom,
+    # and one run slowed by a busy machine then makes the planted step inconclusive
+    for name, delay in (("base", "0"), ("cand", "400")):
+        made = _invoke(results, "measure", "-w", "selftest", "--runs", "3", *QUICK, "--name", name,
                        "-p", str(free_port()), INVOKE_OMNIBENCH_LOCAL_DELAY_MS=delay)
         assert made.returncode == 0, made.stdout + made.stderr
     step.write_text(EARLIER)
@@ -67,16 +69,17 @@ def test_invoke_ab_writes_the_summary_beside_ab_md_and_appends_it_to_the_step_su
     results, step = tmp_path / "results", tmp_path / "step_summary.md"
     step.write_text(EARLIER)
     done = _invoke(results, "ab", "--workload", "selftest", "--port", str(free_port()), *QUICK,
-                   # both sides with a base latency: a change relative to A's few milliseconds alone is
-                   # mostly noise on a busy machine, and two rounds leave one degree of freedom
-                   "--a-set", "local_delay_ms=50", "--b-set", "local_delay_ms=200", "--rounds", "2",
+                   # both sides with a base latency (a change relative to A's few milliseconds alone is
+                   # mostly noise on a busy machine) and three rounds: two leave one degree of freedom,
+                   # and one round slowed by a busy machine then made a 4x step inconclusive
+                   "--a-set", "local_delay_ms=50", "--b-set", "local_delay_ms=500", "--rounds", "3",
                    GITHUB_STEP_SUMMARY=str(step))
     assert done.returncode == 0, done.stdout + done.stderr
     (md,) = (results / "ab").glob("*/ab.md")
     written = (md.parent / "summary.md").read_text()
     assert step.read_text() == EARLIER + written and f"pull-request summary: {md.parent / 'summary.md'}" in done.stdout
     head, folded = _changed_then_folded(written, "selftest.latency_mean_s")
-    assert "paired" in head and "over 2 rounds" in head and "| selftest.requests |" in folded
+    assert "paired" in head and "over 3 rounds" in head and "| selftest.requests |" in folded
     assert f"`{md}`" in written and len(written) < GITHUB_LIMIT
 
 

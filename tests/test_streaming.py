@@ -273,9 +273,12 @@ def test_a_planted_per_chunk_delay_is_found_worse(planted):
     assert compared.returncode == 1, compared.stdout + compared.stderr  # --fail-on worse
     doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
     verdicts = {m["name"]: m["verdict"] for m in doc["metrics"]}
-    for name in ("seedtts.inter_chunk_mean_s", "seedtts.inter_chunk_p95_s", "seedtts.inter_chunk_p99_s",
+    for name in ("seedtts.inter_chunk_mean_s", "seedtts.inter_chunk_p95_s",
                  "seedtts.max_playback_underrun_mean_s", "seedtts.max_playback_underrun_p95_s"):
         assert verdicts[name] == "worse", f"{name}: {verdicts[name]}\n{compared.stdout}"
+    # a p99 of two requests' gaps is one gap: on a busy machine base's own stalls can make it too
+    # wide to call; it may say it cannot tell, never that nothing changed or it got better
+    assert verdicts["seedtts.inter_chunk_p99_s"] in ("worse", "inconclusive"), compared.stdout
     assert verdicts["seedtts.wer.wer_corpus"] != "worse"  # the same speech, only later
 
 
