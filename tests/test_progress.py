@@ -10,7 +10,8 @@ from pathlib import Path
 
 from omnibench_core.campaign.progress import UNTIMED, CampaignProgress, Scoring, estimate_left, scoring_seconds
 from omnibench_core.heartbeat import Heartbeat, beating, unstamped
-from omnibench_core.store.manifest import RunManifest, ServerEntry, StepEntry
+from omnibench_core.store.manifest import RunManifest
+from omnibench_core.store.run_entries import ServerEntry, StepEntry
 from omnibench_core.store.statuses import RunStatus, StepStatus
 from omnibench_core.toolkit.clients import Progress
 

@@ -20,7 +20,7 @@ from omnibench_core.settings import Settings
 from omnibench_core.store import campaign_file, experiment_file, names, telemetry_file, versions
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
-from omnibench_core.store.manifest import OutputFile, ServerEntry, StepEntry
+from omnibench_core.store.run_entries import OutputFile, ServerEntry, StepEntry
 from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, GateStatus, RunStatus, StepStatus
 from omnibench_core.telemetry.run_summary import run_warnings
 

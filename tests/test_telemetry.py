@@ -21,7 +21,7 @@ from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.store import telemetry_file
-from omnibench_core.store.manifest import ServerEntry
+from omnibench_core.store.run_entries import ServerEntry
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler

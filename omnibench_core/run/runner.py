@@ -39,8 +39,9 @@ from ..process.strays import find_strays, stop_strays
 from ..records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
 from ..settings import RunSettings, ToolSettings
 from ..store import manifest as manifest_file
-from ..store.manifest import Manifest, OutputFile, RunHeader, ServerEntry, StepEntry, now_iso
+from ..store.manifest import Manifest, RunHeader, now_iso
 from ..store.names import COMMIT_NAME, DIRTY_NAME
+from ..store.run_entries import OutputFile, ServerEntry, StepEntry
 from ..store.statuses import GateStatus, RunStatus, StepStatus
 from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry

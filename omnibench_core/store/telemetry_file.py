@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFileError
-from ..jsonio import read_json, write_json
+from ..jsonio import write_json
 from . import versions
 from .names import telemetry_path
 
@@ -78,16 +78,8 @@ def read(run_dir: Path) -> RunTelemetry:
     """The telemetry of ``run_dir``; a missing, unreadable, malformed or newer file is a
     :class:`RunFileError` naming the file (and the field)."""
     path = telemetry_path(run_dir)
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"cannot read the telemetry file {path}: {type(exc).__name__}: {exc}",
-                           evidence={"file": str(path)},
-                           hint="repeat the run to measure its telemetry again, or move the file aside") from exc
-    if not isinstance(data, dict):
-        raise _fail(path, "(top level)", f"must be an object, not {type(data).__name__}")
-    data = versions.current(path, "telemetry file", data, version=data.get("format", 1), reads=FORMAT,
-                            migrations=MIGRATIONS)
+    data = versions.read_object(path, "telemetry file", reads=FORMAT, migrations=MIGRATIONS,
+                                hint="repeat the run to measure its telemetry again, or move the file aside")
     applies = data.get("applies")
     if not isinstance(applies, bool):
         raise _fail(path, "applies", f"must be true or false, not {applies!r}")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..store.manifest import StepEntry
+from ..store.run_entries import StepEntry
 
 PROC = Path("/proc")
 # /proc/stat's per-CPU columns: user nice system idle iowait irq softirq steal (guest is in user).

@@ -13,7 +13,7 @@ from typing import Any
 import soundfile as sf
 
 from ..store import telemetry_file
-from ..store.manifest import ServerEntry
+from ..store.run_entries import ServerEntry
 from ..store.telemetry_file import RunTelemetry, WorkloadEnergy
 from .nvml import POWER_OR_HEAT
 from .sampler import SamplerResult
