@@ -1,6 +1,7 @@
 """What a report and a comparison show of the runs' GPU telemetry (``telemetry.json``, made by the
-run layer, read through :mod:`omnibench_core.store.telemetry_file`): each workload's energy per request and per second of speech, averaged over the
-runs, and every warning that makes a run not comparable."""
+run layer, read through :mod:`omnibench_core.store.telemetry_file`): each workload's energy per
+request and per second of speech, averaged over the runs, and every warning that makes a run not
+comparable."""
 
 from __future__ import annotations
 
