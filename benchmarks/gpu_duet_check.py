@@ -53,6 +53,8 @@ from omnibench_core.errors import OmnibenchError
 from omnibench_core.jsonio import read_json
 from omnibench_core.scale.front_door import host_slots
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import telemetry_file
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -128,20 +130,17 @@ def ab_argv(design: str, kind: str, n: int, checkout: Path, commits: dict[str, s
 
 def run_windows(run_dir: Path) -> list[dict[str, Any]]:
     """Each timed window of one run: the noise guard's record and the telemetry's of its GPUs."""
-    manifest = read_json(run_dir / "manifest.json")
-    warnings: list[str] = []
-    if (run_dir / "telemetry.json").exists():
-        warnings = list(read_json(run_dir / "telemetry.json").get("warnings") or [])
-    servers = manifest.get("servers") or []
+    manifest = manifest_file.read(run_dir)
+    warnings = list(telemetry_file.read(run_dir).warnings) if telemetry_file.exists(run_dir) else []
     out = []
-    for step in manifest.get("steps") or []:
-        load = step.get("host_load")
-        if not isinstance(load, dict):
+    for step in manifest.steps:
+        load = step.host_load
+        if load is None:
             continue  # not a timed window
         name = load.get("window", "")
         gpu = []
-        for server in servers:
-            tele = server.get("telemetry") or {}
+        for server in manifest.servers:
+            tele = server.telemetry or {}
             for window_name, per_gpu in (tele.get("steps") or {}).items():
                 if window_name == name and window_name in (tele.get("timed_steps") or []):
                     gpu += [{k: g.get(k) for k in ("gpu", "gpu_util_mean", "power_mean_w", "mem_used_max_mib",
@@ -149,9 +148,9 @@ def run_windows(run_dir: Path) -> list[dict[str, Any]]:
         out.append({"window": name, "seconds": load.get("seconds"),
                     "foreign_fraction": load.get("foreign_fraction"), "noisy": load.get("noisy"),
                     "load": [load.get("load_start"), load.get("load_end")], "available": load.get("available", True),
-                    "slot_gpus": (manifest.get("slot") or {}).get("gpus"), "gpu": gpu,
-                    "processes_at_start": [s.get("telemetry", {}).get("processes_at_start") for s in servers
-                                           if s.get("label") != "echo-scorer"],
+                    "slot_gpus": manifest.slot.get("gpus"), "gpu": gpu,
+                    "processes_at_start": [(s.telemetry or {}).get("processes_at_start") for s in manifest.servers
+                                           if s.label != "echo-scorer"],
                     "telemetry_warnings": warnings})
     return out
 

@@ -47,6 +47,8 @@ from omnibench_core.jsonio import read_json
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.matrix import matrix_text
 from omnibench_core.settings import Settings
+from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store import names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from scale_helpers import make_revisions_checkout  # noqa: E402  (the tests' checkout, shared)
@@ -153,19 +155,18 @@ def run_matrix(root: Path, commits: list[str], slots: str, opts: tuple[str, ...]
         o = result.outcomes[job.key]
         folder = root / "results" / job.revision[:7]
         per_run = {}
-        for run_dir in sorted(folder.glob("run*")):
-            m = read_json(run_dir / "manifest.json")
+        for run_dir in sorted(manifest_file.run_dirs(folder)):
+            m = manifest_file.read(run_dir)
             per_run[run_dir.name] = {
-                "gpu_free_s": [g.get("seconds") for g in m["gates"] if g["gate"] == "GPU_FREE"],
-                "gpu_free_status": [g["status"] for g in m["gates"] if g["gate"] == "GPU_FREE"],
-                "server_telemetry": [{"label": s.get("label"), "available": (s.get("telemetry") or {}).get("available"),
-                                      "server": (s.get("telemetry") or {}).get("server"),
-                                      "processes_at_start": (s.get("telemetry") or {}).get("processes_at_start")}
-                                     for s in m["servers"]],
+                "gpu_free_s": [g.get("seconds") for g in m.gates if g["gate"] == "GPU_FREE"],
+                "gpu_free_status": [g["status"] for g in m.gates if g["gate"] == "GPU_FREE"],
+                "server_telemetry": [{"label": s.label, "available": (s.telemetry or {}).get("available"),
+                                      "server": (s.telemetry or {}).get("server"),
+                                      "processes_at_start": (s.telemetry or {}).get("processes_at_start")}
+                                     for s in m.servers],
             }
-            metrics = run_dir / "metrics.json"
-            if metrics.exists():
-                per_run[run_dir.name]["metrics"] = read_json(metrics)
+            if names.metrics_path(run_dir).exists():  # the whole file, as the runbook reads it
+                per_run[run_dir.name]["metrics"] = read_json(names.metrics_path(run_dir))
         campaigns.append({"revision": job.revision[:7], "status": o.status, "slot": o.slot, "seconds": o.seconds,
                           "measured_runs": list(o.runs), "error": o.error, "runs": per_run,
                           "verdicts": [v.__dict__ for v in result.verdicts.get(job.key, ())]})

@@ -59,9 +59,9 @@ def _empty_files(root: Path) -> set[Path]:
 def _servers_gone(revision: Path, port: int) -> None:
     for run in manifest_file.run_dirs(revision):
         for s in manifest_file.read(run).servers:
-            if "pid" in s:
-                wait_for(lambda s=s: not leftovers(pids={s["pid"]}, pgid=s.get("pgid"), token=s["tree_token"], port=None),
-                         30, f"server {s['label']} of {run.name} gone")
+            if s.pid is not None:
+                wait_for(lambda s=s: not leftovers(pids={s.pid}, pgid=s.pgid, token=s.tree_token, port=None),
+                         30, f"server {s.label} of {run.name} gone")
     wait_for(lambda: not port_in_use(port), 30, f"port {port} free")
 
 
@@ -430,6 +430,6 @@ def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path
     assert "hung until the GPU_FREE deadline" in done.stderr
     (run,) = results.glob("*/run0-incomplete")
     servers = manifest_file.read(run).servers
-    notes = [n for s in servers for n in (s.get("strays") or {}).get("notes", [])]
+    notes = [n for s in servers for n in (s.strays or {}).get("notes", [])]
     assert notes and all("did not answer in 2 s" in n for n in notes), servers  # the stray scan's bound
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # every hung call was killed

@@ -210,10 +210,10 @@ def test_a_planted_output_does_not_pass_for_the_steps_own(tmp_path, port):
 def test_skipped_steps_need_this_runs_own_record(tmp_path, port):
     result = _run(tmp_path, port)
     manifest = manifest_file.read(result.run_dir)
-    records = {s["step"]: s.get("outputs") for s in manifest.steps}
-    assert records["selftest.client"]["selftest/client.json"]["size"] > 0
-    assert len(records["selftest.client"]["selftest/client.json"]["sha256"]) == 64
-    assert all(s["status"] == "ok" for s in manifest.steps)  # nothing on disk made a step skip
+    records = {s.step: s.outputs for s in manifest.steps}
+    written = (records["selftest.client"] or {})["selftest/client.json"]
+    assert written is not None and written.size > 0 and len(written.sha256) == 64
+    assert all(s.status == "ok" for s in manifest.steps)  # nothing on disk made a step skip
 
 
 @pytest.mark.parametrize("speed", [

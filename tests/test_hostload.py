@@ -17,6 +17,8 @@ from omnibench_core.campaign.summary import noisy_runs
 from omnibench_core.errors import SettingsError
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store.run_entries import StepEntry
+from omnibench_core.store.statuses import StepStatus
 from omnibench_core.telemetry import hostload
 
 
@@ -47,7 +49,8 @@ def test_foreign_time_is_the_slots_busy_time_less_the_runs_own(tmp_path):
     assert (load.load_start, load.load_end) == (0.2, 2.5)
     record = load.as_record()
     assert record["noisy"] is True and record["cpus"] == [0, 1]
-    assert hostload.noisy_windows({"steps": [{"host_load": record}, {"step": "x"}]}) == [load]
+    assert hostload.noisy_windows([StepEntry("w.client", "generate", StepStatus.OK, host_load=record),
+                                   StepEntry("w.check", "score", StepStatus.OK)]) == [load]
     assert "50% of the slot's CPU time went to other processes" in load.describe()
 
 
@@ -87,9 +90,9 @@ def test_a_cpu_hog_outside_the_run_marks_its_timed_window_noisy(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     run = next((tmp_path / "results").glob("*/run0"))
     steps = manifest_file.read(run).steps
-    timed = [s for s in steps if s.get("host_load")]
-    assert [s["step"] for s in timed] == ["selftest.client"]  # only the timed window is watched
-    assert timed[0]["host_load"]["noisy"] is True and timed[0]["host_load"]["foreign_fraction"] > 0.10
+    timed = [s for s in steps if s.host_load]
+    assert [s.step for s in timed] == ["selftest.client"]  # only the timed window is watched
+    assert timed[0].host_load["noisy"] is True and timed[0].host_load["foreign_fraction"] > 0.10
     assert "noisy window: selftest.client" in done.stdout
     assert noisy_runs([run]) and noisy_runs([run])[0].startswith("run0 was noisy: selftest.client")
 

@@ -5,9 +5,14 @@ checked where they run: test_seedtts.py (`invoke run` of the main job), test_cam
 from __future__ import annotations
 
 import io
+from dataclasses import replace
+from pathlib import Path
 
 from omnibench_core.campaign.progress import UNTIMED, CampaignProgress, Scoring, estimate_left, scoring_seconds
 from omnibench_core.heartbeat import Heartbeat, beating, unstamped
+from omnibench_core.store.manifest import RunManifest
+from omnibench_core.store.run_entries import ServerEntry, StepEntry
+from omnibench_core.store.statuses import RunStatus, StepStatus
 from omnibench_core.toolkit.clients import Progress
 
 
@@ -86,14 +91,15 @@ def test_the_campaign_heartbeat_carries_a_fresh_prefix():
 
 
 def test_scoring_seconds_counts_score_steps_and_the_scoring_servers_this_run_started():
-    manifest = {"steps": [
-        {"phase": "generate", "status": "ok", "started": "2026-12-01T10:00:00+00:00", "ended": "2026-12-01T10:01:00+00:00"},
-        {"phase": "score", "status": "ok", "started": "2026-12-01T10:02:00+00:00", "ended": "2026-12-01T10:02:30+00:00"},
-        {"phase": "score", "status": "ok", "started": "2026-12-01T10:02:30+00:00", "ended": "2026-12-01T10:02:40+00:00"}],
-        "servers": [{"phase": "score", "started": "2026-12-01T10:01:55+00:00", "ready": "2026-12-01T10:02:00+00:00"},
-                    {"phase": "score", "started_in": "run1", "at": "2026-12-01T10:02:00+00:00"}]}
+    ok = StepStatus.OK
+    manifest = RunManifest(Path("manifest.json"), RunStatus.COMPLETE, steps=(
+        StepEntry("w.client", "generate", ok, started="2026-12-01T10:00:00+00:00", ended="2026-12-01T10:01:00+00:00"),
+        StepEntry("w.asr", "score", ok, started="2026-12-01T10:02:00+00:00", ended="2026-12-01T10:02:30+00:00"),
+        StepEntry("w.wer", "score", ok, started="2026-12-01T10:02:30+00:00", ended="2026-12-01T10:02:40+00:00")),
+        servers=(ServerEntry("asr", "score", started="2026-12-01T10:01:55+00:00", ready="2026-12-01T10:02:00+00:00"),
+                 ServerEntry("asr", "score", started_in="run1", at="2026-12-01T10:02:00+00:00")))
     assert scoring_seconds(manifest) == 45.0
-    assert scoring_seconds({"steps": manifest["steps"][:1]}) is None
+    assert scoring_seconds(replace(manifest, steps=manifest.steps[:1])) is None
 
 
 def test_a_clients_progress_says_its_count_at_the_start_and_the_end():

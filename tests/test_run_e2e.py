@@ -42,15 +42,15 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert metrics.metrics["selftest.matched"] == 8
     manifest = manifest_of(run)
     assert manifest.status == "complete"
-    assert [s["step"] for s in manifest.steps] == ["selftest.client", "selftest.echo-check"]
-    assert all(s["status"] == "ok" and s["started"] and s["ended"] for s in manifest.steps)
-    assert manifest.steps[0]["exit_code"] == 0
-    assert (run / manifest.steps[0]["log"]).read_text().count("request ") == 8
+    assert [s.step for s in manifest.steps] == ["selftest.client", "selftest.echo-check"]
+    assert all(s.status == "ok" and s.started and s.ended for s in manifest.steps)
+    assert manifest.steps[0].exit_code == 0
+    assert (run / manifest.steps[0].log).read_text().count("request ") == 8
     gates = [(g["gate"], g["status"]) for g in manifest.gates]
     assert gates == [("RUN_READY", "passed"), ("READY", "passed"), ("GPU_FREE", "not_applicable"),
                      ("READY", "passed"), ("GPU_FREE", "not_applicable")]
-    assert [s["label"] for s in manifest.servers] == ["selftest", "echo-scorer"]
-    assert all(s["stop"] == "terminated" and s["pgid"] for s in manifest.servers)
+    assert [s.label for s in manifest.servers] == ["selftest", "echo-scorer"]
+    assert all(s.stop == "terminated" and s.pgid for s in manifest.servers)
     assert manifest.environment["packages"]["pluggy"] != "not installed"
     assert (run / "commit.txt").read_text().strip() == manifest.revision
     assert "RUN_COMPLETE" in done.stdout and "selftest.requests" in done.stdout
@@ -87,7 +87,7 @@ def test_server_never_healthy_times_out(invoke, tmp_path, port):
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
     server = manifest_of(run).servers[0]
-    assert not group_members(server["pgid"])
+    assert server.pgid is not None and not group_members(server.pgid)
 
 
 def test_port_taken_by_foreign_listener(invoke, tmp_path, port):
@@ -124,8 +124,8 @@ def _start_long_run(tmp_path: Path, port: int) -> tuple[subprocess.Popen, Path]:
         runs = run_dirs(tmp_path / "results")
         if runs and (runs[0] / "manifest.json").exists():
             manifest = manifest_of(runs[0])
-            if manifest.steps and manifest.steps[0]["status"] == "running":
-                log = runs[0] / manifest.steps[0]["log"]
+            if manifest.steps and manifest.steps[0].status == "running":
+                log = runs[0] / manifest.steps[0].log
                 if log.exists() and "request 8/8" in log.read_text():
                     return proc, runs[0]
         time.sleep(0.05)
@@ -141,15 +141,15 @@ def _assert_interrupted(proc: subprocess.Popen, tmp_path: Path, why: str) -> Non
     assert run.name == "run0-incomplete"
     manifest = manifest_of(run)
     assert manifest.status == "interrupted"
-    assert manifest.steps[0]["status"] == "interrupted"
+    assert manifest.steps[0].status == "interrupted"
     for server in manifest.servers:
-        assert not group_members(server["pgid"]), f"processes of {server['label']} survived"
-    assert manifest.servers[0]["stop"] in ("terminated", "killed")
+        assert server.pgid is not None and not group_members(server.pgid), f"processes of {server.label} survived"
+    assert manifest.servers[0].stop in ("terminated", "killed")
 
 
 def test_sigint_while_client_runs_stops_everything(tmp_path, port):
     proc, run = _start_long_run(tmp_path, port)
-    client_pgid = manifest_of(run).steps[0]["pgid"]
+    client_pgid = manifest_of(run).steps[0].pgid
     assert group_members(client_pgid)  # the client is running now
     proc.send_signal(signal.SIGINT)
     _assert_interrupted(proc, tmp_path, "Ctrl-C")

@@ -16,7 +16,7 @@ from omnibench_core.store import metrics as metrics_file
 
 def _starts(run_dir) -> list[str]:
     """Labels of the servers this run started itself (not those it shared)."""
-    return [s["label"] for s in manifest_file.read(run_dir).servers if "started_in" not in s]
+    return [s.label for s in manifest_file.read(run_dir).servers if s.started_here]
 
 
 def _generate_and_copy(settings, workloads, options, copies):
@@ -39,7 +39,7 @@ def test_selftest_runs_scored_together_start_the_scorer_once(tmp_path, port):
     assert _starts(alone) == ["selftest", "echo-scorer"]
     assert _starts(together[0]) == ["selftest", "echo-scorer"] and _starts(together[1]) == ["selftest"]
     shared = manifest_file.read(together[1]).servers[-1]
-    assert shared["started_in"] == together[0].name
+    assert shared.started_in == together[0].name
     metrics = [metrics_file.read(d) for d in (alone, *together)]
     assert metrics[0] == metrics[1] == metrics[2]
     with pytest.raises(RunNotReady, match="is complete, not generated"):

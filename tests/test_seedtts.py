@@ -81,12 +81,12 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     assert "seedtts.generate: requests" in done.stdout and "seedtts.wer.wer_corpus" in done.stdout
     assert "note: seedtts.sim: local substitute" in done.stdout
     manifest = manifest_file.read(run)
-    assert [s["step"] for s in manifest.steps if s["step"].startswith("seedtts.")] == [
+    assert [s.step for s in manifest.steps if s.step.startswith("seedtts.")] == [
         "seedtts.dataset", "seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos"]
-    assert [s["label"] for s in manifest.servers] == ["videoamme", "seedtts", "asr"]
-    assert manifest.servers[1]["argv"][-6:] == ["--talker.engine.mem_fraction_static", "0.15",
+    assert [s.label for s in manifest.servers] == ["videoamme", "seedtts", "asr"]
+    assert list(manifest.servers[1].argv[-6:]) == ["--talker.engine.mem_fraction_static", "0.15",
                                                    "--thinker.factory.max_seq_len", "8192", "--port",
-                                                   str(manifest.servers[1]["port"])]
+                                                   str(manifest.servers[1].port)]
 
 
 def test_result_files_have_sglang_omnis_fields(full_run):
@@ -253,7 +253,7 @@ def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_c
     broken = {r.rule for r in metrics.broken_rules}
     assert {"0 failed requests", "0 skipped in WER", "one WAV per sample"} <= broken
     manifest = manifest_file.read(run)
-    assert all(s["status"] == "ok" for s in manifest.steps)  # every step ran to its end
+    assert all(s.status == "ok" for s in manifest.steps)  # every step ran to its end
     assert "RUN_INCOMPLETE" in done.stdout and "BROKEN RULE 0 failed requests" in done.stdout
 
 
@@ -362,9 +362,9 @@ def test_one_run_is_complete_with_exactly_the_runbooks_keys(full_run):
     assert metrics.metrics["audio.files"] == 10 + 30 and metrics.rates == (24000,)
     assert 0 <= metrics.metrics["videoamme.accuracy"] <= 1
     manifest = manifest_file.read(run)
-    assert [s["label"] for s in manifest.servers] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
-    assert "--thinker.factory.max_seq_len" in manifest.servers[0]["argv"]
-    assert manifest.servers[0]["argv"][manifest.servers[0]["argv"].index("--thinker.factory.max_seq_len") + 1] == "32768"
+    assert [s.label for s in manifest.servers] == ["videoamme", "seedtts", "asr"]  # one ASR server for both
+    assert "--thinker.factory.max_seq_len" in manifest.servers[0].argv
+    assert manifest.servers[0].argv[manifest.servers[0].argv.index("--thinker.factory.max_seq_len") + 1] == "32768"
     results_doc = json.loads((run / "videoamme" / "videoamme_results.json").read_text())
     row = results_doc["per_sample"][0]
     assert set(row) >= {"sample_id", "expected", "predicted", "raw_response", "is_correct", "is_success", "latency_s",

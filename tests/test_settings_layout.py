@@ -70,7 +70,7 @@ def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     assert done.returncode == 0, done.stderr
     (run,) = (tmp_path / "results").glob("*/run0")
     data = manifest_file.read(run)
-    assert {s["port"] for s in data.servers} == {port}
+    assert {s.port for s in data.servers} == {port}
     assert data.options["selftest"]["requests"] == 3  # typed by the schema
 
 

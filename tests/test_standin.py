@@ -67,14 +67,14 @@ def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gp
     metrics = metrics_file.read(run)
     assert metrics.complete is True and len(metrics.metrics) == RUNBOOK_KEYS
     manifest = manifest_file.read(run)
-    servers = {s["label"]: s for s in manifest.servers}
+    servers = {s.label: s for s in manifest.servers}
     assert list(servers) == ["videoamme", "seedtts", "asr"]
     # the ASR server is the checkout's sgl-omni serve with the ASR model name
-    asr_argv = servers["asr"]["argv"]
+    asr_argv = servers["asr"].argv
     assert asr_argv[0] == str(standin.venv / "bin" / "sgl-omni") and asr_argv[1] == "serve"
     assert asr_argv[asr_argv.index("--model-name") + 1] == "Qwen/Qwen3-ASR-1.7B"
-    steps = {s["step"]: s for s in manifest.steps}
-    modes = {name: next(a for a in steps[name]["command"] if a.endswith("-only"))
+    steps = {s.step: s for s in manifest.steps}
+    modes = {name: next(a for a in steps[name].command if a.endswith("-only"))
              for name in ("seedtts.generate", "seedtts.transcribe", "seedtts.similarity", "seedtts.utmos")}
     assert modes == {"seedtts.generate": "--generate-only", "seedtts.transcribe": "--transcribe-only",
                      "seedtts.similarity": "--similarity-only", "seedtts.utmos": "--utmos-only"}
@@ -114,7 +114,7 @@ def test_native_client_on_the_standin(tmp_path, standin, fake_gpu):
     assert video["config"]["client"] == "omnibench-native" and video["summary"]["total_samples"] == 2
     assert video["config"]["request_text_source"] == "benchmarks/tasks/video_understanding.py"
     manifest = manifest_file.read(run)
-    argv = next(s for s in manifest.steps if s["step"] == "videoamme.generate")["command"]
+    argv = next(s for s in manifest.steps if s.step == "videoamme.generate").command
     assert argv[argv.index("--request-text-source") + 1] == "benchmarks/tasks/video_understanding.py"
     assert argv[argv.index("--request-text-sha256") + 1] == video["config"]["request_text_sha256"]
     assert metrics_file.read(run).complete is True

@@ -13,15 +13,21 @@ import pytest
 from run_helpers import REPO
 
 from omnibench_core import api
+from omnibench_core.campaign import telemetry_view
 from omnibench_core.errors import CampaignFileError, RecordError, RunFileError, StepFailed
 from omnibench_core.records import RunOutcome
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file, experiment_file, names, versions
+from omnibench_core.store import campaign_file, experiment_file, names, telemetry_file, versions
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
-from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, GateStatus, RunStatus
+from omnibench_core.store.run_entries import OutputFile, ServerEntry, StepEntry
+from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, GateStatus, RunStatus, StepStatus
+from omnibench_core.telemetry.run_summary import run_warnings
 
 FIXTURE = REPO / "tests" / "fixtures" / "campaign-format1-f844481.json"
+# Two runs made by main d2456c2 (gpu-sim target, fake NVML; generated, then scored together):
+# manifests with untyped steps and servers, telemetry files without a format field.
+OLD_RUNS = REPO / "tests" / "fixtures" / "runs-format1-d2456c2"
 STORE = REPO / "omnibench_core" / "store"
 STANDIN_FILES = REPO / "omnibench_core" / "standin" / "files"  # another repository's files (package data)
 # What names a stored file: a run file's name, or a path into a revision's campaigns folder.
@@ -161,3 +167,108 @@ def test_a_failed_run_says_where_it_was_moved_as_a_typed_outcome(tmp_path, port)
     assert out.run == "run0" and out.status is RunStatus.FAILED and out.why == err.value.message
     assert out.moved_to == out.run_dir == tmp_path / "r" / out.run_dir.parent.name / "run0-incomplete"
     assert out.moved_to.is_dir() and manifest_file.read(out.moved_to).status is RunStatus.FAILED
+
+
+# -- typed steps and servers ----------------------------------------------------------------------
+def _old_run(tmp_path: Path, name: str, *, strip_format: bool = False) -> tuple[Path, dict]:
+    run = tmp_path / name
+    shutil.copytree(OLD_RUNS / name, run)
+    raw = json.loads(names.manifest_path(run).read_text())
+    if strip_format:  # as written before the format field existed
+        raw.pop("format")
+        names.manifest_path(run).write_text(json.dumps(raw))
+    return run, raw
+
+
+@pytest.mark.parametrize("strip_format", [False, True])
+def test_an_old_manifests_steps_and_servers_read_typed_and_write_back_the_same_json(tmp_path, strip_format):
+    run, raw = _old_run(tmp_path, "run1", strip_format=strip_format)
+    m = manifest_file.read(run)
+    assert all(isinstance(s, StepEntry) for s in m.steps) and all(isinstance(s, ServerEntry) for s in m.servers)
+    assert [(s.step, s.phase, s.status) for s in m.steps] == [("selftest.client", "generate", StepStatus.OK),
+                                                              ("selftest.echo-check", "score", StepStatus.OK)]
+    client = m.steps[0]
+    assert client.server == "selftest" and client.exit_code == 0 and client.pgid and client.log.endswith(".log")
+    assert isinstance(client.command, tuple) and client.command[0].endswith("python")
+    assert client.host_load is not None and client.host_load["window"] == "selftest.client"
+    assert client.outputs and all(isinstance(o, OutputFile) and len(o.sha256) == 64 for o in client.outputs.values())
+    own, shared = m.servers
+    assert own.started_here and own.pid and own.tree_token and own.stop == "terminated" and own.telemetry
+    assert not shared.started_here and shared.started_in == "run0" and m.server_starts == 1
+    # the typed entries are the JSON: nothing lost, nothing added
+    assert [s.as_record() for s in m.steps] == raw["steps"] and [s.as_record() for s in m.servers] == raw["servers"]
+
+
+def test_a_reopened_old_manifest_keeps_its_entries_and_a_dead_scorings_steps_are_interrupted(tmp_path):
+    run, raw = _old_run(tmp_path, "run0")
+    writer = manifest_file.Manifest.reopen(run, {"host": "here", "pid": 1}, ("score", "collect"))
+    writer.step(StepEntry("selftest.echo-check", "score", StepStatus.RUNNING, server="echo-scorer", started="t"))
+    again = json.loads(names.manifest_path(run).read_text())
+    assert again["steps"][:-1] == raw["steps"] and again["servers"] == raw["servers"]
+    assert again["steps"][-1] == {"step": "selftest.echo-check", "phase": "score", "server": "echo-scorer",
+                                  "command": [], "status": "running", "started": "t", "ended": None,
+                                  "exit_code": None, "log": ""}
+    manifest_file.back_to_generated(run, "its owner died")
+    m = manifest_file.read(run)
+    assert m.status is RunStatus.GENERATED and m.steps[-1].status is StepStatus.INTERRUPTED
+    assert [s.status for s in m.steps[:-1]] == [s.status for s in manifest_file.read(OLD_RUNS / "run0").steps]
+
+
+def test_a_skipped_step_is_written_with_its_reason_only():
+    entry = StepEntry("w.s", "score", StepStatus.SKIPPED, reason="done already")
+    assert entry.as_record() == {"step": "w.s", "phase": "score", "status": "skipped", "reason": "done already"}
+    assert StepEntry.from_record(Path("m.json"), "steps[0]", entry.as_record()) == entry
+
+
+@pytest.mark.parametrize(("key", "where", "value", "field"), [
+    ("steps", 1, {"status": "bogus"}, "steps[1].status"),
+    ("steps", 0, {"step": None}, "steps[0].step"),
+    ("steps", 0, {"outputs": {"a.wav": {"size": "12"}}}, "steps[0].outputs.a.wav"),
+    ("servers", 0, {"pid": "12"}, "servers[0].pid"),
+    ("servers", 1, {"label": 3}, "servers[1].label"),
+])
+def test_a_malformed_step_or_server_is_refused_naming_the_file_and_field(tmp_path, key, where, value, field):
+    run, raw = _old_run(tmp_path, "run1")
+    raw[key][where].update(value)
+    names.manifest_path(run).write_text(json.dumps(raw))
+    with pytest.raises(RunFileError) as err:
+        manifest_file.read(run)
+    assert err.value.evidence == {"file": str(names.manifest_path(run)), "field": field}
+    assert field in err.value.message and err.value.hint
+
+
+# -- telemetry.json -------------------------------------------------------------------------------
+def test_an_old_telemetry_file_reads_typed_and_is_written_back_with_its_format(tmp_path):
+    run, _ = _old_run(tmp_path, "run0")
+    raw = json.loads(names.telemetry_path(run).read_text())
+    assert "format" not in raw  # main d2456c2 wrote none
+    t = telemetry_file.read(run)
+    assert t.applies and t.workloads["selftest"].window == "selftest.client" and t.workloads["selftest"].energy_j > 0
+    assert t.warnings == tuple(raw["warnings"]) and any("throttled during the timed window" in w for w in t.warnings)
+    assert run_warnings(run) == raw["warnings"]
+    telemetry_file.write(run, t)
+    assert json.loads(names.telemetry_path(run).read_text()) == {"format": telemetry_file.FORMAT, **raw}
+    assert telemetry_file.read(run) == t
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"format": telemetry_file.FORMAT + 1}, "format"),
+    ({"warnings": "throttled"}, "warnings"),
+    ({"applies": "yes"}, "applies"),
+    ({"workloads": {"selftest": {"window": "w", "energy_j": "a lot", "speech_seconds": 1}}}, "workloads.selftest.energy_j"),
+])
+def test_a_malformed_or_newer_telemetry_file_is_an_error_naming_it_and_a_reports_stated_reason(tmp_path, change, field):
+    good, _ = _old_run(tmp_path, "run0")
+    bad, _ = _old_run(tmp_path, "run1")
+    path = names.telemetry_path(bad)
+    path.write_text(json.dumps(json.loads(path.read_text()) | change))
+    with pytest.raises(RunFileError) as err:
+        run_warnings(bad)
+    assert err.value.evidence["file"] == str(path) and err.value.evidence["field"] == field and err.value.hint
+    if field == "format":
+        assert "newer omnibench" in err.value.hint
+    both = telemetry_view.view([good, bad])  # the report still shows the run it could read, and says why not the other
+    assert both.applies and [r[0] for r in both.rows] == ["selftest"]
+    assert both.warnings[0].startswith(f"run1: its {names.TELEMETRY_NAME} was not read: ") and field in both.warnings[0]
+    alone = telemetry_view.view([bad])
+    assert not alone.applies and str(path) in alone.reason and field in alone.reason

@@ -20,6 +20,8 @@ from omnibench_core.records import Target, TargetFacts
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
+from omnibench_core.store import telemetry_file
+from omnibench_core.store.run_entries import ServerEntry
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler
@@ -61,8 +63,8 @@ def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monk
     result = _run(tmp_path, port, BUSY, monkeypatch)
     assert result.complete
     manifest = manifest_file.read(result.run_dir)
-    server = next(s for s in manifest.servers if s["label"] == "selftest")
-    tele = server["telemetry"]
+    server = next(s for s in manifest.servers if s.label == "selftest")
+    tele = server.telemetry
     assert tele["available"] and tele["samples"] > 5
     rows = list(csv.DictReader(open(result.run_dir / "telemetry" / tele["csv"])))
     assert tuple(rows[0]) == COLUMNS and {r["gpu"] for r in rows} == {"0"}
@@ -92,8 +94,8 @@ def test_an_unreadable_gpu_is_recorded_not_fatal(tmp_path, port, monkeypatch):
 def test_the_local_target_says_telemetry_did_not_apply(tmp_path, port):
     result = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     doc = json.loads((result.run_dir / "telemetry.json").read_text())
-    assert doc == {"applies": False, "reason": "the local target uses no GPU", "servers": [], "workloads": {},
-                   "warnings": []}
+    assert doc == {"format": telemetry_file.FORMAT, "applies": False, "reason": "the local target uses no GPU",
+                   "servers": [], "workloads": {}, "warnings": []}
     assert not (result.run_dir / "telemetry").exists()
 
 
@@ -157,8 +159,8 @@ def test_a_scoring_server_shared_with_another_run_is_no_telemetry_warning(tmp_pa
     H200: every deferred run warned about echo-scorer); a server that was sampled and could not
     read its GPU still is."""
     path = write_run_telemetry(tmp_path, [
-        {"label": "echo-scorer", "phase": "score", "started_in": "run1"},
-        {"label": "selftest", "telemetry": {"available": False, "reason": "not available: no NVML"}},
+        ServerEntry("echo-scorer", "score", started_in="run1"),
+        ServerEntry("selftest", telemetry={"available": False, "reason": "not available: no NVML"}),
     ], applies=True)
     doc = json.loads(path.read_text())
     assert doc["servers"][0] == {"label": "echo-scorer", "started_in": "run1"}

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..errors import RunFileError
 from ..heartbeat import QUIET_S, Heartbeat, fmt_seconds, unstamped
 from ..store import manifest as manifest_file
-from ..store.statuses import RunStatus
+from ..store.manifest import RunManifest
+from ..store.statuses import RunStatus, StepStatus
 
 UNTIMED = "scoring not timed yet"
 
@@ -47,22 +47,24 @@ def estimate_left(durations: Sequence[float], runs_left: int, current_s: float, 
     return f"~{fmt_seconds(gen + score)} left" + (f" (scoring ~{fmt_seconds(score)})" if score else "")
 
 
-def _seconds(start: Any, end: Any) -> float:
+def _seconds(start: str, end: str | None) -> float:
+    if not start or not end:  # never started, or never ended
+        return 0.0
     try:
         return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
-    except (TypeError, ValueError):
+    except ValueError:
         return 0.0
 
 
-def scoring_seconds(manifest: dict[str, Any]) -> float | None:
+def scoring_seconds(manifest: RunManifest) -> float | None:
     """How long a run's scoring took, from its manifest: its score-phase steps and the start (to
     READY) of the scoring servers it started itself; None when it did no scoring."""
-    steps = [s for s in manifest.get("steps", []) if s.get("phase") == "score" and s.get("status") == "ok"]
+    steps = [s for s in manifest.steps if s.phase == "score" and s.status is StepStatus.OK]
     if not steps:
         return None
-    starts = [s for s in manifest.get("servers", []) if s.get("phase") == "score" and "started_in" not in s]
-    return (sum(_seconds(s.get("started"), s.get("ended")) for s in steps)
-            + sum(_seconds(s.get("started"), s.get("ready")) for s in starts))
+    starts = [s for s in manifest.servers if s.phase == "score" and s.started_here]
+    return (sum(_seconds(s.started, s.ended) for s in steps)
+            + sum(_seconds(s.started, s.ready) for s in starts))
 
 
 def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
@@ -76,7 +78,7 @@ def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
             continue
         if manifest.status is not RunStatus.COMPLETE or list(manifest.workloads) != list(workloads):
             continue
-        took = scoring_seconds(manifest.entries())
+        took = scoring_seconds(manifest)
         if took is not None:
             seen.append(took)
     return statistics.mean(seen) if seen else None

@@ -149,5 +149,5 @@ def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
             manifest = manifest_file.read(d)
         except RunFileError:
             continue
-        out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.entries())]
+        out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.steps)]
     return out

@@ -1,16 +1,18 @@
-"""What a report and a comparison show of the runs' GPU telemetry (``telemetry.json``, written by
-the run layer): each workload's energy per request and per second of speech, averaged over the
-runs, and every warning that makes a run not comparable."""
+"""What a report and a comparison show of the runs' GPU telemetry (``telemetry.json``, made by the
+run layer, read through :mod:`omnibench_core.store.telemetry_file`): each workload's energy per
+request and per second of speech, averaged over the runs, and every warning that makes a run not
+comparable."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..jsonio import read_json
+from ..errors import RunFileError
+from ..store import telemetry_file
 from ..store.names import TELEMETRY_NAME
+from ..store.telemetry_file import RunTelemetry
 
 
 @dataclass(frozen=True)
@@ -24,32 +26,42 @@ class TelemetryView:
     csvs: tuple[Path, ...] = ()  # the first run's sample files, for the plot
 
 
-def _mean(values: Sequence[Any]) -> float | None:
-    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def _mean(values: Sequence[float | None]) -> float | None:
+    numbers = [v for v in values if v is not None]
     return sum(numbers) / len(numbers) if numbers else None
 
 
+def _rows(runs: Sequence[RunTelemetry]) -> tuple[tuple[str, float | None, float | None, float | None], ...]:
+    """Each workload's energy figures, averaged over the runs that measured them."""
+    rows = []
+    for w in sorted({w for t in runs for w in t.workloads}):
+        measured = [t.workloads[w] for t in runs if w in t.workloads]
+        rows.append((w, _mean([e.energy_j for e in measured]), _mean([e.energy_per_request_j for e in measured]),
+                     _mean([e.energy_per_speech_second_j for e in measured])))
+    return tuple(rows)
+
+
 def view(run_dirs: Sequence[Path]) -> TelemetryView:
-    """The telemetry of ``run_dirs``: means of each workload's energy figures, every run's warnings."""
-    docs: list[tuple[Path, dict[str, Any]]] = []
+    """The telemetry of ``run_dirs``: means of each workload's energy figures, every run's warnings.
+    A run whose file cannot be read (malformed, or of a newer format) is named with the reason: a
+    warning when other runs were read, the reason the telemetry does not apply when none was."""
+    runs: list[tuple[Path, RunTelemetry]] = []
+    unread: list[str] = []
     for d in run_dirs:
-        try:
-            doc = read_json(d / TELEMETRY_NAME)
-        except (OSError, ValueError):
+        if not telemetry_file.exists(d):
             continue
-        if isinstance(doc, dict):
-            docs.append((d, doc))
-    if not docs:
-        return TelemetryView(False, reason=f"the runs have no {TELEMETRY_NAME} (made before telemetry existed)")
-    if not any(doc.get("applies") for _, doc in docs):
-        return TelemetryView(False, reason=str(docs[0][1].get("reason") or "it did not apply"))
-    workloads = sorted({w for _, doc in docs for w in (doc.get("workloads") or {})})
-    rows = tuple((w, *(_mean([(doc.get("workloads") or {}).get(w, {}).get(k) for _, doc in docs])
-                       for k in ("energy_j", "energy_per_request_j", "energy_per_speech_second_j")))
-                 for w in workloads)
-    warnings = tuple(f"{d.name}: {w}" for d, doc in docs for w in (doc.get("warnings") or []))
-    csvs = tuple(sorted((docs[0][0] / "telemetry").glob("*.csv")))
-    return TelemetryView(True, rows, warnings, csvs=csvs)
+        try:
+            runs.append((d, telemetry_file.read(d)))
+        except RunFileError as exc:
+            unread.append(f"{d.name}: its {TELEMETRY_NAME} was not read: {exc.message}")
+    if not runs:
+        return TelemetryView(False, reason="; ".join(unread) if unread else
+                             f"the runs have no {TELEMETRY_NAME} (made before telemetry existed)")
+    if not any(t.applies for _, t in runs):
+        return TelemetryView(False, reason=runs[0][1].reason or "it did not apply")
+    warnings = tuple(unread) + tuple(f"{d.name}: {w}" for d, t in runs for w in t.warnings)
+    csvs = tuple(sorted((runs[0][0] / "telemetry").glob("*.csv")))
+    return TelemetryView(True, _rows([t for _, t in runs]), warnings, csvs=csvs)
 
 
 def markdown(v: TelemetryView) -> list[str]:

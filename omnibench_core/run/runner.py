@@ -41,6 +41,7 @@ from ..settings import RunSettings, ToolSettings
 from ..store import manifest as manifest_file
 from ..store.manifest import Manifest, RunHeader, now_iso
 from ..store.names import COMMIT_NAME, DIRTY_NAME
+from ..store.run_entries import OutputFile, ServerEntry, StepEntry
 from ..store.statuses import GateStatus, RunStatus, StepStatus
 from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
@@ -326,11 +327,8 @@ class Runner:
         log_path = self._server_log(spec.label)
         env = build_env(os.environ, {**plan.target.env, "SGLANG_OMNI_STRICT_PORT": "1"}, plan.target.unset)
         self.say(f"{spec.label}: starting server (log {log_path.relative_to(self.run_dir)})")
-        entry: dict[str, Any] = {"label": spec.label, "phase": group.phase, "argv": argv, "port": plan.slot.port,
-                                 "log": str(log_path.relative_to(self.run_dir)), "cpus": list(plan.slot.cpus),
-                                 "started": now_iso(), "ready": None, "stopped": None, "stop": None}
-        if shared_with:
-            entry["shared_with"] = list(shared_with)
+        entry = ServerEntry(spec.label, group.phase, tuple(argv), plan.slot.port, str(log_path.relative_to(self.run_dir)),
+                            tuple(plan.slot.cpus), started=now_iso(), shared_with=tuple(shared_with))
         proc = None
         sampler = self._sampler_now = self._sampler(log_path.stem)
         self._windows = []
@@ -340,11 +338,11 @@ class Runner:
                 sampler.start()
             proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus,
                                orphan_grace_s=plan.settings.stop_grace_s)
-            entry.update(pid=proc.pid, pgid=proc.pgid, tree_token=proc.token)
+            entry.pid, entry.pgid, entry.tree_token = proc.pid, proc.pgid, proc.token
             self.manifest.server(entry)
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
                                      interval_s=plan.settings.health_interval_s, port=plan.slot.port)
-            entry["ready"] = now_iso()
+            entry.ready = now_iso()
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
             yield
@@ -353,7 +351,7 @@ class Runner:
                 self._stop_server(proc, entry)
             if sampler is not None:
                 self._sampler_now = None
-                entry["telemetry"] = server_summary(sampler.stop(), plan.slot.gpus, started, time.time(),
+                entry.telemetry = server_summary(sampler.stop(), plan.slot.gpus, started, time.time(),
                                                     self._windows)
         # GPU_FREE only after a clean group: after a failure the run is already incomplete and
         # the original error is what the user needs to see.
@@ -377,28 +375,28 @@ class Runner:
         return Sampler(plan.slot.gpus, self.run_dir / "telemetry" / f"{name}.csv",
                        interval_s=plan.settings.telemetry_interval_s, nvml_module=plan.tools.nvml_module)
 
-    def _stop_server(self, proc: GroupProcess, entry: dict[str, Any]) -> None:
+    def _stop_server(self, proc: GroupProcess, entry: ServerEntry) -> None:
         """Stop the server's whole tree, find what it left (by tree, port and GPU), and record
         what actually happened. A signal during the stop only shortens the grace; once the stop
         is done and recorded, it interrupts the run as it would have."""
         assert self.manifest is not None
-        label, grace = entry["label"], self.plan.settings.stop_grace_s
-        if proc.exited() is not None and entry.get("ready"):
-            entry["died"] = f"during step {self._current}" if self._current else "between steps"
-            self.say(f"{label}: the server had exited ({entry['died']}) with code {proc.popen.returncode}")
+        label, grace = entry.label, self.plan.settings.stop_grace_s
+        if proc.exited() is not None and entry.ready:
+            entry.died = f"during step {self._current}" if self._current else "between steps"
+            self.say(f"{label}: the server had exited ({entry.died}) with code {proc.popen.returncode}")
         else:
             self.say(f"{label}: stopping the server (SIGTERM, then SIGKILL after at most {grace:g} s; "
                      "a second Ctrl-C cuts the wait short)")
         record = proc.stop_tree(grace)
-        entry.update(stopped=now_iso(), stop=record.how, stop_record=record.as_dict(), exit_code=record.exit_code)
+        entry.stopped, entry.stop, entry.stop_record, entry.exit_code = now_iso(), record.how, record.as_dict(), record.exit_code
         scan = find_strays(proc, port=self.plan.slot.port, gpus=self.plan.slot.gpus,
                            nvidia_smi=self.plan.tools.nvidia_smi, gpu_timeout_s=call_timeout(self.plan.settings.gpu_free_timeout_s))
         left = list(record.leftover)
         if scan.strays or scan.notes:  # a note: what could not be looked at (a hung nvidia-smi, say)
-            entry["strays"] = scan.as_dict()
+            entry.strays = scan.as_dict()
             if scan.ours:
                 stray_stop = stop_strays(scan.ours, grace)
-                entry["strays_stop"] = stray_stop.as_dict()
+                entry.strays_stop = stray_stop.as_dict()
                 left += stray_stop.leftover
         if left:
             self._left_running.append(f"{label} (pids {', '.join(map(str, sorted(set(left))))})")
@@ -430,26 +428,23 @@ class Runner:
         """
         assert self.manifest is not None
         key = f"{workload}.{step.name}"
-        done = [s for s in self.manifest.steps if s.get("step") == key and s.get("status") == StepStatus.OK]
+        done = [s for s in self.manifest.steps if s.step == key and s.status is StepStatus.OK]
         if not done or not step.outputs:
             return False
-        return bool(done[-1].get("outputs") == output_records(self.run_dir, step.outputs))
+        return done[-1].outputs == output_records(self.run_dir, step.outputs)
 
     def _record_skipped(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
-        self.manifest.step({"step": f"{workload}.{step.name}", "phase": step.phase, "status": StepStatus.SKIPPED,
-                            "reason": "this run wrote its outputs already (sizes and hashes match)"})
+        self.manifest.step(StepEntry(f"{workload}.{step.name}", step.phase, StepStatus.SKIPPED,
+                                     reason="this run wrote its outputs already (sizes and hashes match)"))
 
     def _run_one(self, workload: str, step: Step) -> None:
         assert self.manifest is not None
         log = step_log_path(self.run_dir, workload, step)
-        entry = self.manifest.step({
-            "step": f"{workload}.{step.name}", "phase": step.phase,
-            "server": step.server.label if step.server else None,
-            "command": list(step.run.argv) if hasattr(step.run, "argv") else getattr(step.run, "__qualname__", "callable"),
-            "status": StepStatus.RUNNING, "started": now_iso(), "ended": None, "exit_code": None,
-            "log": str(log.relative_to(self.run_dir)),
-        })
+        entry = self.manifest.step(StepEntry(
+            f"{workload}.{step.name}", step.phase, StepStatus.RUNNING, server=step.server.label if step.server else None,
+            command=tuple(step.run.argv) if hasattr(step.run, "argv") else getattr(step.run, "__qualname__", "callable"),
+            started=now_iso(), log=str(log.relative_to(self.run_dir))))
         self.say(f"{workload}.{step.name}: running")
         t0 = time.monotonic()
         self._current = f"{workload}.{step.name}"
@@ -468,11 +463,11 @@ class Runner:
                             progress=lambda msg: self.say(f"{workload}.{step.name}: {msg}"),
                             on_spawn=lambda pgid: self._spawned(entry, pgid))
         except StepFailed as exc:
-            entry.update(status=StepStatus.FAILED, ended=now_iso(), error=exc.as_record())
+            entry.status, entry.ended, entry.error = StepStatus.FAILED, now_iso(), exc.as_record()
             self.manifest.save()
             raise
         except BaseException:
-            entry.update(status=StepStatus.INTERRUPTED, ended=now_iso())
+            entry.status, entry.ended = StepStatus.INTERRUPTED, now_iso()
             self.manifest.save()
             raise
         finally:
@@ -480,22 +475,23 @@ class Runner:
             self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
             if load is not None:
                 self._record_load(entry, load)
-        entry.update(status=StepStatus.OK, ended=now_iso(), exit_code=code, outputs=output_records(self.run_dir, step.outputs))
+        entry.status, entry.ended, entry.exit_code = StepStatus.OK, now_iso(), code
+        entry.outputs = output_records(self.run_dir, step.outputs)
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
-    def _record_load(self, entry: dict[str, Any], window: hostload.LoadWindow) -> None:
+    def _record_load(self, entry: StepEntry, window: hostload.LoadWindow) -> None:
         load = window.close()
         if load is None:  # /proc could not be read: the guard says so rather than failing the step
-            entry["host_load"] = {"available": False, "reason": window.unavailable}
+            entry.host_load = {"available": False, "reason": window.unavailable}
             return
-        entry["host_load"] = load.as_record()
+        entry.host_load = load.as_record()
         if load.noisy:
             self.say(f"noisy window: {load.describe()}")
 
-    def _spawned(self, entry: dict[str, Any], pgid: int) -> None:
+    def _spawned(self, entry: StepEntry, pgid: int) -> None:
         assert self.manifest is not None
-        entry["pgid"] = pgid
+        entry.pgid = pgid
         self.manifest.save()
 
     # -- collection ------------------------------------------------------------------------
@@ -529,13 +525,13 @@ class Runner:
         return self.result
 
 
-def output_records(run_dir: Path, outputs: Sequence[str]) -> dict[str, Any]:
+def output_records(run_dir: Path, outputs: Sequence[str]) -> dict[str, OutputFile | None]:
     """Size and SHA-256 of each output file (None for a missing one), for the manifest."""
-    records: dict[str, Any] = {}
+    records: dict[str, OutputFile | None] = {}
     for rel in outputs:
         path = run_dir / rel
         try:
-            records[rel] = {"size": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            records[rel] = OutputFile(path.stat().st_size, hashlib.sha256(path.read_bytes()).hexdigest())
         except OSError:
             records[rel] = None
     return records
@@ -618,8 +614,8 @@ def _score_shared(runners: Sequence[Runner]) -> None:
                 for runner, pending in live:
                     if runner is not host:
                         assert runner.manifest is not None
-                        runner.manifest.server({"label": spec.label, "phase": "score",
-                                                "started_in": host.run_dir.name, "at": now_iso()})
+                        runner.manifest.server(ServerEntry(spec.label, "score", started_in=host.run_dir.name,
+                                                           at=now_iso()))
                     with contextlib.suppress(OmnibenchError), runner._failures_recorded():
                         for p in pending:
                             runner._run_one(p.workload, p.step)

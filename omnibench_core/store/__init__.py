@@ -5,7 +5,9 @@ parses them (``tests/test_store.py`` holds the code to it).
 - :mod:`.statuses`         the status words the files hold, as enums (JSON keeps the words)
 - :mod:`.versions`         the format version check on load: older migrated, newer refused
 - :mod:`.manifest`         a run's ``manifest.json``: the writer and the typed reader
+- :mod:`.run_entries`      the manifest's steps and servers, typed
 - :mod:`.metrics`          a run's ``metrics.json`` (the runbook's file)
+- :mod:`.telemetry_file`   a run's ``telemetry.json`` (the GPU telemetry summary)
 - :mod:`.campaign_file`    ``<revision>/campaigns/<name>.json``
 - :mod:`.experiment_file`  ``<results>/ab/<name>.json``
 

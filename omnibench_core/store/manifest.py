@@ -1,6 +1,7 @@
 """The run manifest, ``<run>/manifest.json``: every step, gate and server with times, exit codes
 and logs. :class:`Manifest` writes it (atomically after each change, so a crash or Ctrl-C leaves
-an accurate manifest); :func:`read` gives a reader the typed :class:`RunManifest`.
+an accurate manifest); :func:`read` gives a reader the typed :class:`RunManifest`, whose steps and
+servers are :mod:`.run_entries`' records.
 
 Format 1 is every manifest so far: one written before the ``format`` field existed has none and
 is read as format 1. The JSON fields are the ones sglang-omni's scripts and the runbook read;
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import RunFileError
-from ..jsonio import read_json, write_json
+from ..jsonio import write_json
 from . import versions
 from .names import manifest_path, run_manifests
+from .run_entries import ServerEntry, StepEntry, invalid, servers_of, steps_of
 from .statuses import GateStatus, RunStatus, StepStatus, words
 
 if TYPE_CHECKING:
@@ -88,8 +90,8 @@ class Coverage:
 
 @dataclass(frozen=True)
 class RunManifest:
-    """A run's manifest as read. Steps, servers and gates stay the mappings they are in the file
-    (their fields are many and grow with the run layer); the rest is typed."""
+    """A run's manifest as read, typed; the gates and the resumes stay the mappings they are in
+    the file."""
 
     path: Path = field(compare=False)
     status: RunStatus | None  # None: a manifest without a status (written by hand or by a test)
@@ -107,8 +109,8 @@ class RunManifest:
     started: str = ""
     ended: str | None = None
     gates: tuple[Mapping[str, Any], ...] = ()
-    servers: tuple[Mapping[str, Any], ...] = ()
-    steps: tuple[Mapping[str, Any], ...] = ()
+    servers: tuple[ServerEntry, ...] = ()
+    steps: tuple[StepEntry, ...] = ()
     error: Mapping[str, Any] | None = None
     coverage: tuple[Coverage, ...] = ()
     resumes: tuple[Mapping[str, Any], ...] = ()
@@ -127,44 +129,26 @@ class RunManifest:
     @property
     def server_starts(self) -> int:
         """Server starts the run made itself (a shared scoring start counts once, where it was made)."""
-        return sum(1 for s in self.servers if "started_in" not in s)
-
-    def entries(self) -> dict[str, Any]:
-        """The steps and servers as the manifest's mapping (what hostload and progress read)."""
-        return {"steps": list(self.steps), "servers": list(self.servers)}
-
-
-def _fail(path: Path, key: str, problem: str) -> RunFileError:
-    return RunFileError(f"the manifest {path} is not valid: {key} {problem}",
-                        evidence={"file": str(path), "field": key},
-                        hint="the run's manifest was edited or cut short: move the run aside and repeat it")
+        return sum(1 for s in self.servers if s.started_here)
 
 
 def _load(path: Path) -> dict[str, Any]:
     """The manifest's JSON, of the current format; a file that cannot be read is a RunFileError."""
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"cannot read the manifest {path}: {type(exc).__name__}: {exc}",
-                           evidence={"file": str(path)},
-                           hint="name a run directory that omnibench made (it has a manifest.json)") from exc
-    if not isinstance(data, dict):
-        raise _fail(path, "(top level)", f"must be an object, not {type(data).__name__}")
-    return versions.current(path, "manifest", data, version=data.get("format", 1), reads=FORMAT,
-                            migrations=MIGRATIONS)
+    return versions.read_object(path, "manifest", reads=FORMAT, migrations=MIGRATIONS,
+                                hint="name a run directory that omnibench made (it has a manifest.json)")
 
 
 def _entries(path: Path, data: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
     value = data.get(key) or []
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise _fail(path, key, "must be a list of objects")
+        raise invalid(path, key, "must be a list of objects")
     return tuple(value)
 
 
 def _mapping(path: Path, data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = data.get(key) or {}
     if not isinstance(value, dict):
-        raise _fail(path, key, f"must be an object, not {value!r}")
+        raise invalid(path, key, f"must be an object, not {value!r}")
     return value
 
 
@@ -175,7 +159,7 @@ def _status(path: Path, data: Mapping[str, Any]) -> RunStatus | None:
     try:
         return RunStatus(word)
     except ValueError:
-        raise _fail(path, "status", f"is {word!r}; it must be one of {', '.join(words(RunStatus))}") from None
+        raise invalid(path, "status", f"is {word!r}; it must be one of {', '.join(words(RunStatus))}") from None
 
 
 def from_record(path: Path, data: Mapping[str, Any]) -> RunManifest:
@@ -190,8 +174,8 @@ def from_record(path: Path, data: Mapping[str, Any]) -> RunManifest:
         slot=_mapping(path, data, "slot"), settings=_mapping(path, data, "settings"),
         environment=_mapping(path, data, "environment"), started=str(data.get("started") or ""),
         ended=data.get("ended") if isinstance(data.get("ended"), str) else None,
-        gates=_entries(path, data, "gates"), servers=_entries(path, data, "servers"),
-        steps=_entries(path, data, "steps"), error=error if isinstance(error, dict) else None,
+        gates=_entries(path, data, "gates"), servers=tuple(servers_of(path, data)),
+        steps=tuple(steps_of(path, data)), error=error if isinstance(error, dict) else None,
         coverage=tuple(Coverage(str(c.get("rule", "")), bool(c.get("ok")), str(c.get("detail", "")))
                        for c in _entries(path, data, "coverage")),
         resumes=_entries(path, data, "resumes"), reason=str(data.get("reason") or ""))
@@ -238,10 +222,13 @@ def rename_run(run_dir: Path, name: str) -> None:
 
 def back_to_generated(run_dir: Path, why: str) -> None:
     """A scoring whose owner died: the run is ``generated`` again, its unfinished steps interrupted."""
-    data = _load(manifest_path(run_dir))
-    for step in data.get("steps", []):
-        if isinstance(step, dict) and step.get("status") == StepStatus.RUNNING:
-            step["status"] = StepStatus.INTERRUPTED
+    path = manifest_path(run_dir)
+    data = _load(path)
+    steps = steps_of(path, data)
+    for step in steps:
+        if step.status is StepStatus.RUNNING:
+            step.status = StepStatus.INTERRUPTED
+    data["steps"] = [s.as_record() for s in steps]
     data.setdefault("scoring_cut_short", []).append(why)
     data.update(status=RunStatus.GENERATED, ended=None)
     write_json(manifest_path(run_dir), data)
@@ -252,6 +239,8 @@ class Manifest:
 
     def __init__(self, run_dir: Path, header: RunHeader | None = None):
         self.run_dir = run_dir
+        self._steps: list[StepEntry] = []
+        self._servers: list[ServerEntry] = []
         self._data: dict[str, Any] = {
             "format": FORMAT,
             **(header.as_record() if header is not None else {}),
@@ -269,6 +258,7 @@ class Manifest:
         """Continue the manifest of a ``generated`` run (its later phases run now, by ``owner``)."""
         manifest = cls(run_dir)
         manifest._data = _load(manifest.path)
+        manifest._steps, manifest._servers = steps_of(manifest.path, manifest._data), servers_of(manifest.path, manifest._data)
         manifest._data.setdefault("resumes", []).append({"at": now_iso(), "phases": list(phases),
                                                          "previous_owner": manifest._data.get("owner")})
         manifest._data.update(status=RunStatus.RUNNING, ended=None, owner=dict(owner))
@@ -281,19 +271,20 @@ class Manifest:
         return manifest_path(self.run_dir)
 
     @property
-    def steps(self) -> Sequence[dict[str, Any]]:
+    def steps(self) -> Sequence[StepEntry]:
         """The step entries so far (the runner updates an entry in place, then saves)."""
-        return tuple(self._data["steps"])
+        return tuple(self._steps)
 
     @property
-    def servers(self) -> Sequence[dict[str, Any]]:
+    def servers(self) -> Sequence[ServerEntry]:
         """The server entries so far."""
-        return tuple(self._data["servers"])
+        return tuple(self._servers)
 
     def save(self) -> None:
-        """Write the manifest atomically."""
+        """Write the manifest atomically (the entries in the places their keys have always had)."""
         if self.run_dir.is_dir():
-            write_json(self.path, self._data)
+            write_json(self.path, {**self._data, "servers": [s.as_record() for s in self._servers],
+                                   "steps": [s.as_record() for s in self._steps]})
 
     def gate(self, record: GateOutcome, context: str = "") -> None:
         """Record a gate that passed or did not apply."""
@@ -308,15 +299,15 @@ class Manifest:
                                     "error": _error_record(error)})
         self.save()
 
-    def server(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """Add a server entry; the returned dict is updated in place by the caller."""
-        self._data["servers"].append(entry)
+    def server(self, entry: ServerEntry) -> ServerEntry:
+        """Add a server entry; the caller updates the returned entry in place, then saves."""
+        self._servers.append(entry)
         self.save()
         return entry
 
-    def step(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """Add a step entry; the returned dict is updated in place by the caller."""
-        self._data["steps"].append(entry)
+    def step(self, entry: StepEntry) -> StepEntry:
+        """Add a step entry; the caller updates the returned entry in place, then saves."""
+        self._steps.append(entry)
         self.save()
         return entry
 

@@ -77,15 +77,8 @@ def read_samples(run_dir: Path) -> dict[str, list[float]]:
 def read(run_dir: Path) -> RunMetrics:
     """The metrics of ``run_dir``; a missing, unreadable or malformed file is a RunFileError."""
     path = metrics_path(run_dir)
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"cannot read {path}: {exc}", evidence={"file": str(path)},
-                           hint="name complete runs (a run that never finished has no metrics)") from exc
-    if not isinstance(data, dict):
-        raise _fail(path, "(top level)", f"must be an object, not {type(data).__name__}")
-    data = versions.current(path, "metrics file", data, version=data.get("format", 1), reads=FORMAT,
-                            migrations=MIGRATIONS)
+    data = versions.read_object(path, "metrics file", reads=FORMAT, migrations=MIGRATIONS,
+                                hint="name complete runs (a run that never finished has no metrics)")
     metrics = data.get("metrics")
     if not isinstance(metrics, dict):
         raise _fail(path, "metrics", "must be an object (the run's metrics by name)")

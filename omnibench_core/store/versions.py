@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFileError
+from ..jsonio import read_json
 
 # One step: the JSON of format N made into the JSON of format N + 1.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -32,3 +33,18 @@ def current(path: Path, what: str, data: dict[str, Any], *, version: object, rea
                 evidence={"file": str(path), "field": "format", "format": repr(version)},
                 hint=("it was written by a newer omnibench: use that one (or upgrade this one)" if newer else
                       "use the omnibench that wrote it") + ", or move the file aside to start again")
+
+
+def read_object(path: Path, what: str, *, reads: int, migrations: Mapping[int, Migration], hint: str) -> dict[str, Any]:
+    """The JSON object of a run file that has always been one, of format ``reads`` (one without a
+    ``format`` field is format 1); an unreadable file, another JSON value or a newer format is a
+    RunFileError naming the file (``hint``: what to do when it cannot be read)."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"cannot read the {what} {path}: {type(exc).__name__}: {exc}", evidence={"file": str(path)},
+                           hint=hint) from exc
+    if not isinstance(data, dict):
+        raise RunFileError(f"the {what} {path} is not valid: it must be an object, not {type(data).__name__}",
+                           evidence={"file": str(path), "field": "(top level)"}, hint=hint)
+    return current(path, what, data, version=data.get("format", 1), reads=reads, migrations=migrations)

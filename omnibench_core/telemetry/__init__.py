@@ -3,5 +3,6 @@ per step window, energy per request, and the warnings that say two runs are not 
 
 ``nvml`` reads one sample through NVIDIA's ``nvidia-ml-py`` (the ``pynvml`` module; an optional
 extra), ``sampler`` samples in a thread, ``summary`` turns samples into figures, ``run_summary``
-writes a run's ``telemetry.json`` and reads the warnings back.
+makes a run's telemetry summary and its warnings (``store.telemetry_file`` writes and reads
+``telemetry.json``).
 """

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..store.run_entries import StepEntry
+
 PROC = Path("/proc")
 # /proc/stat's per-CPU columns: user nice system idle iowait irq softirq steal (guest is in user).
 _BUSY_COLUMNS = (0, 1, 2, 5, 6, 7)
@@ -185,12 +187,12 @@ class LoadWindow:
 
 
 
-def noisy_windows(manifest: dict[str, Any]) -> list[HostLoad]:
-    """The noisy timed windows a run's manifest recorded (none for a run made before the guard)."""
+def noisy_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
+    """The noisy timed windows of a run's manifest steps (none for a run made before the guard)."""
     out = []
-    for step in manifest.get("steps") or []:
-        record = step.get("host_load") if isinstance(step, dict) else None
-        if isinstance(record, dict) and record.get("noisy") is True:
+    for step in steps:
+        record = step.host_load
+        if record is not None and record.get("noisy") is True:
             try:
                 out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ())}))
             except TypeError:

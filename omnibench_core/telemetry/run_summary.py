@@ -12,8 +12,9 @@ from typing import Any
 
 import soundfile as sf
 
-from ..jsonio import read_json, write_json
-from ..store.names import TELEMETRY_NAME
+from ..store import telemetry_file
+from ..store.run_entries import ServerEntry
+from ..store.telemetry_file import RunTelemetry, WorkloadEnergy
 from .nvml import POWER_OR_HEAT
 from .sampler import SamplerResult
 from .summary import read_samples, window
@@ -56,7 +57,7 @@ def _audio(folder: Path) -> tuple[int, float]:
     return files, seconds
 
 
-def write_run_telemetry(run_dir: Path, servers: Sequence[Mapping[str, Any]], *, applies: bool,
+def write_run_telemetry(run_dir: Path, servers: Sequence[ServerEntry], *, applies: bool,
                         reason: str = "") -> Path:
     """``telemetry.json``: every server's summary, each workload's energy figures, the warnings.
 
@@ -64,35 +65,36 @@ def write_run_telemetry(run_dir: Path, servers: Sequence[Mapping[str, Any]], *, 
     server, warmup included): energy over the requests that produced speech (one WAV each)
     and over the seconds of speech produced.
     """
-    doc: dict[str, Any] = {"applies": applies, "reason": reason, "servers": [], "workloads": {}, "warnings": []}
-    if applies:
-        for server in servers:
-            if server.get("started_in"):  # a scoring server shared with another run: sampled there
-                doc["servers"].append({"label": server.get("label"), "started_in": server["started_in"]})
+    if not applies:
+        return telemetry_file.write(run_dir, RunTelemetry(False, reason))
+    summaries: list[dict[str, Any]] = []
+    workloads: dict[str, WorkloadEnergy] = {}
+    for server in servers:
+        if not server.started_here:  # a scoring server shared with another run: sampled there
+            summaries.append({"label": server.label, "started_in": server.started_in})
+            continue
+        tele = server.telemetry or {}
+        summaries.append({"label": server.label, **tele})
+        for step, per_gpu in (tele.get("steps") or {}).items():
+            workload = step.partition(".")[0]
+            if step not in (tele.get("timed_steps") or []):
                 continue
-            tele = server.get("telemetry") or {}
-            doc["servers"].append({"label": server.get("label"), **tele})
-            for step, per_gpu in (tele.get("steps") or {}).items():
-                workload = step.partition(".")[0]
-                if step not in (tele.get("timed_steps") or []):
-                    continue
-                energy = [g.get("energy_j") for g in per_gpu]
-                total = sum(e for e in energy if e is not None) if any(e is not None for e in energy) else None
-                files, seconds = _audio(run_dir / workload)
-                doc["workloads"][workload] = {
-                    "window": step, "energy_j": total, "requests_with_speech": files, "speech_seconds": round(seconds, 3),
-                    "energy_per_request_j": total / files if total is not None and files else None,
-                    "energy_per_speech_second_j": total / seconds if total is not None and seconds else None,
-                }
-        doc["warnings"] = warnings(doc)
-    return write_json(run_dir / TELEMETRY_NAME, doc)
+            energy = [g.get("energy_j") for g in per_gpu]
+            total = sum(e for e in energy if e is not None) if any(e is not None for e in energy) else None
+            files, seconds = _audio(run_dir / workload)
+            workloads[workload] = WorkloadEnergy(
+                step, total, files, round(seconds, 3), total / files if total is not None and files else None,
+                total / seconds if total is not None and seconds else None)
+    return telemetry_file.write(run_dir, RunTelemetry(True, reason, tuple(summaries), workloads,
+                                                      tuple(warnings(summaries))))
 
 
-def warnings(doc: Mapping[str, Any]) -> list[str]:
-    """Why a run is not comparable: power or heat throttling in a timed window, another process
-    holding GPU memory when a server started, a GPU that could not be read."""
+def warnings(servers: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why a run is not comparable, from its servers' summaries: power or heat throttling in a
+    timed window, another process holding GPU memory when a server started, a GPU that could not
+    be read."""
     out = []
-    for server in doc.get("servers", []):
+    for server in servers:
         label = server.get("label")
         if server.get("started_in"):  # its telemetry and warnings are in the run that started it
             continue
@@ -115,9 +117,6 @@ def warnings(doc: Mapping[str, Any]) -> list[str]:
 
 
 def run_warnings(run_dir: Path) -> list[str]:
-    """The warnings stored in a run's ``telemetry.json`` (none when it has no such file)."""
-    try:
-        doc = read_json(run_dir / TELEMETRY_NAME)
-    except (OSError, ValueError):
-        return []
-    return list(doc.get("warnings") or []) if isinstance(doc, dict) else []
+    """The warnings stored in a run's ``telemetry.json`` (none when it has no such file; an
+    unreadable, malformed or newer one is the store's RunFileError, naming the file)."""
+    return list(telemetry_file.read(run_dir).warnings) if telemetry_file.exists(run_dir) else []
