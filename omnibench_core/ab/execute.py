@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
-from ..campaign.attempt import run_attempt, score_generated, server_starts
+from ..campaign.attempt import Ended, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, storage_error
@@ -355,10 +355,10 @@ class _Driver:
                 not_ready = f"side {side} on {placed[side].label}: {report.error}"
             elif status is AttemptStatus.FAILED and not pair.interrupted:
                 self.progress.say(f"side {side} failed ({report.error}); it is tried again if retries are left")
+            ended = Ended(status, seconds, report.run, report.moved_to, report.error,
+                          server_starts(Path(report.run_dir)) if report.run_dir else 0)
             a = attempts[side]
-            self.save(replace(a, status=status, run=report.run, seconds=seconds, error=report.error,
-                              moved_to=report.moved_to, alone=a.alone or out.alone,
-                              server_starts=server_starts(Path(report.run_dir)) if report.run_dir else 0))
+            self.save(replace(a, **ended.changes(), alone=a.alone or out.alone))
         if pair.interrupted or any(o.report.status is SideStatus.INTERRUPTED for o in pair.sides.values()):
             raise RunInterrupted("the duet round was interrupted; both sides stopped their servers",
                                  hint="repeat the same command to resume the experiment")
