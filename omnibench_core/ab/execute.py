@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
-from ..campaign.attempt import Ended, run_attempt, score_generated, server_starts
+from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import SCORINGS
-from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, storage_error
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, Phase
 from ..run import ownership
@@ -237,14 +237,7 @@ class _Driver:
         """Runs left "running" by a dead omnibench (kill -9): a run whose deferred scoring died goes
         back to generated (only its scoring is done again), others are moved aside; once, here,
         before any round asks what a run's manifest says."""
-        folders = {api.revision_dir(settings) for settings in self.sides.values()}
-        try:
-            for folder in sorted(folders):
-                for run_dir in ownership.reclaim_abandoned(folder):
-                    self.progress.say(f"{run_dir.name}: its omnibench process died while it was running; " + (
-                        "moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
-        except OSError as exc:
-            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+        reclaim(sorted({api.revision_dir(settings) for settings in self.sides.values()}), self.progress.say)
 
     def go(self) -> Experiment:
         e = self.experiment

@@ -12,14 +12,15 @@ records hold.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, storage_error
 from ..records import Phase, RunOutcome, RunResult
+from ..run import ownership
 from ..settings import Settings
 from ..store import manifest as manifest_file
 from ..store.statuses import AttemptStatus, RunStatus
@@ -40,6 +41,20 @@ class Ended:
     def changes(self) -> dict[str, Any]:
         """The fields, for ``dataclasses.replace`` of either attempt record."""
         return asdict(self)
+
+
+def reclaim(revision_dirs: Iterable[Path], say: Callable[[str], None]) -> None:
+    """Before a campaign or experiment resumes: runs left running by a dead omnibench (kill -9)
+    in ``revision_dirs``. A run whose deferred scoring died goes back to generated, so only its
+    scoring is done again; others are moved aside as the run layer does. A results folder that
+    cannot be changed is a StorageError."""
+    try:
+        for folder in revision_dirs:
+            for run_dir in ownership.reclaim_abandoned(folder):
+                say(f"{run_dir.name}: its omnibench process died while it was running; "
+                    + ("moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
+    except OSError as exc:
+        raise storage_error("reclaiming runs whose omnibench died", exc) from exc
 
 
 def server_starts(run_dir: Path) -> int:

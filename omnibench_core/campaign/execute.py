@@ -18,7 +18,6 @@ from ..errors import (
     RunInterrupted,
     RunNotReady,
     SettingsError,
-    storage_error,
 )
 from ..identity import recorded_settings
 from ..records import PHASES, Phase
@@ -30,7 +29,7 @@ from ..store import manifest as manifest_file
 from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
 from . import record
-from .attempt import run_attempt, score_generated
+from .attempt import reclaim, run_attempt, score_generated
 from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign
 
@@ -89,14 +88,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
                 _dead(a) if a.status == AttemptStatus.RUNNING else a for a in campaign.attempts))
         else:
             campaign = Campaign(name=name, revision=revision.name, asked=asked)
-        try:
-            # A run whose deferred scoring died with its omnibench (kill -9) goes back to generated, so
-            # only its scoring is done again; other abandoned runs are moved aside as the run layer does.
-            for run_dir in ownership.reclaim_abandoned(revision):
-                progress(f"{run_dir.name}: its omnibench process died while it was running; "
-                         + ("moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
-        except OSError as exc:
-            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+        reclaim([revision], progress)
         campaign = campaign_file.save(path, campaign)
         driver = _Driver(settings, path, campaign, progress)
         return Outcome(path, driver.go())
