@@ -13,12 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import (
-    OmnibenchError,
-    RunInterrupted,
-    RunNotReady,
-    SettingsError,
-)
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError
 from ..identity import recorded_settings
 from ..records import PHASES, Phase
 from ..run import ownership

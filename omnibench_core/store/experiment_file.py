@@ -3,6 +3,9 @@
 leaves an experiment that the same command resumes; checked field by field on load, so a file
 edited by hand is refused with the field named rather than measured wrongly.
 
+A duet's worker reports its side's run to the driver in a file of its own, written and read here
+too (:func:`write_side_report`, :func:`read_side_report`).
+
 Format 1 is every A/B record so far; an older format would be migrated through
 :data:`MIGRATIONS`, a newer one is refused.
 """
