@@ -19,11 +19,14 @@ from run_helpers import REPO, free_port
 
 from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse
-from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
+from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Position, Side, SideReport
 from omnibench_core.store import experiment_file
 from omnibench_core.store import manifest as manifest_file
+from omnibench_core.store.statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
+# a duet record main d2456c2 wrote: every attempt status, where and alone, no server_starts yet
+OLD_RECORD = Path(__file__).parent / "fixtures" / "ab-record-format1-d2456c2.json"
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
 
 
@@ -45,7 +48,7 @@ def the_record(results: Path) -> dict:
 # -- the schedule and the record ------------------------------------------------------------------
 def test_interleaved_rounds_run_each_side_once_in_a_seeded_order():
     order = record.schedule(Design.INTERLEAVED, 6, seed=3)
-    assert order[:2] == (Slot("A", 0), Slot("B", 0))  # both warm-ups first
+    assert order[:2] == (Position("A", 0), Position("B", 0))  # both warm-ups first
     for r in range(1, 7):
         assert sorted(s.side for s in order if s.round == r) == ["A", "B"]
     assert order == record.schedule(Design.INTERLEAVED, 6, seed=3)  # the seed fixes it
@@ -74,6 +77,8 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
         "round": (lambda d: d["attempts"][0].update(round=7), "attempts[0].round"),
         "order": (lambda d: d["order"].reverse(), "order"),
         "rounds": (lambda d: d["identity"].update(rounds="2"), "identity.rounds"),
+        "server_starts": (lambda d: d["attempts"][0].update(server_starts=-1), "attempts[0].server_starts"),
+        "server_starts type": (lambda d: d["attempts"][0].update(server_starts="1"), "attempts[0].server_starts"),
         "twice": (lambda d: d["attempts"].append({**d["attempts"][0], "side": "B"}), "already the run of A1"),
     }
     for name, (edit, words) in cases.items():
@@ -83,6 +88,37 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
         with pytest.raises(record.RecordError) as err:
             experiment_file.load(path)
         assert words in str(err.value) and str(path) in str(err.value), name
+
+
+def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_its_words(tmp_path):
+    e = experiment_file.load(OLD_RECORD)
+    st = AttemptStatus
+    assert [a.status for a in e.attempts] == [st.COMPLETE, st.COMPLETE, st.NOT_READY, st.FAILED, st.COMPLETE,
+                                              st.GENERATED, st.INTERRUPTED]
+    assert e.status is ExperimentStatus.INTERRUPTED and all(a.server_starts == 0 for a in e.attempts)
+    assert e.order[2] == Position("A", 1) and e.latest(Position("A", 1)).run == "run4" and e.attempts[3].alone
+    path = tmp_path / "again.json"
+    experiment_file.save(path, e)
+    old, new = json.loads(OLD_RECORD.read_text()), json.loads(path.read_text())
+    # the same fields and words on disk; each attempt only gains its (unknown: 0) server starts
+    assert [{k: v for k, v in a.items() if k != "server_starts"} for a in new["attempts"]] == old["attempts"]
+    assert {k: v for k, v in new.items() if k not in ("attempts", "updated")} == \
+        {k: v for k, v in old.items() if k not in ("attempts", "updated")}
+
+
+def test_a_duet_workers_report_is_typed_and_one_the_driver_cannot_read_is_lost(tmp_path):
+    path = tmp_path / "A.out.json"
+    report = SideReport(SideStatus.NOT_READY, "run3", str(tmp_path / "run3"), "port 8001 is in use", "")
+    experiment_file.write_side_report(path, report)
+    assert json.loads(path.read_text())["status"] == "not-ready"
+    assert experiment_file.read_side_report(path, 0) == report and report.attempt_status() is AttemptStatus.NOT_READY
+    for word in ("error", "lost", "failed"):  # a worker's error or loss spends a retry, as a failed gate does
+        assert SideReport(SideStatus(word)).attempt_status() is AttemptStatus.FAILED
+    path.write_text(json.dumps({"status": "vanished", "run": "run3"}))
+    lost = experiment_file.read_side_report(path, 3)
+    assert lost.status is SideStatus.LOST and "'vanished'" in lost.error and "3" in lost.error
+    gone = experiment_file.read_side_report(tmp_path / "none.json", -9)
+    assert gone == SideReport(SideStatus.LOST, error="the worker ended with -9 and no outcome")
 
 
 def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
@@ -149,6 +185,8 @@ def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_p
     assert done.returncode == 1, done.stdout + done.stderr
     rec = the_record(results)
     assert rec["status"] == "stopped" and [a["status"] for a in rec["attempts"]] == ["not-ready"]
+    (attempt,) = rec["attempts"]  # the record says why, as the campaign file does
+    assert f"port {port}" in attempt["error"] and f"port {port}" in rec["reason"] and attempt["server_starts"] == 0
 
 
 def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch):
@@ -198,6 +236,7 @@ def test_a_planted_delay_on_b_is_worse_with_its_interval_and_each_side_passes_th
         dirs = [str(results / a["revision"] / a["run"]) for a in attempts]
         oracle = subprocess.run([sys.executable, str(ORACLE), *dirs], capture_output=True, text=True)
         assert oracle.returncode == 0 and "selftest.latency_mean_s" in oracle.stdout, oracle.stderr
+    _counts_server_starts(rec)
     md = next((results / "ab").glob("*/ab.md")).read_text()
     assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
 
@@ -277,6 +316,16 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
         starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
                   for (s, _), a in sorted(kept.items()) if s == side]
         assert len(set(starts)) == 2  # each side ran on both slots' ports
+    _counts_server_starts(rec)
+
+
+def _counts_server_starts(rec: dict) -> None:
+    """Each side's four runs (run0 and 3 rounds): a selftest server each, and one scoring server
+    start a side for all four (deferred), counted in the run that made it, as a campaign counts."""
+    for side in "AB":
+        latest = {a["round"]: a for a in rec["attempts"] if a["side"] == side}
+        assert [a["status"] for a in latest.values()] == ["complete"] * 4, side
+        assert sum(a["server_starts"] for a in latest.values()) == 4 + 1, side
 
 
 def test_a_duet_needs_two_slots(tmp_path):

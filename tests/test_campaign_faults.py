@@ -213,6 +213,34 @@ def test_a_second_measure_of_a_campaign_is_refused_and_a_dead_holders_lock_taken
     assert sorted(p.name for p in revision.glob("run*")) == ["run0", "run0-incomplete", "run1", "run2"]
 
 
+@pytest.mark.slow
+def test_a_port_another_process_holds_stops_the_campaign_saying_why_and_spends_no_retry(tmp_path):
+    import socket
+
+    results, port = tmp_path / "r", free_port()
+    argv = (*SELFTEST, "--retries", "0", "-p", str(port))
+    with socket.socket() as squatter:  # a foreign listener on the campaign's port
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        done = _invoke(results, *argv, timeout=120)
+    assert done.returncode == 1 and f"port {port}" in done.stderr, done.stdout + done.stderr
+    _no_traceback(done)
+    revision = _revision(results)
+    c = campaign_file.load(_campaign_file(revision))
+    assert c.status == "stopped" and f"port {port}" in c.reason  # the file says why it stopped
+    (attempt,) = c.attempts
+    assert (attempt.slot, attempt.status, attempt.server_starts) == (0, "not-ready", 0)
+    assert f"port {port}" in attempt.error and not list(revision.glob("run*"))
+    # the port free again, the same command measures; the clash spent no retry (--retries 0)
+    again = _invoke(results, *argv)
+    assert again.returncode == 0, again.stdout + again.stderr
+    c = campaign_file.load(_campaign_file(revision))
+    assert c.status == "complete" and [a.status for a in c.attempts] == ["not-ready", "complete", "complete", "complete"]
+    assert [a.run for a in c.measured()] == ["run1", "run2"] and c.server_starts == 3 + 1
+    _servers_gone(revision, port)
+
+
 # -- 4. storage: read-only, full, no inodes, immutable ------------------------------------------
 @pytest.fixture
 def mounts(tmp_path):

@@ -19,12 +19,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import Terminated
-from ..jsonio import read_json, write_json
+from ..jsonio import write_json
 from ..run.runner import sigterm_as_exception
+from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..telemetry.hostload import ROOT_VAR
+from .record import SideReport
 from .worker import BARRIER, PARENT_VAR, Spec
 
 
@@ -42,15 +43,11 @@ class _Worker:
 
 @dataclass(frozen=True)
 class SideOutcome:
-    """What one side's worker reported."""
+    """What one side's worker reported, and whether its partner ran beside it all along."""
 
     side: str
-    status: str  # complete, generated, incomplete, failed, interrupted, not-ready, error, lost
-    run_dir: str
-    error: str
-    moved_to: str
+    report: SideReport
     alone: bool
-    run: str = ""  # the runN the run claimed ("" when it never got one)
 
 
 @dataclass(frozen=True)
@@ -159,9 +156,4 @@ def _stop(workers: Sequence[_Worker], grace_s: float) -> None:
 def _outcome(w: _Worker) -> SideOutcome:
     if w.reader is not None:
         w.reader.join(timeout=5)
-    try:
-        data: dict[str, Any] = read_json(w.out)
-    except (OSError, ValueError):
-        return SideOutcome(w.side, "lost", "", f"the worker ended with {w.proc.returncode} and no outcome", "", w.alone)
-    return SideOutcome(w.side, str(data.get("status", "lost")), str(data.get("run_dir", "")),
-                       str(data.get("error", "")), str(data.get("moved_to", "")), w.alone, str(data.get("run", "")))
+    return SideOutcome(w.side, experiment_file.read_side_report(w.out, w.proc.returncode), w.alone)

@@ -18,20 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
+from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress
 from ..campaign.record import SCORINGS
-from ..errors import (
-    GateError,
-    OmnibenchError,
-    RunInterrupted,
-    RunNotReady,
-    SettingsError,
-    StepFailed,
-    Terminated,
-    storage_error,
-)
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
-from ..records import PHASES, Phase, RunOutcome
+from ..records import PHASES, Phase
 from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
@@ -39,9 +31,9 @@ from ..settings import Settings
 from ..store import experiment_file
 from ..store import manifest as manifest_file
 from ..store.names import lock_path
-from ..store.statuses import RunStatus
+from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from . import duet, record
-from .record import Attempt, AttemptStatus, Design, Experiment, ExperimentStatus, Identity, Side, Slot
+from .record import Attempt, Design, Experiment, Identity, Position, Side
 from .worker import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
@@ -207,7 +199,7 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:
-    return any((a := experiment.latest(s)) is not None and a.status is status for s in experiment.order)
+    return any((a := experiment.latest(p)) is not None and a.status is status for p in experiment.order)
 
 
 class _Driver:
@@ -234,8 +226,8 @@ class _Driver:
         """What the run's own manifest says now (None when it is gone)."""
         return manifest_file.run_status(self.sides[attempt.side].run.results_root / attempt.revision / attempt.run)
 
-    def _done(self, slot: Slot) -> bool:
-        last = self.experiment.latest(slot)
+    def _done(self, position: Position) -> bool:
+        last = self.experiment.latest(position)
         if last is None or not last.run:
             return False
         wanted = {AttemptStatus.COMPLETE} | ({AttemptStatus.GENERATED} if self.experiment.scoring == "deferred" else set())
@@ -245,14 +237,7 @@ class _Driver:
         """Runs left "running" by a dead omnibench (kill -9): a run whose deferred scoring died goes
         back to generated (only its scoring is done again), others are moved aside; once, here,
         before any round asks what a run's manifest says."""
-        folders = {api.revision_dir(settings) for settings in self.sides.values()}
-        try:
-            for folder in sorted(folders):
-                for run_dir in ownership.reclaim_abandoned(folder):
-                    self.progress.say(f"{run_dir.name}: its omnibench process died while it was running; " + (
-                        "moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
-        except OSError as exc:
-            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+        reclaim(sorted({api.revision_dir(settings) for settings in self.sides.values()}), self.progress.say)
 
     def go(self) -> Experiment:
         e = self.experiment
@@ -267,11 +252,11 @@ class _Driver:
                     for r in range(ident.rounds + 1):
                         self._fill_duet(r)
                 else:
-                    for k, slot in enumerate(e.order, start=1):
-                        self._fill(k, slot)
+                    for k, position in enumerate(e.order, start=1):
+                        self._fill(k, position)
                 if self.experiment.scoring == "deferred":
                     self._score_generated()
-                missing = [f"{s.side}{s.round}" for s in e.order if not self._complete(s)]
+                missing = [f"{p.side}{p.round}" for p in e.order if not self._complete(p)]
                 if missing:
                     raise ExperimentStopped(f"runs {', '.join(missing)} did not complete in scoring",
                                             evidence={"record": str(self.path)},
@@ -302,54 +287,55 @@ class _Driver:
         except OmnibenchError as exc:
             self.progress.say(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
 
-    def _complete(self, slot: Slot) -> bool:
-        last = self.experiment.latest(slot)
+    def _complete(self, position: Position) -> bool:
+        last = self.experiment.latest(position)
         return (last is not None and last.status is AttemptStatus.COMPLETE
                 and self._run_status(last) == RunStatus.COMPLETE)
 
-    def _check_retries(self, slot: Slot, label: str) -> None:
-        if self.experiment.failures(slot) > self.experiment.retries:
-            errors = [f"{a.run or '-'}: {a.status.value}: {a.error}" for a in self.experiment.attempts
-                      if (a.side, a.round) == (slot.side, slot.round)]
-            raise ExperimentStopped(f"{label} missed its gates or coverage {self.experiment.failures(slot)} "
+    def _check_retries(self, position: Position, label: str) -> None:
+        if self.experiment.failures(position) > self.experiment.retries:
+            errors = [f"{a.run or '-'}: {a.status}: {a.error}" for a in self.experiment.attempts
+                      if a.position == position]
+            raise ExperimentStopped(f"{label} missed its gates or coverage {self.experiment.failures(position)} "
                                     f"times; --retries {self.experiment.retries} is spent",
                                     evidence={"attempts": "\n".join(errors), "record": str(self.path)},
                                     hint="fix the cause, then repeat the command (complete runs are kept)")
 
-    def _fill(self, k: int, slot: Slot) -> None:
-        label = _label(slot)
-        while not self._done(slot):
-            self._check_retries(slot, label)
-            self._attempt(k, slot, label)
+    def _fill(self, k: int, position: Position) -> None:
+        label = _label(position)
+        while not self._done(position):
+            self._check_retries(position, label)
+            self._attempt(k, position, label)
 
     # -- the duet --------------------------------------------------------------------------
     def _fill_duet(self, r: int) -> None:
         """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone."""
         while True:
-            pending = [s for s in (Slot("A", r), Slot("B", r)) if not self._done(s)]
+            pending = [p for p in (Position("A", r), Position("B", r)) if not self._done(p)]
             if not pending:
                 return
-            for slot in pending:
-                self._check_retries(slot, _label(slot))
+            for position in pending:
+                self._check_retries(position, _label(position))
             self._duet_attempt(r, pending)
 
-    def _duet_attempt(self, r: int, pending: list[Slot]) -> None:
+    def _duet_attempt(self, r: int, pending: list[Position]) -> None:
         e = self.experiment
-        placed = {s.side: self.slots[record.duet_slot(s.side, r)] for s in pending}
+        placed = {p.side: self.slots[record.duet_slot(p.side, r)] for p in pending}
         for host in placed.values():
             check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
                        free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
-        what = " and ".join(f"{s.side} on {placed[s.side].label}" for s in pending)
+        what = " and ".join(f"{p.side} on {placed[p.side].label}" for p in pending)
         self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
-        for slot in pending:
-            settings = placed[slot.side].settings_on(self.sides[slot.side].flat())
-            specs[slot.side] = Spec(settings.flat(), e.identity.workloads, self.side(slot.side).options,
-                                    e.identity.client, tuple(phases))
-            attempts[slot.side] = Attempt(slot.side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
-                                          record.now_iso(), where=placed[slot.side].label, alone=len(pending) == 1)
-            self.save(attempts[slot.side])
+        for position in pending:
+            side = position.side
+            settings = placed[side].settings_on(self.sides[side].flat())
+            specs[side] = Spec(settings.flat(), e.identity.workloads, self.side(side).options, e.identity.client,
+                               tuple(phases))
+            attempts[side] = Attempt(side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
+                                     record.now_iso(), where=placed[side].label, alone=len(pending) == 1)
+            self.save(attempts[side])
         t0 = time.monotonic()
         wait_s = self.sides["A"].run.ready_timeout_s + 60  # the partner's server has READY's own limit
         pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs},
@@ -357,80 +343,50 @@ class _Driver:
         seconds = time.monotonic() - t0
         not_ready = ""
         for side, out in pair.sides.items():
+            report, status = out.report, out.report.attempt_status()
+            if status is AttemptStatus.NOT_READY:
+                not_ready = f"side {side} on {placed[side].label}: {report.error}"
+            elif status is AttemptStatus.FAILED and not pair.interrupted:
+                self.progress.say(f"side {side} failed ({report.error}); it is tried again if retries are left")
+            ended = Ended(status, seconds, report.run, report.moved_to, report.error,
+                          server_starts(Path(report.run_dir)) if report.run_dir else 0)
             a = attempts[side]
-            run, moved = out.run, out.moved_to  # where the run layer moved it, if it did
-            if out.status in (RunStatus.COMPLETE, RunStatus.GENERATED, RunStatus.INCOMPLETE):
-                status = AttemptStatus(out.status)
-            else:  # interrupted, not-ready, failed, error, lost
-                status = {"interrupted": AttemptStatus.INTERRUPTED, "not-ready": AttemptStatus.NOT_READY}.get(
-                    out.status, AttemptStatus.FAILED)
-                if out.status == "not-ready":
-                    not_ready = f"side {side} on {placed[side].label}: {out.error}"
-                elif status is AttemptStatus.FAILED and not pair.interrupted:
-                    self.progress.say(f"side {side} failed ({out.error}); it is tried again if retries are left")
-            self.save(replace(a, status=status, run=run, seconds=seconds, error=out.error, moved_to=moved,
-                              alone=a.alone or out.alone))
-        if pair.interrupted or any(o.status == "interrupted" for o in pair.sides.values()):
+            self.save(replace(a, **ended.changes(), alone=a.alone or out.alone))
+        if pair.interrupted or any(o.report.status is SideStatus.INTERRUPTED for o in pair.sides.values()):
             raise RunInterrupted("the duet round was interrupted; both sides stopped their servers",
                                  hint="repeat the same command to resume the experiment")
         if not_ready:  # the slot's port or folder is not ready: a retry would miss the same way
             raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
         self.progress.end_run(seconds)
 
-    def _attempt(self, k: int, slot: Slot, label: str) -> None:
+    def _attempt(self, k: int, position: Position, label: str) -> None:
         e = self.experiment
-        settings = self.sides[slot.side]
-        tries = e.failures(slot)
+        settings = self.sides[position.side]
+        tries = e.failures(position)
         self.progress.start_run(k, label + (f", retry {tries}" if tries else ""))
         phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
-        revision = api.revision_dir(settings).name
-        attempt = Attempt(slot.side, slot.round, "", revision, AttemptStatus.RUNNING, record.now_iso())
-        self.save(attempt)
-        t0 = time.monotonic()
-        try:
-            result = api.run(settings, e.identity.workloads, options=self.side(slot.side).options,
-                             client=e.identity.client, progress=self.progress, phases=phases)
-        except RunInterrupted as exc:
-            self.save(_moved(replace(attempt, status=AttemptStatus.INTERRUPTED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.outcomes))
-            raise
-        except (GateError, StepFailed) as exc:
-            if isinstance(exc, RunNotReady):  # the port or folder is not ready: a retry would miss the same way
-                self.save(replace(attempt, status=AttemptStatus.NOT_READY, seconds=time.monotonic() - t0,
-                                  error=exc.message))
-                raise
-            self.save(_moved(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.outcomes))
-            self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
-            return
-        seconds = time.monotonic() - t0
-        out = result.outcome
-        self.save(replace(attempt, run=out.run, status=AttemptStatus(out.status), seconds=seconds,
-                          moved_to=str(out.moved_to or ""), error=out.why))
-        self.progress.end_run(seconds)
+        attempt = Attempt(position.side, position.round, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
+                          record.now_iso())
+        run_attempt(settings, e.identity.workloads, options=self.side(position.side).options,
+                    client=e.identity.client, phases=phases, progress=self.progress, label=label,
+                    record=lambda ended: self.save(replace(attempt, **ended.changes())))
 
     def _score_generated(self) -> None:
         """Deferred scoring: each side's generated runs together, one start of each scoring server a side."""
         for label in record.SIDES:
-            pending = [a for s in self.experiment.order if s.side == label
-                       and (a := self.experiment.latest(s)) is not None and a.status is AttemptStatus.GENERATED]
+            pending = [a for p in self.experiment.order if p.side == label
+                       and (a := self.experiment.latest(p)) is not None and a.status is AttemptStatus.GENERATED]
             if not pending:
                 continue
-            settings = self.sides[label]
-            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together")
-            root = settings.run.results_root
-            try:
-                api.score_runs(settings, self.experiment.identity.workloads,
-                               [root / a.revision / a.run for a in pending], options=self.side(label).options,
-                               client=self.experiment.identity.client, progress=self.progress)
-            finally:
-                for attempt in pending:  # what each run's manifest says now, also after Ctrl-C
-                    status = self._run_status(attempt)
-                    if status == RunStatus.COMPLETE:
-                        self.save(replace(attempt, status=AttemptStatus.COMPLETE))
-                    elif status != RunStatus.GENERATED:
-                        self.save(replace(attempt, status=AttemptStatus.FAILED,
-                                          error=f"scoring left the run {status or 'moved aside'}"))
+            self._score_side(label, pending)
+
+    def _score_side(self, label: str, pending: Sequence[Attempt]) -> None:
+        settings = self.sides[label]
+        self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together")
+        by_dir = {settings.run.results_root / a.revision / a.run: a for a in pending}
+        score_generated(settings, self.experiment.identity.workloads, list(by_dir), options=self.side(label).options,
+                        client=self.experiment.identity.client, progress=self.progress,
+                        record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())))
 
 
 def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:
@@ -445,12 +401,5 @@ def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -
     return Settings.from_mapping({**settings.flat(), "checkout": str(prepared.worktree)})
 
 
-def _label(slot: Slot) -> str:
-    return f"{slot.side} run0 warm-up" if slot.round == 0 else f"{slot.side} round {slot.round}"
-
-
-def _moved(attempt: Attempt, outcomes: Sequence[RunOutcome]) -> Attempt:
-    """The attempt with the run it got and the folder the run layer moved it to (the error's outcome)."""
-    if not outcomes:  # the run never got a folder
-        return replace(attempt, run="", moved_to="")
-    return replace(attempt, run=outcomes[0].run, moved_to=str(outcomes[0].moved_to or ""))
+def _label(position: Position) -> str:
+    return f"{position.side} run0 warm-up" if position.round == 0 else f"{position.side} round {position.round}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import RecordError
 from ..identity import differences
+from ..store.statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 SIDES = ("A", "B")
 
@@ -26,27 +27,6 @@ class Design(str, enum.Enum):
     DUET = "duet"  # each round runs A and B at the same time on two slots, which swap every round
     INTERLEAVED = "interleaved"  # each round runs A and B one after the other, in a seeded random order
     SEQUENTIAL = "sequential"  # A's runs, then B's: two campaigns one after another (the baseline)
-
-
-class AttemptStatus(str, enum.Enum):
-    """Where one attempt at one scheduled run stands."""
-
-    RUNNING = "running"
-    GENERATED = "generated"  # deferred scoring: generated, not yet scored
-    COMPLETE = "complete"
-    INCOMPLETE = "incomplete"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    NOT_READY = "not-ready"  # its slot's port or folder was not ready: not a retry spent, the experiment stops
-
-
-class ExperimentStatus(str, enum.Enum):
-    """Where the whole experiment stands."""
-
-    RUNNING = "running"
-    COMPLETE = "complete"
-    STOPPED = "stopped"  # a run missed its gates more often than --retries allows
-    INTERRUPTED = "interrupted"
 
 
 def now_iso() -> str:
@@ -95,27 +75,28 @@ class Identity:
 
 
 @dataclass(frozen=True)
-class Slot:
-    """One scheduled run: side ``side``'s run in round ``round`` (0: the side's warm-up run0)."""
+class Position:
+    """A place in the schedule: side ``side``'s run in round ``round`` (0: the side's warm-up run0).
+    Not a host slot (:class:`omnibench_core.records.Slot`): a duet places a position on one."""
 
     side: str
     round: int
 
 
-def schedule(design: Design, rounds: int, seed: int) -> tuple[Slot, ...]:
+def schedule(design: Design, rounds: int, seed: int) -> tuple[Position, ...]:
     """The order of every run. Both warm-ups come first; then interleaved rounds run A and B in a
     seeded random order each round, sequential runs all of A's rounds, then all of B's, and a duet
     runs each round's two runs at once (the order within a round is only the record's)."""
     if design is Design.DUET:
-        return tuple(Slot(side, r) for r in range(rounds + 1) for side in SIDES)
+        return tuple(Position(side, r) for r in range(rounds + 1) for side in SIDES)
     if design is Design.SEQUENTIAL:
-        return (Slot("A", 0), *(Slot("A", r) for r in range(1, rounds + 1)),
-                Slot("B", 0), *(Slot("B", r) for r in range(1, rounds + 1)))
+        return (Position("A", 0), *(Position("A", r) for r in range(1, rounds + 1)),
+                Position("B", 0), *(Position("B", r) for r in range(1, rounds + 1)))
     rng = random.Random(seed)
-    out = [Slot("A", 0), Slot("B", 0)]
+    out = [Position("A", 0), Position("B", 0)]
     for r in range(1, rounds + 1):
         first = rng.choice(SIDES)
-        out += [Slot(first, r), Slot("B" if first == "A" else "A", r)]
+        out += [Position(first, r), Position("B" if first == "A" else "A", r)]
     return tuple(out)
 
 
@@ -134,6 +115,30 @@ class Attempt:
     moved_to: str = ""
     where: str = ""  # the slot it ran on (duet), e.g. "slot 1 (port 8001, CPUs 1)"
     alone: bool = False  # duet: its partner was not running for the whole of it (a retry, or it ended early)
+    server_starts: int = 0  # the servers it started (a shared scoring start counts in none)
+
+    @property
+    def position(self) -> Position:
+        """Its place in the schedule."""
+        return Position(self.side, self.round)
+
+
+@dataclass(frozen=True)
+class SideReport:
+    """What one side's worker of a duet round reports of its run (its outcome file)."""
+
+    status: SideStatus
+    run: str = ""  # the runN the run claimed ("" when it never got one)
+    run_dir: str = ""  # where the run is now ("" when it never got a folder)
+    error: str = ""
+    moved_to: str = ""  # the folder the run layer moved it aside to
+
+    def attempt_status(self) -> AttemptStatus:
+        """The attempt's status: a run's own status as it is; a worker that failed, raised
+        another error or was lost is a failed attempt (a retry spent)."""
+        return {SideStatus.COMPLETE: AttemptStatus.COMPLETE, SideStatus.GENERATED: AttemptStatus.GENERATED,
+                SideStatus.INCOMPLETE: AttemptStatus.INCOMPLETE, SideStatus.INTERRUPTED: AttemptStatus.INTERRUPTED,
+                SideStatus.NOT_READY: AttemptStatus.NOT_READY}.get(self.status, AttemptStatus.FAILED)
 
 
 def duet_slot(side: str, round_: int) -> int:
@@ -150,28 +155,28 @@ class Experiment:
     identity: Identity
     retries: int
     scoring: str
-    order: tuple[Slot, ...]
+    order: tuple[Position, ...]
     attempts: tuple[Attempt, ...] = ()
     status: ExperimentStatus = ExperimentStatus.RUNNING
     reason: str = ""
     created: str = ""
     updated: str = ""
 
-    def latest(self, slot: Slot) -> Attempt | None:
-        """The last attempt at ``slot``."""
-        found = [a for a in self.attempts if (a.side, a.round) == (slot.side, slot.round)]
+    def latest(self, position: Position) -> Attempt | None:
+        """The last attempt at ``position``."""
+        found = [a for a in self.attempts if a.position == position]
         return found[-1] if found else None
 
-    def failures(self, slot: Slot) -> int:
-        """Attempts at ``slot`` that missed a gate or coverage rule."""
+    def failures(self, position: Position) -> int:
+        """Attempts at ``position`` that missed a gate or coverage rule."""
         return sum(a.status in (AttemptStatus.FAILED, AttemptStatus.INCOMPLETE) for a in self.attempts
-                   if (a.side, a.round) == (slot.side, slot.round))
+                   if a.position == position)
 
     def with_attempt(self, attempt: Attempt) -> Experiment:
-        """``attempt`` added, or the last attempt at its slot replaced when it is the same try."""
+        """``attempt`` added, or the last attempt at its position replaced when it is the same try."""
         attempts = list(self.attempts)
         for i in range(len(attempts) - 1, -1, -1):
-            if (attempts[i].side, attempts[i].round) == (attempt.side, attempt.round):
+            if attempts[i].position == attempt.position:
                 if attempts[i].started == attempt.started:
                     attempts[i] = attempt
                     return replace(self, attempts=tuple(attempts))
@@ -181,17 +186,17 @@ class Experiment:
     def measured(self, side: str) -> dict[int, Attempt]:
         """Round -> the complete attempt of ``side`` in that round (warm-ups left out)."""
         out = {}
-        for slot in self.order:
-            last = self.latest(slot)
-            if slot.side == side and slot.round > 0 and last is not None and last.status is AttemptStatus.COMPLETE:
-                out[slot.round] = last
+        for position in self.order:
+            last = self.latest(position)
+            if position.side == side and position.round > 0 and last is not None and last.status is AttemptStatus.COMPLETE:
+                out[position.round] = last
         return out
 
     def as_record(self) -> dict[str, Any]:
         """The JSON form."""
         return {"name": self.name, "identity": self.identity.as_record(),
                 "retries": self.retries, "scoring": self.scoring,
-                "order": [[s.side, s.round] for s in self.order],
+                "order": [[p.side, p.round] for p in self.order],
                 "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
                 "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
 
@@ -207,5 +212,5 @@ def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:
     return [measured[r] for r in sorted(measured)]
 
 
-__all__ = ["Attempt", "AttemptStatus", "Design", "Experiment", "ExperimentStatus", "Identity", "RecordError", "Side",
-           "Slot", "duet_slot", "identity_differences", "runs_of", "schedule"]
+__all__ = ["Attempt", "Design", "Experiment", "Identity", "Position", "RecordError", "Side", "SideReport", "duet_slot",
+           "identity_differences", "runs_of", "schedule"]

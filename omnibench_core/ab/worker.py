@@ -20,9 +20,12 @@ from typing import Any
 
 from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
-from ..jsonio import read_json, write_json
+from ..jsonio import read_json
 from ..records import PHASES, Phase
 from ..settings import Settings
+from ..store import experiment_file  # the module, not its names: it imports this package's records
+from ..store.statuses import SideStatus
+from .record import SideReport
 
 BARRIER = "@@omnibench-barrier "
 PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
@@ -71,8 +74,8 @@ def die_with_driver() -> None:
         raise RunInterrupted("the duet's driver was gone before this side started")
 
 
-def execute(spec: Spec) -> dict[str, Any]:
-    """The run, and its outcome as a record (status, the runN it claimed, its folder now, error,
+def execute(spec: Spec) -> SideReport:
+    """The run, and its outcome as a report (status, the runN it claimed, its folder now, error,
     where it was moved)."""
     phases: tuple[Phase, ...] = tuple(p for p in PHASES if p in spec.phases)
     try:
@@ -80,21 +83,24 @@ def execute(spec: Spec) -> dict[str, Any]:
                          client=spec.client, progress=lambda line: print(line, flush=True), phases=phases,
                          before_timed=wait_for_partner)
     except (RunInterrupted, KeyboardInterrupt, Terminated) as exc:
-        return _failure("interrupted", exc)
+        return _failure(SideStatus.INTERRUPTED, exc)
     except (GateError, StepFailed) as exc:
-        return _failure("not-ready" if isinstance(exc, RunNotReady) else "failed", exc)
+        return _failure(SideStatus.NOT_READY if isinstance(exc, RunNotReady) else SideStatus.FAILED, exc)
     except OmnibenchError as exc:
-        return _failure("error", exc)
+        return _failure(SideStatus.ERROR, exc)
     out = result.outcome
-    return {"status": out.status, "run": out.run, "run_dir": str(out.run_dir), "error": out.why,
-            "moved_to": str(out.moved_to or "")}
+    return SideReport(SideStatus(out.status.value), out.run, str(out.run_dir), out.why, str(out.moved_to or ""))
 
 
-def _failure(status: str, exc: BaseException) -> dict[str, Any]:
+def _failure(status: SideStatus, exc: BaseException) -> SideReport:
+    """The report of a run an error ended: the run it claimed and its folder now (its server starts
+    are counted from there), if it got one."""
     outcomes = exc.outcomes if isinstance(exc, OmnibenchError) else ()
-    moved = outcomes[0].moved_to if outcomes else None
-    return {"status": status, "run": outcomes[0].run if outcomes else "", "run_dir": "",
-            "error": getattr(exc, "message", "") or str(exc) or type(exc).__name__, "moved_to": str(moved or "")}
+    error = getattr(exc, "message", "") or str(exc) or type(exc).__name__
+    if not outcomes:
+        return SideReport(status, error=error)
+    out = outcomes[0]
+    return SideReport(status, out.run, str(out.run_dir), error, str(out.moved_to or ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,11 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         die_with_driver()
     except RunInterrupted as exc:
-        write_json(Path(args[1]), _failure("interrupted", exc))
+        experiment_file.write_side_report(Path(args[1]), _failure(SideStatus.INTERRUPTED, exc))
         return 130
-    outcome = execute(Spec.from_dict(read_json(Path(args[0]))))
-    write_json(Path(args[1]), outcome)
-    return 130 if outcome["status"] == "interrupted" else 0
+    report = execute(Spec.from_dict(read_json(Path(args[0]))))
+    experiment_file.write_side_report(Path(args[1]), report)
+    return 130 if report.status is SideStatus.INTERRUPTED else 0
 
 
 if __name__ == "__main__":

@@ -13,17 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import (
-    GateError,
-    OmnibenchError,
-    RunInterrupted,
-    RunNotReady,
-    SettingsError,
-    StepFailed,
-    storage_error,
-)
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError
 from ..identity import recorded_settings
-from ..records import PHASES, Phase, RunOutcome
+from ..records import PHASES, Phase
 from ..run import ownership
 from ..settings import Settings
 from ..setup.pins import load_pins
@@ -32,6 +24,7 @@ from ..store import manifest as manifest_file
 from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
 from . import record
+from .attempt import reclaim, run_attempt, score_generated
 from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign
 
@@ -90,14 +83,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
                 _dead(a) if a.status == AttemptStatus.RUNNING else a for a in campaign.attempts))
         else:
             campaign = Campaign(name=name, revision=revision.name, asked=asked)
-        try:
-            # A run whose deferred scoring died with its omnibench (kill -9) goes back to generated, so
-            # only its scoring is done again; other abandoned runs are moved aside as the run layer does.
-            for run_dir in ownership.reclaim_abandoned(revision):
-                progress(f"{run_dir.name}: its omnibench process died while it was running; "
-                         + ("moved aside" if "-incomplete" in run_dir.name else "it is generated again and only scored"))
-        except OSError as exc:
-            raise storage_error("reclaiming runs whose omnibench died", exc) from exc
+        reclaim([revision], progress)
         campaign = campaign_file.save(path, campaign)
         driver = _Driver(settings, path, campaign, progress)
         return Outcome(path, driver.go())
@@ -178,7 +164,7 @@ class _Driver:
                 self.save(status=CampaignStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"campaign interrupted; the same command resumes it ({self.path})")
                 raise
-            except CampaignStopped as exc:
+            except (CampaignStopped, RunNotReady) as exc:  # not ready: a retry would miss the same way
                 self.save(status=CampaignStatus.STOPPED, reason=exc.message)
                 raise
             self.save(status=CampaignStatus.COMPLETE, reason="")
@@ -219,34 +205,16 @@ class _Driver:
             self._attempt(slot, label)
 
     def _attempt(self, slot: int, label: str) -> None:
-        c, settings = self.campaign, self.settings
+        c = self.campaign
         tries = self.campaign.failures(slot)
         to_score = sum(not self._complete(s) for s in range(c.slots)) if c.asked.scoring == "deferred" else 0
         self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""), to_score)
         phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
-        started, t0 = record.now_iso(), time.monotonic()
-        attempt = Attempt(slot, "", AttemptStatus.RUNNING, started)
-        self.save(attempt)
-        try:
-            result = api.run(settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
-                             progress=self.progress, phases=phases)
-        except RunInterrupted as exc:
-            self.save(_ended(replace(attempt, status=AttemptStatus.INTERRUPTED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.outcomes))  # its server starts happened
-            raise
-        except (GateError, StepFailed) as exc:
-            if isinstance(exc, RunNotReady):
-                raise  # the port or folder is not ready: a retry would miss the same way
-            self.save(_ended(replace(attempt, status=AttemptStatus.FAILED, seconds=time.monotonic() - t0,
-                                     error=exc.message), exc.outcomes))
-            self.progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
-            return
-        seconds = time.monotonic() - t0
-        out = result.outcome
-        self.save(replace(attempt, run=out.run, status=AttemptStatus(out.status), seconds=seconds,
-                          moved_to=str(out.moved_to or ""), error=out.why, server_starts=_starts(out.run_dir)))
-        self.progress.end_run(seconds)
-        if slot == 0 and not self.campaign.environment:
+        attempt = Attempt(slot, "", AttemptStatus.RUNNING, record.now_iso())
+        result = run_attempt(self.settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
+                             phases=phases, progress=self.progress, label=label,
+                             record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        if result is not None and slot == 0 and not self.campaign.environment:
             self.save(environment=environment_of(result.run_dir))
 
     def _score_generated(self) -> None:
@@ -258,57 +226,17 @@ class _Driver:
         self.progress.phase(f"scoring {len(pending)} generated runs together", len(pending))
         self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
         t0 = time.monotonic()
-        outcomes: dict[str, RunOutcome] = {}
-        try:
-            results = api.score_runs(self.settings, c.asked.workloads, [self.revision / a.run for a in pending],
-                                     options=c.asked.options, client=c.asked.client, progress=self.progress)
-            outcomes = {r.outcome.run: r.outcome for r in results}
-        except OmnibenchError as exc:  # Ctrl-C: the runs that were reopened say where they are now
-            outcomes = {o.run: o for o in exc.outcomes}
-            raise
-        finally:
-            for attempt in pending:  # record where each run ended, also after Ctrl-C
-                self._after_scoring(attempt, outcomes.get(attempt.run))
-        self.progress.scored(time.monotonic() - t0, len(results))
+        by_dir = {self.revision / a.run: a for a in pending}
+        count = score_generated(self.settings, c.asked.workloads, list(by_dir), options=c.asked.options,
+                                client=c.asked.client, progress=self.progress,
+                                record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())))
+        self.progress.scored(time.monotonic() - t0, count)
 
     def _pending_generated(self) -> list[Attempt]:
         """The latest attempt of each slot whose run is left generated (to be scored)."""
         latest = [self.campaign.latest(s) for s in range(self.campaign.slots)]
         return [a for a in latest if a is not None and a.status == AttemptStatus.GENERATED
                 and self._run_status(a) == RunStatus.GENERATED]
-
-    def _after_scoring(self, attempt: Attempt, outcome: RunOutcome | None) -> None:
-        """The attempt as its scoring left it: the run's outcome, or (a run the scoring never reopened)
-        what its manifest says."""
-        if outcome is None:
-            here = self.revision / attempt.run
-            status = self._run_status(attempt) or RunStatus.FAILED
-            try:
-                manifest = manifest_file.read(here)
-                why = manifest.error_message if status == RunStatus.FAILED else manifest.broken_rules
-            except OmnibenchError:
-                why = ""
-            outcome = RunOutcome(attempt.run, status, here, None, why)
-        # a run left generated (interrupted scoring) keeps no error: it is only scored again
-        why = outcome.why if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE) else ""
-        self.save(replace(attempt, status=AttemptStatus(outcome.status), server_starts=_starts(outcome.run_dir),
-                          error=why, moved_to=str(outcome.moved_to or "")))
-
-
-def _ended(attempt: Attempt, outcomes: Sequence[RunOutcome]) -> Attempt:
-    """A failed or interrupted attempt with the run it got and where the run layer moved it."""
-    if not outcomes:  # the run never got a folder (its planning failed, say)
-        return attempt
-    out = outcomes[0]
-    return replace(attempt, run=out.run, moved_to=str(out.moved_to or ""), server_starts=_starts(out.run_dir))
-
-
-def _starts(run_dir: Path) -> int:
-    """Server starts a run made itself (a shared scoring start counts once, in the run that made it)."""
-    try:
-        return manifest_file.read(run_dir).server_starts
-    except OmnibenchError:
-        return 0
 
 
 def environment_of(run_dir: Path) -> dict[str, Any]:

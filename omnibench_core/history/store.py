@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..ab import record as ab_record
 from ..campaign.execute import environment_of
 from ..campaign.front_door import campaign_stats
 from ..campaign.summary import RunSetStats, stats_of
@@ -32,7 +31,7 @@ from ..scale.revisions import WORKTREES
 from ..store import campaign_file as campaign_files_io
 from ..store import experiment_file as experiment_files_io
 from ..store.names import AB_FOLDER, CAMPAIGNS, RECORD_SUFFIX
-from ..store.statuses import CampaignStatus
+from ..store.statuses import CampaignStatus, ExperimentStatus
 
 DB_NAME = "history.sqlite"
 SCHEMA_VERSION = 1
@@ -312,7 +311,7 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
     changed a setting measured a setup, not a commit, and is left out). The A/B reader twin of
     :func:`read_campaign`."""
     e = experiment_files_io.load(experiment_file)
-    if e.status is not ab_record.ExperimentStatus.COMPLETE:
+    if e.status is not ExperimentStatus.COMPLETE:
         return []
     shared = dict(e.identity.settings)
     out = []

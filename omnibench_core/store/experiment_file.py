@@ -3,6 +3,9 @@
 leaves an experiment that the same command resumes; checked field by field on load, so a file
 edited by hand is refused with the field named rather than measured wrongly.
 
+A duet's worker reports its side's run to the driver in a file of its own, written and read here
+too (:func:`write_side_report`, :func:`read_side_report`).
+
 Format 1 is every A/B record so far; an older format would be migrated through
 :data:`MIGRATIONS`, a newer one is refused.
 """
@@ -15,28 +18,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..ab.record import (
-    SIDES,
-    Attempt,
-    AttemptStatus,
-    Design,
-    Experiment,
-    ExperimentStatus,
-    Identity,
-    Side,
-    Slot,
-    now_iso,
-    schedule,
-)
+from ..ab.record import SIDES, Attempt, Design, Experiment, Identity, Position, Side, SideReport, now_iso, schedule
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
 from . import versions
 from .names import experiment_path
+from .statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
 
-__all__ = ["FORMAT", "experiment_path", "load", "save"]
+__all__ = ["FORMAT", "experiment_path", "load", "read_side_report", "save", "write_side_report"]
 
 
 def save(path: Path, experiment: Experiment) -> Experiment:
@@ -46,7 +38,35 @@ def save(path: Path, experiment: Experiment) -> Experiment:
     return experiment
 
 
+# -- a duet side's outcome file, from its worker to the driver ------------------------------------------
+def write_side_report(path: Path, report: SideReport) -> None:
+    """Write a duet worker's report of its run, atomically (the driver reads it once the worker ended)."""
+    write_json(path, {"status": report.status.value, "run": report.run, "run_dir": report.run_dir,
+                      "error": report.error, "moved_to": report.moved_to})
+
+
+def read_side_report(path: Path, exit_code: int | None) -> SideReport:
+    """A duet worker's report; a worker that left none, or one this omnibench cannot read, is
+    ``lost`` (its exit code said), never a guess at how its run ended."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return SideReport(SideStatus.LOST, error=f"the worker ended with {exit_code} and no outcome")
+    if not isinstance(data, dict):
+        return SideReport(SideStatus.LOST, error=f"the worker ended with {exit_code} and an outcome that is not an object")
+    word = str(data.get("status", ""))
+    try:
+        status = SideStatus(word)
+    except ValueError:
+        return SideReport(SideStatus.LOST, error=f"the worker ended with {exit_code} and an unknown status {word!r}")
+    text = {k: str(data.get(k) or "") for k in ("run", "run_dir", "error", "moved_to")}
+    return SideReport(status, **text)
+
+
 # -- loading, checked field by field ----------------------------------------------------------------
+_MISSING = object()
+
+
 class _Reader:
     def __init__(self, path: Path):
         self.path = path
@@ -56,8 +76,11 @@ class _Reader:
                            evidence={"file": str(self.path), "field": where},
                            hint="repair the field, or move the file aside to start the experiment anew")
 
-    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+            default: Any = _MISSING) -> Any:
         if key not in data:
+            if default is not _MISSING:
+                return default
             raise self.fail(f"{where}{key}", "missing")
         value = data[key]
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float, (int, float))):
@@ -118,7 +141,7 @@ def load(path: Path) -> Experiment:
         seed=r.get(ident, "seed", int, "identity."))
     if rounds < 2:
         raise r.fail("identity.rounds", f"must be at least 2, got {rounds}")
-    order = tuple(Slot(*p) for p in r.get(data, "order", list, "")
+    order = tuple(Position(*p) for p in r.get(data, "order", list, "")
                   if isinstance(p, list) and len(p) == 2 and p[0] in SIDES and isinstance(p[1], int))
     if order != schedule(identity.design, rounds, identity.seed):
         raise r.fail("order", "does not match the design, rounds and seed")
@@ -134,8 +157,12 @@ def load(path: Path) -> Experiment:
             status=r.enum(AttemptStatus, raw, "status", where), started=r.get(raw, "started", str, where),
             seconds=float(r.get(raw, "seconds", (int, float), where)), error=r.get(raw, "error", str, where),
             moved_to=r.get(raw, "moved_to", str, where), where=r.get(raw, "where", str, where),
-            alone=r.get(raw, "alone", bool, where))
-        if Slot(attempt.side, attempt.round) not in order:
+            alone=r.get(raw, "alone", bool, where),
+            # records written before attempts counted their server starts hold none
+            server_starts=r.get(raw, "server_starts", int, where, default=0))
+        if attempt.server_starts < 0:
+            raise r.fail(f"{where}server_starts", f"must be at least 0, got {attempt.server_starts}")
+        if attempt.position not in order:
             raise r.fail(f"{where}round", f"side {attempt.side} round {attempt.round} is not in the schedule")
         if attempt.run and attempt.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
             owner = runs_seen.setdefault((attempt.revision, attempt.run), f"{attempt.side}{attempt.round}")

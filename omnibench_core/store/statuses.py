@@ -38,14 +38,15 @@ class GateStatus(Word):
 
 
 class AttemptStatus(Word):
-    """One campaign attempt's ``status`` in the campaign file."""
+    """One attempt's ``status`` in a campaign file or an A/B record (one try at one run)."""
 
     RUNNING = "running"
-    GENERATED = "generated"
+    GENERATED = "generated"  # deferred scoring: generated, not yet scored
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    NOT_READY = "not-ready"  # its port or folder was not ready (RUN_READY): no retry spent, the loop stops
 
 
 class CampaignStatus(Word):
@@ -55,6 +56,28 @@ class CampaignStatus(Word):
     COMPLETE = "complete"
     STOPPED = "stopped"  # a slot missed its gates more often than --retries allows
     INTERRUPTED = "interrupted"
+
+
+class ExperimentStatus(Word):
+    """A whole A/B experiment's ``status`` in its record."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    STOPPED = "stopped"  # a run missed its gates more often than --retries allows, or was not ready
+    INTERRUPTED = "interrupted"
+
+
+class SideStatus(Word):
+    """How one side's worker of a duet round ended (its outcome file)."""
+
+    COMPLETE = "complete"
+    GENERATED = "generated"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"  # a gate or step failed
+    INTERRUPTED = "interrupted"
+    NOT_READY = "not-ready"  # RUN_READY: its slot's port or folder
+    ERROR = "error"  # another omnibench error ended it
+    LOST = "lost"  # the worker ended without an outcome (or with a word this omnibench does not know)
 
 
 def words(kind: type[Word]) -> tuple[str, ...]:
