@@ -364,14 +364,15 @@ def _with_commit(c: IndexedCampaign, checkouts: Sequence[str], git: str) -> Inde
     return c
 
 
-def index_campaign(results: Path, campaign_file: Path, *, git: str = "git") -> bool:
+def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> bool:
     """Index one campaign file (when complete); True when it was. Its commit's facts come from the
-    campaign's own checkout (a matrix's worktree), or the checkout the run recorded."""
+    campaign's own checkout (a matrix's worktree), the checkout the run recorded, or else one of
+    ``checkouts`` (the driver's, for a campaign shipped from a node whose worktree it lacks)."""
     found = read_campaign(results, campaign_file)
     if found is None:
         return False
     with opened(results) as store:
-        store.add(_with_commit(found, _checkouts_of(campaign_file), git))
+        store.add(_with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git))
     return True
 
 
