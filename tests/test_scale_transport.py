@@ -269,6 +269,7 @@ class _DriverWithoutTheCampaignFile:
         return self.receiver.seed(folder, identity)
 
 
+@pytest.mark.slow  # a real campaign (the local target's servers)
 def test_a_node_removes_its_campaign_only_once_the_driver_holds_its_last_campaign_file(tmp_path, monkeypatch):
     node, home = tmp_path / "node", tmp_path / "home"
     monkeypatch.setenv("OMNIBENCH_NODE_ROOT", str(node))
