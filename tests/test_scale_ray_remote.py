@@ -4,8 +4,9 @@ under different node-local folders (each node's raylet gets its own OMNIBENCH_NO
 custom resource naming it; no path is shared with the driver's results root): a matrix of 3
 stand-in revisions whose runs all land in the driver's results root with the files a local-engine
 matrix writes, --resume measuring nothing twice (a campaign under an older omnibench's name
-too), a node removed mid-matrix costing only its unfinished run, SIGINT and SIGTERM of a real `invoke matrix` process, and bad input (an unreachable
---address, a cluster without GPUs, a revision missing from the nodes' checkout)."""
+too), a node removed mid-matrix costing only its unfinished run, SIGINT and SIGTERM of a real
+`invoke matrix` process, and bad input (an unreachable --address, a cluster without GPUs, a
+revision missing from the nodes' checkout)."""
 
 from __future__ import annotations
 
