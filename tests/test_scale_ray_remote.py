@@ -27,6 +27,7 @@ from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
+from omnibench_core.errors import CampaignFileError
 from omnibench_core.history.store import opened
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.local import LocalEngine
@@ -39,7 +40,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.
                                         "engine's tests")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from omnibench_core.scale.ray_engine import RayEngine  # noqa: E402
+from omnibench_core.scale.ray_engine import RayEngine, _ActorHome  # noqa: E402
 
 OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
 SELFTEST = ("--workload", "selftest", *[x for o in OPTS for x in ("--opt", o)])
@@ -181,6 +182,18 @@ def test_resume_continues_the_campaign_the_driver_holds_under_an_older_name_and_
     assert {k: after[k] for k in before} == before and len(after) == len(before) + 1  # only the missing run measured
     resumed = campaign_file.load(path.parent / f"{legacy}.json")
     assert resumed.status is CampaignStatus.COMPLETE and len(resumed.measured()) == 2
+
+
+def test_a_campaign_file_the_driver_cannot_trust_reaches_the_task_as_the_typed_error(cluster, tmp_path):
+    c, base, made, fake = cluster
+    engine = _ray_engine(_settings(made, fake, tmp_path / "results"), [])
+    try:
+        with pytest.raises(CampaignFileError) as caught:  # a node's omnibench of a newer campaign format
+            _ActorHome(engine.receiver).ship("task-9", "abc1234", [], "abc1234/campaigns/c.json", b'{"format": 2}', None)
+    finally:
+        engine.close()
+    assert caught.value.evidence["sent by"] == "task task-9" and caught.value.evidence["field"] == "format"
+    assert not (tmp_path / "results" / "abc1234").exists()
 
 
 def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_path):

@@ -92,6 +92,8 @@ class _ActorHome:
         try:
             return ray.get(method.remote(*args), timeout=300)
         except ray.exceptions.RayTaskError as exc:  # the receiver raised: the driver's disk refused, say
+            if isinstance(exc.cause, OmnibenchError):  # typed already (a file it cannot trust names the field)
+                raise exc.cause from None
             raise OmnibenchError("the driver could not write what this node sent", evidence={
                 "error": str(exc)[-1000:]}, hint="fix what the error names, then repeat the command with --resume") from exc
         except ray.exceptions.RayError as exc:
