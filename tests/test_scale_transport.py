@@ -19,6 +19,7 @@ from scale_helpers import path_without_nvidia_smi, server_pids
 
 from omnibench_core.campaign.record import Asked, Attempt, Campaign
 from omnibench_core.errors import CampaignFileError
+from omnibench_core.history.front_door import run_history
 from omnibench_core.history.store import opened
 from omnibench_core.identity import Identity
 from omnibench_core.records import Slot
@@ -209,6 +210,10 @@ def test_a_shipped_complete_campaigns_history_point_has_its_commits_time_and_sub
     with opened(home) as store:
         (point,) = store.campaigns()
     assert (point.revision, point.commit_time, point.subject) == (commit, when, "the measured change")
+    # `invoke history --rebuild` makes the same point again, from the checkout the history follows
+    run_history(Settings.of(results=str(home), checkout=str(checkout)), rebuild=True, progress=lambda line: None)
+    with opened(home) as store:
+        assert store.campaigns() == [point]
 
 
 def test_a_seed_finds_the_campaign_under_the_name_an_older_omnibench_gave_it(tmp_path):

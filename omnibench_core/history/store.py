@@ -418,9 +418,10 @@ class Rebuilt:
     skipped: tuple[str, ...] = ()
 
 
-def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
+def rebuild(results: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> Rebuilt:
     """Make the database again from the run directories (campaigns, A/B sides, bisects). The old file (and its WAL) is removed
-    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named."""
+    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named. ``checkouts``: where
+    else a campaign's commit is looked up (see :func:`index_campaign`)."""
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             Path(f"{db_path(results)}{suffix}").unlink()
@@ -429,7 +430,7 @@ def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
         pass  # an empty store even when nothing is measured yet
     for path in campaign_files(results):
         try:
-            campaigns += index_campaign(results, path, git=git)
+            campaigns += index_campaign(results, path, git=git, checkouts=checkouts)
         except HistoryStoreError:
             raise
         except OmnibenchError as exc:  # record.load and the run readers name the file and field
