@@ -160,14 +160,16 @@ def test_the_node_root_is_the_nodes_setting_or_a_folder_of_its_own(tmp_path):
 def test_a_campaign_file_a_node_sends_is_read_and_written_by_its_owner(tmp_path):
     home, node = tmp_path / "home", tmp_path / "node"
     receiver = Receiver(str(home))
+    _run(node, "run0", "complete")
     sent = _campaign(node, [(0, "run0", "complete")], "/node/wt/abc")
     good = json.loads((node / CAMPAIGN).read_text())
+    run0 = ShippedRun("run0", pack(node, [f"{REV}/run0"]))
 
     def refused(data: bytes) -> CampaignFileError:
         with pytest.raises(CampaignFileError) as caught:
-            receiver.ship("task-7", REV, [], CAMPAIGN, data, "/home/wt")
+            receiver.ship("task-7", REV, [run0], CAMPAIGN, data, "/home/wt")
         assert "task-7" in caught.value.message and caught.value.evidence["sent by"] == "task task-7"
-        assert not (home / CAMPAIGN).exists()  # nothing of a file the driver cannot trust is written
+        assert not (home / REV).exists()  # nothing of the call is written: neither the file nor its run
         return caught.value
 
     assert "JSONDecodeError" in refused(b'{"name": "c", ').message
@@ -175,9 +177,7 @@ def test_a_campaign_file_a_node_sends_is_read_and_written_by_its_owner(tmp_path)
     broken = {**good, "attempts": [{**good["attempts"][0], "status": "done"}]}
     assert refused(json.dumps(broken).encode()).evidence["field"] == "attempts[0].status"
     # a good one is written as the owner writes it: typed, its format said, the node's times kept
-    _run(node, "run0", "complete")
-    receiver.ship("task-7", REV, [ShippedRun("run0", pack(node, [f"{REV}/run0"]))], CAMPAIGN,
-                  (node / CAMPAIGN).read_bytes(), "/home/wt")
+    receiver.ship("task-7", REV, [run0], CAMPAIGN, (node / CAMPAIGN).read_bytes(), "/home/wt")
     written = campaign_file.load(home / CAMPAIGN)
     assert written.asked.settings["checkout"] == "/home/wt" and written.updated == sent.updated
     assert written == campaign_file.from_record(home / CAMPAIGN, {**good, "asked": {
