@@ -3,19 +3,22 @@
 under different node-local folders (each node's raylet gets its own OMNIBENCH_NODE_ROOT and a
 custom resource naming it; no path is shared with the driver's results root): a matrix of 3
 stand-in revisions whose runs all land in the driver's results root with the files a local-engine
-matrix writes, --resume measuring nothing twice, a node removed mid-matrix costing only its
-unfinished run, SIGINT and SIGTERM of a real `invoke matrix` process, and bad input (an unreachable
---address, a cluster without GPUs, a revision missing from the nodes' checkout)."""
+matrix writes, --resume measuring nothing twice (a campaign under an older omnibench's name
+too), a node removed mid-matrix costing only its unfinished run, SIGINT and SIGTERM of a real
+`invoke matrix` process, and bad input (an unreachable --address, a cluster without GPUs, a
+revision missing from the nodes' checkout)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,16 +27,20 @@ from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
+from omnibench_core.errors import CampaignFileError
+from omnibench_core.history.store import opened
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.local import LocalEngine
 from omnibench_core.scale.slots import plan_slots
 from omnibench_core.settings import Settings
+from omnibench_core.store import campaign_file
+from omnibench_core.store.statuses import CampaignStatus
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from omnibench_core.scale.ray_engine import RayEngine  # noqa: E402
+from omnibench_core.scale.ray_engine import RayEngine, _ActorHome  # noqa: E402
 
 OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requests=4", "selftest.children=0")
 SELFTEST = ("--workload", "selftest", *[x for o in OPTS for x in ("--opt", o)])
@@ -88,8 +95,11 @@ def _matrix(settings: Settings, made, engine, **kwargs):
 
 
 def _ray_engine(settings: Settings, lines: list[str]) -> RayEngine:
-    return RayEngine("auto", settings.run.port, settings.run.results_root, per="gpu", cpu_mode="shared",
-                     progress=lines.append, init=False, transport="ray")
+    """The engine `invoke matrix --engine ray --results-transport ray` makes (Ray is connected already)."""
+    engine = commands.make_engine(settings, engine="ray", slot_per="gpu", slot_cpus="shared", results_transport="ray",
+                                  progress=lines.append)
+    assert isinstance(engine, RayEngine)
+    return engine
 
 
 def _started(results: Path) -> dict[str, str]:
@@ -132,6 +142,58 @@ def test_matrix_ships_every_run_home_as_a_local_matrix_lays_it_out_and_resume_me
     again = _matrix(settings, made, _ray_engine(settings, lines), resume=True, progress=lines.append)
     assert all(o.reused and o.status == "complete" for o in again.outcomes.values())
     assert _started(results) == before
+
+
+def test_resume_continues_the_campaign_the_driver_holds_under_an_older_name_and_history_has_its_commit(cluster, tmp_path):
+    c, base, made, fake = cluster
+    results, lines = tmp_path / "results", []
+    settings = _settings(made, fake, results)
+    commit = made.commits[0]
+
+    def matrix(**kwargs):
+        return commands.matrix(settings, revisions_spec=commit, workloads=["selftest"], options=OPTS, runs=2,
+                               engine=_ray_engine(settings, lines), progress=lines.append, **kwargs)
+
+    (first,) = matrix().outcomes.values()
+    assert first.status == "complete", "\n".join(lines[-60:])
+    # the shipped campaign's history point has its commit's time and subject (from the driver's checkout)
+    with opened(results) as store:
+        (point,) = store.campaigns()
+    facts = subprocess.run(["git", "-C", str(made.root), "show", "-s", "--format=%cI%x1f%s", commit], check=True,
+                           capture_output=True, text=True).stdout.strip().split("\x1f")
+    assert (point.revision, point.commit_time, point.subject) == (commit, *facts)
+    # the campaign as an older omnibench left it: under the name it gave it (main's matrix named
+    # campaigns without the target), interrupted before its last run
+    path = Path(first.campaign)
+    campaign = campaign_file.load(path)
+    canonical, legacy = campaign.asked.identity().names()
+    assert path.stem == canonical != legacy
+    last = campaign.latest(2)
+    assert last is not None
+    shutil.rmtree(path.parent.parent / last.run)
+    campaign_file.save(campaign_file.campaign_path(path.parent.parent, legacy), replace(
+        campaign, name=legacy, status=CampaignStatus.INTERRUPTED, attempts=tuple(a for a in campaign.attempts if a.slot != 2)))
+    path.unlink()
+    before = _started(results)
+    (again,) = matrix(resume=True).outcomes.values()
+    assert again.status == "complete" and not again.reused, "\n".join(lines[-60:])
+    assert [p.stem for p in path.parent.glob("*.json")] == [legacy]  # continued, not begun again under the new name
+    after = _started(results)
+    assert {k: after[k] for k in before} == before and len(after) == len(before) + 1  # only the missing run measured
+    resumed = campaign_file.load(path.parent / f"{legacy}.json")
+    assert resumed.status is CampaignStatus.COMPLETE and len(resumed.measured()) == 2
+
+
+def test_a_campaign_file_the_driver_cannot_trust_reaches_the_task_as_the_typed_error(cluster, tmp_path):
+    c, base, made, fake = cluster
+    engine = _ray_engine(_settings(made, fake, tmp_path / "results"), [])
+    try:
+        with pytest.raises(CampaignFileError) as caught:  # a node's omnibench of a newer campaign format
+            _ActorHome(engine.receiver).ship("task-9", "abc1234", [], "abc1234/campaigns/c.json", b'{"format": 2}', None)
+    finally:
+        engine.close()
+    assert caught.value.evidence["sent by"] == "task task-9" and caught.value.evidence["field"] == "format"
+    assert not (tmp_path / "results" / "abc1234").exists()
 
 
 def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_path):

@@ -1,19 +1,51 @@
 """Results shipped home, without Ray: the receiver writes runs atomically and keeps two campaigns'
 runs of one revision apart, the shipper sends runs as they complete and the campaign file only
-with them in one call (the runs written first), and a seed holds what a resumed task starts from. (On a real cluster:
-tests/test_scale_ray_remote.py.)"""
+with them in one call (the runs written first), and a seed holds what a resumed task starts from
+(under an older omnibench's name too). Campaign files go through their owner: a malformed one
+from a node is a typed error; a complete one is indexed with its commit's facts from the driver's
+checkout. A node's campaign stays on the node until the driver confirms its last campaign file.
+(On a real cluster: tests/test_scale_ray_remote.py.)"""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from run_helpers import free_port
+from scale_helpers import path_without_nvidia_smi, server_pids
 
-from omnibench_core.scale.transport import Receiver, Shipped, ShippedRun, Shipper, node_root, pack, seed, unpack
+from omnibench_core.campaign.record import Asked, Attempt, Campaign
+from omnibench_core.errors import CampaignFileError
+from omnibench_core.history.front_door import run_history
+from omnibench_core.history.store import opened
+from omnibench_core.identity import Identity
+from omnibench_core.records import Slot
+from omnibench_core.scale.jobs import CampaignJob
+from omnibench_core.scale.remote import run_shipped
+from omnibench_core.scale.slots import HostSlot
+from omnibench_core.scale.transport import (
+    Receiver,
+    Seed,
+    Shipped,
+    ShippedRun,
+    Shipper,
+    digest,
+    node_root,
+    pack,
+    seed,
+    unpack,
+)
+from omnibench_core.scale.worker import WorkerSpec
+from omnibench_core.settings import Settings
+from omnibench_core.store import campaign_file
+from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, JobStatus
 
 REV = "abc1234"
-CAMPAIGN = f"{REV}/campaigns/c.json"
+ASKED = Asked(("selftest",), ("selftest.requests=2",), None, {"target": "sglang-omni"}, runs=2)
+CAMPAIGN = f"{REV}/campaigns/{ASKED.identity().name()}.json"
 
 
 def _run(results: Path, name: str, status: str, note: str = "") -> None:
@@ -23,11 +55,13 @@ def _run(results: Path, name: str, status: str, note: str = "") -> None:
     (run / "metrics.json").write_text(json.dumps({"metrics": {"m": 1.0}, "note": note}))
 
 
-def _campaign(results: Path, attempts: list[tuple[int, str, str]], checkout: str = "/node/wt/abc") -> None:
-    path = results / CAMPAIGN
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"asked": {"settings": {"checkout": checkout}},
-                                "attempts": [{"slot": s, "run": r, "status": st} for s, r, st in attempts]}))
+def _campaign(results: Path, attempts: list[tuple[int, str, str]], checkout: str = "/node/wt/abc", *,
+              rel: str = CAMPAIGN, status: CampaignStatus = CampaignStatus.RUNNING, **fields: Any) -> Campaign:
+    """A campaign file as the campaign layer writes one (through its owner, the store)."""
+    path = results / rel
+    asked = Asked(ASKED.workloads, ASKED.options, None, {**ASKED.settings, "checkout": checkout}, runs=ASKED.runs)
+    return campaign_file.save(path, Campaign(name=path.stem, revision=REV, asked=asked, status=status, attempts=tuple(
+        Attempt(s, r, AttemptStatus(st)) for s, r, st in attempts), **fields))
 
 
 def _ship(receiver: Receiver, task: str, node: Path, run: str, *, campaign: bool = False) -> Shipped:
@@ -44,7 +78,9 @@ def test_the_receiver_keeps_two_campaigns_runs_apart_and_swaps_a_rescored_run_wh
     # the other campaign's task numbered its run run0 too: it gets the next free name, says so, and
     # the campaign file sent with it names the run as the driver does, with the driver's worktree path
     _campaign(two, [(0, "run0", "complete")])
-    assert _ship(receiver, "t2", two, "run0", campaign=True) == Shipped({"run0": "run1"}, str(home / CAMPAIGN))
+    shipped = _ship(receiver, "t2", two, "run0", campaign=True)
+    assert (shipped.names, shipped.campaign) == ({"run0": "run1"}, str(home / CAMPAIGN))
+    assert shipped.received == digest((two / CAMPAIGN).read_bytes())  # the driver says which bytes it wrote
     assert json.loads((home / REV / "run1" / "manifest.json").read_text())["run"] == "run1"
     assert json.loads((home / REV / "run1" / "metrics.json").read_text())["note"] == "other campaign"
     written = json.loads((home / CAMPAIGN).read_text())
@@ -110,11 +146,154 @@ def test_a_seed_holds_the_campaign_and_only_the_runs_it_counts(tmp_path):
     _run(home, "run1", "failed")  # the campaign says complete, its manifest does not: not counted
     _run(home, "run2", "complete")  # another campaign's run
     _campaign(home, [(0, "run0", "complete"), (1, "run1", "complete")])
-    unpack(seed(home, REV, CAMPAIGN), node)
+    found = seed(home, REV, ASKED.identity())
+    assert found.rel == CAMPAIGN
+    unpack(found.data, node)
     assert sorted(p.name for p in (node / REV).iterdir()) == ["campaigns", "run0"]
-    assert seed(home, REV, f"{REV}/campaigns/none.json") == b""
 
 
 def test_the_node_root_is_the_nodes_setting_or_a_folder_of_its_own(tmp_path):
     assert node_root({"OMNIBENCH_NODE_ROOT": str(tmp_path)}) == tmp_path
     assert node_root({}).name.startswith("omnibench-node-")
+
+
+def test_a_campaign_file_a_node_sends_is_read_and_written_by_its_owner(tmp_path):
+    home, node = tmp_path / "home", tmp_path / "node"
+    receiver = Receiver(str(home))
+    _run(node, "run0", "complete")
+    sent = _campaign(node, [(0, "run0", "complete")], "/node/wt/abc")
+    good = json.loads((node / CAMPAIGN).read_text())
+    run0 = ShippedRun("run0", pack(node, [f"{REV}/run0"]))
+
+    def refused(data: bytes) -> CampaignFileError:
+        with pytest.raises(CampaignFileError) as caught:
+            receiver.ship("task-7", REV, [run0], CAMPAIGN, data, "/home/wt")
+        assert "task-7" in caught.value.message and caught.value.evidence["sent by"] == "task task-7"
+        assert not (home / REV).exists()  # nothing of the call is written: neither the file nor its run
+        return caught.value
+
+    assert "JSONDecodeError" in refused(b'{"name": "c", ').message
+    assert refused(json.dumps({**good, "format": 2}).encode()).evidence["field"] == "format"
+    broken = {**good, "attempts": [{**good["attempts"][0], "status": "done"}]}
+    assert refused(json.dumps(broken).encode()).evidence["field"] == "attempts[0].status"
+    # a good one is written as the owner writes it: typed, its format said, the node's times kept
+    receiver.ship("task-7", REV, [run0], CAMPAIGN, (node / CAMPAIGN).read_bytes(), "/home/wt")
+    written = campaign_file.load(home / CAMPAIGN)
+    assert written.asked.settings["checkout"] == "/home/wt" and written.updated == sent.updated
+    assert written == campaign_file.from_record(home / CAMPAIGN, {**good, "asked": {
+        **good["asked"], "settings": {**good["asked"]["settings"], "checkout": "/home/wt"}}})
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_shipped_complete_campaigns_history_point_has_its_commits_time_and_subject(tmp_path):
+    """The campaign names the node's worktree, which the driver does not have: the commit is
+    looked up in the checkout the driver passed to the nodes."""
+    home, node, checkout = tmp_path / "home", tmp_path / "node", tmp_path / "checkout"
+    checkout.mkdir()
+    _git(checkout, "init", "-q")
+    (checkout / "f").write_text("x")
+    _git(checkout, "add", "f")
+    _git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "the measured change")
+    commit, when = _git(checkout, "rev-parse", "HEAD"), _git(checkout, "show", "-s", "--format=%cI", "HEAD")
+    for run in ("run0", "run1", "run2"):
+        _run(node, run, "complete")
+        (node / REV / run / "metrics.json").write_text(json.dumps({"metrics": {"m": 1.0}, "complete": True}))
+    node_tree = f"/node/worktrees/{commit}"
+    _campaign(node, [(0, "run0", "complete"), (1, "run1", "complete"), (2, "run2", "complete")], node_tree,
+              status=CampaignStatus.COMPLETE, environment={"revision": commit, "target_details": {"checkout": node_tree}})
+    receiver = Receiver(str(home), checkouts=(str(checkout),))
+    runs = [ShippedRun(r, pack(node, [f"{REV}/{r}"])) for r in ("run0", "run1", "run2")]
+    receiver.ship("t", REV, runs, CAMPAIGN, (node / CAMPAIGN).read_bytes(), str(home / ".worktrees" / commit))
+    with opened(home) as store:
+        (point,) = store.campaigns()
+    assert (point.revision, point.commit_time, point.subject) == (commit, when, "the measured change")
+    # `invoke history --rebuild` makes the same point again, from the checkout the history follows
+    run_history(Settings.of(results=str(home), checkout=str(checkout)), rebuild=True, progress=lambda line: None)
+    with opened(home) as store:
+        assert store.campaigns() == [point]
+
+
+def test_a_seed_finds_the_campaign_under_the_name_an_older_omnibench_gave_it(tmp_path):
+    home = tmp_path / "home"
+    identity = ASKED.identity()
+    canonical, legacy = identity.names()
+    legacy_rel = f"{REV}/campaigns/{legacy}.json"
+    _run(home, "run0", "complete")
+    _campaign(home, [(0, "run0", "complete")], rel=legacy_rel)
+    found = Receiver(str(home)).seed(REV, identity)
+    assert found.rel == legacy_rel  # the one the local engine would resume (store.campaign_file.name_for)
+    assert _unpacked(found.data, tmp_path / "node") == {legacy_rel, f"{REV}/run0/manifest.json", f"{REV}/run0/metrics.json"}
+    # nothing there yet: the name of now, and nothing to unpack
+    assert Receiver(str(tmp_path / "empty")).seed(REV, identity).rel == f"{REV}/campaigns/{canonical}.json"
+    assert Receiver(str(tmp_path / "empty")).seed(REV, identity).data == b""
+
+
+def _unpacked(data: bytes, dest: Path) -> set[str]:
+    unpack(data, dest)
+    return {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
+
+
+def test_the_shipper_confirms_the_driver_holds_its_last_campaign_file_only_when_the_driver_said_so(tmp_path):
+    node, home = tmp_path / "node", tmp_path / "home"
+    receiver, dropping = Receiver(str(home)), []
+
+    def send(runs: list[ShippedRun], data: bytes | None) -> Shipped:
+        # a driver that took the runs but not the campaign file (lost on its way, say)
+        return receiver.ship("t", REV, runs, CAMPAIGN, None if dropping else data, "/home/wt")
+
+    shipper = Shipper(node, REV, CAMPAIGN, send)
+    assert shipper.home_is_current()  # no campaign file on the node yet: nothing to lose
+    _run(node, "run0", "complete")
+    _campaign(node, [(0, "run0", "complete")])
+    shipper.flush()
+    assert shipper.home_is_current()
+    _campaign(node, [(0, "run0", "complete"), (1, "", "running")])  # the node's file moved on, unsent
+    assert not shipper.home_is_current()
+    dropping.append(True)
+    shipper.flush()
+    assert not shipper.home_is_current() and shipper.home_campaign == str(home / CAMPAIGN)
+    dropping.clear()
+    shipper.flush()
+    assert shipper.home_is_current()
+
+
+class _DriverWithoutTheCampaignFile:
+    """The driver's receiver, but the campaign file of every call is lost on its way (the runs arrive)."""
+
+    def __init__(self, receiver: Receiver):
+        self.receiver = receiver
+
+    def ship(self, task: str, folder: str, runs: list[ShippedRun], rel: str, campaign: bytes | None,
+             checkout: str | None) -> Shipped:
+        return self.receiver.ship(task, folder, runs, rel, None, checkout)
+
+    def seed(self, folder: str, identity: Identity) -> Seed:
+        return self.receiver.seed(folder, identity)
+
+
+@pytest.mark.slow  # a real campaign (the local target's servers)
+def test_a_node_removes_its_campaign_only_once_the_driver_holds_its_last_campaign_file(tmp_path, monkeypatch):
+    node, home = tmp_path / "node", tmp_path / "home"
+    monkeypatch.setenv("OMNIBENCH_NODE_ROOT", str(node))
+    monkeypatch.setenv("PATH", path_without_nvidia_smi())
+    settings = Settings.of(target="local", results=str(home), port=free_port())
+    job = CampaignJob("", ("selftest",), ("selftest.children=0", "selftest.delay=0", "selftest.requests=2"), runs=2)
+    spec = WorkerSpec(job, HostSlot(0, Slot(settings.run.port), shared_cpus=True), settings.flat(),
+                      str(home / ".worktrees"))
+    receiver, lines = Receiver(str(home)), []
+    done = run_shipped(spec, receiver, "", progress=lines.append)
+    assert done.status is JobStatus.COMPLETE, "\n".join(lines[-30:]) + done.error
+    assert Path(done.campaign).is_relative_to(home) and campaign_file.load(Path(done.campaign)).status == "complete"
+    assert not list((node / "tasks").iterdir())  # all of it is home: the node's copy went
+    # the same campaign again (from the driver's copy: nothing to measure), to a driver that takes
+    # the runs but never the campaign file: the node keeps its copy, and the outcome says where
+    again = run_shipped(spec, _DriverWithoutTheCampaignFile(receiver), "", progress=lines.append)
+    assert again.status is JobStatus.FAILED, again
+    assert "the driver does not hold this node's last campaign file" in again.error and "--resume" in again.error
+    (kept,) = (node / "tasks").iterdir()
+    assert str(kept) in again.error and any(str(kept) in line for line in lines)
+    assert campaign_file.load(kept / "results" / Path(done.campaign).relative_to(home)).status == "complete"
+    assert not server_pids(tmp_path)

@@ -61,8 +61,9 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
     summary written there. For a range (``revisions``) the summary is also appended to
     ``$GITHUB_STEP_SUMMARY`` when that is set."""
     results, git = settings.run.results_root, settings.tools.git
-    rebuilt = st.rebuild(results, git=git) if rebuild else None
     where = checkout_of(settings, checkout)
+    # a campaign shipped home from a Ray node names the node's worktree: its commit is looked up here
+    rebuilt = st.rebuild(results, git=git, checkouts=[str(where)] if where else []) if rebuild else None
 
     def query() -> list[Found]:
         return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git,

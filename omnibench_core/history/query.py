@@ -124,7 +124,8 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
          min_effect: float = MIN_EFFECT) -> list[Found]:
     """The series of :func:`history` with their identities (for ``--bisect``)."""
     if not st.db_path(results).exists():
-        st.rebuild(results, git=git)  # the run directories are the truth: a missing database is made again
+        # the run directories are the truth: a missing database is made again
+        st.rebuild(results, git=git, checkouts=[str(checkout)] if checkout else [])
     with st.opened(results, create=False) as store:
         campaigns, bisects = store.campaigns(), store.bisects()
     if target:

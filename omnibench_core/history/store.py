@@ -363,14 +363,15 @@ def _with_commit(c: IndexedCampaign, checkouts: Sequence[str], git: str) -> Inde
     return c
 
 
-def index_campaign(results: Path, campaign_file: Path, *, git: str = "git") -> bool:
+def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> bool:
     """Index one campaign file (when complete); True when it was. Its commit's facts come from the
-    campaign's own checkout (a matrix's worktree), or the checkout the run recorded."""
+    campaign's own checkout (a matrix's worktree), the checkout the run recorded, or else one of
+    ``checkouts`` (the driver's, for a campaign shipped from a node whose worktree it lacks)."""
     found = read_campaign(results, campaign_file)
     if found is None:
         return False
     with opened(results) as store:
-        store.add(_with_commit(found, _checkouts_of(campaign_file), git))
+        store.add(_with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git))
     return True
 
 
@@ -416,9 +417,10 @@ class Rebuilt:
     skipped: tuple[str, ...] = ()
 
 
-def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
+def rebuild(results: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> Rebuilt:
     """Make the database again from the run directories (campaigns, A/B sides, bisects). The old file (and its WAL) is removed
-    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named."""
+    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named. ``checkouts``: where
+    else a campaign's commit is looked up (see :func:`index_campaign`)."""
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             Path(f"{db_path(results)}{suffix}").unlink()
@@ -427,7 +429,7 @@ def rebuild(results: Path, *, git: str = "git") -> Rebuilt:
         pass  # an empty store even when nothing is measured yet
     for path in campaign_files(results):
         try:
-            campaigns += index_campaign(results, path, git=git)
+            campaigns += index_campaign(results, path, git=git, checkouts=checkouts)
         except HistoryStoreError:
             raise
         except OmnibenchError as exc:  # record.load and the run readers name the file and field

@@ -34,7 +34,7 @@ Progress = Callable[[str], None]
 def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
     """``<results>/<revision folder>/campaigns/<name>.json``: the file ``invoke measure`` with
     these settings would use (an older omnibench's name for it, when only that one is there)."""
-    return campaign_file.campaign_path(folder, campaign_file.name_for(folder, job.identity(settings)))
+    return campaign_file.path_for(folder, job.identity(settings))
 
 
 def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import OmnibenchError, SettingsError, Terminated
+from ..identity import Identity
 from ..records import Slot
 from ..store.statuses import JobStatus
 from .jobs import CampaignOutcome
 from .remote import run_shipped
 from .slots import HostSlot, own_cpus
-from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver, Shipped, ShippedRun
+from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver, Seed, Shipped, ShippedRun
 from .worker import WorkerSpec, execute
 
 SHARED_TOKEN = ".omnibench-ray-{}"
@@ -91,6 +92,8 @@ class _ActorHome:
         try:
             return ray.get(method.remote(*args), timeout=300)
         except ray.exceptions.RayTaskError as exc:  # the receiver raised: the driver's disk refused, say
+            if isinstance(exc.cause, OmnibenchError):  # typed already (a file it cannot trust names the field)
+                raise exc.cause from None
             raise OmnibenchError("the driver could not write what this node sent", evidence={
                 "error": str(exc)[-1000:]}, hint="fix what the error names, then repeat the command with --resume") from exc
         except ray.exceptions.RayError as exc:
@@ -103,9 +106,9 @@ class _ActorHome:
         between two flushes cannot leave a run home that the driver's campaign file does not name."""
         return cast(Shipped, self._call(self.handle.ship, task, folder, runs, rel, campaign, checkout))
 
-    def seed(self, folder: str, rel: str) -> bytes:
+    def seed(self, folder: str, identity: Identity) -> Seed:
         """The driver's copy of a campaign."""
-        return bytes(self._call(self.handle.seed, folder, rel))
+        return cast(Seed, self._call(self.handle.seed, folder, identity))
 
 
 @contextmanager
@@ -186,13 +189,15 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 
 
 class RayEngine:
-    """Campaigns as Ray tasks on the cluster at ``address`` (``auto``: the local ``ray start``)."""
+    """Campaigns as Ray tasks on the cluster at ``address`` (``auto``: the local ``ray start``).
+    ``checkout`` is the driver's checkout: the nodes clone ``checkout_url`` (default the checkout
+    each job names) and the receiver looks a shipped campaign's commit up there for the history."""
 
     name = "ray"
 
     def __init__(self, address: str, base_port: int, results_root: Path, *, per: str = "pair", cpu_mode: str = "rule",
                  progress: Callable[[str], None] = print, ray_module: Any = None, init: bool = True,
-                 transport: str = DEFAULT_TRANSPORT, checkout_url: str = ""):
+                 transport: str = DEFAULT_TRANSPORT, checkout_url: str = "", checkout: str = ""):
         if transport not in TRANSPORTS:
             raise SettingsError(f"unknown --results-transport {transport!r}", hint=f"use {' or '.join(TRANSPORTS)}")
         self.ray = ray_module or import_ray()
@@ -234,7 +239,7 @@ class RayEngine:
         here = self.ray.get_runtime_context().get_node_id()
         self.receiver: Any = self.ray.remote(Receiver).options(
             num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-        ).remote(str(results_root))
+        ).remote(str(results_root), checkouts=[checkout] if checkout else [])
 
     def _alive_nodes(self) -> set[str]:
         return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}

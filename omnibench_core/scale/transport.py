@@ -16,14 +16,19 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
   home that the driver's campaign does not count (a resumed campaign would measure it again).
 - :func:`seed`: the driver's copy of a campaign (its file and the runs it counts), which a task
   asks the receiver for and unpacks before it starts, so ``--resume`` continues from the
-  driver's copy on any node.
+  driver's copy on any node: the campaign the local engine would resume, found by the same
+  function (:func:`.campaign_file.path_for`, an older omnibench's name for it included).
+
+Campaign files are read and written by their owner, :mod:`omnibench_core.store.campaign_file`,
+on both ends: a file a node sends that the driver cannot trust is a typed error naming the task
+and the field, never written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
-import json
 import os
 import secrets
 import shutil
@@ -31,19 +36,20 @@ import tarfile
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
+from ..campaign.record import Campaign
 from ..errors import OmnibenchError, storage_error
-from ..jsonio import write_json
+from ..identity import Identity
+from ..store import campaign_file
 from ..store import manifest as manifest_file
 from ..store.manifest import run_status
-from ..store.statuses import CampaignStatus
+from ..store.statuses import AttemptStatus, CampaignStatus
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
 DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
-SHIPPED = ("complete", "generated")  # a run in one of these states is worth keeping at the driver
+SHIPPED = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)  # a run in one of these states is worth keeping at the driver
 NODE_ROOT_ENV = "OMNIBENCH_NODE_ROOT"  # a node's own folder for its campaigns, worktrees and checkouts
 
 
@@ -69,37 +75,49 @@ def unpack(data: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def campaign_runs(revision: Path, campaign: Mapping[str, Any]) -> dict[str, str]:
-    """The runs a campaign file counts (run -> status): attempts complete or generated whose
-    run's manifest says so too."""
-    runs = {}
-    for attempt in campaign.get("attempts", []):
-        run, status = str(attempt.get("run", "")), str(attempt.get("status", ""))
-        if run and status in SHIPPED and run_status(revision / run) == status:
-            runs[run] = status
-    return runs
+def campaign_runs(revision: Path, campaign: Campaign) -> dict[str, AttemptStatus]:
+    """The runs a campaign counts (run -> status): attempts complete or generated whose run's
+    manifest says so too."""
+    return {a.run: a.status for a in campaign.attempts
+            if a.run and a.status in SHIPPED and run_status(revision / a.run) == a.status}
 
 
-def retarget(campaign: dict[str, Any], checkout: str | None, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+def retarget(campaign: Campaign, checkout: str | None, names: Mapping[str, str] | None = None) -> Campaign:
     """``campaign`` with its asked ``checkout`` setting replaced (a revision's worktree is at
     another path on each node, and identity checks compare it) and its runs renamed by ``names``."""
+    asked = campaign.asked
     if checkout is not None:
-        campaign.setdefault("asked", {}).setdefault("settings", {})["checkout"] = checkout
-    for attempt in campaign.get("attempts", []):
-        if names and attempt.get("run") in names:
-            attempt["run"] = names[attempt["run"]]
-    return campaign
+        asked = replace(asked, settings={**asked.settings, "checkout": checkout})
+    attempts = tuple(replace(a, run=names[a.run]) if names and a.run in names else a for a in campaign.attempts)
+    return replace(campaign, asked=asked, attempts=attempts)
 
 
-def seed(results: Path, folder: str, campaign_rel: str) -> bytes:
-    """The driver's copy of a campaign, to unpack into a task's node-local results root: the
-    campaign file and the runs it counts; b"" when there is no campaign yet."""
-    path = results / campaign_rel
-    try:
-        campaign = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return b""
-    return pack(results, [*(f"{folder}/{run}" for run in sorted(campaign_runs(results / folder, campaign))), campaign_rel])
+@dataclass(frozen=True)
+class Seed:
+    """The driver's copy of a campaign for a task: the campaign file's path under the results
+    root (the name the driver holds it by, which the task's campaign then keeps) and that file
+    with the runs it counts as ``pack`` bytes (b"" when the driver has no campaign yet)."""
+
+    rel: str
+    data: bytes = b""
+
+
+def seed(results: Path, folder: str, identity: Identity) -> Seed:
+    """The driver's copy of ``identity``'s campaign in ``results/folder``: the file the local
+    engine would resume (:func:`.campaign_file.path_for`) and the runs it counts. A file there
+    that cannot be trusted is a CampaignFileError, as it is to the local engine."""
+    revision = results / folder
+    path = campaign_file.path_for(revision, identity)
+    rel = path.relative_to(results).as_posix()
+    if not path.is_file():
+        return Seed(rel)
+    runs = sorted(campaign_runs(revision, campaign_file.load(path)))
+    return Seed(rel, pack(results, [*(f"{folder}/{run}" for run in runs), rel]))
+
+
+def digest(data: bytes) -> str:
+    """What the receiver says it wrote of a campaign file, and the shipper compares with its own."""
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -114,19 +132,24 @@ class ShippedRun:
 
 @dataclass(frozen=True)
 class Shipped:
-    """What the driver wrote for one call: each run's name there (node name -> name there) and
-    the campaign file's path there ("" when the call sent none)."""
+    """What the driver wrote for one call: each run's name there (node name -> name there), the
+    campaign file's path there and the :func:`digest` of the bytes it wrote it from ("" for
+    both when the call sent none)."""
 
     names: dict[str, str]
     campaign: str
+    received: str = ""
 
 
 class Receiver:
     """The driver's end: writes shipped runs and campaign files into ``results`` atomically."""
 
-    def __init__(self, results: str, git: str = "git"):
+    def __init__(self, results: str, git: str = "git", checkouts: Sequence[str] = ()):
         self.results = Path(results)
         self.git = git  # for the history index (commit times and first parents)
+        # Where the history index looks a shipped campaign's commit up: the checkout the driver
+        # passed to the nodes (the campaign itself names worktrees on the nodes).
+        self.checkouts = tuple(checkouts)
         self.names: dict[tuple[str, str, str], str] = {}  # (task, folder, name on the node) -> name here
         self.taken: dict[str, set[str]] = {}  # run names given out per folder (not all on disk yet)
         self.stopped = False
@@ -139,9 +162,9 @@ class Receiver:
         """Whether :meth:`stop` was called (each task asks every half second)."""
         return self.stopped
 
-    def seed(self, folder: str, rel: str) -> bytes:
+    def seed(self, folder: str, identity: Identity) -> Seed:
         """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs."""
-        return seed(self.results, folder, rel)
+        return seed(self.results, folder, identity)
 
     def _name(self, task: str, folder: str, local: str, seeded: bool) -> str:
         key = (task, folder, local)
@@ -160,9 +183,17 @@ class Receiver:
              checkout: str | None) -> Shipped:
         """Write ``runs`` (each as ``<results>/<folder>/<name>``), then the campaign file when one
         is sent (its runs named as here, its checkout the driver's); the names the runs have here
-        and the campaign file's path here ("" when none was sent)."""
+        and the campaign file's path here ("" when none was sent). A campaign file that cannot be
+        trusted is refused before anything of the call is written."""
+        path = self.results / rel
+        parsed = None if campaign is None else campaign_file.parse(path, campaign, origin=f"task {task}")
         names = {run.local: self._run(task, folder, run) for run in runs}
-        return Shipped(names, self._campaign(task, folder, rel, campaign, checkout) if campaign is not None else "")
+        if campaign is None or parsed is None:
+            return Shipped(names, "")
+        campaign_file.save(path, retarget(parsed, checkout, self.renamed(task, folder)), stamp=False)
+        if parsed.status is CampaignStatus.COMPLETE:  # its runs are here already: index it, as locally
+            self._index(path)
+        return Shipped(names, str(path), digest(campaign))
 
     def _run(self, task: str, folder: str, shipped: ShippedRun) -> str:
         local = shipped.local
@@ -181,24 +212,13 @@ class Receiver:
             shutil.rmtree(incoming, ignore_errors=True)
         return name
 
-    def _campaign(self, task: str, folder: str, rel: str, data: bytes, checkout: str | None) -> str:
-        campaign = json.loads(data)
-        path = self.results / rel
-        try:
-            write_json(path, retarget(campaign, checkout, self.renamed(task, folder)))
-        except OSError as exc:
-            raise storage_error("writing a campaign file shipped from a node", exc) from exc
-        if campaign.get("status") == CampaignStatus.COMPLETE:  # its runs are here already: index it, as locally
-            self._index(path)
-        return str(path)
-
     def _index(self, path: Path) -> None:
         """The complete campaign into the driver's history store; a store that cannot take it
         costs nothing but the index (``invoke history --rebuild`` makes it from the files)."""
         from ..history.store import index_campaign  # the history reads campaigns: imported late
 
         with contextlib.suppress(OmnibenchError):
-            index_campaign(self.results, path, git=self.git)
+            index_campaign(self.results, path, git=self.git, checkouts=self.checkouts)
 
     def renamed(self, task: str, folder: str) -> dict[str, str]:
         """The names the driver gave ``task``'s runs (node name -> name here)."""
@@ -240,7 +260,7 @@ class Shipper:
         self.sent: dict[str, str] = dict(self.seeded)  # run -> status the driver has
         self.names: dict[str, str] = {r: r for r in self.seeded}
         self.home_campaign = ""
-        self._last = b""
+        self._last = b""  # the campaign file's bytes the driver said it wrote last
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="omnibench-shipper")
@@ -262,15 +282,38 @@ class Shipper:
             except Exception as exc:  # noqa: BLE001 - kept, and raised by the last flush
                 self.error = exc
 
-    def flush(self) -> None:
-        """Send every run that changed since the last flush with the campaign file, if it changed."""
+    def _read(self) -> tuple[bytes, Campaign] | None:
+        """The node's campaign file as bytes and as read by its owner; None while there is none."""
+        path = self.results / self.campaign_rel
+        try:
+            text = path.read_bytes()
+        except OSError:
+            return None  # not written yet
+        return text, campaign_file.load(path, text)  # written atomically: a reader sees a whole file
+
+    def home_is_current(self) -> bool:
+        """Whether the driver holds this node's campaign as it is now: the driver said it wrote
+        the node's last campaign file, and every run that file counts went home at its status.
+        Only then may the node's copy go. (No campaign file on the node: nothing to lose.)"""
         with self._lock:
-            path = self.results / self.campaign_rel
             try:
-                text = path.read_bytes()
-                campaign = json.loads(text)
-            except (OSError, ValueError):
-                return  # not written yet (or mid-write by another writer: the next flush has it)
+                found = self._read()
+            except OmnibenchError:  # the node's own file cannot be read: nothing confirms it is home
+                return False
+            if found is None:
+                return True
+            text, campaign = found
+            return text == self._last and all(
+                self.sent.get(run) == status for run, status in campaign_runs(self.results / self.folder, campaign).items())
+
+    def flush(self) -> None:
+        """Send every run that changed since the last flush with the campaign file, if it changed
+        (again, until the driver says it wrote these very bytes)."""
+        with self._lock:
+            found = self._read()
+            if found is None:
+                return
+            text, campaign = found
             revision = self.results / self.folder
             behind, runs, statuses = False, [], {}
             for run, status in campaign_runs(revision, campaign).items():
@@ -289,5 +332,5 @@ class Shipper:
             shipped = self.send(runs, sending)
             self.names.update(shipped.names)
             self.sent.update(statuses)
-            if sending is not None:
+            if sending is not None and shipped.received == digest(sending):
                 self.home_campaign, self._last = shipped.campaign, sending

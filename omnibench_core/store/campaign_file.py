@@ -10,6 +10,7 @@ refused.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -28,12 +29,14 @@ from .statuses import AttemptStatus, CampaignStatus, words
 FORMAT = 1  # the campaign file's format; a newer one is refused, never guessed at
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
 
-__all__ = ["FORMAT", "campaign_path", "from_record", "latest", "load", "name_for", "save"]
+__all__ = ["FORMAT", "campaign_path", "from_record", "latest", "load", "name_for", "parse", "path_for", "save"]
 
 
-def save(path: Path, campaign: Campaign) -> Campaign:
-    """Write the campaign atomically, stamped with the time; a disk that refuses is a StorageError."""
-    campaign = replace(campaign, updated=now_iso(), created=campaign.created or now_iso())
+def save(path: Path, campaign: Campaign, *, stamp: bool = True) -> Campaign:
+    """Write the campaign atomically, stamped with the time (``stamp=False``: as it is, for a copy
+    of a file written elsewhere, such as one a node sent); a disk that refuses is a StorageError."""
+    if stamp:
+        campaign = replace(campaign, updated=now_iso(), created=campaign.created or now_iso())
     try:
         write_json(path, {**campaign.as_record(), "format": FORMAT})
     except OSError as exc:
@@ -160,14 +163,28 @@ def from_record(path: Path, data: Any) -> Campaign:
                     created=r.text("created", ""), updated=r.text("updated", ""))
 
 
-def load(path: Path) -> Campaign:
-    """Read a campaign file, checked field by field (see :func:`from_record`)."""
+def parse(path: Path, data: bytes, *, origin: str) -> Campaign:
+    """The campaign of a file's bytes sent from elsewhere (``origin``: who sent them, a node's
+    task, say) for ``path``: bytes that are not JSON, of another format or with a wrong field are
+    a :class:`CampaignFileError` naming the sender and the field; nothing is to be written then."""
     try:
-        data = read_json(path)
-    except (OSError, ValueError) as exc:
+        return load(path, data)
+    except CampaignFileError as exc:
+        raise CampaignFileError(f"{origin} sent a campaign file that cannot be used: {exc.message}",
+                                evidence={**exc.evidence, "sent by": origin},
+                                hint="run the same omnibench on every node as on the driver, then repeat the command "
+                                     "with --resume (the runs already home are kept)") from exc
+
+
+def load(path: Path, data: bytes | None = None) -> Campaign:
+    """Read a campaign file (or ``data``, its bytes read already), checked field by field (see
+    :func:`from_record`)."""
+    try:
+        record = read_json(path) if data is None else json.loads(data)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError too
         raise CampaignFileError(f"cannot read the campaign file {path}: {type(exc).__name__}: {exc}",
                                 evidence={"file": str(path)}, hint="name another campaign, or move that file aside") from exc
-    return from_record(path, data)
+    return from_record(path, record)
 
 
 
@@ -190,3 +207,9 @@ def name_for(revision_dir: Path, identity: Identity) -> str:
         if path.is_file() and not load(path).asked.identity().differences(identity):
             return name
     return canonical
+
+
+def path_for(revision_dir: Path, identity: Identity) -> Path:
+    """The campaign file of ``identity`` in ``revision_dir`` (named by :func:`name_for`): the one
+    ``invoke measure`` continues, that a matrix resumes on either engine."""
+    return campaign_path(revision_dir, name_for(revision_dir, identity))
