@@ -12,6 +12,7 @@ from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
+from . import rebuild as rebuild_store
 from . import store as st
 from . import summary as pr_summary
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
@@ -36,7 +37,7 @@ class HistoryOutcome:
     """What the command did and found."""
 
     history: History
-    rebuilt: st.Rebuilt | None = None  # what --rebuild indexed
+    rebuilt: rebuild_store.Rebuilt | None = None  # what --rebuild indexed
     bisected: tuple[str, ...] = field(default_factory=tuple)  # lines: range -> named commit
     saved: Path | None = None
     summary: Path | None = None  # the pull-request summary written by --summary
@@ -61,7 +62,7 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
     summary written there. For a range (``revisions``) the summary is also appended to
     ``$GITHUB_STEP_SUMMARY`` when that is set."""
     results, git = settings.run.results_root, settings.tools.git
-    rebuilt = st.rebuild(results, git=git) if rebuild else None
+    rebuilt = rebuild_store.rebuild(results, git=git, progress=progress) if rebuild else None
     where = checkout_of(settings, checkout)
 
     def query() -> list[Found]:
@@ -131,7 +132,9 @@ def outcome_text(done: HistoryOutcome, series_text: str) -> str:
     """What was rebuilt and bisected, then the series (``series_text``), then where the JSON went."""
     lines = []
     if done.rebuilt is not None:
-        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects")
+        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects"
+                     + (f" ({done.rebuilt.caught_up} source files completed or changed while it ran: read again "
+                        "before the swap)" if done.rebuilt.caught_up else ""))
         lines += [f"  skipped {why}" for why in done.rebuilt.skipped]
     lines += done.bisected
     lines.append(series_text)
