@@ -1,10 +1,10 @@
 """The history store under concurrency and hostile users, on the user's path: `invoke standin`
 makes 4 commits, `invoke matrix` measures the first 3 (each campaign indexed as it completes),
-and the results root gets 40 more campaign files (copies of commit 1's revision folder, as a
+and the results root gets 20 more campaign files (copies of commit 1's revision folder, as a
 root restored from a backup holds) so that a rebuild has work to do.
 
-A rebuild is held mid-way by a `git` first on its PATH that stops at its 10th `git show` (the
-commit facts of the 10th campaign it reads) until the test lets it go: the moments "while a
+A rebuild is held mid-way by a `git` first on its PATH that stops at its 8th `git show` (the
+commit facts of the 8th campaign it reads) until the test lets it go: the moments "while a
 rebuild runs" are then certain, not a race the test hopes to win. Meanwhile a second rebuild
 waits, readers (`invoke history`, `invoke publish`) see the old store whole, and a real campaign
 completes and is in the rebuilt store. Then everything at once with no gate, and the hostile
@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi
+from store_helpers import WRITER
 
 from omnibench_core.history.series import History
 from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION
@@ -33,8 +34,8 @@ from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION
 METRIC = "selftest.latency_mean_s"
 SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=2")
 SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared")
-COPIES = 40
-GATE_AT = 10  # the rebuild stops at its 10th `git show`: a third of the way through
+COPIES = 20
+GATE_AT = 8  # the rebuild stops at its 8th `git show`: a third of the way through
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,17 @@ def measured(tmp_path_factory) -> Measured:
     return Measured(made.root, made.commits, results, path)
 
 
-def _results(measured: Measured, tmp_path: Path, *, without_commit_3: bool = False) -> Path:
-    """A copy of the fixture's results root with a fresh store. ``without_commit_3``: the store
-    was made while commit 3's folder was away (then restored from a backup): the old store has
-    commits 1 and 2, a rebuild's has 1, 2 and 3."""
+def _results(measured: Measured, tmp_path: Path, *, without_commit_3: bool = False, store: bool = True) -> Path:
+    """A copy of the fixture's results root with a fresh store (none without ``store``).
+    ``without_commit_3``: the store was made while commit 3's folder was away (then restored from
+    a backup): the old store has commits 1 and 2, a rebuild's has 1, 2 and 3."""
     results = tmp_path / "results"
     shutil.copytree(measured.results, results, symlinks=True, ignore=shutil.ignore_patterns(f"{DB_NAME}*", ".history*"))
     away = results / measured.commits[2][:7]
     if without_commit_3:
         away.rename(tmp_path / "away")
-    _ok(_run(results, "history", "--rebuild", path=measured.path))
+    if store:
+        _ok(_run(results, "history", "--rebuild", path=measured.path))
     if without_commit_3:
         (tmp_path / "away").rename(away)
     return results
@@ -141,6 +143,12 @@ def _line_with(process: subprocess.Popen, text: str) -> str:
         if text in line:
             return line
     pytest.fail(f"no line with {text!r}: it ended with {process.wait()}: {process.stderr.read() if process.stderr else ''}")
+
+
+def _measure_head(invoke, measured: Measured) -> subprocess.CompletedProcess:
+    """`invoke measure` of the stand-in's HEAD, commit 4 (its campaign indexes itself as it completes)."""
+    return _ok(invoke("measure", "--target", "sglang-omni", "--checkout", str(measured.root), *SELFTEST, "--runs", "2",
+                      "--port", str(free_port()), env={"PATH": measured.path}, timeout=300))
 
 
 def _check_store(results: Path) -> list[str]:
@@ -217,8 +225,7 @@ def test_a_campaign_that_completes_during_a_rebuild_is_in_the_rebuilt_store(meas
     rebuild = _start(results, "history", "--rebuild", path=gated)
     try:
         _wait_for("the rebuild at its gate", reached.exists, rebuild)
-        measure = _ok(invoke("measure", "--target", "sglang-omni", "--checkout", str(measured.root), *SELFTEST,
-                             "--runs", "2", "--port", str(free_port()), env={"PATH": measured.path}, timeout=300))
+        measure = _measure_head(invoke, measured)
         assert "not in the history database" not in measure.stdout
         assert rebuild.poll() is None
     finally:
@@ -233,26 +240,11 @@ def test_a_campaign_that_completes_during_a_rebuild_is_in_the_rebuilt_store(meas
     assert _commits_seen(tmp_path / "h.json") == list(c), done.stdout
 
 
-WRITER = """
-import sys
-from pathlib import Path
-from omnibench_core.history.store import campaign_files, index_campaign
-results = Path(sys.argv[1])
-files = campaign_files(results)
-for _ in range(int(sys.argv[2])):
-    for f in files:
-        assert index_campaign(results, f)
-print("WROTE", len(files))
-"""
-
-
 @pytest.mark.slow
 def test_two_rebuilds_a_writer_and_a_reader_at_once_leave_a_sound_store(measured, tmp_path):
     """No gate: two `invoke history --rebuild`, a process indexing every campaign again and again
     (campaigns completing, as matrix slots' do) and `invoke history` readers, all at once."""
-    results = _results(measured, tmp_path)
-    for p in results.glob(DB_NAME + "*"):  # no store at all: the first of them makes it
-        p.unlink()
+    results = _results(measured, tmp_path, store=False)  # no store at all: the first of them makes it
     rebuilds = [_start(results, "history", "--rebuild", path=measured.path) for _ in range(2)]
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(results), "2"], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -264,6 +256,30 @@ def test_two_rebuilds_a_writer_and_a_reader_at_once_leave_a_sound_store(measured
     w_out, w_err = writer.communicate(timeout=300)
     assert writer.returncode == 0, w_err[-3000:]
     assert len(_check_store(results)) == COPIES + 3
+
+
+@pytest.mark.slow
+def test_a_rebuild_killed_mid_way_leaves_the_old_store_and_the_next_one_cleans_up(measured, tmp_path, invoke):
+    results = _results(measured, tmp_path)
+    before = _check_store(results)
+    gated, gate, reached = _gated_path(measured, tmp_path / "gitgate")
+    rebuild = _start(results, "history", "--rebuild", path=gated)
+    try:
+        _wait_for("the rebuild at its gate", reached.exists, rebuild)
+        assert list(results.glob(f".{DB_NAME}.*.partial"))  # its new database, beside the old one
+        rebuild.kill()  # SIGKILL: no cleanup of its own; the kernel drops its locks
+        rebuild.communicate(timeout=60)
+    finally:
+        gate.unlink()
+    env = {"PATH": measured.path}
+    done = _ok(invoke("history", "--checkout", str(measured.root), "--metric", METRIC, "--json",
+                      str(tmp_path / "h.json"), env=env))
+    assert _commits_seen(tmp_path / "h.json") == list(measured.commits[:3]), done.stdout
+    with sqlite3.connect(results / DB_NAME) as db:
+        assert [r[0] for r in db.execute("SELECT file FROM campaigns ORDER BY file")] == before
+    again = _ok(invoke("history", "--rebuild", env=env))
+    assert "waiting for another rebuild" not in again.stdout
+    assert _check_store(results) == before  # and the killed one's partial file is gone
 
 
 # -- hostile users --------------------------------------------------------------------------------
@@ -283,19 +299,14 @@ def test_a_0_byte_database_is_made_again_from_the_run_directories(measured, tmp_
 @pytest.mark.slow
 def test_a_campaign_completing_after_the_database_was_deleted_gets_every_campaign_in(measured, tmp_path, invoke):
     """Not a store of that one campaign, which a query would then take for the whole history."""
-    results = _results(measured, tmp_path)
-    for p in results.glob(DB_NAME + "*"):
-        p.unlink()
-    _ok(invoke("measure", "--target", "sglang-omni", "--checkout", str(measured.root), *SELFTEST, "--runs", "2",
-               "--port", str(free_port()), env={"PATH": measured.path}, timeout=300))
+    results = _results(measured, tmp_path, store=False)
+    _measure_head(invoke, measured)
     assert len(_check_store(results)) == COPIES + 4
 
 
 @pytest.mark.slow
 def test_a_folder_where_the_database_goes_is_a_typed_error_and_never_removed(measured, tmp_path, invoke):
-    results = _results(measured, tmp_path)
-    for p in results.glob(DB_NAME + "*"):
-        p.unlink()
+    results = _results(measured, tmp_path, store=False)
     (results / DB_NAME).mkdir()
     (results / DB_NAME / "keep.txt").write_text("mine")
     for args in (("history", "--rebuild"), ("history",)):
@@ -304,6 +315,13 @@ def test_a_folder_where_the_database_goes_is_a_typed_error_and_never_removed(mea
         assert f"{results / DB_NAME} is a folder, not the history database" in done.stderr
         assert "move it aside" in done.stderr
     assert (results / DB_NAME / "keep.txt").read_text() == "mine"
+    (results / DB_NAME / "keep.txt").rename(tmp_path / "keep.txt")
+    (results / DB_NAME).rmdir()
+    (results / ".history.lock").unlink(missing_ok=True)
+    (results / ".history.lock").mkdir()  # the lock's name taken by a folder
+    done = invoke("history", env={"PATH": measured.path})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"opening the history database's lock {results / '.history.lock'}" in done.stderr
 
 
 @pytest.mark.slow

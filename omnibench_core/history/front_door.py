@@ -120,7 +120,7 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
             result = scale.bisect(own, good=c.last_before, bad=c.first_after, metric=f.series.metric,
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
-            stored = st.index_bisect(settings.run.results_root, result.file) is not None
+            stored = st.index_bisect(settings.run.results_root, result.file, git=settings.tools.git) is not None
             done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"
                         + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
     if not done:

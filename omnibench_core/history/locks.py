@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import OmnibenchError
+from ..errors import OmnibenchError, storage_error
 from ..run.ownership import holder_line
 
 STORE_LOCK = ".history.lock"
@@ -59,7 +59,7 @@ def store_lock(results: Path, *, exclusive: bool = False, timeout_s: float = 60.
         yield
         return
     path = results / STORE_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path)
     try:
         if not _take(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, timeout_s, lambda: None):
             raise HistoryLockTimeout(f"the history database in {results} stayed locked for {timeout_s:.0f} s",
@@ -75,7 +75,7 @@ def rebuild_lock(results: Path, *, timeout_s: float, progress: Callable[[str], N
     """Hold ``.history-rebuild.lock`` for a whole rebuild, writing the holder into it; while
     another rebuild holds it, say so through ``progress`` once and wait (up to ``timeout_s``)."""
     path = results / REBUILD_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path)
     try:
         def waiting() -> None:
             progress(f"waiting for another rebuild of the history database: {_holder(path)}")
@@ -90,6 +90,14 @@ def rebuild_lock(results: Path, *, timeout_s: float, progress: Callable[[str], N
         yield
     finally:
         os.close(fd)
+
+
+def _open(path: Path) -> int:
+    """The lock file, made when missing; one that cannot be (a folder in its place) is a StorageError."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise storage_error(f"opening the history database's lock {path}", exc) from exc
 
 
 def _holder(path: Path) -> str:

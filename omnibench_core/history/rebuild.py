@@ -15,6 +15,7 @@ Readers and writers keep using the old database through step 1 and wait only for
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,8 +26,15 @@ from . import store as st
 from .locks import rebuild_lock, store_lock, writable
 
 REBUILD_WAIT_S = 1800.0  # a second rebuild waits this long for the first (a results root of thousands of campaigns)
-CAMPAIGN, EXPERIMENT, BISECT = "campaign", "ab", "bisect"
 Signature = tuple[int, int, int]  # (inode, mtime ns, size): an atomic rewrite is a new inode
+
+
+class SourceKind(enum.Enum):
+    """What a source file of the store is."""
+
+    CAMPAIGN = "campaign"  # <results>/<revision>/campaigns/*.json
+    EXPERIMENT = "ab"  # <results>/ab/*.json
+    BISECT = "bisect"  # <results>/bisects/*.json
 
 
 @dataclass(frozen=True)
@@ -40,10 +48,11 @@ class Rebuilt:
     caught_up: int = 0
 
 
-def sources(results: Path) -> list[tuple[str, Path]]:
+def sources(results: Path) -> list[tuple[SourceKind, Path]]:
     """Every file the store is made from, with its kind."""
-    return ([(CAMPAIGN, p) for p in st.campaign_files(results)] + [(EXPERIMENT, p) for p in st.experiment_files(results)]
-            + [(BISECT, p) for p in st.bisect_files(results)])
+    return ([(SourceKind.CAMPAIGN, p) for p in st.campaign_files(results)]
+            + [(SourceKind.EXPERIMENT, p) for p in st.experiment_files(results)]
+            + [(SourceKind.BISECT, p) for p in st.bisect_files(results)])
 
 
 def _signature(path: Path) -> Signature | None:
@@ -63,19 +72,19 @@ class _Build:
     seen: dict[Path, Signature | None] = field(default_factory=dict)
     skipped: dict[Path, str] = field(default_factory=dict)
 
-    def take(self, store: st.Store, kind: str, path: Path) -> None:
+    def take(self, store: st.Store, kind: SourceKind, path: Path) -> None:
         """Read one source into ``store`` (replacing what it put there before); its signature is
         taken first, so a change during the read shows at the second look."""
         self.seen[path] = _signature(path)
         rel = str(path.relative_to(self.results))
         try:
-            if kind == BISECT:
+            if kind is SourceKind.BISECT:
                 found = st.read_bisect(self.results, path)
                 store.forget(rel)
                 if found is not None:
                     store.add_bisect(found)
             else:
-                points = (st.experiment_points(self.results, path, git=self.git) if kind == EXPERIMENT else
+                points = (st.experiment_points(self.results, path, git=self.git) if kind is SourceKind.EXPERIMENT else
                           [p for p in [st.campaign_point(self.results, path, git=self.git)] if p is not None])
                 store.forget(rel)
                 for point in points:
@@ -86,6 +95,9 @@ class _Build:
         except OmnibenchError as exc:  # record.load and the run readers name the file and field
             store.forget(rel)
             self.skipped[path] = f"{rel}: {exc.message}"
+        except OSError as exc:  # gone (or unreadable) since it was listed: the second look forgets a gone one
+            store.forget(rel)
+            self.skipped[path] = f"{rel}: {exc.strerror or exc}"
 
     def catch_up(self, store: st.Store) -> int:
         """Read again every source that is new or changed since it was read, forget every one that

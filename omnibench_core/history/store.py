@@ -467,12 +467,12 @@ def read_bisect(results: Path, bisect_file: Path) -> Bisected | None:
         return None
 
 
-def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
+def index_bisect(results: Path, bisect_file: Path, *, git: str = "git") -> Bisected | None:
     """Record the commit a bisect file names (see :func:`read_bisect`); None when it cannot be read."""
     found = read_bisect(results, bisect_file)
     if found is None:
         return None
-    _ensure(results, "git")
+    _ensure(results, git)
     with opened(results) as store:
         store.add_bisect(found)
     return found
