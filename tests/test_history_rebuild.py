@@ -9,7 +9,7 @@ rebuild runs" are then certain, not a race the test hopes to win. Meanwhile a se
 waits, readers (`invoke history`, `invoke publish`) see the old store whole, and a real campaign
 completes and is in the rebuilt store. Then everything at once with no gate, and the hostile
 cases: a 0-byte database, a deleted one under a completing campaign, a folder in its place, a
-results root on a read-only mount."""
+results root on a read-only mount, a full disk."""
 
 from __future__ import annotations
 
@@ -380,3 +380,38 @@ def test_a_read_only_results_root_is_read_and_cannot_be_rebuilt(measured, tmp_pa
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert f"there is no history database at {empty / DB_NAME}" in refused.stderr
     assert "is not writable by this process" in refused.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 4 MiB tmpfs at ``tmp_path/small`` (a disk that fills up); unmounted after the test."""
+    disk = tmp_path / "small"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_keeps_the_old_store_and_says_the_disk_is_full(measured, tmp_path, invoke, small_disk):
+    results = small_disk / "results"
+    first = measured.commits[0][:7]
+    shutil.copytree(measured.results / first, results / first, symlinks=True)
+    env = {"PATH": measured.path}
+    query = ("--results", str(results), "--checkout", str(measured.root), "--metric", METRIC)
+    _ok(invoke("history", *query, "--rebuild", env=env))
+    before = (results / DB_NAME).read_bytes()
+    with open(small_disk / "filler", "wb", buffering=0) as filler:  # every block taken
+        with pytest.raises(OSError):
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+    for args in (("--rebuild",), ()):
+        refused = invoke("history", *query, *args, env=env)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert "is full" in refused.stderr and "free some space" in refused.stderr, refused.stderr
+        assert "corrupt" not in refused.stderr
+    assert (results / DB_NAME).read_bytes() == before and not list(results.glob(f".{DB_NAME}.*"))
+    (small_disk / "filler").unlink()
+    done = _ok(invoke("history", *query, "--json", str(tmp_path / "h.json"), env=env))
+    assert _commits_seen(tmp_path / "h.json") == [measured.commits[0]], done.stdout

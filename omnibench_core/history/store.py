@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import sqlite3
 import subprocess
 import urllib.parse
@@ -41,6 +42,7 @@ from .locks import store_lock, writable
 DB_NAME = "history.sqlite"
 BISECTS = "bisects"  # <results>/bisects/*.json, written by invoke bisect
 SCHEMA_VERSION = 1
+DISK_FULL_BYTES = 1 << 20  # less free than this and SQLite's "disk I/O error" is the disk, not the file
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one's transaction
 REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from the run directories"
 
@@ -222,10 +224,10 @@ def _guarded(path: Path) -> Iterator[None]:
             raise HistoryStoreError(f"the history database {path} stayed locked for {BUSY_TIMEOUT_S:.0f} s",
                                     evidence={"file": str(path), "error": str(exc)},
                                     hint="another omnibench holds it: try again when it ends") from exc
-        if "full" in str(exc):  # SQLITE_FULL: the disk, not the file
+        if "full" in str(exc) or _disk_full(path):  # SQLITE_FULL, or a -shm that could not be made: the disk
             raise HistoryStoreError(f"the disk of the history database {path} is full",
                                     evidence={"file": str(path), "error": str(exc)},
-                                    hint="free some space (df -h, df -i), then " + REBUILD_HINT) from exc
+                                    hint="free some space (df -h, df -i), then try again") from exc
         if "readonly" in str(exc):
             raise HistoryStoreError(f"the history database {path} is read-only to this process",
                                     evidence={"file": str(path), "error": str(exc)},
@@ -233,6 +235,15 @@ def _guarded(path: Path) -> Iterator[None]:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the folder of ``path`` has (almost) no space or inodes left."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_files > 0 and st.f_favail == 0)
 
 
 def present(path: Path) -> bool:
