@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.ports import listener_inodes
 from omnibench_core.process.processes import group_members
 from omnibench_core.process.proctree import alive, environ_has_token, snapshot
 
@@ -83,6 +83,13 @@ def log_line(path: Path, prefix: str) -> str:
     return str(wait_for(find, what=f"{prefix!r} in {path}"))
 
 
+def listening(port: int) -> bool:
+    """Whether a socket listens on ``port``: what a server left behind would do. Not whether the
+    port can be bound: a client's connection from that ephemeral port (another test's, on a
+    busy machine) blocks a bind, and a test asserting "nothing left" must not fail on it."""
+    return bool(listener_inodes(port))
+
+
 def token_carriers(token: str) -> set[int]:
     """Live processes whose environment carries ``token`` (a process scan of /proc)."""
     return {pid for pid in snapshot() if pid != os.getpid() and environ_has_token(pid, token)}
@@ -94,6 +101,6 @@ def leftovers(*, pids: set[int], pgid: int | None, token: str, port: int | None)
     if pgid is not None:
         left += [f"group member {p}" for p in group_members(pgid)]
     left += [f"token carrier {p}" for p in sorted(token_carriers(token))]
-    if port is not None and port_in_use(port, "127.0.0.1"):
-        left.append(f"port {port} in use")
+    if port is not None and listening(port):
+        left.append(f"port {port} listened on")
     return left

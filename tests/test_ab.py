@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_helpers import listening
 from run_helpers import REPO, free_port
 
 from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, AttemptStatus, Design, Experiment, Identity, Side, Slot
-from omnibench_core.process.ports import port_in_use
 from omnibench_core.store import experiment_file
 from omnibench_core.store import manifest as manifest_file
 
@@ -220,6 +220,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
     argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--opt", "selftest.client_seconds=1.5", *design,
                    port=port)
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
+    ports = [port, port + 1] if design else [port]  # a duet's second slot serves on the next port
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 300
@@ -242,9 +243,9 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
     else:  # nothing of it could say so: the record still says running, its lock is free, its servers die
         assert proc.returncode == -9
         deadline = time.monotonic() + 60
-        while (port_in_use(port) or port_in_use(port + 1)) and time.monotonic() < deadline:
+        while any(listening(p) for p in ports) and time.monotonic() < deadline:
             time.sleep(0.1)
-    assert not port_in_use(port) and not port_in_use(port + 1)  # every server of both sides stopped
+    assert not any(listening(p) for p in ports)  # every server of both sides stopped
     again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     rec = the_record(results)

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from proc_helpers import listening
 from run_helpers import REPO
 
 from omnibench_core import api
@@ -159,7 +160,7 @@ def test_a_disk_that_fills_mid_run_reports_the_first_cause(tmp_path, port, tiny_
     assert runs and all(any(p.iterdir()) for p in runs)  # what was written is kept; no empty placeholder
     manifest = json.loads((runs[0] / "manifest.json").read_text())
     _servers_gone(manifest)
-    assert not port_in_use(port)
+    assert not listening(port)
 
 
 def test_a_directory_made_immutable_mid_run_is_a_typed_error(tmp_path, port):
@@ -177,7 +178,7 @@ def test_a_directory_made_immutable_mid_run_is_a_typed_error(tmp_path, port):
             subprocess.run(["chattr", "-i", str(run)], check=False)
     (run,) = (tmp_path / "r").glob("*/run0")
     assert (run / "manifest.json").is_file()
-    assert not port_in_use(port)
+    assert not listening(port)
 
 
 # -- outputs are checked, not just found -----------------------------------------------------

@@ -13,11 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from proc_helpers import wait_for
+from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import path_without_nvidia_smi, server_pids
-
-from omnibench_core.process.ports import port_in_use
 
 
 def _complete_runs(results: Path) -> dict[str, str]:
@@ -41,7 +39,7 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180, "a campaign's server")
+            wait_for(lambda: listening(port) or listening(port + 1), 180, "a campaign's server")
             driver.send_signal(sig)  # to the driver alone: it must reach every campaign itself
             rc = driver.wait(180)
         finally:
@@ -52,7 +50,7 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     assert rc == 130, text[-4000:]
     assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
     wait_for(lambda: not server_pids(tmp_path), 40, "the servers to stop")
-    assert not port_in_use(port) and not port_in_use(port + 1)
+    assert not listening(port) and not listening(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())
     assert record["status"] == "interrupted", record
@@ -67,4 +65,4 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     after = _complete_runs(results)
     assert all(after.get(k) == v for k, v in kept.items())
     assert len(after) == 6  # 2 campaigns x (run0 + 2 runs)
-    assert not server_pids(tmp_path) and not port_in_use(port) and not port_in_use(port + 1)
+    assert not server_pids(tmp_path) and not listening(port) and not listening(port + 1)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
+from proc_helpers import listening
 from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
-from omnibench_core.process.ports import port_in_use
 from omnibench_core.scale import front_door as commands
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
@@ -92,9 +92,9 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     # 1. SIGKILL the Ray worker that runs a campaign: its server dies with its watchdog.
     run_dir, manifest = _wait(lambda: _running_run(results))
     killed_port = manifest["slot"]["port"]
-    _wait(lambda: port_in_use(killed_port), 30)
+    _wait(lambda: listening(killed_port), 30)
     os.kill(manifest["owner"]["pid"], signal.SIGKILL)
-    _wait(lambda: not port_in_use(killed_port), 15)
+    _wait(lambda: not listening(killed_port), 15)
     # 2. Remove the second node while a campaign runs there: it finishes on the other node.
     node_id = worker_node.node_id
     _wait(lambda: any(f"(node {node_id[:8]})" in line for line in lines[-20:] if line.startswith("start")), 60)
@@ -111,7 +111,7 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     # a server whose owner was killed is stopped by its watchdog (SIGTERM, grace, SIGKILL): allow it that
     _wait(lambda: not server_pids(tmp_path), 40)
     for o in result.outcomes.values():
-        assert not port_in_use(int(o.slot["port"]))
+        assert not listening(int(o.slot["port"]))
     # 3. --resume keeps every complete campaign; nothing is measured again.
     before = sorted(p.name for p in results.glob("*/run*"))
     again = commands.matrix(settings, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS, runs=2,

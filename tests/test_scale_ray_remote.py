@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
-from proc_helpers import wait_for
+from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
-from omnibench_core.process.ports import port_in_use
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.local import LocalEngine
 from omnibench_core.scale.slots import plan_slots
@@ -196,7 +195,7 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for(lambda: port_in_use(port) or port_in_use(port + 1), 180)  # a campaign's server is up
+            wait_for(lambda: listening(port) or listening(port + 1), 180)  # a campaign's server is up
             time.sleep(1.0)
             driver.send_signal(sig)
             rc = driver.wait(120)
@@ -208,7 +207,7 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
     assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
     wait_for(lambda: not server_pids(base), 40)
-    assert not port_in_use(port) and not port_in_use(port + 1)
+    assert not listening(port) and not listening(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())
     assert record["status"] == "interrupted" and record["interrupted"], record
