@@ -231,7 +231,7 @@ def test_a_campaign_that_completes_during_a_rebuild_is_in_the_rebuilt_store(meas
     finally:
         gate.unlink()
     out, _ = _finished(rebuild)
-    assert f"rebuilt the history database: {COPIES + 4} campaigns, 0 bisects (1 source files completed or changed " \
+    assert f"rebuilt the history database: {COPIES + 4} campaigns, 0 bisects (1 source file completed or changed " \
            "while it ran: read again before the swap)" in out
     rows = _check_store(results)
     assert any(row.startswith(f"{c[3][:7]}/") for row in rows), rows

@@ -133,8 +133,8 @@ def outcome_text(done: HistoryOutcome, series_text: str) -> str:
     lines = []
     if done.rebuilt is not None:
         lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects"
-                     + (f" ({done.rebuilt.caught_up} source files completed or changed while it ran: read again "
-                        "before the swap)" if done.rebuilt.caught_up else ""))
+                     + (f" ({done.rebuilt.caught_up} source file{'s' if done.rebuilt.caught_up > 1 else ''} completed "
+                        "or changed while it ran: read again before the swap)" if done.rebuilt.caught_up else ""))
         lines += [f"  skipped {why}" for why in done.rebuilt.skipped]
     lines += done.bisected
     lines.append(series_text)
