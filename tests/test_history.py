@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+from store_helpers import WRITER
 
 from omnibench_core.history.changepoints import find_steps
 from omnibench_core.history.series import History
@@ -233,19 +234,6 @@ def test_a_newer_or_corrupt_database_is_refused_naming_the_file_and_the_rebuild(
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"the history database {broken / DB_NAME} cannot be read (is it corrupt?)" in done.stderr
     assert "invoke history --rebuild" in done.stderr
-
-
-WRITER = """
-import sys
-from pathlib import Path
-from omnibench_core.history.store import campaign_files, index_campaign
-results = Path(sys.argv[1])
-files = campaign_files(results)
-for _ in range(int(sys.argv[2])):
-    for f in files:
-        assert index_campaign(results, f)
-print("WROTE", len(files))
-"""
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
+from . import rebuild as rebuild_store
 from . import store as st
 from . import summary as pr_summary
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
@@ -36,7 +37,7 @@ class HistoryOutcome:
     """What the command did and found."""
 
     history: History
-    rebuilt: st.Rebuilt | None = None  # what --rebuild indexed
+    rebuilt: rebuild_store.Rebuilt | None = None  # what --rebuild indexed
     bisected: tuple[str, ...] = field(default_factory=tuple)  # lines: range -> named commit
     saved: Path | None = None
     summary: Path | None = None  # the pull-request summary written by --summary
@@ -63,7 +64,8 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
     results, git = settings.run.results_root, settings.tools.git
     where = checkout_of(settings, checkout)
     # a campaign shipped home from a Ray node names the node's worktree: its commit is looked up here
-    rebuilt = st.rebuild(results, git=git, checkouts=[str(where)] if where else []) if rebuild else None
+    rebuilt = rebuild_store.rebuild(results, git=git, progress=progress,
+                                    checkouts=[str(where)] if where else []) if rebuild else None
 
     def query() -> list[Found]:
         return find(results, metric=metric, workload=workload, revisions=revisions, target=target, checkout=where, git=git,
@@ -120,7 +122,7 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
             result = scale.bisect(own, good=c.last_before, bad=c.first_after, metric=f.series.metric,
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
-            stored = st.index_bisect(settings.run.results_root, result.file) is not None
+            stored = st.index_bisect(settings.run.results_root, result.file, git=settings.tools.git) is not None
             done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"
                         + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
     if not done:
@@ -132,7 +134,9 @@ def outcome_text(done: HistoryOutcome, series_text: str) -> str:
     """What was rebuilt and bisected, then the series (``series_text``), then where the JSON went."""
     lines = []
     if done.rebuilt is not None:
-        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects")
+        lines.append(f"rebuilt the history database: {done.rebuilt.campaigns} campaigns, {done.rebuilt.bisects} bisects"
+                     + (f" ({done.rebuilt.caught_up} source file{'s' if done.rebuilt.caught_up > 1 else ''} completed "
+                        "or changed while it ran: read again before the swap)" if done.rebuilt.caught_up else ""))
         lines += [f"  skipped {why}" for why in done.rebuilt.skipped]
     lines += done.bisected
     lines.append(series_text)

@@ -18,6 +18,7 @@ from ..campaign.estimators import t_quantile
 from ..errors import OmnibenchError, SettingsError
 from . import store as st
 from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
+from .rebuild import ensure
 from .series import ChangePoint, History, Point, Series, StepKind
 
 
@@ -123,10 +124,9 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
          target: str | None = None, checkout: Path | None = None, git: str = "git",
          min_effect: float = MIN_EFFECT) -> list[Found]:
     """The series of :func:`history` with their identities (for ``--bisect``)."""
-    if not st.db_path(results).exists():
-        # the run directories are the truth: a missing database is made again
-        st.rebuild(results, git=git, checkouts=[str(checkout)] if checkout else [])
-    with st.opened(results, create=False) as store:
+    # the run directories are the truth: a missing or 0-byte database is made again
+    ensure(results, git=git, checkouts=[str(checkout)] if checkout else [])
+    with st.opened(results) as store:
         campaigns, bisects = store.campaigns(), store.bisects()
     if target:
         campaigns = [c for c in campaigns if c.identity.target == target]

@@ -1,12 +1,14 @@
 """The results store, ``<results>/history.sqlite``: every complete campaign indexed (revision,
 commit time and first parent, workloads, options, target, environment facts, each run's metrics)
-and every bisect's named commit. The run directories stay the truth: :func:`rebuild` makes the
-database again from them, so deleting it loses nothing.
+and every bisect's named commit. The run directories stay the truth: a rebuild
+(:mod:`.rebuild`) makes the database again from them, so deleting it loses nothing.
 
 The standard library's ``sqlite3`` in WAL mode with a busy timeout: two writers at once (two
-campaigns completing together) take turns. The schema version is ``PRAGMA user_version``; a
-database of a newer omnibench, or one that is not a database, is a :class:`HistoryStoreError`
-that names the file and says ``invoke history --rebuild``.
+campaigns completing together) take turns. Every connection holds the store lock shared
+(:mod:`.locks`), so a rebuild's swap never happens under an open one. The schema version is
+``PRAGMA user_version``; a database of a newer omnibench, or one that is not a database, is a
+:class:`HistoryStoreError` that names the file and says ``invoke history --rebuild``. A results
+root this process cannot write is read as it is (SQLite's ``immutable``: nothing can change it).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import sqlite3
 import subprocess
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,11 +34,13 @@ from ..jsonio import read_json
 from ..scale.revisions import WORKTREES
 from ..store import campaign_file as campaign_files_io
 from ..store import experiment_file as experiment_files_io
-from ..store.names import AB_FOLDER, CAMPAIGNS, RECORD_SUFFIX
+from ..store.names import AB_FOLDER, BISECTS, CAMPAIGNS, RECORD_SUFFIX
 from ..store.statuses import CampaignStatus, ExperimentStatus
+from .locks import store_lock, writable
 
 DB_NAME = "history.sqlite"
 SCHEMA_VERSION = 1
+DISK_FULL_BYTES = 1 << 20  # less free than this and SQLite's "disk I/O error" is the disk, not the file
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one's transaction
 REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from the run directories"
 
@@ -149,6 +155,20 @@ class Store:
             self.db.executemany("INSERT INTO runs VALUES (?,?,?,?)",
                                 [(c.file, run, m, v) for run, ms in c.runs.items() for m, v in ms.items()])
 
+    def forget(self, source: str) -> None:
+        """Drop what one source file (relative to the results root) put in: a campaign file, an
+        A/B experiment's sides (``file#A``, ``file#B``) or a bisect file."""
+        with _guarded(self.path), self.db:
+            self.db.execute("DELETE FROM campaigns WHERE file = ? OR substr(file, 1, ?) = ?",
+                            (source, len(source) + 1, source + "#"))
+            self.db.execute("DELETE FROM bisects WHERE file = ?", (source,))
+
+    def counts(self) -> tuple[int, int]:
+        """(campaigns, bisects) held."""
+        with _guarded(self.path):
+            return (self.db.execute("SELECT count(*) FROM campaigns").fetchone()[0],
+                    self.db.execute("SELECT count(*) FROM bisects").fetchone()[0])
+
     def add_bisect(self, b: Bisected) -> None:
         """Record the commit a bisect named."""
         with _guarded(self.path), self.db:
@@ -202,38 +222,79 @@ def _guarded(path: Path) -> Iterator[None]:
             raise HistoryStoreError(f"the history database {path} stayed locked for {BUSY_TIMEOUT_S:.0f} s",
                                     evidence={"file": str(path), "error": str(exc)},
                                     hint="another omnibench holds it: try again when it ends") from exc
+        if "full" in str(exc) or _disk_full(path):  # SQLITE_FULL, or a -shm that could not be made: the disk
+            raise HistoryStoreError(f"the disk of the history database {path} is full",
+                                    evidence={"file": str(path), "error": str(exc)},
+                                    hint="free some space (df -h, df -i), then try again") from exc
+        if "readonly" in str(exc):
+            raise HistoryStoreError(f"the history database {path} is read-only to this process",
+                                    evidence={"file": str(path), "error": str(exc)},
+                                    hint="make it writable (ls -l), or read a writable copy with --results") from exc
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
 
 
-@contextlib.contextmanager
-def opened(results: Path, *, create: bool = True) -> Iterator[Store]:
-    """The store of ``results``, made (schema ``SCHEMA_VERSION``) when missing; a newer or corrupt
-    one is a HistoryStoreError."""
-    path = db_path(results)
-    if not create and not path.exists():
-        raise HistoryStoreError(f"no history database at {path}", evidence={"results": str(results)},
-                                hint="measure a campaign (invoke measure / matrix), or `invoke history --rebuild`")
-    results.mkdir(parents=True, exist_ok=True)
+def _disk_full(path: Path) -> bool:
+    """Whether the folder of ``path`` has (almost) no space or inodes left."""
     try:
-        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED")
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_files > 0 and st.f_favail == 0)
+
+
+def present(path: Path) -> bool:
+    """Whether ``path`` is a database file worth opening: a 0-byte one (cut short by a full disk,
+    or truncated) holds nothing and is made again, as a missing one is."""
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def opened(results: Path) -> Iterator[Store]:
+    """The store of ``results`` (it must exist: :func:`.rebuild.ensure` makes a missing one),
+    held shared against a rebuild's swap; a newer or corrupt one is a HistoryStoreError."""
+    path = db_path(results)
+    with store_lock(results):
+        if not present(path):
+            raise HistoryStoreError(f"no history database at {path}", evidence={"results": str(results)},
+                                    hint="measure a campaign (invoke measure / matrix), or `invoke history --rebuild`")
+        with connected(path, readonly=not writable(results)) as store:
+            yield store
+
+
+@contextlib.contextmanager
+def connected(path: Path, *, readonly: bool = False, create: bool = False) -> Iterator[Store]:
+    """A connection to the database file ``path`` (no store lock: :func:`opened` is the public
+    door, a rebuild's own new file needs none); ``create`` makes the schema in an empty file,
+    ``readonly`` opens it as immutable (a results root this process cannot write)."""
+    try:
+        if readonly:  # immutable: no -shm can be made; but a WAL that holds commits must be read
+            wal = Path(f"{path}-wal")
+            flag = "" if wal.is_file() and wal.stat().st_size else "&immutable=1"
+            db = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro{flag}", uri=True,
+                                 timeout=BUSY_TIMEOUT_S)
+        else:
+            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level="DEFERRED")
     except sqlite3.Error as exc:
         raise _unusable(path, "cannot be opened", exc) from exc
     try:
         with _guarded(path):
             db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            _migrate(path, db)
+            if not readonly:
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA foreign_keys = ON")
+            _migrate(path, db, create=create)
         yield Store(path, db)
     finally:
         db.close()
 
 
-def _migrate(path: Path, db: sqlite3.Connection) -> None:
-    """Make the schema in an empty database; refuse a newer one. BEGIN IMMEDIATE: two first
-    writers at once do not both make it."""
+def _migrate(path: Path, db: sqlite3.Connection, *, create: bool) -> None:
+    """Make the schema in a new database (``create``); refuse a newer one, or one without a schema."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise HistoryStoreError(f"the history database {path} has schema {version}; this omnibench reads "
@@ -242,19 +303,13 @@ def _migrate(path: Path, db: sqlite3.Connection) -> None:
                                 hint="use the newer omnibench, or " + REBUILD_HINT)
     if version == SCHEMA_VERSION:
         return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if db.execute("PRAGMA user_version").fetchone()[0] == 0:
-            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                raise _unusable(path, "holds tables but no schema version (not omnibench's?)")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+    if not create or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise _unusable(path, "holds no omnibench schema (not omnibench's, or never finished)")
+    with db:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 # -- reading the run directories -----------------------------------------------------------
@@ -329,13 +384,21 @@ def read_experiment(results: Path, experiment_file: Path) -> list[IndexedCampaig
     return out
 
 
+def experiment_points(results: Path, experiment_file: Path, *, git: str = "git") -> list[IndexedCampaign]:
+    """:func:`read_experiment`'s sides with their commits' facts, from the side's own worktree (as
+    matrix makes one), else the experiment's shared checkout."""
+    shared = [v for k, v in experiment_files_io.load(experiment_file).identity.settings if k == "checkout"]
+    return [_with_commit(side, [str(results / WORKTREES / side.revision), *shared], git)
+            for side in read_experiment(results, experiment_file)]
+
+
 def index_experiment(results: Path, experiment_file: Path, *, git: str = "git") -> int:
     """Index a complete A/B experiment's sides (see :func:`read_experiment`); how many were."""
-    sides = read_experiment(results, experiment_file)
-    shared = [v for k, v in experiment_files_io.load(experiment_file).identity.settings if k == "checkout"]
+    sides = experiment_points(results, experiment_file, git=git)  # git runs before the store is opened
+    _ensure(results, git)
     with opened(results) as store:
-        for side in sides:  # the side's own worktree (as matrix makes one), else the shared checkout
-            store.add(_with_commit(side, [str(results / WORKTREES / side.revision), *shared], git))
+        for side in sides:
+            store.add(side)
     return len(sides)
 
 
@@ -363,16 +426,33 @@ def _with_commit(c: IndexedCampaign, checkouts: Sequence[str], git: str) -> Inde
     return c
 
 
-def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> bool:
-    """Index one campaign file (when complete); True when it was. Its commit's facts come from the
-    campaign's own checkout (a matrix's worktree), the checkout the run recorded, or else one of
-    ``checkouts`` (the driver's, for a campaign shipped from a node whose worktree it lacks)."""
+def campaign_point(results: Path, campaign_file: Path, *, git: str = "git",
+                   checkouts: Sequence[str] = ()) -> IndexedCampaign | None:
+    """:func:`read_campaign` with its commit's facts, from the campaign's own checkout (a
+    matrix's worktree), the checkout the run recorded, or else one of ``checkouts`` (the
+    driver's, for a campaign shipped from a node whose worktree it lacks); None when it is not
+    complete."""
     found = read_campaign(results, campaign_file)
+    return None if found is None else _with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git)
+
+
+def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> bool:
+    """Index one campaign file (when complete); True when it was. A missing database is made
+    from every campaign file first (this one among them), never a store of this campaign alone.
+    ``checkouts``: where else its commit is looked up (see :func:`campaign_point`)."""
+    found = campaign_point(results, campaign_file, git=git, checkouts=checkouts)  # git runs before the store is opened
     if found is None:
         return False
+    _ensure(results, git, checkouts)
     with opened(results) as store:
-        store.add(_with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git))
+        store.add(found)
     return True
+
+
+def _ensure(results: Path, git: str, checkouts: Sequence[str] = ()) -> None:
+    from .rebuild import ensure  # the rebuild reads through this module: imported late
+
+    ensure(results, git=git, checkouts=checkouts)
 
 
 def _checkouts_of(campaign_file: Path) -> list[str]:
@@ -385,19 +465,27 @@ def _checkouts_of(campaign_file: Path) -> list[str]:
     return [str(p) for p in (settings.get("checkout"), details.get("checkout")) if p]
 
 
-def index_bisect(results: Path, bisect_file: Path) -> Bisected | None:
-    """Record the commit a bisect file names, for its good end's series; None when the file or
-    the good end's campaign cannot be read."""
+def read_bisect(results: Path, bisect_file: Path) -> Bisected | None:
+    """The commit a bisect file names, for its good end's series; None when the file or the good
+    end's campaign cannot be read."""
     try:
         data = read_json(bisect_file)
         good_file = Path(data["campaigns"][data["good"]]["campaign"])
         c = campaign_files_io.load(good_file if good_file.is_absolute() else results / good_file)
         identity = Identity(tuple(c.asked.workloads), tuple(c.asked.options), c.asked.client or "",
                             str(c.asked.settings.get("target", "")), planted(c.asked.settings))
-        found = Bisected(str(bisect_file.relative_to(results)), identity.key(), str(data["metric"]), str(data["good"]),
-                         str(data["bad"]), str(data["first_bad"]))
+        return Bisected(str(bisect_file.relative_to(results)), identity.key(), str(data["metric"]), str(data["good"]),
+                        str(data["bad"]), str(data["first_bad"]))
     except (OSError, ValueError, KeyError, TypeError, OmnibenchError):
         return None
+
+
+def index_bisect(results: Path, bisect_file: Path, *, git: str = "git") -> Bisected | None:
+    """Record the commit a bisect file names (see :func:`read_bisect`); None when it cannot be read."""
+    found = read_bisect(results, bisect_file)
+    if found is None:
+        return None
+    _ensure(results, git)
     with opened(results) as store:
         store.add_bisect(found)
     return found
@@ -408,38 +496,11 @@ def campaign_files(results: Path) -> list[Path]:
     return sorted(results.glob(f"*/{CAMPAIGNS}/*{RECORD_SUFFIX}"))
 
 
-@dataclass(frozen=True)
-class Rebuilt:
-    """What :func:`rebuild` indexed, and each campaign file it could not trust (file: why)."""
-
-    campaigns: int
-    bisects: int
-    skipped: tuple[str, ...] = ()
+def experiment_files(results: Path) -> list[Path]:
+    """Every A/B experiment file: ``<results>/ab/*.json``."""
+    return sorted((results / AB_FOLDER).glob(f"*{RECORD_SUFFIX}"))
 
 
-def rebuild(results: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> Rebuilt:
-    """Make the database again from the run directories (campaigns, A/B sides, bisects). The old file (and its WAL) is removed
-    first, whatever state it was in; a campaign file that cannot be trusted is skipped and named. ``checkouts``: where
-    else a campaign's commit is looked up (see :func:`index_campaign`)."""
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            Path(f"{db_path(results)}{suffix}").unlink()
-    campaigns, skipped = 0, []
-    with opened(results):
-        pass  # an empty store even when nothing is measured yet
-    for path in campaign_files(results):
-        try:
-            campaigns += index_campaign(results, path, git=git, checkouts=checkouts)
-        except HistoryStoreError:
-            raise
-        except OmnibenchError as exc:  # record.load and the run readers name the file and field
-            skipped.append(f"{path.relative_to(results)}: {exc.message}")
-    for path in sorted((results / AB_FOLDER).glob(f"*{RECORD_SUFFIX}")):
-        try:
-            campaigns += index_experiment(results, path, git=git)
-        except HistoryStoreError:
-            raise
-        except OmnibenchError as exc:
-            skipped.append(f"{path.relative_to(results)}: {exc.message}")
-    bisects = sum(index_bisect(results, p) is not None for p in sorted((results / "bisects").glob("*.json")))
-    return Rebuilt(campaigns, bisects, tuple(skipped))
+def bisect_files(results: Path) -> list[Path]:
+    """Every bisect file: ``<results>/bisects/*.json``."""
+    return sorted((results / BISECTS).glob("*.json"))

@@ -27,6 +27,7 @@ from ..errors import OmnibenchError, SettingsError
 from ..identity import file_name
 from ..jsonio import write_json
 from ..settings import Settings
+from ..store.names import BISECTS
 from ..store.statuses import JobStatus
 from ..tables import table
 from . import campaigns
@@ -218,7 +219,7 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     rounds = tuple(tuple(commits[i] for i in r) for r in search.rounds)
     # one file per range, metric and measurement: bisects of two option sets over one range (a
     # sweep's series, history --bisect) must not overwrite each other
-    path = settings.run.results_root / "bisects" / (
+    path = settings.run.results_root / BISECTS / (
         file_name([f"{commits[0][:7]}..{commits[-1][:7]}", metric, job(0).identity(settings).name()]) + ".json")
     write_json(path, {"good": commits[0], "bad": commits[-1], "metric": metric, "threshold": threshold,
                       "first_bad": bad, "against_parent": against.__dict__, "rounds": [list(r) for r in rounds],

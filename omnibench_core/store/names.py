@@ -20,6 +20,7 @@ COMMIT_NAME = "commit.txt"
 DIRTY_NAME = "dirty.txt"
 CAMPAIGNS = "campaigns"  # in a revision folder
 AB_FOLDER = "ab"  # in the results root
+BISECTS = "bisects"  # in the results root: one file per `invoke bisect` measurement
 RECORD_SUFFIX = ".json"  # a campaign file or an A/B record
 LOCK_SUFFIX = ".lock"  # the lock beside a campaign file or A/B record
 
