@@ -54,7 +54,7 @@ from omnibench_core.jsonio import read_json
 from omnibench_core.scale.front_door import host_slots
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
-from omnibench_core.store import telemetry_file
+from omnibench_core.telemetry.run_summary import run_warnings
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -131,7 +131,7 @@ def ab_argv(design: str, kind: str, n: int, checkout: Path, commits: dict[str, s
 def run_windows(run_dir: Path) -> list[dict[str, Any]]:
     """Each timed window of one run: the noise guard's record and the telemetry's of its GPUs."""
     manifest = manifest_file.read(run_dir)
-    warnings = list(telemetry_file.read(run_dir).warnings) if telemetry_file.exists(run_dir) else []
+    warnings = run_warnings(run_dir)
     out = []
     for step in manifest.steps:
         load = step.host_load

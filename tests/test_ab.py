@@ -132,7 +132,8 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
         load = {"window": "selftest.client", "seconds": 2.0, "cpus": [0], "busy_cpu_s": 2.0, "own_cpu_s": 0.5,
                 "foreign_cpu_s": 1.5, "foreign_fraction": 0.75, "load_start": 1.0, "load_end": 2.0,
                 "threshold": 0.1, "noisy": (side, rnd) == ("B", 2)}
-        (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "host_load": load}]}))
+        (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "phase": "generate",
+                                                                    "status": "ok", "host_load": load}]}))
         e = e.with_attempt(Attempt(side, rnd, run.name, "local-abc", AttemptStatus.COMPLETE, f"t{i}"))
     a = analyse(e, tmp_path)
     (row,) = a.verdicts

@@ -20,10 +20,12 @@ from scale_helpers import path_without_nvidia_smi, server_pids
 from omnibench_core.campaign.record import Asked, Attempt, Campaign
 from omnibench_core.errors import CampaignFileError
 from omnibench_core.history.front_door import run_history
-from omnibench_core.history.store import opened
+from omnibench_core.history.store import db_path, opened
 from omnibench_core.identity import Identity
 from omnibench_core.records import Slot
+from omnibench_core.scale import transport
 from omnibench_core.scale.jobs import CampaignJob
+from omnibench_core.scale.ray_engine import make_history
 from omnibench_core.scale.remote import run_shipped
 from omnibench_core.scale.slots import HostSlot
 from omnibench_core.scale.transport import (
@@ -120,6 +122,36 @@ def test_the_shipper_sends_each_run_once_per_status_with_the_campaign_file_that_
     assert json.loads((home / REV / "run1" / "manifest.json").read_text())["status"] == "complete"
 
 
+def test_a_run_that_moves_on_while_packed_holds_the_whole_flush_back(tmp_path, monkeypatch):
+    """run1 complete and run2 scored in the instant it is packed: sending run1 alone, without the
+    campaign file that counts it, would leave a run home that a resumed campaign measures again."""
+    node, home = tmp_path / "node", tmp_path / "home"
+    receiver, calls = Receiver(str(home)), []
+
+    def send(runs: list[ShippedRun], data: bytes | None) -> Shipped:
+        calls.append([r.local for r in runs])
+        return receiver.ship("t", REV, runs, CAMPAIGN, data, "/home/wt")
+
+    _run(node, "run1", "complete")
+    _run(node, "run2", "generated")
+    _campaign(node, [(1, "run1", "complete"), (2, "run2", "generated")])
+    packed = transport.pack
+
+    def pack_then_score_run2(base: Path, rels: list[str]) -> bytes:
+        data = packed(base, rels)
+        if rels == [f"{REV}/run2"] and not calls:
+            _run(node, "run2", "complete")  # the scoring wrote it just after the tar was made
+        return data
+
+    monkeypatch.setattr(transport, "pack", pack_then_score_run2)
+    shipper = Shipper(node, REV, CAMPAIGN, send)
+    shipper.flush()
+    assert calls == [] and not (home / REV).exists()  # nothing went: not run1 either
+    _campaign(node, [(1, "run1", "complete"), (2, "run2", "complete")])
+    shipper.flush()
+    assert calls == [["run1", "run2"]] and shipper.home_is_current()
+
+
 def test_a_run_the_driver_could_not_take_is_sent_again_with_its_campaign_file(tmp_path):
     node, home = tmp_path / "node", tmp_path / "home"
     receiver, refusals = Receiver(str(home)), [1]
@@ -204,12 +236,18 @@ def test_a_shipped_complete_campaigns_history_point_has_its_commits_time_and_sub
     node_tree = f"/node/worktrees/{commit}"
     _campaign(node, [(0, "run0", "complete"), (1, "run1", "complete"), (2, "run2", "complete")], node_tree,
               status=CampaignStatus.COMPLETE, environment={"revision": commit, "target_details": {"checkout": node_tree}})
+    make_history(home, [str(checkout)], progress=lambda line: None)  # as the Ray engine does before a matrix
     receiver = Receiver(str(home), checkouts=(str(checkout),))
     runs = [ShippedRun(r, pack(node, [f"{REV}/{r}"])) for r in ("run0", "run1", "run2")]
     receiver.ship("t", REV, runs, CAMPAIGN, (node / CAMPAIGN).read_bytes(), str(home / ".worktrees" / commit))
     with opened(home) as store:
         (point,) = store.campaigns()
     assert (point.revision, point.commit_time, point.subject) == (commit, when, "the measured change")
+    # a store deleted mid-matrix: the receiver does not rebuild it (every node's next call would
+    # wait behind that); the next query makes it from the files, the shipped campaign among them
+    db_path(home).unlink()
+    receiver.ship("t", REV, [], CAMPAIGN, (node / CAMPAIGN).read_bytes(), str(home / ".worktrees" / commit))
+    assert not db_path(home).exists()
     # `invoke history --rebuild` makes the same point again, from the checkout the history follows
     run_history(Settings.of(results=str(home), checkout=str(checkout)), rebuild=True, progress=lambda line: None)
     with opened(home) as store:

@@ -20,6 +20,8 @@ from pathlib import Path
 from ..errors import OmnibenchError, storage_error
 from ..run.ownership import holder_line
 
+BUSY_TIMEOUT_S = 60.0  # a reader or writer waits this long for the store (its lock, then SQLite's)
+
 STORE_LOCK = ".history.lock"
 REBUILD_LOCK = ".history-rebuild.lock"
 POLL_S = 0.05  # how often a waiter tries the lock again (flock has no timeout of its own)
@@ -52,7 +54,7 @@ def _take(fd: int, mode: int, timeout_s: float, waiting: Callable[[], None]) -> 
 
 
 @contextlib.contextmanager
-def store_lock(results: Path, *, exclusive: bool = False, timeout_s: float = 60.0) -> Iterator[None]:
+def store_lock(results: Path, *, exclusive: bool = False, timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[None]:
     """Hold ``.history.lock`` shared (any connection) or exclusive (a rebuild's swap). A results
     root this process cannot write is not locked: nothing can swap a database there."""
     if not writable(results):

@@ -4,10 +4,11 @@ a missing or 0-byte one on first use), without a moment where it is half-built:
 1. under the rebuild lock (:mod:`.locks`; a second rebuild waits for the first), every source
    file (campaign files, A/B experiment files, bisect files) is read into a new database beside
    the old one, ``.history.sqlite.PID.partial``, noting each file's signature as it was read;
-2. under the store lock held exclusive (no connection is open), the sources are listed again
-   and each one that is new or changed since (a campaign that completed while the rebuild ran,
-   whose own indexing went into the old database) is read again; then the new file is renamed
-   over the old one (after the old one's ``-wal``/``-shm``, which would be replayed into it).
+2. the sources are listed again and each one that is new or changed since (a campaign that
+   completed while the rebuild ran, whose own indexing went into the old database) is read
+   again: a few times without a lock, then once more under the store lock held exclusive (no
+   connection is open); then the new file is renamed over the old one (after the old one's
+   ``-wal``/``-shm``, which would be replayed into it).
 
 Readers and writers keep using the old database through step 1 and wait only for step 2.
 """
@@ -23,9 +24,10 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, storage_error
 from . import store as st
-from .locks import rebuild_lock, store_lock, writable
+from .locks import BUSY_TIMEOUT_S, rebuild_lock, store_lock, writable
 
 REBUILD_WAIT_S = 1800.0  # a second rebuild waits this long for the first (a results root of thousands of campaigns)
+CATCH_UP_ROUNDS = 3  # looks for sources changed meanwhile before the swap's lock is taken
 Signature = tuple[int, int, int]  # (inode, mtime ns, size): an atomic rewrite is a new inode
 
 
@@ -157,12 +159,20 @@ def rebuild(results: Path, *, git: str = "git", progress: Callable[[str], None] 
 def _build_and_swap(results: Path, partial: Path, git: str, checkouts: tuple[str, ...]) -> Rebuilt:
     path = st.db_path(results)
     build = _Build(results, git, checkouts)
+    caught_up = 0
     with st.connected(partial, create=True) as store:
         for kind, source in sources(results):
             build.take(store, kind, source)
-    with store_lock(results, exclusive=True, timeout_s=st.BUSY_TIMEOUT_S):
+        # what changed meanwhile is read again before the lock, where each read (a git show) would
+        # keep every reader and writer waiting; the last look under the lock has little left to read
+        for _ in range(CATCH_UP_ROUNDS):
+            changed = build.catch_up(store)
+            caught_up += changed
+            if not changed:
+                break
+    with store_lock(results, exclusive=True, timeout_s=BUSY_TIMEOUT_S):
         with st.connected(partial) as store:  # closed before the rename: its WAL is folded into the file
-            caught_up = build.catch_up(store)
+            caught_up += build.catch_up(store)
             campaigns, bisects = store.counts()
         _fsync(partial)
         for suffix in ("-wal", "-shm"):  # the old file's: no connection has them open now

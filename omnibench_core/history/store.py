@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import urllib.parse
@@ -36,12 +37,11 @@ from ..store import campaign_file as campaign_files_io
 from ..store import experiment_file as experiment_files_io
 from ..store.names import AB_FOLDER, BISECTS, CAMPAIGNS, RECORD_SUFFIX
 from ..store.statuses import CampaignStatus, ExperimentStatus
-from .locks import store_lock, writable
+from .locks import BUSY_TIMEOUT_S, store_lock, writable
 
 DB_NAME = "history.sqlite"
 SCHEMA_VERSION = 1
 DISK_FULL_BYTES = 1 << 20  # less free than this and SQLite's "disk I/O error" is the disk, not the file
-BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one's transaction
 REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from the run directories"
 
 _SCHEMA = """
@@ -222,7 +222,7 @@ def _guarded(path: Path) -> Iterator[None]:
             raise HistoryStoreError(f"the history database {path} stayed locked for {BUSY_TIMEOUT_S:.0f} s",
                                     evidence={"file": str(path), "error": str(exc)},
                                     hint="another omnibench holds it: try again when it ends") from exc
-        if "full" in str(exc) or _disk_full(path):  # SQLITE_FULL, or a -shm that could not be made: the disk
+        if "full" in str(exc) or (_DISK_SYMPTOMS.search(str(exc)) and _disk_full(path)):  # SQLITE_FULL, or a -shm not made
             raise HistoryStoreError(f"the disk of the history database {path} is full",
                                     evidence={"file": str(path), "error": str(exc)},
                                     hint="free some space (df -h, df -i), then try again") from exc
@@ -233,6 +233,10 @@ def _guarded(path: Path) -> Iterator[None]:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, "cannot be read (is it corrupt?)", exc) from exc
+
+
+# what SQLite says when it could not write or make a file: only then can a nearly full disk be the cause
+_DISK_SYMPTOMS = re.compile(r"disk I/O error|unable to open database file")
 
 
 def _disk_full(path: Path) -> bool:
@@ -436,10 +440,14 @@ def campaign_point(results: Path, campaign_file: Path, *, git: str = "git",
     return None if found is None else _with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git)
 
 
-def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = ()) -> bool:
+def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = (),
+                   make_missing: bool = True) -> bool:
     """Index one campaign file (when complete); True when it was. A missing database is made
-    from every campaign file first (this one among them), never a store of this campaign alone.
+    from every campaign file first (this one among them), never a store of this campaign alone;
+    with ``make_missing`` false it is left missing instead (False: the next query makes it).
     ``checkouts``: where else its commit is looked up (see :func:`campaign_point`)."""
+    if not make_missing and not present(db_path(results)):
+        return False
     found = campaign_point(results, campaign_file, git=git, checkouts=checkouts)  # git runs before the store is opened
     if found is None:
         return False

@@ -61,7 +61,8 @@ def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", s
         from .ray_engine import RayEngine
         return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
                          progress=progress, transport=results_transport, checkout_url=checkout_url,
-                         checkout=str(Path(settings.run.checkout).expanduser()))
+                         # absolute: the receiver actor's working folder is Ray's, not the user's
+                         checkout=str(Path(settings.run.checkout).expanduser().resolve()) if settings.run.checkout else "")
     raise SettingsError(f"unknown --engine {engine!r}", hint=f"use {' or '.join(ENGINES)}")
 
 

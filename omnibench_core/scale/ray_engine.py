@@ -111,6 +111,19 @@ class _ActorHome:
         return cast(Seed, self._call(self.handle.seed, folder, identity))
 
 
+def make_history(results: Path, checkouts: Sequence[str], progress: Callable[[str], None]) -> None:
+    """The driver's history store, made here from the files when it is missing: the receiver
+    only adds to it (a whole rebuild in the receiver would hold every node's next call). One
+    that cannot be made costs only the index: that is said, and the matrix goes on."""
+    from ..history.rebuild import ensure  # the history reads campaigns: imported late
+
+    try:
+        ensure(results, checkouts=checkouts, progress=progress)
+    except OmnibenchError as exc:
+        progress(f"history: {exc.message}; campaigns shipped home are indexed by the next "
+                 "`invoke history --rebuild`")
+
+
 @contextmanager
 def stop_watch(stopping: Callable[[], bool], interval_s: float = 0.5, repeat_s: float = 10.0) -> Iterator[None]:
     """While inside, interrupt the main thread once ``stopping()`` says so, and again every
@@ -234,12 +247,14 @@ class RayEngine:
         self._remote = self.ray.remote(run_task)
         self.running: dict[Any, WorkerSpec] = {}
         self._ended: list[tuple[object, CampaignOutcome]] = []
+        checkouts = [checkout] if checkout else []
+        make_history(results_root, checkouts, progress)
         # An actor on the driver's node: it writes what the tasks ship home, and tells them to stop.
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         here = self.ray.get_runtime_context().get_node_id()
         self.receiver: Any = self.ray.remote(Receiver).options(
             num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-        ).remote(str(results_root), checkouts=[checkout] if checkout else [])
+        ).remote(str(results_root), checkouts=checkouts)
 
     def _alive_nodes(self) -> set[str]:
         return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}

@@ -217,8 +217,11 @@ class Receiver:
         costs nothing but the index (``invoke history --rebuild`` makes it from the files)."""
         from ..history.store import index_campaign  # the history reads campaigns: imported late
 
+        # never a whole rebuild here, where every node's next call would wait behind it: the
+        # driver made the store before the matrix (:func:`.ray_engine.make_history`); one deleted since is
+        # made from every file, this one too, by the next query
         with contextlib.suppress(OmnibenchError):
-            index_campaign(self.results, path, git=self.git, checkouts=self.checkouts)
+            index_campaign(self.results, path, git=self.git, checkouts=self.checkouts, make_missing=False)
 
     def renamed(self, task: str, folder: str) -> dict[str, str]:
         """The names the driver gave ``task``'s runs (node name -> name here)."""
@@ -315,18 +318,18 @@ class Shipper:
                 return
             text, campaign = found
             revision = self.results / self.folder
-            behind, runs, statuses = False, [], {}
+            runs, statuses = [], {}
             for run, status in campaign_runs(revision, campaign).items():
                 if self.sent.get(run) == status:
                     continue
                 data = pack(self.results, [f"{self.folder}/{run}"])
-                if run_status(revision / run) != status:  # it moved on while packed: the next flush
-                    behind = True
-                    continue
+                if run_status(revision / run) != status:
+                    # it moved on while packed: the whole flush waits for the next one, since a run
+                    # sent without the campaign file that counts it would be measured again on resume
+                    return
                 runs.append(ShippedRun(run, data, run in self.seeded))
                 statuses[run] = status
-            # never a campaign file naming a run not home yet
-            sending = text if text != self._last and not behind else None
+            sending = text if text != self._last else None
             if not runs and sending is None:
                 return
             shipped = self.send(runs, sending)
