@@ -5,18 +5,42 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import socket
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
+from omnibench_core.process.ports import port_in_use
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+# Servers of tests get ports below the kernel's ephemeral range, where every client connection
+# (of any test running beside) takes its local port: a chosen port that a connection holds cannot
+# be bound, and the READY gate then says, rightly, that it is in use. Above Ray's worker ports.
+SERVER_PORTS = (20000, 32000)
+PORT_SPAN = 4  # a duet and a matrix's slots serve on consecutive ports: the next ones are free too
+_ports = random.Random(os.urandom(8))  # each xdist worker its own sequence
+
+
+def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    """A port nobody listens on right now."""
+    """A port nobody listens on or connects from right now, the next PORT_SPAN - 1 free too,
+    outside the ephemeral range (when the host leaves room below it; else one the kernel picks)."""
+    low, high = SERVER_PORTS[0], min(SERVER_PORTS[1], _ephemeral_low() - PORT_SPAN)
+    for _ in range(200 if high > low else 0):
+        port = _ports.randrange(low, high)
+        if not any(port_in_use(port + i) for i in range(PORT_SPAN)):
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

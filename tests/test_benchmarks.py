@@ -82,7 +82,8 @@ def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "2", "--out", str(out),
          "--port", str(free_port()))
     report = json.loads(out.read_text())
-    assert [c["status"] for c in report["matrix"]["campaigns"]] == ["complete"] * 3
+    campaigns = report["matrix"]["campaigns"]
+    assert [c["status"] for c in campaigns] == ["complete"] * 3, [(c["revision"], c["status"], c["error"]) for c in campaigns]
     assert report["apps_at_end"] == []  # nothing left on the (fake) GPUs
 
 
