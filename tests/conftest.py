@@ -32,9 +32,11 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 # The files that take longest (pytest --durations=0, 2026-12-01), first: xdist hands whole files
 # to its two workers in collection order, so a long file collected last leaves one core idle at
 # the end (the workers' count and its measurement: pyproject.toml's pytest addopts).
-LONGEST_FIRST = ("test_streaming.py", "test_history.py", "test_ab.py", "test_standin.py", "test_campaign_faults.py",
-                 "test_scale_ray_remote.py", "test_benchmarks.py", "test_seedtts.py", "test_scale_standin.py",
-                 "test_campaign.py", "test_scale.py", "test_scale_ray.py", "test_ci_stages.py")
+LONGEST_FIRST = ("test_streaming.py", "test_campaign_faults.py", "test_benchmarks.py", "test_ab.py",
+                 "test_scale_ray_remote.py", "test_standin.py", "test_history.py", "test_seedtts.py",
+                 "test_campaign.py", "test_scale_standin.py", "test_history_rebuild.py", "test_scale.py",
+                 "test_pr_summary.py", "test_verdicts.py", "test_ci_stages.py", "test_scoring_phases.py",
+                 "test_videoamme.py", "test_scale_ray.py")  # by a full run's time per file, 2026-12-01
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
