@@ -30,7 +30,7 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 
 
 # The files that take longest (pytest --durations=0, 2026-12-01), first: xdist hands whole files
-# to its two workers in collection order, so a long file collected last leaves one core idle at
+# to its workers in collection order, so a long file collected last leaves one core idle at
 # the end (the workers' count and its measurement: pyproject.toml's pytest addopts).
 LONGEST_FIRST = ("test_streaming.py", "test_campaign_faults.py", "test_benchmarks.py", "test_ab.py",
                  "test_scale_ray_remote.py", "test_standin.py", "test_history.py", "test_seedtts.py",
