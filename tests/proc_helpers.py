@@ -49,6 +49,8 @@ if middle == 0:
     os._exit(0)
 os.waitpid(middle, 0)
 daemon = int(os.read(r, 64))
+while os.getsid(escapee.pid) != escapee.pid:  # "ready" only once the escapee has its own session
+    time.sleep(0.01)
 
 server = http.server.HTTPServer(("127.0.0.1", port), Health)
 print("ready " + json.dumps({"escapee": escapee.pid, "daemon": daemon}), flush=True)
