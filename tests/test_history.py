@@ -24,8 +24,9 @@ from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 from store_helpers import WRITER
 
 from omnibench_core.history.changepoints import find_steps
+from omnibench_core.history.query import stored_order
 from omnibench_core.history.series import History
-from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION
+from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION, Identity, IndexedCampaign
 
 METRIC = "selftest.latency_mean_s"
 SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
@@ -47,6 +48,7 @@ class Story:
     full: subprocess.CompletedProcess  # history with all 8 measured, --json
     saved: Path  # that --json
     driver: subprocess.CompletedProcess  # history of commits 5 (old driver), 6 and 7 (new driver), elsewhere
+    no_checkout: subprocess.CompletedProcess  # history of all 8, no --checkout: the stored first-parent lines
 
 
 def _invoke(results: Path, *args: str, path: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -97,6 +99,8 @@ def story(tmp_path_factory) -> Story:
                 "--port", str(free_port()), path=old))
     saved = tmp / "full.json"
     full = _ok(_invoke(results, *history, "--json", str(saved), path=old))
+    # the stand-in's commits share one commit time: without --checkout only the stored lines order them
+    no_checkout = _ok(_invoke(results, "history", "--target", "sglang-omni", "--metric", METRIC, path=old))
     # another results root: commit 5 measured, then the host got a new driver, then commits 6 and 7
     moved = tmp / "results-driver"
     _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", c[4], "--port", str(free_port()), path=old))
@@ -104,7 +108,8 @@ def story(tmp_path_factory) -> Story:
                 str(free_port()), path=new))
     driver = _ok(_invoke(moved, *history, path=old))
     assert not server_pids(tmp)
-    return Story(made.root, made.commits, results, {"PATH": old}, indexed, every_other, bisected, full, saved, driver)
+    return Story(made.root, made.commits, results, {"PATH": old}, indexed, every_other, bisected, full, saved, driver,
+                 no_checkout)
 
 
 def _change_lines(text: str) -> list[str]:
@@ -162,6 +167,38 @@ def test_every_commit_measured_flags_commit_6_and_no_other(story):
     assert cp.step_low > 0.5 and cp.environment_changed == {}
     assert {p.environment["gpu driver"] for p in series.points} == {OLD_DRIVER}
     assert all(p.low <= p.mean <= p.high and len(p.values) == 2 for p in series.points)
+
+
+@pytest.mark.slow
+def test_without_a_checkout_the_stored_first_parent_lines_order_commits_that_share_a_commit_time(story):
+    c = story.commits
+    assert _one_change(story.no_checkout.stdout) == _one_change(story.full.stdout)
+    assert [row.split()[0] for row in story.no_checkout.stdout.splitlines() if row[:7] in {x[:7] for x in c}] == \
+        [x[:7] for x in c]
+
+
+@pytest.mark.slow
+def test_without_a_checkout_or_stored_lines_the_order_is_unknown_and_no_step_is_drawn(story, tmp_path):
+    """A database of schema 1 (before the lines were stored) is upgraded in place; its campaigns
+    have no line, so history and publish say the order is unknown and draw no change point."""
+    old = _copy_db(story, tmp_path / "old")
+    with sqlite3.connect(old) as db:
+        db.execute("ALTER TABLE campaigns DROP COLUMN ancestry")
+        db.execute("PRAGMA user_version = 1")
+    for folder in story.results.iterdir():  # the run directories beside it, as a results root has them
+        if (folder / "campaigns").is_dir():
+            (old.parent / folder.name).symlink_to(folder)
+    done = _ok(_invoke(old.parent, "history", "--target", "sglang-omni", "--metric", METRIC, "--summary",
+                       str(tmp_path / "summary.md"), path=story.env["PATH"]))
+    assert "the commits' order is unknown" in done.stdout and not _change_lines(done.stdout)
+    summary_md = (tmp_path / "summary.md").read_text()
+    assert "No metric changed" not in summary_md and "order unknown" in summary_md.split("<details>")[0]
+    site = tmp_path / "site"
+    _ok(_invoke(old.parent, "publish", "--out", str(site), "--target", "sglang-omni", path=story.env["PATH"]))
+    page = next((site / "series").glob("*.html")).read_text()
+    assert "order is unknown" in page and 'class="change-point' not in page
+    with sqlite3.connect(old) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 @pytest.mark.slow
@@ -253,6 +290,24 @@ def test_two_writers_at_once_both_succeed(story, tmp_path):
     with sqlite3.connect(results / DB_NAME) as db:
         assert db.execute("SELECT count(*) FROM campaigns").fetchone()[0] == 8
         assert db.execute("SELECT count(*) FROM runs WHERE metric = ?", (METRIC,)).fetchone()[0] == 16
+
+
+def _campaign(revision: str, ancestry: tuple[str, ...], completed: str, parent: str | None = None) -> IndexedCampaign:
+    return IndexedCampaign(f"{revision}/campaigns/x.json", revision, revision, Identity(("selftest",), (), "", "local"),
+                           {}, {"run1": {METRIC: 1.0}}, completed, commit_time="2026-12-01T10:00:00+00:00",
+                           first_parent=ancestry[0] if parent is None and ancestry else parent or "", ancestry=ancestry)
+
+
+def test_stored_lines_order_commits_whatever_their_commit_times_and_completion_order():
+    # a line a-b-c-d-e, one commit time for all, measured newest first: only the stored lines tell
+    a, b, c, d, e = "a" * 40, "b" * 40, "c" * 40, "d" * 40, "e" * 40
+    found = [_campaign(e, (d, c, b, a), "1"), _campaign(c, (b, a), "2"), _campaign(a, (), "3", parent="0" * 40)]
+    assert stored_order(found) is None  # a commit with a parent but no stored line (schema 1): no order is guessed
+    found[2] = _campaign(a, (), "3")  # the root commit: its line is known, and empty
+    ordered, line = stored_order(found)
+    assert [x.revision for x in ordered] == [a, c, e] and line == (a, b, c, d, e)
+    # a commit on another branch: its line does not hold the others
+    assert stored_order([*found, _campaign("f" * 40, (b, a), "4")]) is None
 
 
 def test_find_steps_finds_a_planted_step_and_nothing_in_noise():

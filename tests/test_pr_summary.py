@@ -121,3 +121,26 @@ def test_a_cell_cannot_break_the_table_or_open_html():
     cell = summary.Row("m|x<script>", "lower", "+1%", "[+0.5%, +2%]", "worse", "a | b")
     line = summary._row(cell)
     assert line.count(" | ") == 5 and "<script>" not in line and "m\\|x&lt;script>" in line
+
+
+def test_inconclusive_metrics_are_listed_up_front_and_never_read_as_no_change(tmp_path):
+    """Four metrics inconclusive at +15 % to +18 %: the summary names each with its change, interval
+    and what would decide it; "No metric changed" only when every decided metric is equivalent."""
+    def row(name: str, pct: float, verdict: Verdict) -> MetricComparison:
+        return MetricComparison(name, "lower", 1.0, 0.2, 1 + pct, 0.2, pct, pct, 0.2, verdict, "the interval is wide",
+                                pct - 0.3, pct + 0.3, needed=9 if verdict is Verdict.INCONCLUSIVE else None)
+
+    undecided = tuple(row(f"seedtts.latency_{i}", 0.15 + i / 100, Verdict.INCONCLUSIVE) for i in range(4))
+    c = Comparison("r1/base", "r2/cand", "Welch", 0.05, 0.05, (*undecided, row("seedtts.wer", 0.0, Verdict.EQUIVALENT)),
+                   (), False, ())
+    text = summary.markdown(summary.from_comparison(c, tmp_path / "compare.md"))
+    head = text.split("<details>", 1)[0]
+    assert "No metric changed" not in text and "Could not tell** for 4 metrics" in head
+    assert "No metric was called better or worse" in head
+    for i in range(4):
+        line = next(x for x in head.splitlines() if x.startswith(f"| seedtts.latency_{i} |"))
+        assert f"+{15 + i}.0%" in line and "inconclusive" in line and "about 9 runs a side would resolve it" in line
+    assert "| seedtts.wer |" in text.split("<details>", 1)[1]  # the equivalent one is folded
+    calm = Comparison("r1/base", "r2/cand", "Welch", 0.05, 0.05, (row("seedtts.wer", 0.0, Verdict.EQUIVALENT),), (),
+                      False, ())
+    assert "No metric changed." in summary.markdown(summary.from_comparison(calm, tmp_path / "compare.md"))

@@ -19,7 +19,7 @@ from ..errors import OmnibenchError, SettingsError
 from . import store as st
 from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
 from .rebuild import ensure
-from .series import ChangePoint, History, Point, Series, StepKind
+from .series import ChangePoint, History, OrderSource, Point, Series, StepKind
 
 
 class UnknownMetric(SettingsError):
@@ -113,6 +113,32 @@ def _change_point(points: Sequence[Point], s: Step, line: Sequence[str], metric:
                        _kind(metric, s.step), environment_changes(before.environment, after.environment), named)
 
 
+def _line_known(c: st.IndexedCampaign) -> bool:
+    """Whether ``c``'s first-parent line was stored: its commit was found (a commit time) and it
+    has a stored line, or no parent at all (a root commit's line is empty)."""
+    return bool(c.revision and c.commit_time and (c.ancestry or not c.first_parent))
+
+
+def stored_order(campaigns: Sequence[st.IndexedCampaign]) -> tuple[list[st.IndexedCampaign], tuple[str, ...]] | None:
+    """The campaigns (one per commit) in first-parent order from the lines stored with them, and
+    that line from the oldest to the newest (the untested commits between them included); None
+    when the stored lines do not link every consecutive pair (a campaign indexed without its
+    checkout, commits on different branches, or further apart than the stored depth)."""
+    if len(campaigns) < 2:
+        return list(campaigns), tuple(c.revision for c in campaigns if c.revision)
+    if not all(_line_known(c) for c in campaigns):
+        return None
+    revisions = {c.revision for c in campaigns}
+    ordered = sorted(campaigns, key=lambda c: len(revisions.intersection(c.ancestry)))
+    line = [ordered[0].revision]
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if before.revision not in after.ancestry:
+            return None
+        between = after.ancestry[:after.ancestry.index(before.revision)]
+        line += [*reversed(between), after.revision]
+    return ordered, tuple(line)
+
+
 def _latest_per_commit(campaigns: Sequence[st.IndexedCampaign]) -> dict[str, st.IndexedCampaign]:
     out: dict[str, st.IndexedCampaign] = {}
     for c in sorted(campaigns, key=lambda c: c.completed):
@@ -156,13 +182,20 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
         groups.setdefault(c.identity, []).append(c)
     found = []
     for identity, members in sorted(groups.items(), key=lambda kv: kv[0].key()):
-        per_commit = _latest_per_commit(members)
-        ordered = sorted(per_commit.values(), key=lambda c: (order.get(c.revision, -1), c.commit_time, c.completed))
+        per_commit = list(_latest_per_commit(members).values())
+        source: OrderSource = "checkout"
+        series_line = tuple(c.revision for c in line)
+        if line:
+            ordered = sorted(per_commit, key=lambda c: (order[c.revision], c.completed))
+        elif (stored := stored_order(per_commit)) is not None:
+            (ordered, series_line), source = stored, "stored"
+        else:  # never a guessed order: shown by commit time, with no change point drawn
+            ordered, series_line, source = sorted(per_commit, key=lambda c: (c.commit_time, c.completed)), (), "unknown"
         for m in ([metric] if metric else sorted({m for c in ordered for run in c.runs.values() for m in run})):
             series = _series(identity, m, ordered, by_rev, [b for b in bisects if b.series == identity.key()],
-                             tuple(c.revision for c in line), min_effect)
+                             series_line, min_effect, source)
             if series is not None:
-                found.append(Found(identity, series, tuple(c.revision for c in line)))
+                found.append(Found(identity, series, series_line))
     return found
 
 
@@ -174,7 +207,8 @@ def _label(identity: st.Identity, metric: str) -> str:
 
 
 def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCampaign], by_rev: Mapping[str, Commit],
-            bisects: Sequence[st.Bisected], line: Sequence[str], min_effect: float) -> Series | None:
+            bisects: Sequence[st.Bisected], line: Sequence[str], min_effect: float,
+            order: OrderSource = "checkout") -> Series | None:
     points = []
     for c in ordered:
         values = tuple(run[metric] for _, run in sorted(c.runs.items()) if metric in run)
@@ -187,15 +221,17 @@ def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCamp
                             dict(c.environment)))
     if not points:
         return None
-    steps = find_steps([p.values for p in points], min_effect=min_effect)
+    steps = find_steps([p.values for p in points], min_effect=min_effect) if order != "unknown" else []
     return Series(_label(identity, metric), metric, identity.target, direction(metric), tuple(points),
-                  tuple(_change_point(points, s, line, metric, bisects) for s in steps))
+                  tuple(_change_point(points, s, line, metric, bisects) for s in steps), order)
 
 
 def history(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
             target: str | None = None, checkout: Path | None = None, min_effect: float = MIN_EFFECT) -> History:
     """Every series of the results store that the filters select, in first-parent order of
-    ``checkout`` (a git repository; without one, by commit time) over ``revisions`` (``A..B``
+    ``checkout`` (a git repository; without one, the first-parent lines stored when the campaigns
+    were indexed; where those do not link the commits, the order is unknown: points by commit
+    time and no change point) over ``revisions`` (``A..B``
     or a branch; default HEAD), with change points. A missing database is rebuilt first; a
     corrupt or newer one is a HistoryStoreError; an unknown ``metric`` an UnknownMetric naming
     close names. A step smaller than ``min_effect`` (a fraction) is not a change point."""

@@ -12,6 +12,12 @@ from typing import Any, Literal
 FORMAT = 1
 Direction = Literal["higher", "lower", "context"]
 StepKind = Literal["worse", "better", "changed"]  # "changed": a context metric, no better side
+# Where a series' commit order comes from: the checkout's first-parent line, the first-parent
+# lines stored when its campaigns were indexed, or nowhere (then no change point is drawn).
+OrderSource = Literal["checkout", "stored", "unknown"]
+ORDER_UNKNOWN = ("the commits' order is unknown (their stored first-parent lines do not link them): no change point "
+                 "is drawn; pass --checkout PATH (the measured repository), or `invoke history --rebuild` where "
+                 "the campaigns' checkouts still exist")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Series:
     direction: Direction
     points: tuple[Point, ...]
     change_points: tuple[ChangePoint, ...] = ()
+    order: OrderSource = "checkout"  # "unknown": points in commit-time order, no change points
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, storage_error
 from ..jsonio import strict
-from .series import ChangePoint, History, Point, Series
+from .series import ORDER_UNKNOWN, ChangePoint, History, Point, Series
 from .site_reports import CopiedReport, copy_report
 from .site_svg import num, plot, varying_facts
 
@@ -221,7 +221,8 @@ def index_page(history: History, pages: Sequence[Page]) -> str:
             rows.append([f'<a href="{escape(page.path)}">{escape(s.metric)}</a>', escape(s.target),
                          escape(s.direction), str(len(s.points)),
                          f"{num(last.mean)} [{num(last.low)}, {num(last.high)}] at {escape(last.short)}" if last else "-",
-                         ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"])
+                         "order unknown" if s.order == "unknown"
+                         else ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"])
         body += _table(("metric", "target", "better", "commits", "latest mean [interval]", "change points"),
                        rows, "metrics")
     return _doc("omnibench history", body, "")
@@ -254,7 +255,9 @@ def series_page(s: Series, history: History, reports: dict[str, CopiedReport]) -
     body.append(plot(s, confidence=history.confidence, link=link) if s.points
                 else '<p class="none">No measured commit.</p>')
     body.append("<h2>Change points</h2>")
-    if s.change_points:
+    if s.order == "unknown":
+        body.append(f'<p class="none">{escape(ORDER_UNKNOWN)}</p>')
+    elif s.change_points:
         body += _table(("kind", "commits", "before → after", "step [interval]", "environment changed", "bisected"),
                        [[f'<span class="{escape(c.kind)}">{escape(c.kind)}</span>', escape(_range(c, by_rev)),
                          f"{num(c.before_mean)} → {num(c.after_mean)}",

@@ -40,7 +40,10 @@ from ..store.statuses import CampaignStatus, ExperimentStatus
 from .locks import BUSY_TIMEOUT_S, store_lock, writable
 
 DB_NAME = "history.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: campaigns.ancestry (the first-parent line stored when indexed)
+# How many first-parent ancestors a campaign's row keeps: without a --checkout, two measured
+# commits further apart than this have no known order (docs/history.md).
+ANCESTRY_DEPTH = 1000
 DISK_FULL_BYTES = 1 << 20  # less free than this and SQLite's "disk I/O error" is the disk, not the file
 REBUILD_HINT = "run `invoke history --rebuild`: it makes the database again from the run directories"
 
@@ -61,7 +64,8 @@ CREATE TABLE campaigns (
     environment TEXT NOT NULL,       -- JSON object of facts: name -> value
     report TEXT,                     -- report.md relative to the results root, if one exists
     completed TEXT NOT NULL,
-    indexed TEXT NOT NULL
+    indexed TEXT NOT NULL,
+    ancestry TEXT NOT NULL DEFAULT '[]'  -- JSON list: first-parent ancestors, newest first (schema 2)
 );
 CREATE INDEX campaigns_revision ON campaigns (revision);
 CREATE TABLE runs (
@@ -120,6 +124,7 @@ class IndexedCampaign:
     first_parent: str = ""
     subject: str = ""
     kind: str = "campaign"
+    ancestry: tuple[str, ...] = ()  # first-parent ancestors, newest first (empty: unknown)
 
 
 @dataclass(frozen=True)
@@ -147,11 +152,12 @@ class Store:
         with _guarded(self.path), self.db:
             self.db.execute("DELETE FROM runs WHERE file = ?", (c.file,))
             self.db.execute(
-                "INSERT OR REPLACE INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (c.file, c.kind, c.folder, c.revision, c.commit_time, c.first_parent, c.subject,
                  json.dumps(list(c.identity.workloads)), json.dumps(list(c.identity.options)), c.identity.client,
                  c.identity.target, json.dumps([list(kv) for kv in c.identity.settings]),
-                 json.dumps(dict(c.environment), sort_keys=True), c.report, c.completed, now))
+                 json.dumps(dict(c.environment), sort_keys=True), c.report, c.completed, now,
+                 json.dumps(list(c.ancestry))))
             self.db.executemany("INSERT INTO runs VALUES (?,?,?,?)",
                                 [(c.file, run, m, v) for run, ms in c.runs.items() for m, v in ms.items()])
 
@@ -179,14 +185,15 @@ class Store:
         """Every indexed campaign with its runs."""
         with _guarded(self.path):
             rows = self.db.execute("SELECT file, folder, revision, workloads, options, client, target, environment, "
-                                   "completed, report, commit_time, first_parent, subject, kind, settings FROM campaigns "
-                                   "ORDER BY file").fetchall()
+                                   "completed, report, commit_time, first_parent, subject, kind, settings, ancestry "
+                                   "FROM campaigns ORDER BY file").fetchall()
             values: dict[str, dict[str, dict[str, float]]] = {}
             for file, run, metric, value in self.db.execute("SELECT file, run, metric, value FROM runs ORDER BY file, run"):
                 values.setdefault(file, {}).setdefault(run, {})[metric] = value
         return [IndexedCampaign(r[0], r[1], r[2], Identity(tuple(json.loads(r[3])), tuple(json.loads(r[4])), r[5], r[6],
                                                                 tuple((k, v) for k, v in json.loads(r[14]))),
-                                json.loads(r[7]), values.get(r[0], {}), r[8], r[9], r[10], r[11], r[12], r[13])
+                                json.loads(r[7]), values.get(r[0], {}), r[8], r[9], r[10], r[11], r[12], r[13],
+                                tuple(json.loads(r[15])))
                 for r in rows]
 
     def bisects(self) -> list[Bisected]:
@@ -291,14 +298,15 @@ def connected(path: Path, *, readonly: bool = False, create: bool = False) -> It
             if not readonly:
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA foreign_keys = ON")
-            _migrate(path, db, create=create)
+            _migrate(path, db, create=create, readonly=readonly)
         yield Store(path, db)
     finally:
         db.close()
 
 
-def _migrate(path: Path, db: sqlite3.Connection, *, create: bool) -> None:
-    """Make the schema in a new database (``create``); refuse a newer one, or one without a schema."""
+def _migrate(path: Path, db: sqlite3.Connection, *, create: bool, readonly: bool = False) -> None:
+    """Make the schema in a new database (``create``); bring schema 1 to 2 (a column added, old
+    rows' ancestry unknown); refuse a newer one, or one without a schema."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise HistoryStoreError(f"the history database {path} has schema {version}; this omnibench reads "
@@ -307,6 +315,16 @@ def _migrate(path: Path, db: sqlite3.Connection, *, create: bool) -> None:
                                 hint="use the newer omnibench, or " + REBUILD_HINT)
     if version == SCHEMA_VERSION:
         return
+    if version == 1 and not readonly:  # schema 1 lacks the stored first-parent line: old rows read as unknown
+        with db:
+            db.execute("ALTER TABLE campaigns ADD COLUMN ancestry TEXT NOT NULL DEFAULT '[]'")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return
+    if version == 1:
+        raise HistoryStoreError(f"the history database {path} has schema 1 and this process cannot upgrade it "
+                                "(the results root is read-only)", evidence={"file": str(path), "schema": "1"},
+                                hint="run `invoke history` once where the results root is writable, or "
+                                     + REBUILD_HINT + " in a writable copy")
     if not create or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
         raise _unusable(path, "holds no omnibench schema (not omnibench's, or never finished)")
     with db:
@@ -422,11 +440,30 @@ def commit_facts(checkout: Path | str, revision: str, git: str = "git") -> tuple
     return parts[0], (parts[1].split() or [""])[0], parts[2]
 
 
+def first_parents(checkout: Path | str, revision: str, git: str = "git", depth: int = ANCESTRY_DEPTH) -> tuple[str, ...]:
+    """Up to ``depth`` first-parent ancestors of ``revision`` in ``checkout``, newest first (its
+    parent first); empty where git cannot tell. Stored with the campaign, so that a history
+    without ``--checkout`` still knows the order of the commits it measured."""
+    if not revision or not Path(checkout).is_dir():
+        return ()
+    try:
+        done = subprocess.run([git, "-C", str(checkout), "rev-list", "--first-parent", f"--max-count={depth + 1}",
+                               "--end-of-options", revision, "--"], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    line = done.stdout.split()
+    if done.returncode != 0 or not line or line[0] != revision:
+        return ()
+    return tuple(line[1:])
+
+
 def _with_commit(c: IndexedCampaign, checkouts: Sequence[str], git: str) -> IndexedCampaign:
     for checkout in checkouts:
         time_, parent, subject = commit_facts(checkout, c.revision, git)
         if time_:
-            return replace(c, commit_time=time_, first_parent=parent, subject=subject)
+            return replace(c, commit_time=time_, first_parent=parent, subject=subject,
+                           ancestry=first_parents(checkout, c.revision, git))
     return c
 
 

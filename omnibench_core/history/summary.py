@@ -1,7 +1,8 @@
 """Pull-request summaries: one GitHub-flavoured Markdown renderer for ``invoke compare`` (two
 campaigns), ``invoke ab`` (an experiment) and a history range, sized for a pull-request comment.
-The changed metrics come first, each with its change, interval and verdict; everything else is
-folded in ``<details>``. Each command writes it as ``summary.md`` beside its result and appends
+The changed metrics come first, each with its change, interval and verdict; then the ones that
+could not be told (inconclusive, not compared, a history whose order is unknown), never folded
+and never read as "no change"; everything else is folded in ``<details>``. Each command writes it as ``summary.md`` beside its result and appends
 it to ``$GITHUB_STEP_SUMMARY`` when that is set (append, never overwrite: a job's steps share it).
 """
 
@@ -12,11 +13,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..campaign.verdict import Verdict, change_text, interval_text
 from ..errors import StorageError
-from .series import History
+from .series import ORDER_UNKNOWN, History
 
 if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this module, so it imports neither layer
     from ..ab.analysis import Analysis
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this mod
 # GitHub refuses a comment over 65,536 characters; a workflow may add a heading or a link around it.
 MAX_CHARS = 60_000
 CHANGED = ("worse", "better")  # the verdicts a reviewer must see; "changed" is a history step of a context metric
+UNDECIDED = ("inconclusive", "not", "order")  # the first words of inconclusive, "not compared", "order unknown"
+# What a row is in a summary: called better/worse, not told (inconclusive: no all-clear on it), or the rest.
+Group = Literal["changed", "undecided", "other"]
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 HEADERS = ("metric", "better", "change", "interval", "verdict", "detail")
 
@@ -43,13 +47,15 @@ class Row:
 
 @dataclass(frozen=True)
 class Summary:
-    """What a summary says: a title, a few facts, the changed rows and the others."""
+    """What a summary says: a title, a few facts, the changed rows, the rows it could not tell
+    (``undecided``) and the others."""
 
     title: str
     facts: tuple[str, ...]
     changed: tuple[Row, ...]
     other: tuple[Row, ...]
     source: str  # the full result (compare.md, ab.md, the history), named at the end
+    undecided: tuple[Row, ...] = ()  # inconclusive, not compared, order unknown: shown, never an all-clear
 
 
 def _cell(text: str) -> str:
@@ -90,8 +96,19 @@ def markdown(summary: Summary, limit: int = MAX_CHARS) -> str:
         room -= len("\n".join(table))
         if shown < len(summary.changed):
             out.append(f"\n{len(summary.changed) - shown} more changed metrics: see the full result.")
-    else:
+    if summary.undecided:
+        out += ["", f"**Could not tell** for {len(summary.undecided)} metric"
+                    f"{'s' if len(summary.undecided) != 1 else ''}: not called better, worse or equivalent "
+                    "(see the detail for what would decide it).", ""]
+        table, shown = _table(summary.undecided, room)
+        out += table
+        room -= len("\n".join(table))
+        if shown < len(summary.undecided):
+            out.append(f"\n{len(summary.undecided) - shown} more undecided metrics: see the full result.")
+    if not summary.changed and not summary.undecided:
         out.append("No metric changed.")
+    elif not summary.changed:
+        out.insert(len(head), "No metric was called better or worse, and not every one could be told apart:")
     if summary.other:
         table, shown = _table(summary.other, room)
         out += ["", f"<details><summary>{len(summary.other)} other metrics (no change called)</summary>", ""]
@@ -125,15 +142,22 @@ def append_step_summary(text: str, environ: Mapping[str, str] | None = None) -> 
     return path
 
 
-def _split(rows: Sequence[tuple[Row, bool]]) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
-    """Changed rows (worse before better) and the rest, each in the given order."""
-    changed = sorted((r for r, is_changed in rows if is_changed), key=lambda r: r.verdict != "worse")
-    return tuple(changed), tuple(r for r, is_changed in rows if not is_changed)
+def _group(verdict: str) -> Group:
+    """A verdict's group: better/worse changed, inconclusive (or not compared) undecided, else other."""
+    head = verdict.split(" ")[0]
+    return "changed" if head in CHANGED else "undecided" if head in UNDECIDED else "other"
+
+
+def _split(rows: Sequence[tuple[Row, Group]]) -> tuple[tuple[Row, ...], tuple[Row, ...], tuple[Row, ...]]:
+    """Changed rows (worse before better), undecided rows and the rest, each in the given order."""
+    changed = sorted((r for r, g in rows if g == "changed"), key=lambda r: r.verdict != "worse")
+    return (tuple(changed), tuple(r for r, g in rows if g == "undecided"),
+            tuple(r for r, g in rows if g == "other"))
 
 
 def from_comparison(c: Comparison, source: Path) -> Summary:
     """``invoke compare``'s summary: per metric the change of B against base A and its verdict."""
-    rows = []
+    rows: list[tuple[Row, Group]] = []
     for m in c.metrics:
         verdict = str(m.verdict)
         detail = f"A {m.a_mean:.6g} ± {m.a_sd or 0:.3g}, B {m.b_mean:.6g} ± {m.b_sd or 0:.3g}" \
@@ -141,19 +165,19 @@ def from_comparison(c: Comparison, source: Path) -> Summary:
         if m.verdict == Verdict.INCONCLUSIVE and m.needed:
             detail += f"; about {m.needed} runs a side would resolve it"
         rows.append((Row(m.name, m.direction, change_text(m.pct if m.relative else m.diff, m.relative),
-                         interval_text(m.low, m.high, m.relative, m.method), verdict, detail), verdict in CHANGED))
-    changed, other = _split(rows)
+                         interval_text(m.low, m.high, m.relative, m.method), verdict, detail), _group(verdict)))
+    changed, undecided, other = _split(rows)
     facts = [f"A (base) `{c.a}`, B `{c.b}`",
              f"{c.test}; family held to alpha {c.alpha:g} ({c.correction}); minimum effect {c.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items())]
     facts += [f"setup differs (--force): {d}" for d in c.differences]
-    return Summary(f"omnibench compare: {c.b} vs {c.a}", tuple(facts), changed, other, str(source))
+    return Summary(f"omnibench compare: {c.b} vs {c.a}", tuple(facts), changed, other, str(source), undecided)
 
 
 def from_analysis(a: Analysis, source: Path) -> Summary:
     """``invoke ab``'s summary: per metric the paired change of B against A and its verdict."""
     values = {v.metric: v for v in a.values}
-    rows = []
+    rows: list[tuple[Row, Group]] = []
     for v in a.verdicts:
         vals = values.get(v.metric)
         detail = (f"A mean {statistics.fmean(vals.a):.6g}, B mean {statistics.fmean(vals.b):.6g} over "
@@ -162,21 +186,21 @@ def from_analysis(a: Analysis, source: Path) -> Summary:
             detail += f"; about {v.needed} rounds would resolve it"
         rows.append((Row(v.metric, v.direction, change_text(v.change, v.relative),
                          interval_text(v.low, v.high, v.relative, v.method), v.verdict.value, detail),
-                     v.verdict.value in CHANGED))
-    rows += [(Row(n.metric, n.direction, "-", "-", "not compared", n.why), False) for n in a.not_compared]
-    changed, other = _split(rows)
+                     _group(v.verdict.value)))
+    rows += [(Row(n.metric, n.direction, "-", "-", "not compared", n.why), "undecided") for n in a.not_compared]
+    changed, undecided, other = _split(rows)
     facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
              f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
     facts += [f"noisy: {n}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
-    return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source))
+    return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)
 
 
 def from_history(h: History, source: str = "invoke history") -> Summary:
     """A history range's summary: each change point (worse first) with its commits and step; the
     series without one folded, with their latest mean."""
-    rows = []
+    rows: list[tuple[Row, Group]] = []
     for s in h.series:
         short = {p.revision: p.short for p in s.points}
         name = f"{s.metric} ({s.workload}, {s.target})"
@@ -187,14 +211,16 @@ def from_history(h: History, source: str = "invoke history") -> Summary:
             detail += "".join(f"; {k}: {a} -> {b}" for k, (a, b) in c.environment_changed.items())
             verdict = c.kind + (" (environment)" if c.from_environment else "")
             rows.append((Row(name, s.direction, f"{c.step:+.1%}", f"[{c.step_low:+.1%}, {c.step_high:+.1%}]",
-                             verdict, detail), True))
-        if not s.change_points:
+                             verdict, detail), "changed"))
+        if s.order == "unknown" and len(s.points) > 1:
+            rows.append((Row(name, s.direction, "-", "-", "order unknown", ORDER_UNKNOWN), "undecided"))
+        elif not s.change_points:
             last = s.points[-1] if s.points else None
             rows.append((Row(name, s.direction, "-", f"[{last.low:.6g}, {last.high:.6g}]" if last else "-",
                              "no change point", f"latest {last.mean:.6g} at {last.short}; {len(s.points)} commits"
-                             if last else "no commit measured"), False))
-    changed, other = _split(rows)
+                             if last else "no commit measured"), "other"))
+    changed, undecided, other = _split(rows)
     commits = {p.revision for s in h.series for p in s.points}
     facts = (f"{len(h.series)} series over {len(commits)} measured commits; intervals at {h.confidence:.0%}",
              f"change points: {h.detector or 'not given'}")
-    return Summary("omnibench history", facts, changed, other, source)
+    return Summary("omnibench history", facts, changed, other, source, undecided)

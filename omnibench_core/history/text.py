@@ -4,7 +4,7 @@ point in one line (see docs/history.md)."""
 from __future__ import annotations
 
 from ..tables import table
-from .series import ChangePoint, History, Series
+from .series import ORDER_UNKNOWN, ChangePoint, History, Series
 
 ONE_POINT = "only one measured commit here: no change points can be found (measure more commits of the range)"
 
@@ -35,6 +35,8 @@ def series_text(s: Series, confidence: float) -> str:
              table(rows, ("commit", "committed", "mean", f"{confidence:.0%} interval", "runs", "subject"))]
     if len(s.points) < 2:
         lines.append(f"  {ONE_POINT}")
+    elif s.order == "unknown":
+        lines.append(f"  {ORDER_UNKNOWN}")
     elif not s.change_points:
         lines.append("  no change points")
     lines += [change_line(c) for c in s.change_points]
