@@ -2,7 +2,9 @@
 
 ``FAKE_NVML_SCRIPT`` names a JSON file: ``{"phases": [{"until_s": 1.0, "util": 0, "power_w": 80,
 "reasons": 1}, ...], "processes": [{"pid": 1, "used_mib": 500}], "fail_init": false,
-"no_energy": false}``. Time counts from nvmlInit; the energy counter integrates the power.
+"no_energy": false}`` (a pid ``"self"`` is the calling process; the processes are read again at
+each call, the rest at nvmlInit).
+Time counts from nvmlInit; the energy counter integrates the power.
 """
 
 from __future__ import annotations
@@ -84,5 +86,6 @@ def nvmlDeviceGetTotalEnergyConsumption(handle):
 
 
 def nvmlDeviceGetComputeRunningProcesses(handle):
-    return [SimpleNamespace(pid=p["pid"], usedGpuMemory=int(p["used_mib"] * 2**20))
-            for p in _state["script"].get("processes", [])]
+    # read again at each call: a test changes the processes between two marks of a window
+    return [SimpleNamespace(pid=os.getpid() if p["pid"] == "self" else p["pid"], usedGpuMemory=int(p["used_mib"] * 2**20))
+            for p in _script().get("processes", [])]

@@ -8,9 +8,11 @@ import textwrap
 from pathlib import Path
 
 
-def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False) -> Path:
+def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = False,
+                          apps: list[tuple[int, int]] = ()) -> Path:
     """A fake `nvidia-smi`: prints the next memory value on each memory query (the last one
-    repeats), no compute processes, and logs its argv to calls.log next to it."""
+    repeats), the compute processes ``apps`` (pid, MiB; none by default), and logs its argv to
+    calls.log next to it."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
     script.write_text(textwrap.dedent(f"""\
@@ -30,7 +32,8 @@ def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = F
             for _ in ids:
                 print(values[min(n, len(values) - 1)])
         elif any(a.startswith("--query-compute-apps") for a in sys.argv):
-            pass  # no compute process on the GPUs
+            for pid, mib in {json.dumps(list(apps))}:
+                print(f"{{pid}}, {{mib}}")
         else:
             sys.exit(6)
         """))

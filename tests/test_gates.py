@@ -102,6 +102,24 @@ def test_gpu_free_times_out_with_evidence(tmp_path):
     assert err.value.gate == "GPU_FREE"
 
 
+def test_gpu_free_names_who_holds_the_gpu_at_least_every_ten_seconds_and_in_its_failure(tmp_path):
+    """A tenant (pid 4242, 2048 MiB; this test's own pid too, so its command line is known) holds
+    the GPU past the deadline: the wait says who every 10 s of its clock, and the error names them."""
+    smi = write_fake_nvidia_smi(tmp_path, [80000], apps=[(4242, 2048), (os.getpid(), 512)])
+    ticks = iter(range(10_000))  # a second each time the gate reads its clock (a few times a look)
+    said: list[str] = []
+    with pytest.raises(GpuNotFree) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), interval_s=0, timeout_s=60, progress=said.append,
+                            clock=lambda: float(next(ticks)))
+    assert len(said) >= 4 and all("held by pid 4242 (not visible here) 2048 MiB" in line for line in said), said
+    waited = [0] + [int(line.split("waiting ")[1].split(" s")[0]) for line in said]
+    assert max(b - a for a, b in zip(waited, waited[1:], strict=False)) <= 10 + 5  # 10 s, and one look's clock reads
+    mine = open(f"/proc/{os.getpid()}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()[:200]
+    assert all(f"pid {os.getpid()} ({mine}) 512 MiB" in line for line in said)
+    assert said[0].startswith("GPU_FREE: waiting ") and '{"0": 80000}' in said[0]
+    assert "pid 4242 (not visible here) 2048 MiB" in err.value.evidence["held by"]
+
+
 def test_gpu_free_reports_a_failing_nvidia_smi(tmp_path):
     smi = write_fake_nvidia_smi(tmp_path, [0], fail=True)
     with pytest.raises(GpuQueryError) as err:

@@ -21,7 +21,9 @@ from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.store import telemetry_file
-from omnibench_core.store.run_entries import ServerEntry
+from omnibench_core.store.run_entries import ServerEntry, StepEntry
+from omnibench_core.store.statuses import StepStatus
+from omnibench_core.telemetry.hostload import LoadWindow, noisy_windows
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler
@@ -79,6 +81,10 @@ def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monk
     assert any("another process held 2048.0 MiB on GPU 0" in w and "pid 1" in w for w in warned)
     metrics = metrics_file.read(result.run_dir)
     assert not any(k.startswith("telemetry") for k in metrics.metrics)  # metrics.json keeps the runbook's keys
+    # the GPU noise guard: pid 1 held the GPU through the timed window, so the window is noisy
+    (step,) = [s for s in manifest.steps if s.step == "selftest.client"]
+    assert step.host_load["noisy"] is True and step.host_load["gpu_tenants"][0].startswith("pid 1 (")
+    assert "2048 MiB on GPU 0" in step.host_load["gpu_tenants"][0]
 
 
 @pytest.mark.slow
@@ -166,3 +172,34 @@ def test_a_scoring_server_shared_with_another_run_is_no_telemetry_warning(tmp_pa
     assert doc["servers"][0] == {"label": "echo-scorer", "started_in": "run1"}
     assert doc["warnings"] == ["selftest: GPU telemetry not available: no NVML"]
 
+
+
+def test_a_gpu_tenant_that_starts_mid_window_marks_that_window_noisy(tmp_path, monkeypatch):
+    """The scripted NVML lists only this process, then a foreign one: the window that saw it is
+    noisy and names it; the one before it is not (the sampler looks at every mark, so no wait)."""
+    script = tmp_path / "nvml.json"
+    script.write_text(json.dumps({"phases": [{"until_s": 1000, "util": 50, "power_w": 300}],
+                                  "processes": [{"pid": "self", "used_mib": 4096}]}))
+    monkeypatch.setenv("FAKE_NVML_SCRIPT", str(script))
+    sampler = Sampler(("0",), tmp_path / "s.csv", interval_s=60, nvml_module="fake_nvml")
+    assert sampler.start().available
+    try:
+        quiet = LoadWindow("w.quiet", (), 0.99)
+        t0 = sampler.mark()
+        t1 = sampler.mark()
+        assert sampler.tenants_between(t0, t1) == []
+        assert quiet.close([t.describe() for t in sampler.tenants_between(t0, t1)]).noisy is False
+        busy = LoadWindow("w.busy", (), 0.99)
+        t2 = sampler.mark()
+        script.write_text(json.dumps({"phases": [{"until_s": 1000, "util": 50, "power_w": 300}],
+                                      "processes": [{"pid": "self", "used_mib": 4096}, {"pid": 1, "used_mib": 1500}]}))
+        t3 = sampler.mark()
+        (tenant,) = sampler.tenants_between(t2, t3)
+        assert (tenant.pid, tenant.gpu, tenant.used_mib) == (1, "0", 1500)
+        load = busy.close([tenant.describe()])
+        assert load.noisy and load.foreign_fraction <= 0.99  # noisy for the GPU alone
+        assert "on the slot's GPUs another process: pid 1 (" in load.describe() and "1500 MiB on GPU 0" in load.describe()
+        (again,) = noisy_windows([StepEntry("w.busy", "generate", StepStatus.OK, host_load=load.as_record())])
+        assert again.gpu_tenants == load.gpu_tenants  # read back from the manifest's record
+    finally:
+        sampler.stop()

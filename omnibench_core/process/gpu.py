@@ -100,6 +100,28 @@ def query_compute_apps(gpus: Sequence[str] = (), nvidia_smi: str = "nvidia-smi",
     return apps
 
 
+def process_command(pid: int, proc: str = "/proc") -> str:
+    """A process's command line (200 characters at most), or "not visible here" (another container's)."""
+    try:
+        with open(f"{proc}/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200] or "unknown"
+    except OSError:
+        return "not visible here"
+
+
+def describe_holders(gpus: Sequence[str], nvidia_smi: str = "nvidia-smi", timeout_s: float = CALL_TIMEOUT_S) -> str:
+    """Who holds memory on ``gpus``, in a line: ``pid 4242 (python train.py) 2048 MiB``, ``;``
+    between them; "no compute process listed" when nvidia-smi lists none, or why it could not tell."""
+    try:
+        apps = query_compute_apps(gpus, nvidia_smi, timeout_s)
+    except (GpuQueryError, GpuQueryTimeout) as exc:
+        return f"unknown ({exc.message})"
+    if not apps:
+        return "no compute process listed"
+    return "; ".join(f"pid {a.pid} ({process_command(a.pid)})" + (f" {a.used_mib} MiB" if a.used_mib is not None else "")
+                     for a in apps)
+
+
 def describe_gpus(nvidia_smi: str = "nvidia-smi", timeout_s: float = CALL_TIMEOUT_S) -> list[dict[str, str]]:
     """Index, name, driver and total memory of every GPU; ``[]`` where there is no nvidia-smi."""
     if shutil.which(nvidia_smi) is None:

@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 import requests
 
 from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
-from ..process.gpu import CALL_TIMEOUT_S, query_memory_used
+from ..process.gpu import CALL_TIMEOUT_S, describe_holders, query_memory_used
 from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from ..process.processes import GroupProcess, log_tail
 from ..store.statuses import GateStatus
+
+GPU_FREE_SAY_EVERY_S = 10.0  # while GPU_FREE waits, who holds the GPU is said at least this often
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
 
@@ -186,8 +188,15 @@ def wait_gpu_free(
     nvidia_smi: str = "nvidia-smi",
     clock: Callable[[], float] = time.monotonic,
     call_timeout_s: float = CALL_TIMEOUT_S,
+    progress: Callable[[str], None] | None = None,
+    say_every_s: float = GPU_FREE_SAY_EVERY_S,
+    holders: Callable[[], str] | None = None,
 ) -> GateRecord:
     """GPU_FREE: poll nvidia-smi until every GPU in ``gpus`` uses less than ``threshold_mib``.
+
+    While it waits it says, every ``say_every_s`` through ``progress``, the memory used and who
+    holds it (``holders``; default: nvidia-smi's compute processes with their command lines), and
+    the failure names them too.
 
     The deadline holds even when nvidia-smi hangs: each call may take at most the time left
     (and ``call_timeout_s``), a hung call is killed with its process group and retried, and at
@@ -200,6 +209,8 @@ def wait_gpu_free(
     hung: GpuQueryTimeout | None = None
     hangs = 0
     used: dict[str, int] | None = None
+    said = start
+    who = holders or (lambda: describe_holders(gpus, nvidia_smi, timeout_s=min(call_timeout_s, 10.0)))
     while True:
         left = timeout_s - (clock() - start)
         try:
@@ -223,7 +234,7 @@ def wait_gpu_free(
                     "before the next run",
                 )
             assert used is not None
-            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus)}
+            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus), "held by": who()}
             if hangs:
                 evidence["hung nvidia-smi calls"] = str(hangs)
             raise GpuNotFree(
@@ -231,4 +242,9 @@ def wait_gpu_free(
                 evidence=evidence,
                 hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run",
             )
+        if progress is not None and clock() - said >= say_every_s:
+            said = clock()
+            memory = json.dumps(used) if used is not None else "not answered"
+            progress(f"GPU_FREE: waiting {said - start:.0f} s of {timeout_s:g} s for GPUs {','.join(gpus)} "
+                     f"(memory.used MiB {memory}, threshold {threshold_mib}); held by {who()}")
         time.sleep(max(0.0, min(interval_s, timeout_s - (clock() - start))))

@@ -358,7 +358,7 @@ class Runner:
         free = gates.wait_gpu_free(plan.slot.gpus, threshold_mib=plan.settings.gpu_free_mib,
                                    timeout_s=plan.settings.gpu_free_timeout_s,
                                    interval_s=plan.settings.gpu_poll_interval_s,
-                                   nvidia_smi=plan.tools.nvidia_smi)
+                                   nvidia_smi=plan.tools.nvidia_smi, progress=self.say)
         self.manifest.gate(free, spec.label)
         if free.status == GateStatus.PASSED:
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
@@ -472,16 +472,19 @@ class Runner:
             raise
         finally:
             self._current = ""
-            self._windows.append(StepWindow(f"{workload}.{step.name}", began, self._mark(), timed=timed))
+            ended = self._mark()
+            self._windows.append(StepWindow(f"{workload}.{step.name}", began, ended, timed=timed))
             if load is not None:
-                self._record_load(entry, load)
+                sampler = self._sampler_now
+                tenants = sampler.tenants_between(began, ended) if sampler is not None else []
+                self._record_load(entry, load, [t.describe() for t in tenants])
         entry.status, entry.ended, entry.exit_code = StepStatus.OK, now_iso(), code
         entry.outputs = output_records(self.run_dir, step.outputs)
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
-    def _record_load(self, entry: StepEntry, window: hostload.LoadWindow) -> None:
-        load = window.close()
+    def _record_load(self, entry: StepEntry, window: hostload.LoadWindow, gpu_tenants: Sequence[str] = ()) -> None:
+        load = window.close(gpu_tenants)
         if load is None:  # /proc could not be read: the guard says so rather than failing the step
             entry.host_load = {"available": False, "reason": window.unavailable}
             return

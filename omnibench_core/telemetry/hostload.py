@@ -60,11 +60,8 @@ def _stat_fields(pid: int, proc: Path) -> list[str] | None:
     return stat[stat.rindex(")") + 2:].split()  # field 3 (state) onwards; the name may hold spaces
 
 
-def tree_ticks(root: int, proc: Path = PROC) -> int:
-    """CPU ticks used by ``root`` and every live descendant, each with its reaped children.
-
-    A process that exited and was reaped has its time in its parent's ``cutime``/``cstime``
-    (Linux adds it on wait), so a short-lived client still counts as the run's."""
+def _process_table(proc: Path) -> tuple[dict[int, int], dict[int, int]]:
+    """(pid -> parent pid, pid -> CPU ticks with its reaped children) of every live process."""
     parents: dict[int, int] = {}
     own: dict[int, int] = {}
     try:
@@ -78,18 +75,34 @@ def tree_ticks(root: int, proc: Path = PROC) -> int:
         pid = int(name)
         parents[pid] = int(fields[1])
         own[pid] = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return parents, own
+
+
+def _tree(root: int, parents: dict[int, int]) -> set[int]:
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo, seen = 0, [root], set()
+    todo, seen = [root], set()
     while todo:
         pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += own.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total
+        if pid not in seen:
+            seen.add(pid)
+            todo.extend(children.get(pid, ()))
+    return seen
+
+
+def tree_pids(root: int, proc: Path = PROC) -> set[int]:
+    """``root`` and every live descendant: the run's own processes (the GPU guard's "not foreign")."""
+    return _tree(root, _process_table(proc)[0])
+
+
+def tree_ticks(root: int, proc: Path = PROC) -> int:
+    """CPU ticks used by ``root`` and every live descendant, each with its reaped children.
+
+    A process that exited and was reaped has its time in its parent's ``cutime``/``cstime``
+    (Linux adds it on wait), so a short-lived client still counts as the run's."""
+    parents, own = _process_table(proc)
+    return sum(own.get(pid, 0) for pid in _tree(root, parents))
 
 
 def load_average(proc: Path = PROC) -> float | None:
@@ -115,11 +128,15 @@ class HostLoad:
     load_end: float | None
     threshold: float
     noisy: bool
+    # processes outside the run's tree seen on the slot's GPUs in the window ("pid P (command) M MiB
+    # on GPU G"): any one makes the window noisy, whatever the CPU share
+    gpu_tenants: tuple[str, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         """The manifest's form (rounded)."""
         out = asdict(self)
         out["cpus"] = list(self.cpus)
+        out["gpu_tenants"] = list(self.gpu_tenants)
         for key in ("seconds", "busy_cpu_s", "own_cpu_s", "foreign_cpu_s"):
             out[key] = round(out[key], 3)
         out["foreign_fraction"] = round(self.foreign_fraction, 4)
@@ -129,9 +146,10 @@ class HostLoad:
         """One line for a report: what the other processes took, against the threshold."""
         load = f", load {self.load_start:.1f} -> {self.load_end:.1f}" if self.load_start is not None \
             and self.load_end is not None else ""
+        gpu = f"; on the slot's GPUs another process: {'; '.join(self.gpu_tenants)}" if self.gpu_tenants else ""
         return (f"{self.window}: {self.foreign_fraction:.0%} of the slot's CPU time went to other processes "
                 f"({self.foreign_cpu_s:.1f} CPU-s in {self.seconds:.1f} s on {len(self.cpus)} CPUs{load}; "
-                f"threshold {self.threshold:.0%})")
+                f"threshold {self.threshold:.0%}){gpu}")
 
 
 # Set by a duet's driver for its two workers: the CPU time of the whole experiment's tree (both
@@ -168,8 +186,9 @@ class LoadWindow:
                 self.unavailable = f"{proc}/stat has no line for CPUs {list(self.cpus)} (a renumbered /proc?)"
         self._load0 = load_average(proc)
 
-    def close(self) -> HostLoad | None:
-        """The window's record, from the counters now against those at its start (None: unavailable)."""
+    def close(self, gpu_tenants: Sequence[str] = ()) -> HostLoad | None:
+        """The window's record, from the counters now against those at its start (None: unavailable);
+        ``gpu_tenants``: the foreign processes the GPU sampler saw on the slot's GPUs meanwhile."""
         if self.unavailable:
             return None
         seconds = max(self.clock() - self._t0, 1e-9)
@@ -183,7 +202,8 @@ class LoadWindow:
         foreign = max(busy - own, 0.0)
         fraction = foreign / (seconds * len(self.cpus))
         return HostLoad(self.window, seconds, self.cpus, busy, own, foreign, fraction, self._load0,
-                        load_average(self.proc), self.threshold, fraction > self.threshold)
+                        load_average(self.proc), self.threshold, fraction > self.threshold or bool(gpu_tenants),
+                        tuple(gpu_tenants))
 
 
 
@@ -194,7 +214,8 @@ def noisy_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
         record = step.host_load
         if record is not None and record.get("noisy") is True:
             try:
-                out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ())}))
+                out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ()),
+                                        "gpu_tenants": tuple(record.get("gpu_tenants") or ())}))
             except TypeError:
                 continue  # a record of another shape: not ours to judge
     return out

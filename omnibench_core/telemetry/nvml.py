@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..process.gpu import process_command
+
 # NVML's clocks-throttle (clocks-event) reason bits.
 THROTTLE_REASONS = {
     0x1: "gpu_idle",
@@ -111,13 +113,5 @@ class Nvml:
         for p in running:
             used = getattr(p, "usedGpuMemory", None)
             out.append({"pid": p.pid, "used_mib": round(used / 2**20, 1) if used else None,
-                        "command": _command(p.pid)})
+                        "command": process_command(p.pid)})
         return out
-
-
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
-    except OSError:
-        return "unknown"

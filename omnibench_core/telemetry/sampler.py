@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .hostload import default_root, tree_pids
 from .nvml import FIELDS, Nvml, NvmlUnavailable
 
 COLUMNS = ("time_unix", "time_iso", "gpu", *FIELDS)
@@ -39,13 +40,32 @@ class SamplerResult:
         return self.cpu_seconds / self.seconds if self.seconds > 0 else None
 
 
+@dataclass(frozen=True)
+class GpuTenant:
+    """A compute process outside the run's tree seen on one of the sampler's GPUs."""
+
+    time_unix: float
+    gpu: str
+    pid: int
+    used_mib: float | None
+    command: str
+
+    def describe(self) -> str:
+        """``pid 4242 (python train.py) 2048 MiB on GPU 0``."""
+        mib = f" {self.used_mib:g} MiB" if self.used_mib is not None else ""
+        return f"pid {self.pid} ({self.command or 'unknown'}){mib} on GPU {self.gpu}"
+
+
 class Sampler:
     """``start()`` opens NVML and samples every ``interval_s`` until ``stop()``."""
 
     def __init__(self, gpus: tuple[str, ...], csv_path: Path, *, interval_s: float = 0.2,
-                 nvml_module: str = "pynvml", energy_every_s: float = 5.0):
+                 nvml_module: str = "pynvml", energy_every_s: float = 5.0, tenant_every_s: float = 1.0,
+                 own_root: int | None = None):
         self.gpus, self.csv_path, self.interval_s, self.nvml_module = gpus, csv_path, interval_s, nvml_module
-        self.energy_every_s = energy_every_s
+        self.energy_every_s, self.tenant_every_s = energy_every_s, tenant_every_s
+        self.own_root = default_root() if own_root is None else own_root
+        self.tenants: list[GpuTenant] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()  # the CSV writer is shared by the thread and mark()
         self._writer: Any = None
@@ -74,11 +94,35 @@ class Sampler:
         return self.result
 
     def mark(self) -> float:
-        """Take a full sample now, energy counter included; returns its unix time (a window edge).
-
-        Without NVML (telemetry not available) it only returns the time.
+        """Take a full sample now, energy counter and GPU tenants included; returns its unix time
+        (a window edge). Without NVML (telemetry not available) it only returns the time.
         """
-        return self._sample(energy=True) if self._nvml is not None else time.time()
+        if self._nvml is None:
+            return time.time()
+        now = self._sample(energy=True)
+        self._look_for_tenants(now)
+        return now
+
+    def tenants_between(self, start: float, end: float) -> list[GpuTenant]:
+        """The foreign GPU processes seen from ``start`` to ``end`` (unix times, marks included),
+        one per GPU and pid, with the most memory seen."""
+        with self._lock:
+            seen = [t for t in self.tenants if start <= t.time_unix <= end]
+        most: dict[tuple[str, int], GpuTenant] = {}
+        for t in seen:
+            key = (t.gpu, t.pid)
+            if key not in most or (t.used_mib or 0) > (most[key].used_mib or 0):
+                most[key] = t
+        return list(most.values())
+
+    def _look_for_tenants(self, now: float) -> None:
+        assert self._nvml is not None
+        own = tree_pids(self.own_root)
+        found = [GpuTenant(now, gpu, int(p["pid"]), p["used_mib"], str(p["command"]))
+                 for gpu in self.gpus for p in self._nvml.processes(gpu) if int(p["pid"]) not in own]
+        if found:
+            with self._lock:
+                self.tenants.extend(found)
 
     def stop(self) -> SamplerResult:
         """Stop sampling (a last full sample first) and close NVML; returns the result."""
@@ -107,11 +151,14 @@ class Sampler:
 
     def _loop(self) -> None:
         cpu0, wall0 = time.thread_time(), time.monotonic()
-        last_energy = time.monotonic()
+        last_energy = last_tenants = time.monotonic()
         while not self._stop.wait(self.interval_s):
             energy = time.monotonic() - last_energy >= self.energy_every_s
             if energy:
                 last_energy = time.monotonic()
-            self._sample(energy=energy)
+            now = self._sample(energy=energy)
+            if time.monotonic() - last_tenants >= self.tenant_every_s:
+                last_tenants = time.monotonic()
+                self._look_for_tenants(now)
         self.result.seconds = time.monotonic() - wall0
         self.result.cpu_seconds = time.thread_time() - cpu0
