@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+
 def _round(value: Any, places: int) -> float:
     return round(float(value), places)
 
