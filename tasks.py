@@ -67,7 +67,10 @@ SETTING_CHECKS: dict[str, f.AnyCheck] = {
     "target": TARGET, "results": f.text(), "port": f.port(), "checkout": f.text(), "gpus": f.gpu_ids(),
     "cpus": f.cpu_set(), "client": f.text(),  # --client: each workload checks it against its own choices
     "workload": f.Many(f.text(empty=False)), "opt": f.Many(f.text(empty=False)),  # --opt: the options' schemas
+    "server_profile": f.choice(defaults.SERVER_PROFILES),
 }
+PROFILE_HELP = ("which server is measured: runbook (default: the model's defaults, the runbook's single-GPU server) "
+                "or ci (code2wav batch 16 with a 100 ms wait, as CI's audio stages; target sglang-omni only)")
 RUNS = f.whole(2)  # a campaign's spread needs two measured runs
 # The library's defaults as the text a flag takes (Invoke shows a signature's default in --help).
 PERCENT, THRESHOLD, ALPHA = f"{defaults.MIN_EFFECT * 100:g}", f"{defaults.MIN_EFFECT:.0%}", f"{defaults.ALPHA:g}"
@@ -87,13 +90,15 @@ PERCENT, THRESHOLD, ALPHA = f"{defaults.MIN_EFFECT * 100:g}", f"{defaults.MIN_EF
         "gpus": "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)",
         "cpus": "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)",
         "client": "which client the workloads use: native (omnibench's) or sglang (the checkout's own)",
+        "server-profile": PROFILE_HELP,
     },
 )
 def run(c, workload, target=None, results=None, port=None, run_name=None, opt=None, checkout=None, gpus=None,
-        cpus=None, client=None):
+        cpus=None, client=None, server_profile=None):
     """Run workloads once: fresh server per workload, client, scoring, coverage, metrics.json."""
     with reported():
-        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
+                                 server_profile=server_profile)
         result = api.run(settings, workload, options=opt or [], run_name=run_name, client=client, progress=emit)
     emit(tables.run_summary(result))
     if not result.complete:
@@ -109,6 +114,7 @@ RUN_FLAGS_HELP = {
     "gpus": "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)",
     "cpus": "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)",
     "client": "which client the workloads use: native (omnibench's) or sglang (the checkout's own)",
+    "server-profile": PROFILE_HELP,
 }
 
 
@@ -122,10 +128,11 @@ RUN_FLAGS_HELP = {
     "name": "campaign name (default: from the workloads, options and target; the same command resumes it)",
     **RUN_FLAGS_HELP})
 def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUNS, opt=None, checkout=None, gpus=None,
-            cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name=None):
+            cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name=None, server_profile=None):
     """A campaign: warm-up run0, then --runs measured runs, resumed by the same command; then its report."""
     with reported():
-        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
+                                 server_profile=server_profile)
         asked = campaign.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
         outcome = campaign.measure(settings, asked, name=name, progress=emit)
         made = campaign.report(settings, outcome.campaign.name)
@@ -293,6 +300,7 @@ SCALE_HELP = {
     "client": "native or sglang", "target": "local or sglang-omni", "checkout": "sglang-omni checkout",
     "results": "results root", "port": "base port (slot k serves on port + k)",
     "threshold": "smallest change that counts, e.g. 5% (default 5%)",
+    "server-profile": PROFILE_HELP,
 }
 SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: no --gpus, --cpus
     **{k: v for k, v in SETTING_CHECKS.items() if k not in ("gpus", "cpus")}, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
@@ -310,10 +318,12 @@ SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: 
     "resume": "keep complete campaigns and runs, continue the others"})
 def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", resume=False, threshold=THRESHOLD, client=None, target=None,
-           checkout=None, results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
+           checkout=None, results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url="",
+           server_profile=None):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
-        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
+        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port,
+                                 server_profile=server_profile)
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
                                 address=address, results_transport=results_transport, checkout_url=checkout_url,
                                 progress=emit)
@@ -331,10 +341,11 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, 
     "metric": "metric to judge, e.g. seedtts.throughput_qps"})
 def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RUNS, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
-           port=None, results_transport=DEFAULT_TRANSPORT, checkout_url=""):
+           port=None, results_transport=DEFAULT_TRANSPORT, checkout_url="", server_profile=None):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
-        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port)
+        settings = settings_from(c, target=target, checkout=checkout, results=results, port=port,
+                                 server_profile=server_profile)
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
                                 address=address, results_transport=results_transport, checkout_url=checkout_url,
                                 progress=emit)
@@ -410,10 +421,11 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design=
        b_set=None, opt=None, aa=False, seed="0", retries=str(defaults.RETRIES), scoring=defaults.SCORING, name="",
        alpha=ALPHA, min_effect=PERCENT, fail_on="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
-       cpus=None, client=None):
+       cpus=None, client=None, server_profile=None):
     """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
     with reported():
-        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
+                                 server_profile=server_profile)
         on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,

@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from .jsonio import write_json
 from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .run.layout import ci_dir, next_run_name
-from .settings import Settings, format_cpu_list
+from .settings import Settings
 from .store.names import COMMIT_NAME
 from .tables import table
 
@@ -30,6 +30,29 @@ CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"
 SHELL_BLOCK_ONLY = ("SGLANG_OMNI_STRICT_PORT", "SGLANG_OMNI_STARTUP_TIMEOUT")
 _ACCURACY = re.compile(r"(?:Overall accuracy|Accuracy)\s*:\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(%?)", re.I)
 TIMEOUT_EXIT = 124  # as timeout(1)
+
+
+def taskset_cpu_list(cpus: Iterable[int]) -> str:
+    """A CPU set as util-linux's ``taskset -pc`` prints it: a run of three or more CPUs as
+    ``a-b``, a run of two as ``a,b`` (``{0, 1}`` -> ``"0,1"``, ``{0, 1, 2}`` -> ``"0-2"``).
+
+    sglang-omni's ``.github/scripts/pin_to_ci_cpuset.sh`` (sgl-project/sglang-omni at
+    eecae7691446d1c0a8424dcf3d91056b65b6fab7) pins to ``OMNI_CI_CPUSET`` and then compares it, as a
+    string, with ``taskset -pc $$ | awk '{print $NF}'``: any other spelling of the same set exits 2.
+    """
+    ordered = sorted(set(cpus))
+    out: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{ordered[i]}-{ordered[j]}")
+        else:  # a lone CPU, or two adjacent ones: util-linux lists them
+            out.extend(str(c) for c in ordered[i:j + 1])
+        i = j + 1
+    return ",".join(out)
 
 
 class CiNotReady(GateError):
@@ -67,14 +90,20 @@ def parse_accuracy(log_text: str) -> tuple[float | None, str]:
     return float(match.group(1)) / (100 if match.group(2) else 1), line
 
 
-def prepare_env(settings: Settings, checkout: Path, venv: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The runbook's prepare block on top of this process's environment (router path added later)."""
+def prepare_env(settings: Settings, checkout: Path, venv: Path, base: dict[str, str] | None = None,
+                cpus: Iterable[int] | None = None) -> dict[str, str]:
+    """The runbook's prepare block on top of this process's environment (router path added later).
+
+    ``cpus``: the CPU set ``OMNI_CI_CPUSET`` names (default: this process's affinity, which is what
+    the runbook's ``taskset -pc $$`` reads back), written as ``taskset`` prints it."""
     base = dict(os.environ if base is None else base)
     home = settings.ci.omni_ci_home
-    try:
-        cpuset = format_cpu_list(sorted(os.sched_getaffinity(0)))  # taskset -pc $$, read back
-    except AttributeError:
-        cpuset = ""
+    if cpus is None:
+        try:
+            cpus = os.sched_getaffinity(0)
+        except AttributeError:  # not Linux
+            cpus = ()
+    cpuset = taskset_cpu_list(cpus)
     return build_env(base, {
         **venv_env(venv),
         "OMNI_CI_MODEL": "minicpmo",

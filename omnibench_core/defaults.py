@@ -9,3 +9,7 @@ SCORING = "deferred"  # every run generated, then one scoring server start for a
 ROUNDS = 3  # an A/B experiment's rounds after the warm-ups
 ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)
 MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)
+# Which server a measurement starts (--server-profile): the runbook's single-GPU server at the
+# model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
+SERVER_PROFILES = ("runbook", "ci")
+SERVER_PROFILE = "runbook"

@@ -2,9 +2,9 @@
 
 A campaign (``invoke measure``, each campaign of ``invoke matrix`` and ``invoke bisect``) is
 found, resumed and compared by its :class:`Identity`: the workloads, their options, the client,
-and the settings that change the numbers (the target, its venv, a planted delay). Where it ran
-(the checkout's path, which for a matrix is a worktree of the same commit, and the slot's GPUs
-and CPUs) is recorded beside it but is not identity: the revision folder already names the
+and the settings that change the numbers (the target, its venv, a planted delay, a server
+profile other than the runbook's). Where it ran (the checkout's path, which for a matrix is a
+worktree of the same commit, and the slot's GPUs and CPUs) is recorded beside it but is not identity: the revision folder already names the
 commit, and a matrix may resume a campaign on another slot of the same kind.
 
 :func:`file_name` is the one naming function: a name that fits is readable; a longer one is cut
@@ -20,21 +20,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .defaults import SERVER_PROFILE
 from .settings import Settings
 
 # What a campaign file records of the settings (its ``asked.settings``): identity plus where.
-RECORDED_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms", "local_stream_delay")
+RECORDED_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms", "local_stream_delay",
+                     "server_profile")
 # The recorded settings that change a run's numbers: a campaign is resumed only with equal values.
-IDENTITY_SETTINGS = ("target", "venv", "local_delay_ms", "local_stream_delay")
+IDENTITY_SETTINGS = ("target", "venv", "local_delay_ms", "local_stream_delay", "server_profile")
 # Identity settings left out while empty, so campaigns recorded before they existed still resume.
-LATER_SETTINGS = ("local_stream_delay",)
+LATER_SETTINGS = ("local_stream_delay", "server_profile")
+# Later settings left out at this value too: what every record made before them measured (the
+# runbook's server), so those records keep their identity and their names.
+LATER_DEFAULTS = {"server_profile": SERVER_PROFILE}
 # Where it ran (recorded, not compared): the slot's GPUs and CPUs, the checkout's path.
 WHERE_SETTINGS = tuple(k for k in RECORDED_SETTINGS if k not in IDENTITY_SETTINGS)
 SLOT_SETTINGS = ("gpus", "cpus")  # the slot's part of WHERE_SETTINGS
 # An A/B experiment's shared settings: the recorded ones but the slot's. Its name hashes them, so
 # they keep the checkout's path (names of experiments already on disk stay as they were).
 AB_SHARED_SETTINGS = tuple(k for k in RECORDED_SETTINGS if k not in SLOT_SETTINGS)
-RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "gpus", "cpus")  # what a run's manifest says of RECORDED_SETTINGS
+RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "server_profile", "gpus", "cpus")  # what a run's manifest says of RECORDED_SETTINGS
 NAME_LIMIT = 100  # a campaign name's characters before it is cut and hashed
 HASH_CHARS = 10
 _LEGACY_MATRIX_LIMIT = 120  # main's matrix names (no target), cut at 120
@@ -71,20 +76,21 @@ def counted_settings(settings: Mapping[str, Any], keys: Sequence[str]) -> tuple[
     none), and where the stream delay goes when no delay is planted."""
     def counts(k: str) -> bool:
         value = str(settings[k])
-        if k in LATER_SETTINGS and value == "":
+        if k in LATER_SETTINGS and value in ("", LATER_DEFAULTS.get(k, "")):
             return False
         return not (k == "local_stream_delay" and _no_delay(str(settings.get("local_delay_ms", ""))))
 
     return tuple((k, str(settings[k])) for k in keys if k in settings and counts(k))
 
 
-# The identity settings a history series keeps apart (a planted delay is another measurement);
-# the target is the series' own field, and the venv's path differs per worktree of a matrix.
-PLANTED_SETTINGS = ("local_delay_ms", "local_stream_delay")
+# The identity settings a history series keeps apart (a planted delay, CI's server profile: another
+# measurement); the target is the series' own field, and the venv's path differs per worktree of a matrix.
+PLANTED_SETTINGS = ("local_delay_ms", "local_stream_delay", "server_profile")
 
 
 def planted(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """The planted delays of ``settings`` that make it another measurement (none when 0)."""
+    """The planted delays (none when 0) and a server profile other than the runbook's of
+    ``settings``: what makes it another measurement of the same target."""
     return tuple((k, v) for k, v in counted_settings(settings, PLANTED_SETTINGS)
                  if not (k == "local_delay_ms" and _no_delay(v)))
 
@@ -134,6 +140,8 @@ class Identity:
         """The campaign's name: workloads, options, client, the target and a non-zero planted
         delay, hashed past :data:`NAME_LIMIT`. The same measurement, the same name."""
         parts = [*self._base_parts(), self.setting("target")]
+        if self.setting("server_profile"):  # only a profile other than the runbook's is counted
+            parts.append(f"profile-{self.setting('server_profile')}")
         if not _no_delay(self.setting("local_delay_ms")):
             parts.append(f"delay{self.setting('local_delay_ms')}ms")
             if self.setting("local_stream_delay"):

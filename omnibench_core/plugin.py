@@ -39,7 +39,7 @@ from .scoring import voice
 from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
 from .scoring.percentiles import mean, median, percentile
-from .scoring.speed import speed_summary
+from .scoring.speed import round_or_none, speed_summary
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import PROGRESS_PREFIX, ChatReply, Progress, error_text, post_chat
 from .toolkit.datasets import build_once, default_cache_dir, is_complete
@@ -58,5 +58,5 @@ __all__ = [
     "resample", "LETTERS", "PALETTE", "SPEECH_RATE", "Speaker", "write_color_video",
     # clients and scorers
     "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
-    "speed_summary", "mean", "median", "percentile",
+    "speed_summary", "round_or_none", "mean", "median", "percentile",
 ]

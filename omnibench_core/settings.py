@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .defaults import SERVER_PROFILE, SERVER_PROFILES
 from .errors import SettingsError
 
 
@@ -43,6 +44,8 @@ class RunSettings:
     local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
     # Where local_delay_ms goes instead: "first" or "every" audio chunk of a chat answer; "": per request.
     local_stream_delay: str = ""
+    # The server a run measures: "runbook" (the model's defaults) or "ci" (as CI's audio stages).
+    server_profile: str = SERVER_PROFILE
     # The noise guard: a timed window in which other processes took more than this share of the
     # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
     noise_max_foreign: float = 0.10
@@ -183,6 +186,10 @@ class Settings:
             raise refuse("local_stream_delay", f"local_stream_delay {settings.run.local_stream_delay!r} is not one of "
                          "first, every or empty", "first: before a streamed answer's first audio chunk; every: "
                          "before each chunk; empty: before each request, as local_delay_ms alone")
+        if settings.run.server_profile not in SERVER_PROFILES:
+            raise refuse("server_profile", f"server_profile {settings.run.server_profile!r} is not one of "
+                         f"{', '.join(SERVER_PROFILES)}", "runbook: the model's defaults (the runbook's server); "
+                         "ci: code2wav as CI's audio stages resolve it")
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
         problem = results_problem(settings.run.results_root)

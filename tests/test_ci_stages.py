@@ -14,7 +14,7 @@ from checkout_helpers import make_fake_checkout
 from run_helpers import REPO
 
 from omnibench_core import plugin_manager
-from omnibench_core.ci import parse_accuracy
+from omnibench_core.ci import parse_accuracy, prepare_env, taskset_cpu_list
 from omnibench_core.errors import PluginError
 from omnibench_core.hookspecs import hookimpl
 from omnibench_core.records import CiStage
@@ -105,7 +105,7 @@ def test_all_stages_run_in_order_with_ci_environment_logs_and_summary(tmp_path):
         "FLASHINFER_WORKSPACE_BASE": os.path.expanduser("~"), "FLASHINFER_JIT_DEBUG": "0",
         "SGLANG_OMNI_ROUTER_BIN": router, "SGLANG_OMNI_STRICT_PORT": None,
         "VIRTUAL_ENV": str(checkout / "omni")}
-    assert seen["OMNI_CI_CPUSET"] and all(part.replace("-", "").isdigit() for part in seen["OMNI_CI_CPUSET"].split(","))
+    assert seen["OMNI_CI_CPUSET"] == taskset_cpu_list(os.sched_getaffinity(0))  # as `taskset -pc $$` reads it back
     calls = (checkout / "calls.log").read_text().splitlines()
     assert calls[0] == "router build" and calls.count("router build") == 1  # once per nox invocation
     assert calls[1:] == ["cleanup --kill-orphans CUDA_VISIBLE_DEVICES=0,1"] * len(names)
@@ -198,3 +198,41 @@ def test_third_party_plugins_add_and_replace_stages():
 
     with pytest.raises(PluginError, match="two plugins register a ci-stage named 'tts_ci'"):
         plugin_manager.load([("clash", Clash())])
+
+
+# The readback check of sglang-omni's .github/scripts/pin_to_ci_cpuset.sh (sgl-project/sglang-omni at
+# eecae7691446d1c0a8424dcf3d91056b65b6fab7), restated: pin to OMNI_CI_CPUSET, read the mask back with
+# `taskset -pc $$`, compare the two as strings, exit 2 when they differ.
+PIN_CHECK = """taskset -pc "$OMNI_CI_CPUSET" $$ > /dev/null || exit 2
+[ "$(taskset -pc $$ | awk '{print $NF}')" = "$OMNI_CI_CPUSET" ] || exit 2"""
+
+
+@pytest.mark.parametrize(("cpus", "printed"), [({0}, "0"), ({0, 1}, "0,1"), ({0, 1, 2}, "0-2"), ({3, 4}, "3,4"),
+                                               ({0, 1, 2, 3, 8, 9, 11}, "0-3,8,9,11"), ({2, 3, 4, 8}, "2-4,8")])
+def test_omni_ci_cpuset_is_written_as_taskset_prints_it(tmp_path, cpus, printed):
+    """Two adjacent CPUs are listed (util-linux prints `0,1`), three or more make a range (`0-2`)."""
+    from omnibench_core.settings import Settings
+
+    env = prepare_env(Settings(), tmp_path, tmp_path / "omni", base={}, cpus=cpus)
+    assert env["OMNI_CI_CPUSET"] == printed == taskset_cpu_list(sorted(cpus, reverse=True))
+
+
+def _subsets(cpus: list[int]) -> list[list[int]]:
+    """Each shape this machine can pin to: one CPU, two adjacent ones, three or more in a row."""
+    return [cpus[:n] for n in (1, 2, 3) if len(cpus) >= n and cpus[n - 1] - cpus[0] == n - 1]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="CPU affinity is Linux's")
+def test_upstream_pin_check_accepts_omnibench_cpuset_and_refuses_a_range_of_two(tmp_path):
+    """The real `taskset` reads back what omnibench writes, for every shape this machine has
+    (at least one and two CPUs on the test machine); `0-1` for two CPUs fails the check."""
+    mine = sorted(os.sched_getaffinity(0))
+    shapes = _subsets(mine)
+    assert len(shapes) >= 2, f"this test needs two adjacent CPUs, the process has {mine}"
+    for subset in shapes:
+        cpuset = taskset_cpu_list(subset)
+        done = subprocess.run(["bash", "-c", PIN_CHECK], env={**os.environ, "OMNI_CI_CPUSET": cpuset})
+        assert done.returncode == 0, f"pin check refused OMNI_CI_CPUSET={cpuset!r}"
+    two = f"{shapes[1][0]}-{shapes[1][1]}"  # the old spelling of two adjacent CPUs
+    done = subprocess.run(["bash", "-c", PIN_CHECK], env={**os.environ, "OMNI_CI_CPUSET": two})
+    assert done.returncode == 2

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..checkout import check_checkout, venv_env
+from ..defaults import SERVER_PROFILE
+from ..errors import SettingsError
 from ..gitinfo import git_revision
 from ..hookspecs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
@@ -57,6 +59,14 @@ def prepare_local(settings: Settings) -> TargetEnv:
 
     Results go under ``local-<omnibench commit>``.
     """
+    if settings.run.server_profile != SERVER_PROFILE:
+        # The local server has no code2wav stage: a "ci" run would measure the runbook's server
+        # under another name.
+        raise SettingsError(f"--server-profile {settings.run.server_profile} has no effect on the local target: its "
+                            "CPU server has no code2wav stage to batch, so the run would measure the runbook's "
+                            "server under another name", evidence={"setting": "server_profile", "target": "local"},
+                            hint="use --server-profile runbook (the default) on the local target, or "
+                                 "--target sglang-omni for CI's server")
     source = Path(__file__).resolve().parent.parent
     rev = git_revision(source, settings.tools.git)
     revision, dirty = rev if rev else (f"omnibench-{__version__}", "")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..defaults import SERVER_PROFILE
 from ..errors import OmnibenchError, RunFileError
 from ..identity import differences
 from ..store import manifest as manifest_file
@@ -81,7 +82,8 @@ def run_identity(run_dir: Path) -> dict[str, Any]:
                              hint="name complete runs") from exc
     return {"workloads": list(m.workloads), "options": dict(m.options), "target": m.target,
             "local_delay_ms": m.settings.get("local_delay_ms", "0.0"),
-            "local_stream_delay": m.settings.get("local_stream_delay", ""), "gpus": m.settings.get("gpus"),
+            "local_stream_delay": m.settings.get("local_stream_delay", ""),
+            "server_profile": m.settings.get("server_profile", SERVER_PROFILE), "gpus": m.settings.get("gpus"),
             "cpus": m.settings.get("cpus")}
 
 

@@ -19,6 +19,7 @@ from omnibench_core.plugin import (
     Command,
     RunContext,
     ScorerUse,
+    ServeSpec,
     Step,
     StepContext,
     Workload,
@@ -40,6 +41,11 @@ HF_REVISION = "27f4c1adee83b5b29b7c4b375f6b976324bda308"
 RUNBOOK_SAMPLES = 1088  # the EN full set at HF_REVISION
 SGLANG_CLIENT = "benchmarks.eval.benchmark_omni_seedtts"
 SERVER = model_server(NAME, 8192)  # CI stage 2's server parameters, as in the runbook
+
+
+def _server(ctx: RunContext) -> ServeSpec:
+    """The model server under the run's server profile (runbook: exactly :data:`SERVER`)."""
+    return model_server(NAME, 8192, ctx.settings.server_profile)
 
 # The runbook leaves these at sglang-omni's defaults, which are ours: pass them only when changed.
 SGLANG_OMITS_AT_DEFAULT = ("max_new_tokens", "temperature")
@@ -80,7 +86,7 @@ def _native_client(ctx: RunContext, meta: str) -> Step:
             argv += [flag, format_value(o[key])]
     if o["stream"]:
         argv.append("--stream")
-    return Step("generate", Command(tuple(argv)), server=SERVER,
+    return Step("generate", Command(tuple(argv)), server=_server(ctx),
                 outputs=(_rel(ctx, "speed_results.json"), _rel(ctx, "generated.json")))
 
 
@@ -111,7 +117,7 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
                             "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra)
     return [Step("dataset", Command(tuple(count)), outputs=(_rel(ctx, "dataset.json"),)),
-            Step("generate", client, server=SERVER, outputs=(_rel(ctx, "speed_results.json"),))]
+            Step("generate", client, server=_server(ctx), outputs=(_rel(ctx, "speed_results.json"),))]
 
 
 def _staged_native_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:

@@ -30,6 +30,7 @@ from omnibench_core.plugin import (
     by_name,
     default_of,
     post_chat,
+    round_or_none,
     speed_summary,
     wav_data_uri,
     wav_duration_s,
@@ -44,6 +45,7 @@ from .sse import StreamReply, post_stream
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 
 PROMPT = "Please read the following text out loud in English: "
+TEXT_PREVIEW = 60  # upstream's TEXT_PREVIEW_LENGTH: per_request keeps the text's first 60 characters
 
 
 class WarmupFailed(RuntimeError):
@@ -85,15 +87,62 @@ def _set_field(body: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def request_body(cfg: ClientConfig, sample: Sample, ref_uri: str | None) -> dict[str, Any]:
-    """The exact body sglang-omni's client sends (seed only when given)."""
-    body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT + sample.target_text}],
+    """The body sglang-omni's client sends (seed only when given).
+
+    Voice clone with ``audio.ref_audio``: the reference WAV as a data URI in ``audio``; with
+    ``audios``: the reference's path in ``audios`` and a prompt that quotes its transcript
+    (``VoiceCloneOmni.generate_speech``, benchmarks/tasks/tts.py, stevejake007/sglang-omni at
+    8a6fc24123ced2516b6d0acd9278f4771ab0e6b6)."""
+    prompt = PROMPT + sample.target_text
+    if cfg.voice_clone and cfg.reference_audio_field == "audios":
+        prompt = (f'Listen to the audio above. The speaker is reading: "{sample.ref_text}". '
+                  f"Now please read the following text out loud in the same voice and style: {sample.target_text}")
+    body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": prompt}],
                             "modalities": ["text", "audio"], "audio": {"format": "wav"},
                             "max_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "stream": cfg.stream}
-    if ref_uri is not None:
-        _set_field(body, cfg.reference_audio_field, ref_uri)
     if cfg.seed is not None:
         body["seed"] = cfg.seed
+    if cfg.voice_clone and cfg.reference_audio_field == "audios":
+        body["audios"] = [sample.ref_audio]
+    elif ref_uri is not None:
+        _set_field(body, cfg.reference_audio_field, ref_uri)
     return body
+
+
+def preload_references(cfg: ClientConfig, samples: list[Sample]) -> dict[str, str | OSError]:
+    """Every reference WAV read and base64-encoded once, before any request is timed (as
+    upstream's ``preload_reference_audio``); an unreadable one is kept as its error, so only its
+    requests fail. Only voice clone with ``audio.ref_audio`` sends the audio itself."""
+    if not (cfg.voice_clone and cfg.reference_audio_field == "audio.ref_audio"):
+        return {}
+    refs: dict[str, str | OSError] = {}
+    for sample in samples:
+        if sample.ref_audio not in refs:
+            try:
+                refs[sample.ref_audio] = wav_data_uri(Path(sample.ref_audio).read_bytes())
+            except OSError as exc:
+                refs[sample.ref_audio] = exc
+    return refs
+
+
+def _written(row: dict[str, Any]) -> dict[str, Any]:
+    """One ``per_request`` entry as upstream writes it (``_request_result_to_dict``): times to 4
+    places, the token rate to 1, zero token counts and empty paths and errors as None; the text
+    cut to 60 characters. omnibench's own fields (``engine_time_s``, streaming extras) follow."""
+    out = dict(row)
+    rate = row.get("output_token_rate")
+    out.update(text=row["text"][:TEXT_PREVIEW], latency_s=round_or_none(row["latency_s"], 4),
+               audio_duration_s=round_or_none(row["audio_duration_s"], 4), rtf=round_or_none(row["rtf"], 4),
+               prompt_tokens=row["prompt_tokens"] or None, completion_tokens=row["completion_tokens"] or None,
+               output_token_rate=round(rate, 1) if rate else None, wav_path=row["wav_path"] or None,
+               error=row["error"] or None, engine_time_s=round_or_none(row.get("engine_time_s"), 4))
+    for key in ("audio_ttfp_s", "text_ttft_s", "max_playback_underrun_s"):
+        if key in row:
+            out[key] = round_or_none(row[key], 4)
+    for key in ("inter_chunk_s", "chunk_audio_duration_s"):
+        if key in row:
+            out[key] = [round(v, 4) for v in row[key]] or None
+    return out
 
 
 class SeedTtsClient:
@@ -102,25 +151,22 @@ class SeedTtsClient:
     def __init__(self, cfg: ClientConfig):
         self.cfg = cfg
         self.audio_dir = cfg.output_dir / "audio"
-        self._refs: dict[str, str] = {}
-
-    def _ref_uri(self, sample: Sample) -> str | None:
-        if not self.cfg.voice_clone:
-            return None
-        if sample.ref_audio not in self._refs:  # the whole reference WAV file, as sglang-omni sends it
-            self._refs[sample.ref_audio] = wav_data_uri(Path(sample.ref_audio).read_bytes())
-        return self._refs[sample.ref_audio]
+        self._refs: dict[str, str | OSError] = {}
 
     async def _send(self, session: aiohttp.ClientSession, sample: Sample, save: bool) -> dict[str, Any]:
+        """One request. Timed as upstream's ``make_send_fn``: RTF, ``engine_time_s`` and the token
+        rate end when the reply is read and its audio measured; ``latency_s`` also covers writing
+        the WAV. The reference was encoded before the timed window."""
         row: dict[str, Any] = {"id": sample.sample_id, "text": sample.target_text, "is_success": False,
                                "latency_s": None, "audio_duration_s": None, "rtf": None, "prompt_tokens": None,
-                               "completion_tokens": None, "output_token_rate": None, "wav_path": None, "error": ""}
-        t0 = time.perf_counter()
-        try:
-            body = request_body(self.cfg, sample, self._ref_uri(sample))
-        except OSError as exc:  # an unreadable reference WAV
-            row.update(error=f"{type(exc).__name__}: {exc}", latency_s=0.0)
+                               "completion_tokens": None, "output_token_rate": None, "wav_path": None, "error": "",
+                               "engine_time_s": None, "waited_for_slot": False}
+        ref = self._refs.get(sample.ref_audio)
+        if isinstance(ref, OSError):  # an unreadable reference WAV: this request fails, untimed
+            row.update(error=f"{type(ref).__name__}: {ref}", latency_s=0.0)
             return row
+        body = request_body(self.cfg, sample, ref)
+        t0 = time.perf_counter()
         reply: ChatReply | StreamReply
         if self.cfg.stream:
             reply = await post_stream(session, self.cfg.endpoint.chat_url, body, self.cfg.timeout_s)
@@ -132,23 +178,23 @@ class SeedTtsClient:
                    error=reply.error or ("" if reply.wav else "reply has no audio"))
         if reply.wav and not reply.error:
             duration = wav_duration_s(reply.wav)
+            elapsed = time.perf_counter() - t0  # reply read and measured; the WAV write is not in it
+            row.update(is_success=duration > 0, audio_duration_s=duration, engine_time_s=elapsed,
+                       rtf=elapsed / duration if duration > 0 else None,
+                       output_token_rate=(row["completion_tokens"] or 0) / elapsed if row["completion_tokens"] else None,
+                       error="" if duration > 0 else f"Invalid audio ({len(reply.wav)} bytes)")
             if save:
                 path = self.audio_dir / f"{sample.sample_id}.wav"
                 path.write_bytes(reply.wav)
                 row["wav_path"] = str(path)
-            latency = time.perf_counter() - t0  # send to reply received (its [DONE], streaming) and saved
-            row.update(is_success=duration > 0, latency_s=latency, audio_duration_s=duration,
-                       rtf=latency / duration if duration else None,
-                       output_token_rate=(row["completion_tokens"] or 0) / latency,
-                       error="" if duration > 0 else "reply audio is empty or unreadable")
-        if row["latency_s"] is None:
-            row["latency_s"] = time.perf_counter() - t0
+        row["latency_s"] = time.perf_counter() - t0  # send to reply saved (upstream's latency_s)
         return row
 
     async def run(self, samples: list[Sample]) -> dict[str, Any]:
-        """Health check, warmup, timed window; returns ``speed_results.json``'s content."""
+        """References encoded, health check, warmup, timed window; returns ``speed_results.json``'s content."""
         cfg = self.cfg
         self.audio_dir.mkdir(parents=True, exist_ok=True)
+        self._refs = preload_references(cfg, samples)  # before the warmup and the timed window, as upstream
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.max_concurrency)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
@@ -166,8 +212,10 @@ class SeedTtsClient:
             progress = Progress(len(samples), "requests")
 
             async def one(sample: Sample) -> dict[str, Any]:
+                waited = gate.locked()  # every slot busy when it arrived: its clock starts late
                 async with gate:
                     row = await self._send(session, sample, save=True)
+                row["waited_for_slot"] = waited
                 progress.tick(row["is_success"])
                 return row
 
@@ -182,7 +230,7 @@ class SeedTtsClient:
                   "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "seed": cfg.seed,
                   "voice_clone": cfg.voice_clone, "reference_audio_field": cfg.reference_audio_field,
                   "timeout_s": cfg.timeout_s, "warmup": warmup, "port": cfg.port, "stream": cfg.stream}
-        return {"summary": summary, "config": config, "per_request": rows}
+        return {"summary": summary, "config": config, "per_request": [_written(r) for r in rows]}
 
 
 def write_outputs(output_dir: Path, samples: list[Sample], results: dict[str, Any]) -> None:
@@ -191,9 +239,9 @@ def write_outputs(output_dir: Path, samples: list[Sample], results: dict[str, An
     write_json(output_dir / "speed_results.json", results)
     by_id = {s.sample_id: s for s in samples}
     write_json(output_dir / "generated.json", [
-        {"sample_id": r["id"], "target_text": r["text"], "ref_audio": by_id[r["id"]].ref_audio, "wav_path": r["wav_path"],
-         "is_success": r["is_success"], "latency_s": r["latency_s"], "audio_duration_s": r["audio_duration_s"],
-         "error": r["error"]} for r in rows])
+        {"sample_id": r["id"], "target_text": by_id[r["id"]].target_text, "ref_audio": by_id[r["id"]].ref_audio,
+         "wav_path": r["wav_path"], "is_success": r["is_success"], "latency_s": r["latency_s"],
+         "audio_duration_s": r["audio_duration_s"], "error": r["error"] or ""} for r in rows])
     with open(output_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["id"])
         writer.writeheader()
@@ -236,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     write_outputs(cfg.output_dir, samples, results)
     s = results["summary"]
-    print(f"done: {s['completed_requests']} ok, {s['failed_requests']} failed, {s['throughput_qps']:.2f} req/s",
+    print(f"done: {s['completed_requests']} ok, {s['failed_requests']} failed, {s.get('throughput_qps', 0):.2f} req/s",
           flush=True)
     return 0
 

@@ -18,6 +18,7 @@ from omnibench_core.plugin import (
     Command,
     RunContext,
     ScorerUse,
+    ServeSpec,
     Step,
     StepContext,
     Workload,
@@ -38,6 +39,11 @@ NAME = "videoamme"
 REPO_ID = "zhaochenyang20/Video_AMME_ci"
 REVISION = "7a37507f1b53416b9cb6641378e5a098ea535ab8"
 SERVER = model_server(NAME, 32768)  # CI stage 10's server parameters, as in the runbook
+
+
+def _server(ctx: RunContext) -> ServeSpec:
+    """The model server under the run's server profile (runbook: exactly :data:`SERVER`)."""
+    return model_server(NAME, 32768, ctx.settings.server_profile)
 DEFAULTS = defaults(OPTIONS)
 # The runbook's client block, run as `python -c` with the runbook's flags after it.
 RUNBOOK_CLIENT = """\
@@ -74,7 +80,7 @@ def _dataset_step(ctx: RunContext, make) -> Step:
 
 
 def _generate(ctx: RunContext, client: Command) -> Step:
-    return Step("generate", client, server=SERVER, outputs=(f"{NAME}/videoamme_results.json",))
+    return Step("generate", client, server=_server(ctx), outputs=(f"{NAME}/videoamme_results.json",))
 
 
 def _native_client(ctx: RunContext, data: Path) -> Command:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -27,11 +26,13 @@ from omnibench_core.plugin import (
     by_name,
     default_of,
     post_chat,
+    round_or_none,
     speed_summary,
     wav_duration_s,
     write_json,
 )
 
+from .answers import choices_of, fallback_rng, parse_multi_choice_response
 from .data import VideoSample, load_samples
 from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
 from .prompt import OWN_COPY, REQUEST_TEXT, sha256
@@ -39,8 +40,6 @@ from .prompt import OWN_COPY, REQUEST_TEXT, sha256
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 # The video fields sglang-omni's client sends when set, in its order.
 VIDEO_FIELDS = ("video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels")
-_ANSWER = re.compile(r"Answer\s*:\s*\(?([A-D])\b", re.I)
-_FALLBACK = re.compile(r"\b([A-D])\b")
 
 
 @dataclass(frozen=True)
@@ -73,17 +72,6 @@ class VideoClientConfig:
         return Endpoint(self.port, self.host)
 
 
-def parse_letter(text: str | None) -> tuple[str | None, bool]:
-    """The answer letter: ``Answer: X`` (last one), else a lone letter (an ``mc_fallback``)."""
-    if not text:
-        return None, False
-    found = _ANSWER.findall(text)
-    if found:
-        return found[-1].upper(), False
-    lone = _FALLBACK.findall(text)
-    return (lone[-1], True) if lone else (None, False)
-
-
 def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
     """sglang-omni's Video-AMME request: its request text, the video and the spoken question as file
     paths, speech asked for with ``enable_audio``, each ``video_*`` field that is set."""
@@ -100,37 +88,83 @@ def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
 
 
 async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
+    """One request, timed as upstream's ``make_video_send_fn``: ``engine_time_s`` (RTF and token
+    rate) ends after the reply's audio is measured and written; ``latency_s`` after that too."""
+    row: dict[str, Any] = {"sample_id": sample.sample_id, "text": "", "is_success": False, "latency_s": None,
+                           "prompt_tokens": 0, "completion_tokens": 0, "audio_duration_s": 0.0, "rtf": None,
+                           "engine_time_s": None, "output_token_rate": None, "wav_path": "", "error": "",
+                           "waited_for_slot": False}
+    body = request_body(cfg, sample)
     t0 = time.perf_counter()
-    reply = await post_chat(session, cfg.endpoint.chat_url, request_body(cfg, sample), cfg.timeout_s)
-    row: dict[str, Any] = {"sample_id": sample.sample_id, "expected": sample.answer, "predicted": None,
-                           "raw_response": reply.text, "is_correct": False, "is_success": False, "latency_s": None,
-                           "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                           "audio_duration_s": None, "rtf": None, "wav_path": None, "mc_fallback": False,
-                           "error": reply.error, "duration": sample.duration, "domain": sample.domain,
-                           "task_type": sample.task_type}
+    reply = await post_chat(session, cfg.endpoint.chat_url, body, cfg.timeout_s)
+    row.update(text=reply.text or "", prompt_tokens=reply.prompt_tokens or 0,
+               completion_tokens=reply.completion_tokens or 0, error=reply.error)
     if not reply.error and cfg.enable_audio and not reply.wav:
-        row["error"] = "reply has no audio"
-    if reply.wav and not row["error"]:
-        path = cfg.output_dir / "audio" / f"{sample.sample_id}.wav"
-        path.write_bytes(reply.wav)
-        row.update(wav_path=str(path), audio_duration_s=wav_duration_s(reply.wav))
-    row["latency_s"] = time.perf_counter() - t0
+        row["error"] = "No audio in response"
     if not row["error"]:
-        row["predicted"], row["mc_fallback"] = parse_letter(reply.text)
-        row.update(is_success=True, is_correct=row["predicted"] == sample.answer,
-                   rtf=row["latency_s"] / row["audio_duration_s"] if row["audio_duration_s"] else None)
+        if reply.wav:
+            row["audio_duration_s"] = wav_duration_s(reply.wav)
+            path = cfg.output_dir / "audio" / f"{sample.sample_id}.wav"
+            path.write_bytes(reply.wav)
+            row["wav_path"] = str(path)
+        elapsed = time.perf_counter() - t0
+        row.update(is_success=True, engine_time_s=elapsed,
+                   rtf=elapsed / row["audio_duration_s"] if row["audio_duration_s"] > 0 else None,
+                   output_token_rate=row["completion_tokens"] / elapsed if row["completion_tokens"] else None)
+    row["latency_s"] = time.perf_counter() - t0
     return row
 
 
-def _breakdown(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        group = out.setdefault(row[key], {"total": 0, "correct": 0})
-        group["total"] += 1
-        group["correct"] += row["is_correct"]
-    for group in out.values():
-        group["accuracy"] = group["correct"] / group["total"]
+def records(samples: list[VideoSample], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``per_sample`` as upstream's ``build_videomme_result_records`` writes it, in sample order:
+    the answer parsed from each successful reply (seeded guesses drawn in that order), times to 4
+    places, ``""`` for no answer, no audio or no error; omnibench's ``engine_time_s`` and
+    ``waited_for_slot`` after upstream's fields."""
+    rng = fallback_rng()
+    out = []
+    for sample, row in zip(samples, rows, strict=True):
+        rate, duration, rtf = row["output_token_rate"], row["audio_duration_s"], row["rtf"]
+        record: dict[str, Any] = {
+            "sample_id": sample.sample_id, "video_path": sample.video, "url": "", "video_id": "",
+            "question_id": sample.sample_id, "duration": sample.duration, "domain": sample.domain,
+            "sub_category": "", "task_type": sample.task_type, "expected": sample.answer,
+            "latency_s": round(row["latency_s"], 4), "prompt_tokens": row["prompt_tokens"],
+            "completion_tokens": row["completion_tokens"], "output_token_rate": round(rate, 1) if rate else None,
+            "audio_duration_s": round(duration, 4) if duration > 0 else None,
+            "rtf": round(rtf, 4) if rtf else None, "wav_path": row["wav_path"] or "", "predicted": "",
+            "raw_response": row["error"], "is_correct": False, "is_success": False, "is_mc_fallback": False,
+            "error": row["error"], "engine_time_s": round_or_none(row["engine_time_s"], 4),
+            "waited_for_slot": row["waited_for_slot"]}
+        if row["is_success"]:
+            letters, index2ans = choices_of(sample.options)
+            predicted, guessed = parse_multi_choice_response(row["text"], letters, index2ans, rng)
+            record.update(predicted=predicted, raw_response=row["text"], is_correct=predicted == sample.answer,
+                          is_success=True, is_mc_fallback=guessed, error="")
+        out.append(record)
     return out
+
+
+def _breakdown(per_sample: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for record in per_sample:
+        group = groups.setdefault(record[key], {"total": 0, "correct": 0})
+        group["total"] += 1
+        group["correct"] += record["is_success"] and record["is_correct"]
+    return {name: {**g, "accuracy": round(g["correct"] / g["total"], 4) if g["total"] else 0.0}
+            for name, g in sorted(groups.items())}
+
+
+def accuracy_summary(per_sample: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``summary`` block as upstream's ``compute_videomme_metrics``: failures counted wrong,
+    accuracy to 4 places, ``mc_fallback`` = the seeded guesses, ``per_duration``/``per_domain``/
+    ``per_task_type`` breakdowns sorted by name."""
+    correct = sum(1 for r in per_sample if r["is_success"] and r["is_correct"])
+    total = len(per_sample)
+    return {"total_samples": total, "correct": correct, "accuracy": round(correct / total, 4) if total else 0.0,
+            "failed": sum(1 for r in per_sample if not r["is_success"]),
+            "mc_fallback": sum(1 for r in per_sample if r["is_mc_fallback"]),
+            "per_duration": _breakdown(per_sample, "duration"), "per_domain": _breakdown(per_sample, "domain"),
+            "per_task_type": _breakdown(per_sample, "task_type")}
 
 
 async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, Any]:
@@ -139,8 +173,10 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
     gate, progress = asyncio.Semaphore(cfg.max_concurrency), Progress(len(samples), "questions")
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)) as session:
         async def one(sample: VideoSample) -> dict[str, Any]:
+            waited = gate.locked()  # every client slot busy when it arrived (upstream's waited_for_slot)
             async with gate:
                 row = await _one(session, cfg, sample)
+            row["waited_for_slot"] = waited
             progress.tick(row["is_success"])
             return row
 
@@ -148,14 +184,11 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
         with progress:
             rows = await asyncio.gather(*(one(s) for s in samples))
         wall = time.perf_counter() - t0
-    correct = sum(r["is_correct"] for r in rows)
-    summary = {"total_samples": len(rows), "correct": correct, "accuracy": correct / len(rows) if rows else 0.0,
-               "failed": sum(not r["is_success"] for r in rows), "mc_fallback": sum(r["mc_fallback"] for r in rows),
-               "by_duration": _breakdown(rows, "duration"), "by_domain": _breakdown(rows, "domain"),
-               "by_task_type": _breakdown(rows, "task_type")}
+    per_sample = records(samples, rows)
     config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
               "request_text_sha256": sha256(cfg.request_text)}
-    return {"summary": summary, "speed": speed_summary(rows, wall), "config": config, "per_sample": rows}
+    return {"summary": accuracy_summary(per_sample), "speed": speed_summary(rows, wall), "config": config,
+            "per_sample": per_sample}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,17 +101,20 @@ def letter_questions(base: str, *, talker: bool) -> list[bool]:
 
 def video_questions(base: str, *, talker: bool, count: int = 2) -> list[bool]:
     """The first questions of omnibench's local Video-AMME set (video and spoken question in)."""
-    from omnibench_plugins.videoamme.client import VideoClientConfig, parse_letter, request_body
+    from omnibench_plugins.videoamme.answers import choices_of, fallback_rng, parse_multi_choice_response
+    from omnibench_plugins.videoamme.client import VideoClientConfig, request_body
     from omnibench_plugins.videoamme.data import ensure_local_set, load_samples, local_set_dir
 
     folder = ensure_local_set(local_set_dir())
     cfg = VideoClientConfig(data=folder, output_dir=Path("."), enable_audio=talker)
-    results = []
+    results, rng = [], fallback_rng()
     for sample in load_samples(folder, count):
         status, reply = post(base, "/v1/chat/completions", request_body(cfg, sample))
         message = reply["choices"][0]["message"] if status == 200 else {}
         spoken = bool((message.get("audio") or {}).get("data"))
-        results.append(parse_letter(message.get("content"))[0] == sample.answer and (spoken or not talker))
+        letters, index2ans = choices_of(sample.options)
+        letter, _ = parse_multi_choice_response(message.get("content") or "", letters, index2ans, rng)
+        results.append(status == 200 and letter == sample.answer and (spoken or not talker))
     return results
 
 

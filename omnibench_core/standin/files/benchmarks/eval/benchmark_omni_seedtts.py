@@ -69,7 +69,7 @@ def generate(a: argparse.Namespace, meta: Path) -> int:
     results["config"]["client"] = "sglang-omni stand-in (omnibench native client)"
     write_outputs(a.output_dir, samples, results)
     s = results["summary"]
-    print(f"completed {s['completed_requests']}, failed {s['failed_requests']}, {s['throughput_qps']:.2f} req/s",
+    print(f"completed {s['completed_requests']}, failed {s['failed_requests']}, {s.get('throughput_qps', 0):.2f} req/s",
           flush=True)
     return 0
 

@@ -1,0 +1,265 @@
+"""Issue 29, problem 4: the native clients timed and written as sglang-omni's own.
+
+Each client runs as the workload runs it (``python -m ...``) against a real HTTP server on
+loopback that answers with a script and records every request body. Upstream's definitions are
+in docs/fidelity.md (repository, path and commit of each).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from run_helpers import REPO
+
+from omnibench_core.scoring.speed import speed_summary
+from omnibench_core.toolkit.audio import to_wav_bytes
+from omnibench_plugins.videoamme.answers import FALLBACK_SEED, choices_of, fallback_rng, parse_multi_choice_response
+
+RATE = 24000
+
+
+def wav(seconds: float, level: float = 0.1) -> bytes:
+    t = np.arange(int(seconds * RATE)) / RATE
+    return to_wav_bytes(level * np.sin(2 * np.pi * 220 * t), RATE)
+
+
+def chat_reply(content: str, audio: bytes | None, completion_tokens: int = 7) -> dict:
+    message: dict = {"role": "assistant", "content": content}
+    if audio is not None:
+        message["audio"] = {"id": "a", "data": base64.b64encode(audio).decode("ascii"), "transcript": content}
+    return {"id": "chatcmpl-1", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": completion_tokens, "total_tokens": 11 + completion_tokens}}
+
+
+class Server:
+    """Answers the n-th chat request with ``replies[n]`` (a (status, body) pair); ``on_request`` runs
+    as each request arrives, before its answer; every body is kept."""
+
+    def __init__(self, replies: list[tuple[int, dict]], on_request: Callable[[int], None] = lambda n: None):
+        self.replies, self.on_request = replies, on_request
+        self.bodies: list[dict] = []
+        self.lock = threading.Lock()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Server], int]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(script: Server) -> int:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b'{"status": "healthy"}')
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with script.lock:
+                    n = len(script.bodies)
+                    script.bodies.append(body)
+                    script.on_request(n)
+                status, reply = script.replies[n % len(script.replies)]
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server.server_address[1]
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+# -- seed-tts -------------------------------------------------------------------------------------
+def seedtts_meta(folder: Path, count: int) -> Path:
+    """``count`` samples, each with its own reference WAV."""
+    lines = []
+    for i in range(count):
+        (folder / f"ref{i}.wav").write_bytes(wav(0.1 + 0.01 * i))
+        lines.append(f"s{i}|reference {i}|ref{i}.wav|Please say sentence number {i} for the test.")
+    path = folder / "meta.lst"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_seedtts(meta: Path, port: int, out: Path, *extra: str) -> dict:
+    argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(meta), "--port", str(port),
+            "--output-dir", str(out), "--voice-clone", *extra]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((out / "speed_results.json").read_text())
+
+
+def test_seedtts_encodes_every_reference_before_the_timed_window(serve, tmp_path):
+    """When the first timed request arrives the server rewrites every reference WAV: a client that
+    reads a reference inside its request would send the new bytes for the later samples."""
+    meta = seedtts_meta(tmp_path, 3)
+    originals = {i: (tmp_path / f"ref{i}.wav").read_bytes() for i in range(3)}
+
+    def rewrite(n: int) -> None:
+        if n == 0:
+            for i in range(3):
+                (tmp_path / f"ref{i}.wav").write_bytes(wav(0.5, level=0.3))
+
+    script = Server([(200, chat_reply("ok", wav(1.0)))], on_request=rewrite)
+    results = run_seedtts(meta, serve(script), tmp_path / "out", "--warmup", "0", "--max-concurrency", "1")
+    assert results["summary"]["completed_requests"] == 3
+    sent = [b["audio"]["ref_audio"] for b in script.bodies]
+    assert sent == [f"data:audio/wav;base64,{base64.b64encode(originals[i]).decode()}" for i in range(3)]
+
+
+def test_seedtts_speed_fields_are_upstreams(serve, tmp_path):
+    """RTF and the token rate divide by the request's engine time (reply read, before the WAV is
+    written); latency also covers the write; the three speed fields CI reads; upstream's rounding."""
+    meta = seedtts_meta(tmp_path, 3)
+    script = Server([(200, chat_reply("ok", wav(1.0), completion_tokens=7)),
+                     (200, chat_reply("ok", wav(0.5), completion_tokens=5))])
+    results = run_seedtts(meta, serve(script), tmp_path / "out", "--warmup", "0", "--max-concurrency", "1")
+    summary, rows = results["summary"], results["per_request"]
+    for row in rows:
+        assert row["is_success"] and row["engine_time_s"] <= row["latency_s"]
+        assert row["rtf"] == pytest.approx(row["engine_time_s"] / row["audio_duration_s"], abs=2e-4)
+        # engine_time_s is written to 4 places: the rate from it agrees to that precision
+        assert row["output_token_rate"] == pytest.approx(row["completion_tokens"] / row["engine_time_s"], rel=5e-3, abs=0.06)
+        assert row["latency_s"] == round(row["latency_s"], 4) and row["error"] is None
+        assert row["waited_for_slot"] is (row["id"] != "s0")  # one slot: the two later ones waited for it
+    assert summary["client_slot_waits"] == 2
+    tokens = sum(r["completion_tokens"] for r in rows)
+    assert summary["output_tokens_total"] == tokens == 7 + 5 + 7
+    assert summary["output_tok_per_req_s"] == pytest.approx(tokens / sum(r["engine_time_s"] for r in rows), rel=5e-3,
+                                                            abs=0.06)
+    assert summary["output_throughput"] == pytest.approx(tokens / summary["wall_time_s"], abs=0.06)
+    assert summary["output_tok_per_req_s"] == round(summary["output_tok_per_req_s"], 1)
+    assert summary["latency_mean_s"] == round(summary["latency_mean_s"], 3)
+    assert summary["rtf_mean"] == round(summary["rtf_mean"], 4)
+    assert summary["output_tokens_mean"] == round(tokens / 3)
+
+
+def test_seedtts_audios_field_sends_the_path_and_quotes_the_transcript(serve, tmp_path):
+    """``--reference-audio-field audios``: upstream sends the reference's path, not its bytes."""
+    meta = seedtts_meta(tmp_path, 1)
+    script = Server([(200, chat_reply("ok", wav(1.0)))])
+    run_seedtts(meta, serve(script), tmp_path / "out", "--warmup", "0", "--reference-audio-field", "audios")
+    (body,) = script.bodies
+    assert body["audios"] == [str(tmp_path / "ref0.wav")] and "ref_audio" not in body["audio"]
+    assert 'The speaker is reading: "reference 0"' in body["messages"][0]["content"]
+
+
+def test_speed_summary_without_a_success_has_only_the_counts():
+    rows = [{"is_success": False, "latency_s": 1.0, "waited_for_slot": True}]
+    assert speed_summary(rows, 2.0) == {"total_requests": 1, "completed_requests": 0, "failed_requests": 1,
+                                        "wall_time_s": 2.0}
+
+
+# -- Video-AMME answers ---------------------------------------------------------------------------
+LETTERS, INDEX2ANS = choices_of(["red", "green", "blue", "yellow"])
+
+
+@pytest.mark.parametrize(("text", "letter", "guessed"), [
+    ("The video is mostly red. Answer: B", "B", False),  # the tag wins over anything else
+    ("Answer: **(C)**", "C", False),
+    ("Answer: (c)", None, True),  # the tag takes capitals only; nothing else matches: a guess
+    ("I think (D) fits", "D", False),
+    ("It is A.", "A", False),  # a lone letter, once the end's punctuation is trimmed
+    ("The main colour of this whole video is clearly green", "B", False),  # the option's text
+    ("Green", None, True),  # option text counts only in a reply of more than five words
+    ("(A) or maybe (C)", "C", False),  # several: the one written last
+    ("no idea at all", None, True),
+])
+def test_answers_are_parsed_as_upstreams_parse_multi_choice_response(text, letter, guessed):
+    rng, twin = fallback_rng(), random.Random(FALLBACK_SEED)
+    got, fallback = parse_multi_choice_response(text, LETTERS, INDEX2ANS, rng)
+    assert fallback is guessed
+    assert got == (twin.choice(LETTERS) if guessed else letter)
+
+
+def test_fallback_guesses_are_upstreams_seeded_draws_in_order():
+    rng, twin = fallback_rng(), random.Random(42)  # upstream: random.seed(42), then random.choice per guess
+    guesses = [parse_multi_choice_response("no idea", LETTERS, INDEX2ANS, rng)[0] for _ in range(20)]
+    assert guesses == [twin.choice(LETTERS) for _ in range(20)]
+
+
+# -- Video-AMME client ----------------------------------------------------------------------------
+def videoamme_set(folder: Path) -> Path:
+    """Four questions (file paths only: the scripted server never opens them)."""
+    folder.mkdir()
+    rows = []
+    for i, (answer, duration) in enumerate([("A", "short"), ("B", "short"), ("C", "medium"), ("D", "medium")]):
+        rows.append({"sample_id": f"q{i}", "video": f"v{i}.mp4", "audio": f"q{i}.wav", "question": "colour?",
+                     "options": ["red", "green", "blue", "yellow"], "answer": answer, "duration": duration})
+    (folder / "samples.json").write_text(json.dumps(rows))
+    return folder
+
+
+def test_videoamme_results_have_upstreams_keys_parsing_and_rounding(serve, tmp_path):
+    data = videoamme_set(tmp_path / "set")
+    script = Server([(200, chat_reply("Answer: A", wav(1.0))),  # right
+                     (200, chat_reply("The colour of the whole video is green indeed", wav(1.0))),  # option text
+                     (200, chat_reply("no idea", wav(1.0))),  # a seeded guess
+                     (500, {"detail": "boom"})])  # failed, counted wrong
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--port",
+            str(serve(script)), "--output-dir", str(out), "--enable-audio", "--max-concurrency", "1"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((out / "videoamme_results.json").read_text())
+    summary, rows = doc["summary"], doc["per_sample"]
+    guess = random.Random(42).choice(LETTERS)
+    assert [r["predicted"] for r in rows] == ["A", "B", guess, ""]
+    assert [r["is_mc_fallback"] for r in rows] == [False, False, True, False]
+    assert "mc_fallback" not in rows[0] and not any(k.startswith("by_") for k in summary)
+    correct = 2 + (guess == "C")
+    assert summary["correct"] == correct and summary["accuracy"] == round(correct / 4, 4)
+    assert summary["failed"] == 1 and summary["mc_fallback"] == 1
+    assert summary["per_duration"] == {
+        "medium": {"total": 2, "correct": int(guess == "C"), "accuracy": round(int(guess == "C") / 2, 4)},
+        "short": {"total": 2, "correct": 2, "accuracy": 1.0}}
+    assert set(summary["per_domain"]) == {"synthetic"} and set(summary["per_task_type"]) == {"colour recognition"}
+    failed = rows[3]
+    assert failed["is_success"] is False and failed["raw_response"] == failed["error"] != ""
+    assert failed["wav_path"] == "" and failed["audio_duration_s"] is None and failed["rtf"] is None
+    assert rows[0]["error"] == "" and rows[0]["rtf"] == round(rows[0]["rtf"], 4)
+    assert set(rows[0]) >= {"sample_id", "video_path", "url", "video_id", "question_id", "duration", "domain",
+                            "sub_category", "task_type", "expected", "latency_s", "prompt_tokens",
+                            "completion_tokens", "output_token_rate", "audio_duration_s", "rtf", "wav_path",
+                            "predicted", "raw_response", "is_correct", "is_success", "is_mc_fallback", "error"}
+    speed = doc["speed"]
+    assert speed["completed_requests"] == 3 and speed["client_slot_waits"] == 3
+    assert "output_tok_per_req_s" in speed and "output_throughput" in speed
+
+
+def test_results_written_before_these_keys_still_collect(tmp_path):
+    """A Video-AMME results file of the old layout (``by_*``, ``mc_fallback`` per sample, ``null``
+    for no answer) still gives its metrics: the collector reads only names that did not change."""
+    from omnibench_plugins.videoamme import metrics
+
+    old = {"summary": {"total_samples": 2, "correct": 1, "accuracy": 0.5, "failed": 1, "mc_fallback": 0,
+                       "by_duration": {"short": {"total": 2, "correct": 1, "accuracy": 0.5}}},
+           "speed": {"throughput_qps": 0.25, "latency_mean_s": 4.0}, "config": {},
+           "per_sample": [{"sample_id": "a", "predicted": "A", "mc_fallback": False, "is_success": True},
+                          {"sample_id": "b", "predicted": None, "mc_fallback": False, "is_success": False}]}
+    (tmp_path / "videoamme_results.json").write_text(json.dumps(old))
+    got = metrics.collect(tmp_path).metrics
+    assert got["videoamme.accuracy"] == 0.5 and got["videoamme.failed"] == 1
+    assert got["videoamme.throughput_qps"] == 0.25 and got["videoamme.latency_mean_s"] == 4.0
