@@ -19,6 +19,7 @@ from ..hookspecs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
 from ..settings import STREAM_DELAYS, Settings
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
+from .serve_flags import check_serve_args
 
 # The runbook's shell block: `unset ...; export ...`.
 SGLANG_OMNI_UNSET = ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")
@@ -46,6 +47,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     }
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
+        check_serve_args(spec.args)  # what upstream's serve would refuse, refused before it starts
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 

@@ -20,6 +20,7 @@ from omnibench_core.plugin import (
     RunContext,
     ScorerUse,
     ServeSpec,
+    SettingsError,
     Step,
     StepContext,
     Workload,
@@ -96,9 +97,20 @@ def _sglang_client(ctx: RunContext, mode: str, *extra: str) -> Command:
                     *extra, "--output-dir", str(ctx.workload_dir)))
 
 
+def refuse_unreceived(options: Mapping[str, object]) -> None:
+    """sglang-omni's seed-tts client has no ``--timeout-s`` (each request may take a fixed 300 s, our
+    default): a ``timeout_s`` set away from it would be dropped silently, so it is refused."""
+    if options["timeout_s"] != DEFAULTS["timeout_s"]:
+        raise SettingsError(
+            f"seedtts.timeout_s={format_value(options['timeout_s'])} does not reach sglang-omni's seed-tts client: "
+            f"it has no --timeout-s and waits a fixed {format_value(DEFAULTS['timeout_s'])} s per request",
+            hint="drop --opt seedtts.timeout_s, or add --opt seedtts.client=native (omnibench's client takes it)")
+
+
 def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     """sglang-omni's own client, with the runbook's flags (others only when set away from default)."""
     o = ctx.options
+    refuse_unreceived(o)
     # The count the client will read, from the checkout's own loader (the runbook's is 1088).
     count = [ctx.target.python, str(Path(__file__).with_name("dataset_hf.py")), "--repo", HF_META, "--split", "en",
              "--revision", HF_REVISION, "--runbook-samples", str(RUNBOOK_SAMPLES),

@@ -19,6 +19,7 @@ from omnibench_core.plugin import (
     RunContext,
     ScorerUse,
     ServeSpec,
+    SettingsError,
     Step,
     StepContext,
     Workload,
@@ -99,7 +100,18 @@ def _sglang_wer(ctx: RunContext) -> Step:
     return Step("wer", score, phase="score", server=ASR_SERVER, outputs=(f"{NAME}/wer_summary.json",))
 
 
+def check_sglang_types(options: Mapping[str, object]) -> None:
+    """sglang-omni's Video-AMME client reads ``--timeout-s`` as an int (argparse exits 2 on ``2.5``):
+    a fractional ``timeout_s`` is refused here, before any server starts."""
+    value = options["timeout_s"]
+    if isinstance(value, float) and not value.is_integer():
+        raise SettingsError(f"videoamme.timeout_s={value:g}: sglang-omni's Video-AMME client takes --timeout-s as a "
+                            "whole number of seconds", hint=f"use --opt videoamme.timeout_s={max(1, round(value))}, "
+                            "or --opt videoamme.client=native (omnibench's client takes fractions)")
+
+
 def _sglang_steps(ctx: RunContext) -> list[Step]:
+    check_sglang_types(ctx.options)
     def record(step: StepContext) -> None:
         write_json(step.workload_dir / "dataset.json", {"source": REPO_ID, "revision": REVISION,
                                                         "samples": ctx.options["max_samples"]})

@@ -1,7 +1,8 @@
 """``sgl-omni serve``: the stand-in's server command.
 
-It accepts the flags the runbook and CI pass (``--model-path``, ``--model-name``, ``--port``,
-``--host``, ``--text-only`` and the ``--thinker.*``/``--talker.*`` engine flags), checks the port
+It parses upstream's ``serve`` flags (``--model-path``, ``--config``, ``--model-name``, ``--port``,
+``--host``, ``--text-only``, ``--allowed-local-media-path``, ``--mem-fraction-static``, ... and the
+dotted stage flags of every stage of MiniCPM-o's pipeline), refuses what upstream refuses, checks the port
 as sglang-omni does (``SGLANG_OMNI_STRICT_PORT=1``: a taken port is an error; otherwise it moves to
 a free one and says so), then replaces itself with omnibench's local server, so the process the
 caller started is the server. This commit's ``standin.json`` may add per-request latency
@@ -56,33 +57,78 @@ def _delay_supported(module: str = "omnibench_core.local.__main__") -> bool:
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The ``serve`` flags, and the engine flags (``--thinker.*``, ``--talker.*``) passed on."""
+    """``serve``'s flags as upstream's ``sgl-omni serve`` takes them, and the dotted stage flags.
+
+    Upstream's dotted flags (``--<stage>.<field> VALUE``) are compiled against the model's pipeline:
+    an unknown stage or field, a value of the wrong type, ``--stages.`` or a flag without a value is
+    a usage error, exit 2, never merged. The rules are omnibench's record of upstream's
+    (``omnibench_core.builtin.serve_flags``, held to ``tests/fixtures/upstream/sgl-omni-serve.json``).
+    Returns the parsed flags and the dotted pairs the CPU server understands (``--thinker.*``,
+    ``--talker.*``); the other stages' settings are accepted and have nothing to set here.
+    """
+    from omnibench_core.builtin.serve_flags import TEXT_ONLY_STAGES, dotted_problem
+
     parser = argparse.ArgumentParser(prog="sgl-omni")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the OpenAI-compatible API (omnibench's CPU server)")
-    serve.add_argument("--model-path", required=True)
-    serve.add_argument("--model-name", default="", help="what /v1/models reports (default: the model path)")
-    serve.add_argument("--host", default="127.0.0.1", help="the stand-in binds loopback unless told otherwise")
+    serve.add_argument("--model-path", help="required unless --config gives one")
+    serve.add_argument("--config", help="a pipeline config file (its model_path is read)")
+    serve.add_argument("--text-only", action="store_true", help="the thinker-only pipeline")
+    serve.add_argument("--colocate", action="store_true", help="needs --config; not with --text-only")
+    # upstream binds 0.0.0.0 by default; the stand-in stays on loopback, where its tests run
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (upstream's default: 0.0.0.0)")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--text-only", action="store_true", help="accepted as CI's text stages pass it")
+    serve.add_argument("--model-name", default="", help="what /v1/models reports (default: the model path)")
+    serve.add_argument("--allowed-local-media-path", "--allowed_local_media_path", dest="allowed_local_media_path",
+                       help="the folder local media must resolve inside")
+    serve.add_argument("--allowed-media-domain", "--allowed_media_domain", action="append", default=[],
+                       help="a domain remote media may come from (repeatable)")
+    serve.add_argument("--tts-batch-max-items", type=int, default=32, help="largest /v1/audio/speech/batch")
+    serve.add_argument("--mem-fraction-static", type=float, help="engine.mem_fraction_static of every engine stage")
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error", "critical"))
+    serve.add_argument("--enable-realtime", "--enable_realtime", action="store_true", help="/v1/realtime")
     serve.add_argument("--delay", type=float, default=None,
                        help=f"--model-path {SELFTEST} only: seconds its server loads with the port closed")
     args, rest = parser.parse_known_args(argv)
     if args.delay is not None and args.model_path != SELFTEST:
         parser.error(f"--delay is the {SELFTEST} model's loading time; sglang-omni has no such flag")
-    engine = []
+    if args.colocate and (args.text_only or not args.config):
+        parser.error("--colocate requires --config and cannot be combined with --text-only")
+    if args.config and not args.model_path:
+        args.model_path = _config_model_path(Path(args.config), parser)
+    if not args.model_path:
+        parser.error("--model-path is required unless --config is set")
+    stages = TEXT_ONLY_STAGES if args.text_only else None
+    engine: list[str] = []
     i = 0
-    while i < len(rest):  # --thinker.x VALUE / --talker.x=VALUE pairs, nothing else
+    while i < len(rest):  # KEY VALUE / KEY=VALUE pairs, as upstream pairs them; then judged as config paths
         flag = rest[i]
-        if not flag.startswith(("--thinker.", "--talker.")):
-            parser.error(f"unrecognized argument: {flag}")
-        if "=" in flag or i + 1 >= len(rest):
-            engine.append(flag)
+        key, eq, value = flag.lstrip("-").partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                parser.error(f"Missing value for argument: {flag}")
+            value = rest[i + 1]
             i += 1
-        else:
-            engine += [flag, rest[i + 1]]
-            i += 2
+        i += 1
+        problem = dotted_problem(key, value, stages) if stages else dotted_problem(key, value)
+        if problem:
+            parser.error(problem)
+        if key.startswith(("thinker.", "talker.")):
+            engine.append(f"--{key}={value}")
     return args, engine
+
+
+def _config_model_path(config: Path, parser: argparse.ArgumentParser) -> str:
+    """The ``model_path:`` line of a pipeline config file (the stand-in reads no other key)."""
+    try:
+        lines = config.read_text().splitlines()
+    except OSError as exc:
+        parser.error(f"Config file {str(config)!r} does not exist ({exc.strerror})")
+    for line in lines:
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "model_path":
+            return value.strip().strip("'\"")
+    parser.error(f"Config file {str(config)!r} sets no model_path")
 
 
 def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float) -> list[str]:
@@ -94,6 +140,8 @@ def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms:
         return argv + (["--delay-ms", f"{delay_ms:g}"] if delay_ms else [])
     argv = [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", args.model_path,
             "--model-name", args.model_name or args.model_path, "--host", args.host, "--port", str(port), *engine]
+    if args.allowed_local_media_path:
+        argv += ["--allowed-local-media-path", args.allowed_local_media_path]
     if delay_ms:
         argv += ["--delay-ms", f"{delay_ms:g}"]
     return argv

@@ -19,31 +19,37 @@ from pathlib import Path
 from sglang_omni_standin.data import UnknownDataSet, seedtts_meta
 
 ASR_MODEL = "Qwen/Qwen3-ASR-1.7B"
+DEFAULT_META = "zhaochenyang20/seed-tts-eval-arrow"
+REQUEST_TIMEOUT_S = 300  # upstream's fixed per-request timeout: it has no flag for it
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """sglang-omni's flags for this client."""
+    """sglang-omni's flags for this client: names, types, choices and defaults as upstream's
+    (``tests/fixtures/upstream/benchmark_omni_seedtts.json``). Upstream has no ``--timeout-s``: a
+    request may take 300 s (``REQUEST_TIMEOUT_S``)."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.eval.benchmark_omni_seedtts")
-    mode = p.add_mutually_exclusive_group(required=True)
+    mode = p.add_mutually_exclusive_group()  # none: generate, then transcribe on the same port
     for name in ("generate", "transcribe", "similarity", "utmos"):
         mode.add_argument(f"--{name}-only", action="store_true")
-    p.add_argument("--meta", required=True, help="a meta.lst, or a Hugging Face data set id")
-    p.add_argument("--model", default="minicpmo")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--meta", "--testset", dest="meta", default=DEFAULT_META,
+                   help="a meta.lst, or a Hugging Face data set id")
+    p.add_argument("--model", default="qwen3-omni", help="model name for the API request")
+    p.add_argument("--host", default="localhost")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--voice-clone", action="store_true")
-    p.add_argument("--reference-audio-field", default="audio.ref_audio")
+    p.add_argument("--lang", choices=("en", "zh"), default="en")
+    clone = p.add_mutually_exclusive_group()
+    clone.add_argument("--voice-clone", dest="voice_clone", action="store_true")
+    clone.add_argument("--no-ref-audio", dest="no_ref_audio", action="store_true", help="legacy: no voice clone")
+    p.add_argument("--reference-audio-field", choices=["audios", "audio.ref_audio"], default="audios", help="where the reference goes: audios (Qwen3-Omni) or audio.ref_audio (MiniCPM-o)")
     p.add_argument("--max-concurrency", type=int, default=16)
-    p.add_argument("--output-dir", required=True, type=Path)
-    p.add_argument("--asr-concurrency", type=int, default=4)
-    p.add_argument("--asr-model", default=ASR_MODEL, help="the ASR server's --model-name")
-    p.add_argument("--lang", default="en")
+    p.add_argument("--output-dir", default="results/omni_seedtts", type=Path)
+    p.add_argument("--asr-concurrency", type=int, default=32)
+    p.add_argument("--asr-model-path", default=ASR_MODEL, help="the model the ASR server at --port serves")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--seed", type=int)
     p.add_argument("--warmup", type=int, help="warmup requests (default: --max-concurrency)")
     p.add_argument("--max-samples", type=int)
-    p.add_argument("--timeout-s", type=float, default=300.0)
     p.add_argument("--stream", action="store_true",
                    help="streaming chat completions: per request audio_ttfp_s, inter_chunk_s, text_ttft_s")
     return p
@@ -55,9 +61,9 @@ def generate(a: argparse.Namespace, meta: Path) -> int:
     from omnibench_plugins.seedtts.data import load_meta
 
     cfg = ClientConfig(meta=str(meta), output_dir=a.output_dir, model=a.model, host=a.host, port=a.port,
-                       voice_clone=a.voice_clone, reference_audio_field=a.reference_audio_field,
+                       voice_clone=a.voice_clone and not a.no_ref_audio, reference_audio_field=a.reference_audio_field,
                        max_concurrency=a.max_concurrency, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
-                       seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s,
+                       seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=REQUEST_TIMEOUT_S,
                        stream=a.stream)
     samples = load_meta(meta, a.max_samples)
     a.output_dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +86,7 @@ def transcribe(a: argparse.Namespace) -> int:
     from omnibench_core.scoring.asr_wer import WerJob, score
 
     job = WerJob(rows="generated.json", reference_field="target_text", output="wer_results.json")
-    summary = score(job, a.output_dir, endpoint=Endpoint(a.port, a.host), model=a.asr_model, lang=a.lang,
+    summary = score(job, a.output_dir, endpoint=Endpoint(a.port, a.host), model=a.asr_model_path, lang=a.lang,
                     concurrency=a.asr_concurrency)
     print(f"wer_corpus {summary['wer_corpus']}, evaluated {summary['evaluated']}, skipped {summary['skipped']}",
           flush=True)
@@ -99,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         return generate(a, meta)
     if a.transcribe_only:
         return transcribe(a)
+    if not (a.similarity_only or a.utmos_only):  # upstream's full pipeline: generate, then WER
+        return generate(a, meta) or transcribe(a)
     from omnibench_plugins.seedtts import score
 
     out = score.similarity(a.output_dir, meta=str(meta)) if a.similarity_only else score.utmos(a.output_dir)

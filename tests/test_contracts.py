@@ -1,0 +1,432 @@
+"""omnibench's command builders, native clients and stand-in held to upstream sglang-omni's recorded
+contracts (``tests/fixtures/upstream/``: facts read from upstream's files at named commits)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import wave
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from checkout_helpers import make_fake_checkout
+from upstream_contracts import FIXTURES, argv_problems, flags, load, provenance
+
+from omnibench_core.builtin import serve_flags
+from omnibench_core.builtin.targets import prepare_sglang_omni
+from omnibench_core.errors import SettingsError
+from omnibench_core.records import Command, Endpoint, RunContext, ServeSpec
+from omnibench_core.settings import RunSettings, Settings
+from omnibench_plugins import seedtts, videoamme
+
+STANDIN_FILES = Path(serve_flags.__file__).resolve().parents[1] / "standin" / "files"
+SEEDTTS, VIDEOAMME, SERVE = load("benchmark_omni_seedtts"), load("benchmark_omni_videoamme"), load("sgl-omni-serve")
+CLIENTS_BRANCH = "native clients not yet as upstream's: branch clients"
+
+
+# -- the fixtures themselves ------------------------------------------------------------------------
+def test_every_fixture_names_its_upstream_file_at_a_commit():
+    names = sorted(p.stem for p in FIXTURES.glob("*.json"))
+    assert names == ["benchmark_omni_seedtts", "benchmark_omni_videoamme", "ci-scripts", "output-keys",
+                     "sgl-omni-serve", "signatures", "taskset-cpulist"]
+    for name in names:
+        found = provenance(load(name))
+        assert found, name
+        for repository, path, commit in found:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+", repository) and path and not path.startswith("/"), name
+            assert re.fullmatch(r"[0-9a-f]{40}", commit), (name, path, commit)
+        assert "read" in json.dumps(load(name)), name
+
+
+# -- builders: every flag passed exists upstream with a value of its type ---------------------------
+def _sglang_env(tmp_path):
+    return prepare_sglang_omni(Settings.of(checkout=str(make_fake_checkout(tmp_path / "co"))))
+
+
+def _ctx(env, tmp_path, workload, module, **options):
+    return RunContext(tmp_path / "run0", workload, Endpoint(8000), {**module.DEFAULTS, **options}, env, RunSettings())
+
+
+def _module_argv(argv, module):
+    """The program's own flags: after ``python -m <module>``."""
+    return list(argv[list(argv).index(module) + 1:])
+
+
+@pytest.mark.parametrize("options", [{}, {"seed": 7, "warmup": 2, "max_samples": 5, "stream": True,
+                                          "temperature": 0.5, "max_new_tokens": 64, "max_concurrency": 4}])
+def test_seedtts_sglang_commands_pass_only_upstream_flags(tmp_path, options):
+    env = _sglang_env(tmp_path)
+    steps = seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang", **options))
+    runs = [s.run.argv for s in steps if isinstance(s.run, Command) and seedtts.SGLANG_CLIENT in s.run.argv]
+    assert len(runs) == 4  # generate, transcribe, similarity, utmos
+    for argv in runs:
+        own = _module_argv(argv, seedtts.SGLANG_CLIENT)
+        assert argv_problems(own, SEEDTTS) == [], own
+    generate = _module_argv(runs[0], seedtts.SGLANG_CLIENT)
+    # upstream's defaults are Qwen3-Omni's: omnibench names MiniCPM-o's model and reference field itself
+    assert generate[generate.index("--model") + 1] == "minicpmo"
+    assert generate[generate.index("--reference-audio-field") + 1] == "audio.ref_audio"
+
+
+@pytest.mark.parametrize("options", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "timeout_s": 30.0}])
+def test_videoamme_sglang_command_passes_only_upstream_flags(tmp_path, options):
+    env = _sglang_env(tmp_path)
+    steps = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="sglang",
+                                                    **options))}
+    own = list(steps["generate"].run.argv[3:])  # python -c <the runbook's block> <flags>
+    assert argv_problems(own, VIDEOAMME) == [], own
+    assert own[own.index("--model") + 1] == "minicpmo"
+
+
+def test_the_runbook_blocks_call_upstreams_signatures(tmp_path):
+    """The ``python -c`` blocks call functions with arguments the recorded signatures take."""
+    functions = {f["name"]: f for f in load("signatures")["functions"]}
+    run_eval = functions["benchmarks.eval.benchmark_omni_videoamme.run_videoamme_eval"]
+    assert "compute_wer" in run_eval["keyword_only"]
+    assert "repo_help" in functions["benchmarks.eval.benchmark_omni_videomme.add_video_eval_args"]["keyword_only"]
+    wer = functions["benchmarks.tasks.asr.compute_text_audio_consistency_from_records"]
+    called = {"compute_wer": videoamme.RUNBOOK_CLIENT, "repo_help": videoamme.RUNBOOK_CLIENT,
+              "asr_router_port": videoamme.RUNBOOK_WER, "asr_concurrency": videoamme.RUNBOOK_WER}
+    for keyword, block in called.items():
+        assert f"{keyword}=" in block
+    assert {"asr_router_port", "asr_concurrency"} <= set(wer["keyword_only"])
+    assert len(wer["positional"]) == 3  # records, "en", "cuda:0" in the block
+    assert 'records, "en", "cuda:0", asr_router_port=' in videoamme.RUNBOOK_WER
+
+
+@pytest.mark.parametrize("workload", [seedtts, videoamme])
+def test_sgl_omni_serve_argv_passes_only_upstream_flags(tmp_path, workload):
+    env = _sglang_env(tmp_path)
+    ctx = _ctx(env, tmp_path, workload.NAME, workload, client="sglang")
+    servers = {s.server for s in workload.plan(ctx) if s.server is not None}
+    assert len(servers) == 2  # the model's and the ASR server
+    for spec in servers:
+        argv = env.serve_argv(spec, 8000)
+        assert argv[1] == "serve"
+        assert argv_problems(argv[2:], SERVE) == [], argv
+
+
+def test_the_check_can_fail_on_a_doctored_contract(tmp_path):
+    """A builder flag the recorded upstream lacks is caught: the era before --reference-audio-field,
+    and a pipeline without the talker's engine."""
+    env = _sglang_env(tmp_path)
+    steps = seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang"))
+    generate = _module_argv(next(s.run.argv for s in steps if s.name == "generate"), seedtts.SGLANG_CLIENT)
+    older = {**SEEDTTS, "flags": [f for f in SEEDTTS["flags"] if f["name"] != "--reference-audio-field"]}
+    assert argv_problems(generate, older) == ["--reference-audio-field: upstream has no such flag",
+                                              "'audio.ref_audio': not a flag"]
+    narrower = {**SEEDTTS, "flags": [{**f, "choices": ["audios"]} if f["name"] == "--reference-audio-field" else f
+                                     for f in SEEDTTS["flags"]]}
+    assert argv_problems(generate, narrower) == ["--reference-audio-field 'audio.ref_audio': upstream's choices "
+                                                 "are ['audios']"]
+    server = env.serve_argv(next(s.server for s in steps if s.name == "generate"), 8000)
+    no_talker = {**SERVE, "dotted_flags": {**SERVE["dotted_flags"], "engine_stages": ["thinker"]}}
+    assert [p.split(":")[0] for p in argv_problems(server[2:], no_talker)] == ["--talker.engine.mem_fraction_static"]
+    int_timeout = [f for f in VIDEOAMME["flags"] if f["name"] == "--timeout-s"]
+    assert int_timeout and int_timeout[0]["type"] == "int"
+    assert argv_problems(["--timeout-s", "2.5"], VIDEOAMME) == ["--timeout-s '2.5': upstream types it int"]
+
+
+# -- serve's rules in omnibench are the recorded ones ------------------------------------------------
+def test_serve_flags_module_is_the_recorded_upstream():
+    dotted = SERVE["dotted_flags"]
+    assert list(serve_flags.STAGES) == dotted["stages"]
+    assert list(serve_flags.TEXT_ONLY_STAGES) == dotted["text_only_stages"]
+    assert list(serve_flags.ENGINE_STAGES) == dotted["engine_stages"]
+    assert serve_flags.ENGINE_KEYS.keys() == dotted["engine_keys_declared"].keys()
+    assert serve_flags.FACTORY_KEYS.keys() == dotted["factory_keys_declared"].keys()
+    assert set(serve_flags.STAGE_FIELDS) | set(serve_flags.GROUPS) == set(dotted["stage_fields"])
+    recorded = flags(SERVE)
+    assert set(serve_flags.TOP_FLAGS) == set(recorded)
+    for name, kind in serve_flags.TOP_FLAGS.items():
+        assert (kind or "bool") == recorded[name].type, name
+
+
+@pytest.mark.parametrize("args, refused", [
+    (("--thinker.engine.mem_fraction_static", "0.55"), None),
+    (("--code2wav.factory.max_batch_size", "16", "--code2wav.factory.max_batch_wait_ms=100"), None),
+    (("--preprocessing.gpu", "0", "--thinker.engine.some_server_arg", "x"), None),  # engine keys are free-form
+    (("--vocoder.factory.max_batch_size", "8"), "no stage 'vocoder'"),
+    (("--thinker.bogus", "1"), "has no setting 'bogus'"),
+    (("--code2wav.engine.mem_fraction_static", "0.1"), "engine.* exists only on engine stages"),
+    (("--thinker.factory.max_seq_len", "8192.5"), "expects int"),
+    (("--stages.thinker.gpu", "0"), "the stages. prefix is implied"),
+    (("--thinker.factory", "1"), "a settings group"),
+    (("--text-only", "--talker.engine.mem_fraction_static", "0.1"), "no stage 'talker'"),
+    (("--thinker.gpu",), "missing value"),
+    (("--timeout-s", "5"), "no flag '--timeout-s'"),
+])
+def test_unknown_stage_settings_are_refused_before_any_server_starts(tmp_path, args, refused):
+    env = _sglang_env(tmp_path)
+    spec = ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo", args=args)
+    if refused is None:
+        assert env.serve_argv(spec, 8000)[-2:] == ["--port", "8000"]
+        return
+    with pytest.raises(SettingsError, match=re.escape(refused)) as caught:
+        env.serve_argv(spec, 8000)
+    assert "MiniCPM-o's pipeline" in caught.value.hint
+
+
+# -- options typed as the client that receives them ---------------------------------------------------
+def test_seedtts_timeout_is_refused_with_the_sglang_client_not_dropped(tmp_path):
+    env = _sglang_env(tmp_path)
+    with pytest.raises(SettingsError, match="does not reach sglang-omni's seed-tts client") as caught:
+        seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang", timeout_s=60.0))
+    assert "seedtts.client=native" in caught.value.hint
+    assert seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="native", timeout_s=60.0))  # native takes it
+    # at upstream's own fixed 300 s nothing is lost
+    assert seedtts.DEFAULTS["timeout_s"] == SEEDTTS["request_timeout_s"]["value"]
+    assert seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang"))
+
+
+def test_videoamme_timeout_is_an_int_for_the_sglang_client(tmp_path):
+    env = _sglang_env(tmp_path)
+    with pytest.raises(SettingsError, match="takes --timeout-s as a whole number") as caught:
+        videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="sglang", timeout_s=2.5))
+    assert "videoamme.timeout_s=2" in caught.value.hint
+    steps = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="native",
+                                                    timeout_s=2.5))}
+    argv = steps["generate"].run.argv
+    assert argv[argv.index("--timeout-s") + 1] == "2.5"  # omnibench's client takes fractions
+
+
+# -- the stand-in's programs take upstream's flags --------------------------------------------------
+DUMP = """
+import argparse, json, sys
+def dump(p):
+    out = {}
+    for a in p._actions:
+        for name in a.option_strings:
+            if name in ("-h", "--help"):
+                continue
+            t = "bool" if a.nargs == 0 else {int: "int", float: "float"}.get(a.type, "str")
+            d = a.default if a.default is None or isinstance(a.default, (int, float, str, bool)) else str(a.default)
+            out[name] = {"type": t, "default": d, "choices": list(a.choices) if a.choices else None,
+                         "required": a.required}
+    return out
+"""
+
+
+def _standin_flags(program: str) -> dict[str, dict]:
+    code = DUMP + {
+        "seedtts": "from benchmarks.eval.benchmark_omni_seedtts import build_parser\nprint(json.dumps(dump(build_parser())))",
+        "videoamme": "from benchmarks.eval import benchmark_omni_videoamme as m\n"
+                     "print(json.dumps(dump(m.add_video_eval_args(argparse.ArgumentParser(), repo_help=''))))",
+    }[program]
+    done = subprocess.run([sys.executable, "-c", code], cwd=STANDIN_FILES, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(STANDIN_FILES), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("program, contract", [("seedtts", SEEDTTS), ("videoamme", VIDEOAMME)])
+def test_standin_clients_take_upstreams_flags_types_and_defaults(program, contract):
+    theirs, ours = flags(contract), _standin_flags(program)
+    for name, got in ours.items():
+        assert name in theirs, f"the stand-in's {name} is not upstream's"
+        want = theirs[name]
+        assert got["type"] == want.type, name
+        default = None if want.default == "inf" else want.default
+        if name != "--output-dir" or default is None:  # upstream's path default, ours a Path of it
+            assert got["default"] == default or str(got["default"]) == str(default), name
+        assert (got["choices"] or None) == (list(want.choices) if want.choices else None), name
+        assert not got["required"], name  # upstream requires none of its client flags
+    for absent in contract.get("absent_flags", ()):
+        assert absent not in ours
+    for name in ("--timeout-s",):  # the Video-AMME client's is an int, the seed-tts client has none
+        assert (name in ours) == (name in theirs)
+
+
+def test_the_reference_audio_field_flag_is_one_recognisable_line():
+    """Another change (the eras of the stand-in) drops this line in early commits: it stays one line."""
+    text = (STANDIN_FILES / "benchmarks" / "eval" / "benchmark_omni_seedtts.py").read_text()
+    lines = [line for line in text.splitlines() if "--reference-audio-field" in line and "add_argument" in line]
+    assert len(lines) == 1 and lines[0].strip().startswith('p.add_argument("--reference-audio-field", ')
+
+
+def _standin_serve(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    code = ("import json, sys\nfrom sglang_omni_standin.cli import parse\n"
+            "a, engine = parse(sys.argv[1:])\nprint(json.dumps({'model_path': a.model_path, 'engine': engine, "
+            "'media': a.allowed_local_media_path}))")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": f"{STANDIN_FILES}:{Path.cwd()}", "PATH": "/usr/bin:/bin"})
+
+
+def test_standin_serve_takes_upstreams_flags_and_refuses_unknown_stage_keys(tmp_path):
+    config = tmp_path / "omni.yaml"
+    config.write_text("config_cls: MiniCPMOSpeechPipelineConfig\nmodel_path: openbmb/MiniCPM-o-4_5\n")
+    ok = _standin_serve(["serve", "--config", str(config), "--allowed-local-media-path", str(tmp_path),
+                         "--code2wav.factory.max_batch_size", "16", "--preprocessing.gpu=0",
+                         "--thinker.factory.max_seq_len", "256", "--mem-fraction-static", "0.8"], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    got = json.loads(ok.stdout)
+    assert got == {"model_path": "openbmb/MiniCPM-o-4_5", "engine": ["--thinker.factory.max_seq_len=256"],
+                   "media": str(tmp_path)}
+    for args, says in ((["--thinker.nonsense", "1"], "has no setting 'nonsense'"),
+                       (["--vocoder.gpu", "0"], "no stage 'vocoder'"),
+                       (["--thinker.gpu"], "Missing value"),
+                       (["--text-only", "--code2wav.factory.max_batch_size", "16"], "no stage 'code2wav'")):
+        bad = _standin_serve(["serve", "--model-path", "m", *args], tmp_path)
+        assert bad.returncode == 2 and says in bad.stderr, (args, bad.stderr)  # as upstream: a usage error
+    assert _standin_serve(["serve"], tmp_path).returncode == 2  # --model-path required unless --config
+
+
+# -- the JSON keys the native clients write, held to upstream's ----------------------------------------
+def _wav(seconds: float = 0.2, rate: int = 24000) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate)
+        w.writeframes(b"\x00\x01" * int(seconds * rate))
+    return buffer.getvalue()
+
+
+class _Chat(BaseHTTPRequestHandler):
+    """A loopback chat server: every answer is "Answer: A" with a short WAV."""
+
+    def log_message(self, *args):
+        pass
+
+    def _json(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._json({"status": "healthy"})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        audio = base64.b64encode(_wav()).decode()
+        self._json({"id": "chatcmpl-1", "object": "chat.completion", "model": "minicpmo", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Answer: A",
+                                     "audio": {"id": "a", "data": audio, "transcript": "Answer: A"}},
+             "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+@pytest.fixture(scope="module")
+def native_results(tmp_path_factory):
+    """What the native clients write, each run once against a loopback chat server."""
+    from omnibench_plugins.seedtts.client import ClientConfig, SeedTtsClient, write_outputs
+    from omnibench_plugins.seedtts.data import Sample
+    from omnibench_plugins.videoamme.client import VideoClientConfig
+    from omnibench_plugins.videoamme.client import run as run_video
+    from omnibench_plugins.videoamme.data import VideoSample
+
+    tmp = tmp_path_factory.mktemp("native")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        ref = tmp / "ref.wav"
+        ref.write_bytes(_wav())
+        samples = [Sample(f"s{i}", "a reference", str(ref), "Read this.") for i in range(2)]
+        out = tmp / "seedtts"
+        out.mkdir()
+        speed = asyncio.run(SeedTtsClient(ClientConfig(meta="meta.lst", output_dir=out, port=port, warmup=0,
+                                                       max_concurrency=2)).run(samples))
+        write_outputs(out, samples, speed)
+        videos = [VideoSample(f"v{i}", str(tmp / "v.mp4"), str(tmp / "q.wav"), "?", ("a", "b", "c", "d"), "A")
+                  for i in range(2)]
+        video = asyncio.run(run_video(VideoClientConfig(data=tmp, output_dir=tmp / "videoamme", port=port,
+                                                        max_concurrency=2), videos))
+    finally:
+        server.shutdown()
+    return json.loads((out / "speed_results.json").read_text()), video
+
+
+def test_native_seedtts_speed_summary_has_upstreams_core_keys(native_results):
+    speed, _ = native_results
+    keys = load("output-keys")["speed_summary"]
+    assert set(keys["always"]) - {"client_slot_waits"} <= set(speed["summary"])
+    assert {"summary", "config", "per_request"} <= set(speed)
+
+
+@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
+def test_native_seedtts_speed_summary_has_every_upstream_key(native_results):
+    speed, _ = native_results
+    keys = load("output-keys")["speed_summary"]
+    want = {*keys["always"], *keys["when_tokens"], *keys["when_audio"]}
+    assert want <= set(speed["summary"]), sorted(want - set(speed["summary"]))
+
+
+def test_native_videoamme_results_have_upstreams_top_level_and_core_keys(native_results):
+    _, video = native_results
+    keys = load("output-keys")["videoamme_results"]
+    assert set(keys["top_level"]) <= set(video)
+    assert {"total_samples", "correct", "accuracy", "failed", "mc_fallback"} <= set(video["summary"])
+
+
+@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
+def test_native_videoamme_summary_keys_are_upstreams(native_results):
+    _, video = native_results
+    assert set(video["summary"]) == set(load("output-keys")["videoamme_results"]["summary"])
+
+
+@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
+def test_native_videoamme_per_sample_keys_are_upstreams(native_results):
+    _, video = native_results
+    want = set(load("output-keys")["videoamme_per_sample"]["keys"]) - {"video_path", "url", "video_id",
+                                                                          "question_id", "sub_category"}
+    row = video["per_sample"][0]
+    assert want <= set(row), sorted(want - set(row))
+    assert "mc_fallback" not in row  # upstream's name is is_mc_fallback
+
+
+# -- taskset's list format --------------------------------------------------------------------------
+def _cpulist(cpus: list[int]) -> str:
+    """util-linux's rule as recorded: two adjacent CPUs stay a pair, three or more become a range."""
+    out, i, ordered = [], 0, sorted(set(cpus))
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out += [f"{ordered[i]}-{ordered[j]}"] if j - i >= 2 else [str(c) for c in ordered[i:j + 1]]
+        i = j + 1
+    return ",".join(out)
+
+
+def test_the_recorded_taskset_examples_follow_the_recorded_rule():
+    record = load("taskset-cpulist")
+    for text, cpus in record["examples"].items():
+        assert _cpulist(cpus) == text
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="needs util-linux's taskset")
+def test_the_recorded_rule_is_what_this_hosts_taskset_prints():
+    done = subprocess.run(["taskset", "-c", "0", "bash", "-c", "taskset -pc $$"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == _cpulist([0])
+
+
+@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
+def test_omni_ci_cpuset_is_written_as_taskset_prints_it():
+    from omnibench_core.settings import format_cpu_list
+
+    assert format_cpu_list([0, 1]) == _cpulist([0, 1]) == "0,1"
+
+
+def test_ci_script_arguments_are_upstreams():
+    from omnibench_core import ci
+    from omnibench_core.setup import checkout
+
+    scripts = {s["path"]: s for s in load("ci-scripts")["scripts"]}
+    assert scripts[checkout.VENV_SCRIPT]["args"] == ["omni"]
+    assert scripts[ci.ROUTER_SCRIPT]["args"] == ["build"]
+    assert scripts[ci.CLEANUP_SCRIPT]["args"] == ["--kill-orphans"]
+    assert scripts[checkout.HASH_SCRIPT]["sourced"] and scripts[checkout.HASH_SCRIPT]["defines"] == "omni_ci_deps_hash"
+    import inspect
+
+    assert inspect.signature(checkout.build_venv).parameters["extra_args"].default == ("omni",)
+    source = inspect.getsource(ci)
+    assert '[self.bash, ROUTER_SCRIPT, "build"]' in source and '[self.bash, CLEANUP_SCRIPT, "--kill-orphans"]' in source
