@@ -29,7 +29,6 @@ from omnibench_plugins import seedtts, videoamme
 
 STANDIN_FILES = Path(serve_flags.__file__).resolve().parents[1] / "standin" / "files"
 SEEDTTS, VIDEOAMME, SERVE = load("benchmark_omni_seedtts"), load("benchmark_omni_videoamme"), load("sgl-omni-serve")
-CLIENTS_BRANCH = "native clients not yet as upstream's: branch clients"
 
 
 # -- the fixtures themselves ------------------------------------------------------------------------
@@ -352,7 +351,6 @@ def test_native_seedtts_speed_summary_has_upstreams_core_keys(native_results):
     assert {"summary", "config", "per_request"} <= set(speed)
 
 
-@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
 def test_native_seedtts_speed_summary_has_every_upstream_key(native_results):
     speed, _ = native_results
     keys = load("output-keys")["speed_summary"]
@@ -367,13 +365,11 @@ def test_native_videoamme_results_have_upstreams_top_level_and_core_keys(native_
     assert {"total_samples", "correct", "accuracy", "failed", "mc_fallback"} <= set(video["summary"])
 
 
-@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
 def test_native_videoamme_summary_keys_are_upstreams(native_results):
     _, video = native_results
     assert set(video["summary"]) == set(load("output-keys")["videoamme_results"]["summary"])
 
 
-@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
 def test_native_videoamme_per_sample_keys_are_upstreams(native_results):
     _, video = native_results
     want = set(load("output-keys")["videoamme_per_sample"]["keys"]) - {"video_path", "url", "video_id",
@@ -409,11 +405,12 @@ def test_the_recorded_rule_is_what_this_hosts_taskset_prints():
     assert done.stdout.split()[-1] == _cpulist([0])
 
 
-@pytest.mark.xfail(strict=True, reason=CLIENTS_BRANCH)
 def test_omni_ci_cpuset_is_written_as_taskset_prints_it():
-    from omnibench_core.settings import format_cpu_list
+    from omnibench_core.ci import taskset_cpu_list
 
-    assert format_cpu_list([0, 1]) == _cpulist([0, 1]) == "0,1"
+    for cpus in ([0, 1], [0, 1, 2], [0, 2, 3, 4, 7, 8]):
+        assert taskset_cpu_list(cpus) == _cpulist(cpus)
+    assert taskset_cpu_list([0, 1]) == "0,1"
 
 
 def test_ci_script_arguments_are_upstreams():
