@@ -265,6 +265,12 @@ def test_matrix_and_bisect_across_two_eras_name_the_planted_commit(invoke, tmp_p
     assert "not measurable with these options" in table["-1"] and c2[:7] in table["-1"]
     saved = json.loads(next((tmp_path / "results" / "bisects").glob("*.json")).read_text())
     assert saved["first_bad"] == c4 and set(saved["not_measurable"]) == {c1, c2} and saved["skipped_ends"] == [c1, c2]
+    # history draws a point for each measured commit and none for the old era's
+    history = invoke("history", "--checkout", str(made.root), "--metric", "seedtts.latency_mean_s", "--workload",
+                     "seedtts", "--json", str(tmp_path / "history.json"), env=env)
+    assert history.returncode == 0, history.stdout[-4000:] + history.stderr[-2000:]
+    (series,) = json.loads((tmp_path / "history.json").read_text())["series"]
+    assert [p["revision"] for p in series["points"]] == [c3, c4]
     assert not server_pids(tmp_path)
 
 
