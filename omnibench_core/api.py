@@ -13,7 +13,7 @@ from .heartbeat import beating
 from .plugin_manager import PluginManager, Registry
 from .process.gpu import call_timeout
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
-from .run import environment, layout, ownership
+from .run import capabilities, environment, layout, ownership
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
@@ -104,6 +104,8 @@ def run(
         raise storage_error(f"claiming a run directory in {revision}", exc) from exc
     try:
         plan = _plan(registry, settings, chosen, opts, target_env, slot, run_dir)
+        # the checkout's era supports every flag and keyword the plan passes, before any server starts
+        capabilities.check_plan(plan.steps, target_env, settings.run.results_root, progress=progress)
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
         raise
@@ -134,9 +136,11 @@ def score_runs(
     Returns one result per run that ended (complete, incomplete or failed), in order.
     """
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    plans = [_plan(registry, settings, chosen, opts, target_env, slot, Path(d)) for d in run_dirs]
+    for plan in plans[:1]:  # the same steps for every run: one check
+        capabilities.check_plan(plan.steps, target_env, settings.run.results_root, progress=progress)
     with beating(progress) as beat:
-        runners = [Runner(_plan(registry, settings, chosen, opts, target_env, slot, Path(d)),
-                          progress=beat, on_start=manager.notify_run_start) for d in run_dirs]
+        runners = [Runner(plan, progress=beat, on_start=manager.notify_run_start) for plan in plans]
         try:
             return score_together(runners)
         finally:
@@ -144,6 +148,20 @@ def score_runs(
                 if runner.result is not None and runner.result.status is not RunStatus.GENERATED:
                     for problem in manager.notify_run_finish(runner.info, runner.result):
                         beat(f"warning: a run-finish hook failed: {problem}")
+
+
+def check_supported(settings: Settings, workloads: Sequence[str], *, options: Sequence[str] = (),
+                    client: str | None = None, progress: Callable[[str], None] = print,
+                    extra_plugins: Iterable[tuple[str, object]] = ()) -> None:
+    """Raise :class:`~omnibench_core.errors.UnsupportedOption` when the configured checkout's era
+    lacks a flag or keyword these workloads' steps pass (the capability probe, cached per commit);
+    nothing is started and no run directory is made. A campaign asks this before its first run."""
+    _, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
+    revision = layout.revision_dir(settings.run.results_root, target_env.folder)
+    never_made = revision / "run-capability-probe"  # planning only builds argv lists: nothing is written
+    steps = {w.name: plan_steps(registry, w, RunContext(never_made, w.name, slot.endpoint, opts[w.name], target_env,
+                                                         settings.run)) for w in chosen}
+    capabilities.check_plan(steps, target_env, settings.run.results_root, progress=progress)
 
 
 def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,

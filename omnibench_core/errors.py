@@ -169,3 +169,16 @@ def storage_error(what: str, exc: OSError) -> StorageError:
         evidence["note"] = "no space left, or no free inodes (df -i)"
     return StorageError(f"cannot write the results while {what}", evidence=evidence,
                         hint=_STORAGE_HINTS.get(code, "check the results folder (df -h, df -i, ls -ld)"))
+
+
+class UnsupportedOption(SettingsError):
+    """The checkout at this commit lacks something the planned run passes or calls (a client's
+    flag, a function's keyword, its CI's model): its era predates it. Raised before any server
+    starts; a matrix, bisect or history marks such a commit "not measurable with these options",
+    never good or bad. ``option`` names what is missing, ``commit`` the checkout's commit."""
+
+    def __init__(self, message: str, *, option: str, commit: str, hint: str = "",
+                 evidence: dict[str, Any] | None = None):
+        super().__init__(message, hint=hint, evidence={"option": option, "commit": commit, **(evidence or {})})
+        self.option = option
+        self.commit = commit

@@ -71,6 +71,8 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     The campaign is locked for the whole measurement: a second command for it at once (on
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
     """
+    # an option the checkout's era lacks is refused before the campaign file or any server exists
+    api.check_supported(settings, asked.workloads, options=asked.options, client=asked.client, progress=progress)
     revision = api.revision_dir(settings)
     name = name or campaign_file.name_for(revision, asked.identity())
     path = campaign_file.campaign_path(revision, name)

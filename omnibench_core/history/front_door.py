@@ -123,8 +123,10 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
             stored = st.index_bisect(settings.run.results_root, result.file, git=settings.tools.git) is not None
+            unsplit = (f"; could not split: one of {', '.join(x[:7] for x in result.candidates)} (the others are not "
+                       "measurable with these options)" if len(result.candidates) > 1 else "")
             done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"
-                        + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
+                        + unsplit + ("" if stored else "; not stored: its good end's campaign file cannot be read"))
     if not done:
         progress("no change point with untested commits to bisect")
     return done

@@ -171,6 +171,22 @@ def _verdict_text(verdicts: Sequence[Verdict]) -> str:
     return "; ".join(parts) or "equivalent on every metric with a better side"
 
 
+def _against_first(result: MatrixResult, job: CampaignJob, o: CampaignOutcome) -> str:
+    """The last column: the verdicts, "base", why a campaign has none, or why it did not run."""
+    vs = result.verdicts.get(job.key)
+    if vs is not None:
+        return _verdict_text(vs)
+    if o.status is JobStatus.NOT_MEASURABLE:  # its era lacks an option: neither good nor bad
+        return (o.error.splitlines() or ["not measurable with these options"])[0]
+    if o.status is not JobStatus.COMPLETE:
+        return o.error[:80]
+    base = next((j for j in result.jobs if j.options == job.options), job)
+    if base.key == job.key:
+        return "base"
+    first = result.outcomes.get(base.key)
+    return f"no compare: the first revision is {first.status if first else 'not run'}"
+
+
 def matrix_text(result: MatrixResult) -> str:
     """The table of every campaign, with its compare against the first revision."""
     rows = []
@@ -182,10 +198,8 @@ def matrix_text(result: MatrixResult) -> str:
         slot = o.slot
         gpus = ",".join(slot.get("gpus", []))
         where = f"{slot.get('index', '?')}: {f'GPU {gpus}' if gpus else 'no GPU'} port {slot.get('port', '?')}"
-        vs = result.verdicts.get(job.key)
         rows.append((job.short, ";".join(job.options) or "defaults", o.status + (" (kept)" if o.reused else ""), where,
-                     ",".join(o.runs), f"{o.seconds:.0f}", "base" if vs is None and o.status is JobStatus.COMPLETE else
-                     (_verdict_text(vs) if vs is not None else o.error[:80])))
+                     ",".join(o.runs), f"{o.seconds:.0f}", _against_first(result, job, o)))
     lines = [table(rows, ("revision", "options", "campaign", "slot", "measured runs", "seconds", "against the first revision"))]
     notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()
                     if o.slot.get("note")})

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import OmnibenchError, RunInterrupted, Terminated
+from ..errors import OmnibenchError, RunInterrupted, Terminated, UnsupportedOption
 from ..jsonio import read_json, write_json
 from ..settings import Settings
 from ..store.statuses import JobStatus
@@ -80,6 +80,9 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
     except (RunInterrupted, KeyboardInterrupt, Terminated) as exc:
         return CampaignOutcome(job.key, JobStatus.INTERRUPTED, slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
                                error=str(exc) or type(exc).__name__)
+    except UnsupportedOption as exc:  # its era lacks an option: no server started, neither good nor bad
+        return CampaignOutcome(job.key, JobStatus.NOT_MEASURABLE, slot=spec.slot.as_dict(),
+                               seconds=time.monotonic() - t0, error=str(exc))
     except OmnibenchError as exc:
         return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), seconds=time.monotonic() - t0,
                                error=str(exc))

@@ -20,6 +20,12 @@ from .stages import KINDS, stage_files
 FILES = Path(__file__).with_name("files")
 SETTINGS_FILE = "standin.json"
 UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
+# The era boundary the stand-in can plant: upstream's seed-tts client gained --reference-audio-field
+# around 2026-08 (sgl-project/sglang-omni benchmarks/eval/benchmark_omni_seedtts.py at 12f259e44889
+# has none and sends the reference in `audios`; stevejake007/sglang-omni at 8a6fc24123ce has it).
+ERA_CLIENT = "benchmarks/eval/benchmark_omni_seedtts.py"
+ERA_FLAG = "--reference-audio-field"
+OLD_ERA_FIELD = "audios"  # where an old-era client puts the reference: the field it had no flag for
 
 
 @dataclass(frozen=True)
@@ -27,13 +33,15 @@ class StandinSpec:
     """What to make: ``commits`` commits; from commit ``regress_at`` (1-based) on, every request
     takes ``delay_ms`` longer and ``fail_stage`` (if any) cannot pass. Every commit adds
     ``base_delay_ms`` to each request, so a regression is measured against a latency that the
-    machine's own jitter does not dwarf."""
+    machine's own jitter does not dwarf. With ``era_from``, the commits before it are the old era:
+    their seed-tts client has no ``--reference-audio-field`` at all (argparse exits 2 on it)."""
 
     commits: int = 1
     regress_at: int | None = None
     delay_ms: float = 50.0
     fail_stage: str | None = None
     base_delay_ms: float = 0.0
+    era_from: int | None = None  # commits before this one (1-based) are the old era: no --reference-audio-field
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
@@ -45,6 +53,10 @@ class StandinSpec:
                                                                                           self.base_delay_ms) < 0:
             raise SettingsError(f"--delay-ms {self.delay_ms:g} and --base-delay-ms {self.base_delay_ms:g} must be "
                                 "finite and at least 0")
+        if self.era_from is not None and not 2 <= self.era_from <= self.commits:
+            raise SettingsError(f"--era-from {self.era_from} leaves no old-era commit before it, or is not one of the "
+                                f"commits 1..{self.commits}", hint="e.g. --commits 4 --era-from 3: commits 1 and 2 are "
+                                                                  "the old era")
         if self.fail_stage and self.fail_stage not in KINDS:
             raise SettingsError(f"no CI stage named {self.fail_stage!r}", hint=f"one of {', '.join(KINDS)}")
 
@@ -54,6 +66,10 @@ class StandinSpec:
         failing = self.fail_stage if self.fail_stage and (self.regress_at is None or regressed) else None
         return {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
                 "ci_thresholds": {failing: UNREACHABLE} if failing else {}}
+
+    def old_era(self, index: int) -> bool:
+        """Whether commit ``index`` (1-based) is of the old era (no --reference-audio-field)."""
+        return self.era_from is not None and index < self.era_from
 
     def regressed(self, index: int) -> bool:
         """Whether commit ``index`` (1-based) holds the planted latency."""
@@ -109,7 +125,30 @@ def _message(spec: StandinSpec, index: int) -> str:
     if spec.regressed(index):
         planted.append(f"{spec.delay_ms:g} ms added per request")
     planted += [f"CI stage {name} cannot pass" for name in s["ci_thresholds"]]
-    return f"{what}: " + ("; ".join(planted) + " (planted regression)" if planted else "no regression")
+    era = f" (old era: its seed-tts client has no {ERA_FLAG})" if spec.old_era(index) else \
+        f" (the seed-tts client gains {ERA_FLAG})" if spec.era_from == index else ""
+    return f"{what}: " + ("; ".join(planted) + " (planted regression)" if planted else "no regression") + era
+
+
+def old_era_client(text: str) -> str:
+    """The seed-tts client's source as the old era had it: the ``--reference-audio-field``
+    ``add_argument`` statement gone (argparse then exits 2 on the flag, as upstream's old client
+    does), the reference going to ``audios`` as it did then. Matched by the flag's name, so the
+    client's own lines stay as they are; an OmnibenchError when the statement is not found once."""
+    lines = text.splitlines(keepends=True)
+    # the statement's first line: the flag on the add_argument( line, or on the line after it
+    hits = [i if "add_argument(" in line else i - 1 for i, line in enumerate(lines)
+            if f'"{ERA_FLAG}"' in line and ("add_argument(" in line or i and lines[i - 1].rstrip().endswith("add_argument("))]
+    if len(hits) != 1:
+        raise OmnibenchError(f"the stand-in's {ERA_CLIENT} has {len(hits)} add_argument lines for {ERA_FLAG}, not one",
+                             hint="the old era removes exactly that statement: keep it one add_argument call")
+    start = end = hits[0]
+    while lines[start:end + 1] and "".join(lines[start:end + 1]).count("(") > "".join(lines[start:end + 1]).count(")"):
+        end += 1  # a statement over several lines: up to its closing parenthesis
+    line = lines[start]
+    indent, receiver = line[:len(line) - len(line.lstrip())], line.strip().split(".add_argument(")[0]
+    old = f'{indent}{receiver}.set_defaults(reference_audio_field="{OLD_ERA_FIELD}")  # the old era: no {ERA_FLAG}\n'
+    return "".join([*lines[:start], old, *lines[end + 1:]])
 
 
 def is_standin(root: Path) -> bool:
@@ -137,8 +176,12 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
     _copy_files(out)
     _git(out, "init", "-q", git=git)
     commits = []
+    client = out / ERA_CLIENT
+    new_era = client.read_text()
     for index in range(1, spec.commits + 1):
         (out / SETTINGS_FILE).write_text(json.dumps(spec.settings_at(index), indent=2) + "\n")
+        if spec.era_from is not None:
+            client.write_text(old_era_client(new_era) if spec.old_era(index) else new_era)
         _git(out, "add", "-A", git=git)
         _git(out, "commit", "-q", "--allow-empty", "-m", _message(spec, index), git=git)
         commits.append(_git(out, "rev-parse", "HEAD", git=git))
@@ -165,9 +208,10 @@ def history_text(made: Standin, spec: StandinSpec, *, nvidia_smi: str = "nvidia-
     Without a fake and without ``nvidia_smi`` on PATH it says the target needs one, and how."""
     from ..tables import table
 
-    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-")
+    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-",
+             "old (no " + ERA_FLAG + ")" if spec.old_era(i) else "new")
             for i, sha in enumerate(made.commits, start=1))
-    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage")), f"STANDIN_OK {made.root}"]
+    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage", "era")), f"STANDIN_OK {made.root}"]
     if made.fake_gpus:
         lines.append(f"fake nvidia-smi: {made.fake_gpus / 'nvidia-smi'} (memory in use while a stand-in server lives)")
     elif shutil.which(nvidia_smi) is None:

@@ -1,0 +1,280 @@
+"""Eras told apart: the capability probe, the typed refusal before any server starts, "not
+measurable" in matrix and bisect, and the stand-in's two eras (before and after the seed-tts
+client's --reference-audio-field). The slow tests run real stand-in checkouts made by `invoke
+standin --era-from`, with the user's commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_helpers import free_port
+from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+
+from omnibench_core import api
+from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
+from omnibench_core.errors import OmnibenchError, SettingsError, UnsupportedOption
+from omnibench_core.plugin_manager import load
+from omnibench_core.records import Endpoint, RunContext, TargetEnv
+from omnibench_core.run import capabilities as caps
+from omnibench_core.scale.bisect import kary_search
+from omnibench_core.scale.jobs import CampaignJob, CampaignOutcome
+from omnibench_core.scale.matrix import MatrixResult, matrix_text
+from omnibench_core.settings import Settings
+from omnibench_core.standin.repo import ERA_CLIENT, ERA_FLAG, FILES, StandinSpec, old_era_client
+from omnibench_core.store import capabilities_file
+from omnibench_core.store.capabilities_file import Capabilities
+from omnibench_core.store.statuses import JobStatus
+
+COMMIT = "c0ffee" * 6 + "beef"
+SEEDTTS = "-m benchmarks.eval.benchmark_omni_seedtts"
+
+
+def _target(tmp_path: Path, dirty: str = "") -> TargetEnv:
+    return TargetEnv("sglang-omni", str(tmp_path / "omni" / "bin" / "python"), lambda spec, port: [],
+                     facts=SGLANG_OMNI_FACTS, cwd=str(tmp_path), revision=COMMIT, dirty=dirty,
+                     details={"checkout": str(tmp_path)})
+
+
+def _steps(tmp_path: Path, target: TargetEnv, workload: str) -> dict:
+    _, registry = load()
+    w = registry.get("workload", workload)
+    opts = api.parse_options([], [w])[workload]
+    settings = Settings.from_mapping({"target": "sglang-omni", "results": str(tmp_path / "results")})
+    ctx = RunContext(tmp_path / "run0", workload, Endpoint(8000), opts, target, settings.run)
+    return {workload: api.plan_steps(registry, w, ctx)}
+
+
+# -- the stand-in's old era -----------------------------------------------------------------------------
+
+def test_the_old_era_client_loses_exactly_the_flags_statement():
+    new = (FILES / ERA_CLIENT).read_text()
+    old = old_era_client(new)
+    gone = [line for line in new.splitlines() if line not in old.splitlines()]
+    assert len(gone) == 1 and f'"{ERA_FLAG}"' in gone[0]
+    assert f'"{ERA_FLAG}"' not in old and 'set_defaults(reference_audio_field="audios")' in old
+    assert len(old.splitlines()) == len(new.splitlines())
+
+
+def test_a_statement_over_several_lines_goes_whole_and_a_missing_one_is_refused():
+    text = ('def build_parser():\n    parser.add_argument(\n        "--reference-audio-field",\n'
+            '        choices=["audios", "audio.ref_audio"],\n    )\n    parser.add_argument("--port")\n')
+    old = old_era_client(text)
+    assert old == ('def build_parser():\n    parser.set_defaults(reference_audio_field="audios")  # the old era: no '
+                   '--reference-audio-field\n    parser.add_argument("--port")\n')
+    with pytest.raises(OmnibenchError, match="0 add_argument lines"):
+        old_era_client('p.add_argument("--port")\n')
+
+
+def test_era_from_must_leave_an_old_era_commit():
+    StandinSpec(commits=3, era_from=2).check()
+    for bad in (1, 4):
+        with pytest.raises(SettingsError, match="--era-from"):
+            StandinSpec(commits=3, era_from=bad).check()
+    assert [StandinSpec(commits=3, era_from=3).old_era(i) for i in (1, 2, 3)] == [True, True, False]
+
+
+# -- what a plan needs, and the probe ---------------------------------------------------------------------
+
+def test_needs_are_read_from_the_planned_steps(tmp_path):
+    target = _target(tmp_path)
+    needs, clients = caps.needs_of({**_steps(tmp_path, target, "seedtts"), **_steps(tmp_path, target, "videoamme")},
+                                   target)
+    flags = {(n.of, n.name) for n in needs if n.kind == "flag"}
+    assert (SEEDTTS, "--reference-audio-field") in flags and (SEEDTTS, "--voice-clone") in flags
+    keywords = {(n.of.rsplit(".", 1)[-1], n.name) for n in needs if n.kind == "keyword"}
+    assert ("run_videoamme_eval", "compute_wer") in keywords
+    assert ("compute_text_audio_consistency_from_records", "asr_router_port") in keywords
+    assert clients[SEEDTTS].help_argv == (target.python, "-m", "benchmarks.eval.benchmark_omni_seedtts", "--help")
+    # the Video-AMME client block parses its flags: its --help is asked too, with the same code
+    video = next(c for k, c in clients.items() if k.startswith("-c "))
+    assert video.help_argv[1] == "-c" and video.help_argv[-1] == "--help"
+
+
+def test_help_flags_are_the_options_not_the_prose():
+    text = ("usage: client [-h] [--meta META] [--port PORT]\n\noptions:\n  -h, --help   show this\n"
+            "  --meta META, --testset META\n                 see --other for more\n  --port PORT  a port\n")
+    assert caps.help_flags(text) == ("--meta", "--port", "--help", "--testset")
+
+
+def _answers(flags, params=None):
+    """A probe runner that answers each client's --help with ``flags`` and each function's
+    signature from ``params`` (by its last name; any keyword for the rest)."""
+    calls: list[tuple[str, ...]] = []
+
+    def runner(argv, env, cwd, timeout_s):
+        calls.append(tuple(argv))
+        if argv[-1] == "--help":
+            return 0, "usage: x " + " ".join(f"[{f} X]" for f in flags) + "\n"
+        keys = json.loads(argv[-1])
+        return 0, json.dumps({"signatures": {k: list((params or {}).get(k.rsplit(".", 1)[-1], ["**"])) for k in keys},
+                              "errors": {}})
+
+    return runner, calls
+
+
+def _flags_but(steps, target, *lacking):
+    return tuple(n.name for n in caps.needs_of(steps, target)[0] if n.kind == "flag" and n.name not in lacking)
+
+
+def test_a_missing_flag_is_refused_in_one_line_naming_option_commit_and_what_to_do(tmp_path):
+    target = _target(tmp_path)
+    steps = _steps(tmp_path, target, "seedtts")
+    runner, calls = _answers(flags=_flags_but(steps, target, ERA_FLAG))
+    with pytest.raises(UnsupportedOption) as err:
+        caps.check_plan(steps, target, tmp_path / "results", runner=runner, progress=lambda line: None)
+    assert err.value.option == ERA_FLAG and err.value.commit == COMMIT
+    first = str(err.value).splitlines()[0]
+    assert ERA_FLAG in first and COMMIT[:12] in first and "not measurable with these options" in first
+    assert "seedtts.client=native" in err.value.hint and isinstance(err.value, SettingsError)
+
+
+def test_a_missing_keyword_is_refused_naming_the_function(tmp_path):
+    target = _target(tmp_path)
+    steps = _steps(tmp_path, target, "videoamme")
+    runner, _ = _answers(flags=_flags_but(steps, target), params={"run_videoamme_eval": ["cfg"]})
+    with pytest.raises(UnsupportedOption) as err:
+        caps.check_plan(steps, target, tmp_path / "results", runner=runner, progress=lambda line: None)
+    assert err.value.option == "run_videoamme_eval(compute_wer=...)"
+    assert "run_videoamme_eval(cfg) takes no compute_wer (a TypeError)" in str(err.value)
+    # **kwargs takes any keyword
+    assert not caps.missing([caps.Need("w", "s", "keyword", "m.f", "k")],
+                            Capabilities(COMMIT, signatures={"m.f": ("cfg", "**")}))
+
+
+def test_answers_are_cached_per_clean_commit_and_probed_again_for_more(tmp_path):
+    target, results = _target(tmp_path), tmp_path / "results"
+    steps = _steps(tmp_path, target, "seedtts")
+    runner, calls = _answers(flags=_flags_but(steps, target))
+    for _ in range(2):
+        caps.check_plan(steps, target, results, runner=runner, progress=lambda line: None)
+    assert len(calls) == 1  # the second plan read the cache
+    assert ERA_FLAG in capabilities_file.load(results, COMMIT).client_flags[SEEDTTS]
+    caps.check_plan(steps, _target(tmp_path, dirty=" M x.py"), results, runner=runner, progress=lambda line: None)
+    assert len(calls) == 2  # a dirty checkout is never answered from the cache
+    capabilities_file.path_for(results, COMMIT).write_text("{not json")
+    caps.check_plan(steps, target, results, runner=runner, progress=lambda line: None)
+    assert len(calls) == 3  # a broken cache file is probed again, not trusted
+
+
+def test_the_probe_runs_the_checkouts_python_in_its_folder_with_its_environment(tmp_path):
+    # a real program: the probe's argv, working directory and environment, as omnibench runs clients
+    python = tmp_path / "omni" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nprintf 'usage: c [--in-%s] [--env-%s X]\\n' \"$(basename \"$(pwd)\")\" \"$STANDIN_ERA\"\n")
+    python.chmod(0o755)
+    target = TargetEnv("sglang-omni", str(python), lambda spec, port: [], cwd=str(tmp_path), revision=COMMIT,
+                       env={"STANDIN_ERA": "old"})
+    found = caps.probe(target, {"c": caps.Client("c", (str(python), "-m", "x", "--help"))}, ())
+    assert found.client_flags["c"] == (f"--in-{tmp_path.name}", "--env-old")
+
+
+# -- bisect, matrix ------------------------------------------------------------------------------------------
+
+def test_bisect_skips_not_measurable_commits_and_names_what_it_could_not_split():
+    # 0 good, 5 bad from index 4; 2 and 3 cannot be measured: the first bad is one of 2, 3, 4
+    def judge(batch):
+        return {i: None if i in (2, 3) else i >= 4 for i in batch}
+
+    found = kary_search(6, 1, judge)
+    assert found.first_bad == 4 and found.candidates == (2, 3, 4)
+    assert all(found.known[i] is None for i in (2, 3))
+    # a skipped commit never splits a range it does not bound: with 3 measurable the answer is exact
+    found = kary_search(6, 1, lambda batch: {i: None if i == 2 else i >= 4 for i in batch})
+    assert found.first_bad == 4 and found.candidates == (4,)
+
+
+def test_matrix_lists_a_not_measurable_commit_as_such(tmp_path):
+    old, new = CampaignJob("a" * 40, ("seedtts",)), CampaignJob("b" * 40, ("seedtts",))
+    why = f"the checkout at aaaaaaaaaaaa does not support {ERA_FLAG} (seedtts.generate): not measurable with these options"
+    result = MatrixResult((old, new), {old.key: CampaignOutcome(old.key, JobStatus.NOT_MEASURABLE, error=why + "\n  x"),
+                                       new.key: CampaignOutcome(new.key, JobStatus.COMPLETE, runs=("run1", "run2"))},
+                          {}, False, tmp_path / "m.json")
+    rows = {line.split()[0]: line for line in matrix_text(result).splitlines() if line.strip()}
+    assert "not-measurable" in rows["aaaaaaa"] and why in rows["aaaaaaa"]
+    assert "no compare: the first revision is not-measurable" in rows["bbbbbbb"]
+    assert JobStatus("not-measurable") is JobStatus.NOT_MEASURABLE
+
+
+# -- real stand-in checkouts -------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_checkout_without_the_flag_is_refused_before_any_server_starts(invoke, tmp_path):
+    made = invoke_standin(tmp_path / "co", "--commits", "2", "--era-from", "2", "--fake-gpus", str(tmp_path / "gpu"))
+    assert "old (no --reference-audio-field)" in made.output
+    subprocess.run(["git", "-C", str(made.root), "checkout", "-q", made.commits[0]], check=True)
+    # the old commit's own client exits 2 on the flag, as upstream's old one does
+    old = subprocess.run([str(made.venv / "bin" / "python"), "-m", "benchmarks.eval.benchmark_omni_seedtts",
+                          "--generate-only", "--meta", "m", "--output-dir", str(tmp_path / "o"), ERA_FLAG, "audios"],
+                         cwd=made.root, capture_output=True, text=True, timeout=120)
+    assert old.returncode == 2 and "unrecognized arguments: --reference-audio-field" in old.stderr
+    assert made.fake_gpus is not None
+    port = free_port()
+    argv = ("run", "--target", "sglang-omni", "--checkout", str(made.root), "--workload", "seedtts",
+            "--opt", "seedtts.max_samples=2", "--port", str(port))
+    env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
+    done = invoke(*argv, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert first == (f"error: the checkout at {made.commits[0][:12]} does not support {ERA_FLAG} (seedtts.generate): "
+                     "not measurable with these options"), done.stderr
+    assert f"commit: {made.commits[0]}" in done.stderr and "what to do:" in done.stderr
+    results = tmp_path / "results"
+    # no server started: no run directory, no server log, no server process, no GPU_FREE query, the port never held
+    assert not list(results.glob("*/run*")) and not list(results.rglob("*.log"))
+    assert not server_pids(tmp_path) and not list((made.root / ".standin" / "gpu").glob("*.pid"))
+    calls = made.fake_gpus / "calls.log"
+    assert not calls.exists() or "memory.used" not in calls.read_text()
+    assert capabilities_file.load(results, made.commits[0]) is not None
+    again = invoke(*argv, env=env)  # the same commit is not probed twice
+    assert again.returncode == 1 and "asking the checkout" not in again.stdout and ERA_FLAG in again.stderr
+    # the native client is omnibench's own: the hint's way out asks nothing of the old client
+    assert "--opt seedtts.client=native" in done.stderr
+
+
+def _rows(text: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in text.splitlines() if line.strip()}
+
+
+@pytest.mark.slow
+def test_matrix_and_bisect_across_two_eras_name_the_planted_commit(invoke, tmp_path):
+    # commits 1 and 2 are the old era; 3 is the first with --reference-audio-field; 4 plants +1 s a request
+    made = invoke_standin(tmp_path / "co", "--commits", "4", "--era-from", "3", "--regress-at", "4",
+                          "--base-delay-ms", "100", "--delay-ms", "1000", "--fake-gpus", str(tmp_path / "gpu"))
+    assert made.fake_gpus is not None
+    env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
+    c1, c2, c3, c4 = made.commits
+    common = ("--target", "sglang-omni", "--checkout", str(made.root), "--workload", "seedtts", "--opt",
+              "seedtts.max_samples=2", "--runs", "2", "--threshold", "30%", "--slot-cpus", "shared")
+    matrix = invoke("matrix", *common, "--revisions", f"{c1},{c3}", "--port", str(free_port()), env=env, timeout=900)
+    assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
+    rows = _rows(matrix.stdout)
+    assert "not-measurable" in rows[c1[:7]] and f"does not support {ERA_FLAG}" in rows[c1[:7]], matrix.stdout
+    assert " complete " in rows[c3[:7]] and "no compare: the first revision is not-measurable" in rows[c3[:7]]
+    assert not list((tmp_path / "results" / c1[:7]).glob("run*"))  # nothing of it ran
+    bisect = invoke("bisect", *common, "--good", c1, "--bad", c4, "--metric", "seedtts.latency_mean_s",
+                    "--port", str(free_port()), env=env, timeout=900)
+    assert bisect.returncode == 0, bisect.stdout[-4000:] + bisect.stderr[-2000:]
+    assert f"first bad commit: {c4}" in bisect.stdout
+    assert f"the base is {c3[:7]}" in bisect.stdout and "2 commit(s)" in bisect.stdout
+    table = _rows(bisect.stdout)
+    assert "not measurable with these options" in table["-2"] and c1[:7] in table["-2"]
+    assert "not measurable with these options" in table["-1"] and c2[:7] in table["-1"]
+    saved = json.loads(next((tmp_path / "results" / "bisects").glob("*.json")).read_text())
+    assert saved["first_bad"] == c4 and set(saved["not_measurable"]) == {c1, c2} and saved["skipped_ends"] == [c1, c2]
+    # history draws a point for each measured commit and none for the old era's
+    history = invoke("history", "--checkout", str(made.root), "--metric", "seedtts.latency_mean_s", "--workload",
+                     "seedtts", "--json", str(tmp_path / "history.json"), env=env)
+    assert history.returncode == 0, history.stdout[-4000:] + history.stderr[-2000:]
+    (series,) = json.loads((tmp_path / "history.json").read_text())["series"]
+    assert [p["revision"] for p in series["points"]] == [c3, c4]
+    assert not server_pids(tmp_path)
+
+
+def test_the_standin_task_offers_era_from():
+    done = subprocess.run([sys.executable, "-m", "invoke", "--help", "standin"], cwd=Path(__file__).parent.parent,
+                          capture_output=True, text=True, timeout=60)
+    assert "--era-from" in done.stdout and "reference-audio-field" in done.stdout
