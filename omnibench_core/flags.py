@@ -21,6 +21,7 @@ from invoke import Argument, Exit, Task
 from .errors import SettingsError
 from .gitinfo import OPTION_LIKE
 from .settings import parse_cpu_list
+from .store.names import name_problem
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
@@ -206,6 +207,20 @@ def text(*, empty: bool = True) -> Check:
         return value
 
     return Check("" if empty else "a non-empty text", convert, in_help=False)
+
+
+def name(what: str = "name", *, empty: bool = False) -> Check:
+    """A name omnibench makes a file or folder of (a campaign's, an experiment's, a run's): one
+    plain folder entry, by the one rule of :func:`.store.names.name_problem`. ``empty``: "" means
+    none given (a flag whose default is ""), else it is refused."""
+
+    def convert(value: str) -> str:
+        problem = name_problem(value) if value or not empty else ""
+        if problem:
+            raise Refused(problem)
+        return value
+
+    return Check(f"a plain {what}: one folder entry, no '/', '\\', '..' or control characters", convert)
 
 
 def revision() -> Check:

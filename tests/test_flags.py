@@ -251,3 +251,23 @@ def test_every_short_flag_is_a_letter_or_digit():
            for n in arg.names if len(n) == 1 and not n.isalnum()]
     assert bad == []
 
+
+
+BAD_NAMES = ["a/b", "../../../X", "/tmp/X", "..", ".", "a\nb", "a\\b", "x..y", "tab\there", ""]
+
+
+@pytest.mark.slow  # one command per name
+def test_every_name_a_user_gives_measure_is_refused_in_one_line_by_the_one_rule(invoke, tmp_path, port):
+    """Issue 31, item 4: `measure -n a/b` repeated its warm-up forever; `-n ../../../X` wrote X.json
+    and X.lock outside the results root. Now each is one line, exit 1, nothing made."""
+    for bad in BAD_NAMES:
+        err = refused(invoke, tmp_path, "measure", "-w", "selftest", "-n", bad, "--port", str(port))
+        assert len(err.strip().splitlines()) == 1 and "refused" in err and repr(bad) in err, err
+    assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.lock").exists()
+
+
+@pytest.mark.parametrize("argv", [("ab", "-w", "selftest", "--name", "../../X"), ("run", "-w", "selftest", "--run-name", "a/b")])
+def test_ab_and_run_names_are_held_to_the_same_rule(invoke, tmp_path, port, argv):
+    err = refused(invoke, tmp_path, *argv, "--port", str(port))
+    assert len(err.strip().splitlines()) == 1 and f"{argv[-1]!r} refused" in err, err
+    assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.lock").exists()

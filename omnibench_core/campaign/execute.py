@@ -21,7 +21,7 @@ from ..settings import Settings
 from ..setup.pins import load_pins
 from ..store import campaign_file
 from ..store import manifest as manifest_file
-from ..store.names import lock_path
+from ..store.names import check_name, lock_path, under_root
 from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
 from . import record
 from .attempt import reclaim, run_attempt, score_generated
@@ -72,8 +72,10 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
     """
     revision = api.revision_dir(settings)
+    if name is not None:
+        check_name(name, "campaign name")  # a given name: one folder entry (the flag checked it too)
     name = name or campaign_file.name_for(revision, asked.identity())
-    path = campaign_file.campaign_path(revision, name)
+    path = under_root(settings.run.results_root, campaign_file.campaign_path(revision, name), "campaign file")
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))
         if path.exists():

@@ -10,7 +10,6 @@ refused.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from typing import Any, NoReturn
 from ..campaign.record import SCORINGS, Asked, Attempt, Campaign, now_iso
 from ..errors import CampaignFileError, storage_error
 from ..identity import Identity
-from ..jsonio import read_json, write_json
+from ..jsonio import loads, read_json, write_json
 from . import versions
 from .names import campaign_files, campaign_path
 from .statuses import AttemptStatus, CampaignStatus, words
@@ -180,7 +179,7 @@ def load(path: Path, data: bytes | None = None) -> Campaign:
     """Read a campaign file (or ``data``, its bytes read already), checked field by field (see
     :func:`from_record`)."""
     try:
-        record = read_json(path) if data is None else json.loads(data)
+        record = read_json(path) if data is None else loads(data, path)
     except (OSError, ValueError) as exc:  # UnicodeDecodeError too
         raise CampaignFileError(f"cannot read the campaign file {path}: {type(exc).__name__}: {exc}",
                                 evidence={"file": str(path)}, hint="name another campaign, or move that file aside") from exc
