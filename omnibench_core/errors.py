@@ -143,7 +143,11 @@ class RunFileError(OmnibenchError):
 
 class JsonTooDeep(RunFileError, ValueError):
     """A JSON file nested deeper than omnibench reads (:data:`.jsonio.MAX_DEPTH`), named. A
-    ValueError too: a reader that makes an unreadable file its own typed error does so for this."""
+    ValueError too: a reader that makes an unreadable file its own typed error does so for this,
+    quoting ``str()``: one line (the message names the file, the depth and the limit)."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class CampaignFileError(RunFileError):

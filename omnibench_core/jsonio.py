@@ -99,8 +99,6 @@ def nesting(raw: str | bytes) -> int:
     """How deep the arrays and objects of the JSON text ``raw`` nest (brackets inside strings
     not counted), found without parsing it: what :func:`loads` compares with :data:`MAX_DEPTH`."""
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:  # cannot nest deeper: the usual case, no scan
-        return 0
     brackets = _STRING.sub(b"", data).translate(None, delete=_NOT_BRACKET)
     return max(accumulate(1 if b in b"[{" else -1 for b in brackets), default=0)
 
@@ -110,9 +108,11 @@ def loads(raw: str | bytes, source: str | os.PathLike[str]) -> Any:
     most :data:`MAX_DEPTH` deep: a deeper one is a :class:`.errors.JsonTooDeep` naming ``source``
     (a ValueError too, so a reader that turns an unreadable file into its own typed error does so
     here as well). Python's reader also accepts the bare Infinity sglang-omni writes."""
-    depth = nesting(raw)
+    opening = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+    depth = nesting(raw) if opening > MAX_DEPTH else 0  # fewer brackets cannot nest deeper: no scan
     if depth > MAX_DEPTH:
-        raise JsonTooDeep(f"{source} nests JSON {depth} levels deep; omnibench reads at most {MAX_DEPTH}",
+        raise JsonTooDeep(f"{source} nests JSON {depth} levels deep; omnibench reads at most {MAX_DEPTH}"
+                          " (not written by omnibench: move it aside)",
                           evidence={"file": str(source), "depth": depth, "limit": MAX_DEPTH},
                           hint="the file was not written by omnibench or sglang-omni: move it aside")
     try:
