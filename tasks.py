@@ -65,7 +65,7 @@ def settings_from(c: Context, **flags: object) -> Settings:
 TARGET = f.choice(lambda: sorted(plugin_manager.load()[1].table("target")))
 SETTING_CHECKS: dict[str, f.AnyCheck] = {
     "target": TARGET, "results": f.text(), "port": f.port(), "checkout": f.text(), "gpus": f.gpu_ids(),
-    "cpus": f.cpu_set(), "client": f.text(),  # --client: each workload checks it against its own choices
+    "cpus": f.cpu_set(here=True), "client": f.text(),  # --client: each workload checks it against its own choices
     "workload": f.Many(f.text(empty=False)), "opt": f.Many(f.text(empty=False)),  # --opt: the options' schemas
 }
 RUNS = f.whole(2)  # a campaign's spread needs two measured runs

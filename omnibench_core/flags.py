@@ -20,6 +20,7 @@ from invoke import Argument, Exit, Task
 
 from .errors import SettingsError
 from .gitinfo import OPTION_LIKE
+from .process.cpus import check_cpus_here
 from .settings import parse_cpu_list
 from .store.names import name_problem
 
@@ -251,9 +252,18 @@ def library(allowed: str, convert: Callable[[str], Any]) -> Check:
     return Check(allowed, checked)
 
 
-def cpu_set() -> Check:
-    """A CPU list as taskset writes it (``2-15,66-79``); "" is none. Kept as text, as the settings hold it."""
-    return library("a CPU list as taskset writes it, e.g. 2-15,66-79", lambda v: (parse_cpu_list(v), v)[1])
+def cpu_set(*, here: bool = False) -> Check:
+    """A CPU list as taskset writes it (``2-15,66-79``); "" is none. Kept as text, as the settings
+    hold it. ``here``: CPUs this process will be pinned to, so each must be one it may use on this
+    host (:func:`.process.cpus.check_cpus_here`), refused before anything starts."""
+    def convert(value: str) -> str:
+        cpus = parse_cpu_list(value)
+        if here:
+            check_cpus_here(cpus)
+        return value
+
+    return library("a CPU list as taskset writes it, e.g. 2-15,66-79" + (", of CPUs of this host" if here else ""),
+                   convert)
 
 
 _GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")

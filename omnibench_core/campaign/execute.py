@@ -15,6 +15,7 @@ from typing import Any
 from .. import api
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError
 from ..identity import recorded_settings
+from ..process.cpus import check_cpus_here
 from ..records import PHASES, Phase
 from ..run import ownership
 from ..settings import Settings
@@ -71,6 +72,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     The campaign is locked for the whole measurement: a second command for it at once (on
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
     """
+    check_cpus_here(settings.run.cpu_list())  # CPUs not on this host: refused before the campaign file is made
     revision = api.revision_dir(settings)
     if name is not None:
         check_name(name, "campaign name")  # a given name: one folder entry (the flag checked it too)
