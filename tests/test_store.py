@@ -295,3 +295,17 @@ def test_one_name_rule_and_every_path_built_from_a_name_stays_under_its_root(tmp
     for out in (tmp_path / ".." / "x", Path("/etc/passwd"), Path("../x")):
         with pytest.raises(OutsideRoot):
             under_root(tmp_path, out)
+
+
+def test_a_campaign_file_whose_name_or_revision_is_a_path_is_refused_naming_the_field(tmp_path):
+    """A hand-edited campaign name `../../../x` would put its report (campaigns/<name>/) and its
+    comparison folder outside the results root: the campaign file's owner refuses it on load."""
+    from omnibench_core.store import campaign_file as cf
+
+    good = json.loads((REPO / "tests" / "fixtures" / "campaign-format1-f844481.json").read_text())
+    for field, bad in (("name", "../../../x"), ("revision", "/etc"), ("name", "a\nb")):
+        path = tmp_path / f"{field}.json"
+        path.write_text(json.dumps({**good, field: bad}))
+        with pytest.raises(CampaignFileError) as caught:
+            cf.load(path)
+        assert caught.value.evidence["field"] == field and repr(bad) in caught.value.message
