@@ -103,8 +103,8 @@ def test_an_earlier_site_is_replaced_whole_and_a_failed_render_leaves_it_as_it_w
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     real = site.write_site
 
-    def half_then_fail(h, r, folder):
-        real(h, r, folder)
+    def half_then_fail(h, r, folder, skipped=None):
+        real(h, r, folder, skipped)
         (folder / "index.html").write_text("half")
         raise OSError(28, "No space left on device", str(folder / "series"))
 
