@@ -65,7 +65,7 @@ def settings_from(c: Context, **flags: object) -> Settings:
 TARGET = f.choice(lambda: sorted(plugin_manager.load()[1].table("target")))
 SETTING_CHECKS: dict[str, f.AnyCheck] = {
     "target": TARGET, "results": f.text(), "port": f.port(), "checkout": f.text(), "gpus": f.gpu_ids(),
-    "cpus": f.cpu_set(), "client": f.text(),  # --client: each workload checks it against its own choices
+    "cpus": f.cpu_set(here=True), "client": f.text(),  # --client: each workload checks it against its own choices
     "workload": f.Many(f.text(empty=False)), "opt": f.Many(f.text(empty=False)),  # --opt: the options' schemas
     "server_profile": f.choice(defaults.SERVER_PROFILES),
 }
@@ -77,7 +77,7 @@ PERCENT, THRESHOLD, ALPHA = f"{defaults.MIN_EFFECT * 100:g}", f"{defaults.MIN_EF
 
 
 @task(
-    iterable=["workload", "opt"], checks={**SETTING_CHECKS, "run_name": f.text()},
+    iterable=["workload", "opt"], checks={**SETTING_CHECKS, "run_name": f.name("run name")},
     help={
         "workload": "workload to run (repeat for several, e.g. --workload videoamme --workload seedtts)",
         "target": "where the system under test comes from: local (default) or sglang-omni",
@@ -120,7 +120,7 @@ RUN_FLAGS_HELP = {
 
 # The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l).
 @task(iterable=["workload", "opt"], checks={
-    **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.text()}, help={
+    **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("campaign name")}, help={
     "workload": "workload to measure (repeat for several)",
     "runs": "measured runs after the warm-up run0 (default 3, as the runbook)",
     "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
@@ -394,7 +394,7 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
     **SETTING_CHECKS, "a_rev": f.revision(), "b_rev": f.revision(), "rounds": f.whole(2),
     "design": f.choice(ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
     "a_set": f.Many(f.text(empty=False)), "b_set": f.Many(f.text(empty=False)), "aa": f.SWITCH, "seed": f.whole(0),
-    "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.text(), "alpha": f.fraction_open(0, 1, "0.05"),
+    "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("experiment name", empty=True), "alpha": f.fraction_open(0, 1, "0.05"),
     "min_effect": f.percent(), "fail_on": f.choice(VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS)}, help={
     "workload": "workload both sides measure (repeat for several)",

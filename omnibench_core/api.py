@@ -11,6 +11,7 @@ from . import plugin_manager
 from .errors import SettingsError, storage_error
 from .heartbeat import beating
 from .plugin_manager import PluginManager, Registry
+from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .run import capabilities, environment, layout, ownership
@@ -183,7 +184,8 @@ def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str
     # a bad value must never start a server or leave a run behind.
     opts = parse_options(options, chosen, client)
     target_env = target.prepare(settings)
-    slot = Slot(settings.run.port, gpus=target_env.gpus, cpus=settings.run.cpu_list())
+    # CPUs not on this host are refused here, before a run folder or a program exists
+    slot = Slot(settings.run.port, gpus=target_env.gpus, cpus=check_cpus_here(settings.run.cpu_list()))
     return manager, registry, chosen, opts, target_env, slot
 
 

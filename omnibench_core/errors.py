@@ -56,6 +56,16 @@ class SettingsError(OmnibenchError):
     """A setting is missing or wrong (a checkout path, a port, a GPU list...)."""
 
 
+class BadName(SettingsError):
+    """A name given by a user or a node (a campaign's, an experiment's, a run's, a folder's) that
+    is not one plain folder entry (:func:`.store.names.check_name`)."""
+
+
+class OutsideRoot(SettingsError):
+    """A path built from a given name resolves outside the folder it must stay in
+    (:func:`.store.names.under_root`); nothing was written there."""
+
+
 class PluginError(OmnibenchError):
     """A plugin failed to load, returned something invalid, or clashes with another."""
 
@@ -129,6 +139,15 @@ class RunFileError(OmnibenchError):
     """A file omnibench keeps (a run's manifest or metrics, a campaign file, an A/B record) that
     cannot be trusted: unreadable, of a format this omnibench does not read, or a field of the wrong
     type or value. Names the file (and the field or format)."""
+
+
+class JsonTooDeep(RunFileError, ValueError):
+    """A JSON file nested deeper than omnibench reads (:data:`.jsonio.MAX_DEPTH`), named. A
+    ValueError too: a reader that makes an unreadable file its own typed error does so for this,
+    quoting ``str()``: one line (the message names the file, the depth and the limit)."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class CampaignFileError(RunFileError):

@@ -20,7 +20,9 @@ from invoke import Argument, Exit, Task
 
 from .errors import SettingsError
 from .gitinfo import OPTION_LIKE
+from .process.cpus import check_cpus_here
 from .settings import parse_cpu_list
+from .store.names import name_problem
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
@@ -208,6 +210,20 @@ def text(*, empty: bool = True) -> Check:
     return Check("" if empty else "a non-empty text", convert, in_help=False)
 
 
+def name(what: str = "name", *, empty: bool = False) -> Check:
+    """A name omnibench makes a file or folder of (a campaign's, an experiment's, a run's): one
+    plain folder entry, by the one rule of :func:`.store.names.name_problem`. ``empty``: "" means
+    none given (a flag whose default is ""), else it is refused."""
+
+    def convert(value: str) -> str:
+        problem = name_problem(value) if value or not empty else ""
+        if problem:
+            raise Refused(problem)
+        return value
+
+    return Check(f"a plain {what}: one folder entry, no '/', '\\', '..' or control characters", convert)
+
+
 def revision() -> Check:
     """A git revision given by a user: a commit, tag or branch; one starting with ``-`` would be
     read by git as an option, so it is refused."""
@@ -236,9 +252,18 @@ def library(allowed: str, convert: Callable[[str], Any]) -> Check:
     return Check(allowed, checked)
 
 
-def cpu_set() -> Check:
-    """A CPU list as taskset writes it (``2-15,66-79``); "" is none. Kept as text, as the settings hold it."""
-    return library("a CPU list as taskset writes it, e.g. 2-15,66-79", lambda v: (parse_cpu_list(v), v)[1])
+def cpu_set(*, here: bool = False) -> Check:
+    """A CPU list as taskset writes it (``2-15,66-79``); "" is none. Kept as text, as the settings
+    hold it. ``here``: CPUs this process will be pinned to, so each must be one it may use on this
+    host (:func:`.process.cpus.check_cpus_here`), refused before anything starts."""
+    def convert(value: str) -> str:
+        cpus = parse_cpu_list(value)
+        if here:
+            check_cpus_here(cpus)
+        return value
+
+    return library("a CPU list as taskset writes it, e.g. 2-15,66-79" + (", of CPUs of this host" if here else ""),
+                   convert)
 
 
 _GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")

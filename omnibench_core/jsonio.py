@@ -1,13 +1,34 @@
-"""Strict JSON written atomically: a reader never sees half a file, and no bare NaN/Infinity."""
+"""Strict JSON written atomically: a reader never sees half a file, and no bare NaN/Infinity.
+
+An atomic write renames a finished temporary file onto its target, which replaces whatever the
+target was. Only a regular file (or nothing) is replaced so: a target that is a device, a FIFO or
+a socket (``--json /dev/stdout``, ``--summary /dev/full``) is written to directly, as any program
+writing to it would (a device's error is the write's error, ENOSPC for /dev/full); a folder is
+refused (IsADirectoryError). The device itself is never turned into a regular file.
+
+JSON is read with one depth limit (:data:`MAX_DEPTH`): a file nested deeper is a typed
+:class:`.errors.RunFileError` naming it, never a RecursionError.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
+import stat
 import tempfile
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
+
+from .errors import JsonTooDeep
+
+# The one depth limit of every JSON file omnibench reads: its own files nest under 10 levels;
+# Python's reader recurses once per level and would end a deeper file in a RecursionError.
+MAX_DEPTH = 200
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a JSON string, escapes included
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _umask() -> int:
@@ -33,16 +54,33 @@ def strict(value: Any) -> Any:
     return value
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as strict, indented JSON via a temp file and rename in the same folder."""
+def not_regular(path: Path) -> bool:
+    """Whether ``path`` (links followed) exists and is something a rename must not replace: a
+    device, a FIFO, a socket. A folder raises IsADirectoryError (nothing is written into one)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    return not stat.S_ISREG(mode)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file in the same folder, fsync,
+    rename. A target that is not a regular file (a device, a FIFO) is written to directly and
+    never replaced (see the module's note); a folder is refused with IsADirectoryError."""
     target = Path(path)
+    if not_regular(target):
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(strict(data), handle, indent=2, allow_nan=False)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
@@ -52,7 +90,40 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     return target
 
 
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as strict, indented JSON, atomically (:func:`write_text`)."""
+    return write_text(path, json.dumps(strict(data), indent=2, allow_nan=False) + "\n")
+
+
+def nesting(raw: str | bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``raw`` nest (brackets inside strings
+    not counted), found without parsing it: what :func:`loads` compares with :data:`MAX_DEPTH`."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    brackets = _STRING.sub(b"", data).translate(None, delete=_NOT_BRACKET)
+    return max(accumulate(1 if b in b"[{" else -1 for b in brackets), default=0)
+
+
+def loads(raw: str | bytes, source: str | os.PathLike[str]) -> Any:
+    """``raw`` (the text of ``source``, a file or where the bytes came from) as JSON, nested at
+    most :data:`MAX_DEPTH` deep: a deeper one is a :class:`.errors.JsonTooDeep` naming ``source``
+    (a ValueError too, so a reader that turns an unreadable file into its own typed error does so
+    here as well). Python's reader also accepts the bare Infinity sglang-omni writes."""
+    opening = raw.count("[") + raw.count("{") if isinstance(raw, str) else raw.count(b"[") + raw.count(b"{")
+    depth = nesting(raw) if opening > MAX_DEPTH else 0  # fewer brackets cannot nest deeper: no scan
+    if depth > MAX_DEPTH:
+        raise JsonTooDeep(f"{source} nests JSON {depth} levels deep; omnibench reads at most {MAX_DEPTH}"
+                          " (not written by omnibench: move it aside)",
+                          evidence={"file": str(source), "depth": depth, "limit": MAX_DEPTH},
+                          hint="the file was not written by omnibench or sglang-omni: move it aside")
+    try:
+        return json.loads(raw)
+    except RecursionError:  # a JSON reader nested under a deep stack: still the file's fault, named
+        raise JsonTooDeep(f"{source} nests JSON too deep to read here", evidence={"file": str(source),
+                          "limit": MAX_DEPTH}, hint="move the file aside") from None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read JSON; Python's reader also accepts the bare Infinity sglang-omni writes."""
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    """Read a JSON file (see :func:`loads`: one depth limit, a typed error naming the file)."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    return loads(raw.decode("utf-8"), path)

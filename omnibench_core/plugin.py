@@ -42,7 +42,7 @@ from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import round_or_none, speed_summary
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import PROGRESS_PREFIX, ChatReply, Progress, error_text, post_chat
-from .toolkit.datasets import build_once, default_cache_dir, is_complete
+from .toolkit.datasets import build_once, dataset_folder, default_cache_dir, is_complete
 from .toolkit.synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
     # workload options in client programs
     "add_argument", "by_name", "default_of", "defaults", "format_value",
     # files, data sets, audio
-    "read_json", "write_json", "build_once", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
+    "read_json", "write_json", "build_once", "dataset_folder", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
     "resample", "LETTERS", "PALETTE", "SPEECH_RATE", "Speaker", "write_color_video",
     # clients and scorers
     "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",

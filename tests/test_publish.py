@@ -103,8 +103,8 @@ def test_an_earlier_site_is_replaced_whole_and_a_failed_render_leaves_it_as_it_w
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     real = site.write_site
 
-    def half_then_fail(h, r, folder):
-        real(h, r, folder)
+    def half_then_fail(h, r, folder, skipped=None):
+        real(h, r, folder, skipped)
         (folder / "index.html").write_text("half")
         raise OSError(28, "No space left on device", str(folder / "series"))
 
@@ -240,3 +240,30 @@ def test_nox_installs_chromium_with_apt_when_it_is_missing_as_root_and_says_what
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == "python3 -m pip install nox && python3 -m nox -s tests"  # the README's command, unchanged
     assert "install_browser(session)" in (REPO / "noxfile.py").read_text().split("def tests(", 1)[1].split("\n@", 1)[0]
+
+
+def test_a_link_in_a_reports_plots_copies_nothing_from_outside_the_results_root(tmp_path):
+    """Issue 31, item 3: a `report-plots/x.png` link to a file elsewhere, and a `report-plots`
+    folder that is a link, were copied into the site. Both are real links here; both are skipped,
+    named in what `invoke publish` prints, and no byte of what they point at is in the site."""
+    from omnibench_core.history.site_command import Published, publish_text
+
+    results, secret = tmp_path / "results", tmp_path / "elsewhere"
+    h = history(results)
+    secret.mkdir()
+    (secret / "secret.png").write_bytes(b"SECRET-BYTES")
+    three = results / f"local-{revision(3)[:12]}" / "campaigns" / "selftest_c3" / "report-plots"
+    (three / "x.png").symlink_to(secret / "secret.png")
+    (three / "inner").symlink_to(secret)  # a folder link inside the plots
+    four = results / f"local-{revision(4)[:12]}" / "campaigns" / "selftest_c4" / "report-plots"
+    shutil.rmtree(four)
+    four.symlink_to(secret, target_is_directory=True)
+    skipped: list[str] = []
+    out = site.render(h, results, tmp_path / "site", skipped)
+    assert not [p for p in out.rglob("*") if p.is_file() and b"SECRET-BYTES" in p.read_bytes()]
+    assert not [p for p in out.rglob("*") if p.is_symlink()]
+    assert sorted(skipped) == sorted([f"{three / 'inner'}: a link; not copied", f"{three / 'x.png'}: a link; not copied",
+                                      f"{four}: a link, not a folder of the results root; not copied"])
+    assert (out / "reports" / three.relative_to(results) / "selftest.latency_mean_s.png").is_file()  # the real plots stay
+    printed = publish_text(Published(out, 2, 1, tuple(skipped))).splitlines()
+    assert printed[:3] == [f"skipped {line}" for line in skipped] and printed[3].startswith("site: ")

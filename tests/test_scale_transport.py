@@ -18,7 +18,7 @@ from run_helpers import free_port
 from scale_helpers import path_without_nvidia_smi, server_pids
 
 from omnibench_core.campaign.record import Asked, Attempt, Campaign
-from omnibench_core.errors import CampaignFileError
+from omnibench_core.errors import BadName, CampaignFileError
 from omnibench_core.history.front_door import run_history
 from omnibench_core.history.store import db_path, opened
 from omnibench_core.identity import Identity
@@ -335,3 +335,79 @@ def test_a_node_removes_its_campaign_only_once_the_driver_holds_its_last_campaig
     assert str(kept) in again.error and any(str(kept) in line for line in lines)
     assert campaign_file.load(kept / "results" / Path(done.campaign).relative_to(home)).status == "complete"
     assert not server_pids(tmp_path)
+
+
+def _refused(call: Any) -> transport.ShipRefused:
+    with pytest.raises(transport.ShipRefused) as caught:
+        call()
+    assert "nothing of the call was written" in caught.value.message and caught.value.evidence["sent by"]
+    return caught.value
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_receiver_refuses_every_name_that_leads_out_of_the_results_root(tmp_path):
+    """Issue 31, item 1: campaign-file paths, folders and run names a node sends, checked before
+    anything of the call is written; what lies beside the results root stays as it was."""
+    home, node, outside = tmp_path / "results" / "home", tmp_path / "node", tmp_path
+    receiver = Receiver(str(home))
+    _run(node, "run0", "complete")
+    _campaign(node, [(0, "run0", "complete")])
+    data = (node / CAMPAIGN).read_bytes()
+    run0 = ShippedRun("run0", pack(node, [f"{REV}/run0"]))
+    (outside / "X.json").write_text("precious")
+    before = _tree(tmp_path)
+    for rel in ("../../X.json", str(outside / "X.json"), f"{REV}/../../X.json", f"{REV}/campaigns/../../../X.json",
+                f"{REV}/other/c.json", f"{REV}/campaigns/..json", f"{REV}/campaigns/a\nb.json", "../X.json"):
+        error = _refused(lambda rel=rel: receiver.ship("t", REV, [run0], rel, data, "/home/wt"))
+        assert error.evidence["campaign file"] == rel
+    for folder in ("..", "../other", str(outside), "a/b", ""):
+        _refused(lambda folder=folder: receiver.ship("t", folder, [run0], CAMPAIGN, None, "/home/wt"))
+    for run in ("..", "../../X", str(outside), "a\nb", "."):
+        bad = ShippedRun(run, pack(node, [f"{REV}/run0"]))
+        assert _refused(lambda bad=bad: receiver.ship("t", REV, [bad], CAMPAIGN, None, "/home/wt")).evidence["run"] == run
+    assert _tree(tmp_path) == before and not home.exists()  # nothing written anywhere, the root not made either
+    # an absolute folder claimed seeded: refused too, and the folder outside keeps its name
+    (outside / "victim").mkdir()
+    _refused(lambda: receiver.ship("t", str(outside), [ShippedRun("victim", run0.data, seeded=True)], CAMPAIGN, None, "/w"))
+    assert (outside / "victim").is_dir()
+
+
+def test_a_node_cannot_replace_the_drivers_complete_run_or_ship_a_run_as_a_plain_file(tmp_path):
+    home, node = tmp_path / "home", tmp_path / "node"
+    receiver = Receiver(str(home))
+    _run(home, "run1", "complete", "the driver's own")
+    _run(node, "run1", "complete", "the node's")
+    claim = ShippedRun("run1", pack(node, [f"{REV}/run1"]), seeded=True)
+    assert "no seed the driver sent did" in _refused(lambda: receiver.ship("t", REV, [claim], CAMPAIGN, None, "/w")).message
+    # seeded for real (the driver's campaign counts run1), still never replaced: it is complete there
+    _campaign(home, [(1, "run1", "complete")])
+    receiver.seed(REV, ASKED.identity())
+    assert "never replaced" in _refused(lambda: receiver.ship("t", REV, [claim], CAMPAIGN, None, "/w")).message
+    assert json.loads((home / REV / "run1" / "metrics.json").read_text())["note"] == "the driver's own"
+    # not claimed seeded: the node's run is kept beside it under the next free name
+    assert receiver.ship("t", REV, [replace_seeded(claim, False)], CAMPAIGN, None, "/w").names == {"run1": "run0"}
+    # a run that arrives as a plain file (or a link) is no run
+    (node / REV / "run5").write_text("not a folder")
+    plain = ShippedRun("run5", pack(node, [f"{REV}/run5"]))
+    assert "no folder of that name" in _refused(lambda: receiver.ship("t2", REV, [plain], CAMPAIGN, None, "/w")).message
+    (node / REV / "run6").symlink_to(node / REV / "run1")
+    link = ShippedRun("run6", pack(node, [f"{REV}/run6"]))
+    _refused(lambda: receiver.ship("t2", REV, [link], CAMPAIGN, None, "/w"))
+    assert not (home / REV / "run5").exists() and not (home / REV / "run6").exists()
+
+
+def replace_seeded(run: ShippedRun, seeded: bool) -> ShippedRun:
+    return ShippedRun(run.local, run.data, seeded)
+
+
+def test_a_seed_refuses_a_folder_outside_the_drivers_root(tmp_path):
+    home, other = tmp_path / "a" / "home", tmp_path / "other"
+    _run(other, "run0", "complete")
+    _campaign(other, [(0, "run0", "complete")])
+    for folder in (f"../../other/{REV}", str(other / REV), "..", f"{REV}/../../../other/{REV}"):
+        with pytest.raises(BadName):
+            Receiver(str(home)).seed(folder, ASKED.identity())
+    assert not home.exists()

@@ -272,3 +272,40 @@ def test_a_malformed_or_newer_telemetry_file_is_an_error_naming_it_and_a_reports
     assert both.warnings[0].startswith(f"run1: its {names.TELEMETRY_NAME} was not read: ") and field in both.warnings[0]
     alone = telemetry_view.view([bad])
     assert not alone.applies and str(path) in alone.reason and field in alone.reason
+
+
+def test_one_name_rule_and_every_path_built_from_a_name_stays_under_its_root(tmp_path):
+    """Issue 31, item 4: the rule (store.names.check_name), typed, and under_root for paths."""
+    from omnibench_core.errors import BadName, OutsideRoot, SettingsError
+    from omnibench_core.store.names import campaign_path, check_name, experiment_path, under_root
+
+    for bad in ("", ".", "..", "a/b", "a\\b", "..x", "a\nb", "a\x00b", "a\x7f"):
+        with pytest.raises(BadName) as caught:
+            check_name(bad, "campaign name")
+        assert isinstance(caught.value, SettingsError) and caught.value.hint and "\n" not in caught.value.message
+    assert check_name("selftest_a.b-1+2", "run name") == "selftest_a.b-1+2"
+    # a name omnibench made from an identity may hold a..b inside (an option's value); never a path
+    assert campaign_path(tmp_path, "seedtts.data_dir_..x").name == "seedtts.data_dir_..x.json"
+    for bad in ("..", "a/b", "/etc/x"):
+        with pytest.raises(BadName):
+            campaign_path(tmp_path, bad)
+        with pytest.raises(BadName):
+            experiment_path(tmp_path, bad)
+    assert under_root(tmp_path, tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    for out in (tmp_path / ".." / "x", Path("/etc/passwd"), Path("../x")):
+        with pytest.raises(OutsideRoot):
+            under_root(tmp_path, out)
+
+
+def test_a_campaign_file_whose_name_or_revision_is_a_path_is_refused_naming_the_field(tmp_path):
+    """A hand-edited campaign name `../../../x` would put its report (campaigns/<name>/) and its
+    comparison folder outside the results root: the campaign file's owner refuses it on load."""
+    from omnibench_core.store import campaign_file as cf
+
+    good = json.loads((REPO / "tests" / "fixtures" / "campaign-format1-f844481.json").read_text())
+    for field, bad in (("name", "../../../x"), ("revision", "/etc"), ("name", "a\nb")):
+        path = tmp_path / f"{field}.json"
+        path.write_text(json.dumps({**good, field: bad}))
+        with pytest.raises(CampaignFileError) as caught:
+            cf.load(path)
+        assert caught.value.evidence["field"] == field and repr(bad) in caught.value.message

@@ -15,13 +15,14 @@ from typing import Any
 from .. import api
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError
 from ..identity import recorded_settings
+from ..process.cpus import check_cpus_here
 from ..records import PHASES, Phase
 from ..run import ownership
 from ..settings import Settings
 from ..setup.pins import load_pins
 from ..store import campaign_file
 from ..store import manifest as manifest_file
-from ..store.names import lock_path
+from ..store.names import check_name, lock_path, under_root
 from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
 from . import record
 from .attempt import reclaim, run_attempt, score_generated
@@ -71,11 +72,14 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     The campaign is locked for the whole measurement: a second command for it at once (on
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
     """
+    check_cpus_here(settings.run.cpu_list())  # CPUs not on this host: refused before the campaign file is made
     # an option the checkout's era lacks is refused before the campaign file or any server exists
     api.check_supported(settings, asked.workloads, options=asked.options, client=asked.client, progress=progress)
     revision = api.revision_dir(settings)
+    if name is not None:
+        check_name(name, "campaign name")  # a given name: one folder entry (the flag checked it too)
     name = name or campaign_file.name_for(revision, asked.identity())
-    path = campaign_file.campaign_path(revision, name)
+    path = under_root(settings.run.results_root, campaign_file.campaign_path(revision, name), "campaign file")
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))
         if path.exists():

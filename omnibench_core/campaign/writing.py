@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import storage_error
 from ..history import summary as pr_summary
-from ..jsonio import write_json
+from ..jsonio import write_json, write_text
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
 from .directions import direction
@@ -63,19 +63,9 @@ def _numbered(stem: str, n: int) -> str:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` whole or not at all: a temporary name in the same folder, fsync,
-    rename. The temporary name is fixed (``.<name>.partial``): the folder is held while writing."""
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``text`` to ``path`` whole or not at all (:func:`.jsonio.write_text`: a temporary file
+    renamed onto it; a device or FIFO is written to directly, never replaced)."""
+    return write_text(path, text)
 
 
 def plot_atomic(path: Path, draw: Callable[[Path], Path]) -> Path:

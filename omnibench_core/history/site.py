@@ -47,9 +47,10 @@ class Page:
     series: Series
 
 
-def render(history: History, results: Path, out: Path) -> Path:
+def render(history: History, results: Path, out: Path, skipped: list[str] | None = None) -> Path:
     """Write the site of ``history`` to ``out`` (reports copied from ``results``) and return
-    ``out``. Refuses an ``out`` that exists and is neither empty nor a site made here."""
+    ``out``. Refuses an ``out`` that exists and is neither empty nor a site made here. What was
+    not copied (a link in a report's plots) is appended to ``skipped``."""
     out = Path(os.path.abspath(out))
     refuse_unless_replaceable(out)
     try:
@@ -60,7 +61,7 @@ def render(history: History, results: Path, out: Path) -> Path:
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
             tmp.chmod(0o755)  # mkdtemp's 0700 would keep a web server (or another user) out
             try:
-                write_site(history, results, tmp)
+                write_site(history, results, tmp, skipped)
                 swap_in(tmp, out)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was renamed onto ``out``
@@ -138,8 +139,8 @@ def pages_of(history: History) -> list[Page]:
     return pages
 
 
-def write_site(history: History, results: Path, site: Path) -> None:
-    """Every file of the site into the folder ``site``."""
+def write_site(history: History, results: Path, site: Path, skipped: list[str] | None = None) -> None:
+    """Every file of the site into the folder ``site``; what was not copied appended to ``skipped``."""
     pages = pages_of(history)
     copied: dict[str, CopiedReport] = {}
     (site / SERIES).mkdir(parents=True, exist_ok=True)
@@ -147,6 +148,8 @@ def write_site(history: History, results: Path, site: Path) -> None:
     for page in pages:
         reports = {p.revision: copy_report(results, p, site, copied) for p in page.series.points}
         (site / page.path).write_text(series_page(page.series, history, reports), encoding="utf-8")
+    if skipped is not None:
+        skipped.extend(line for made in copied.values() for line in made.skipped)
     (site / "index.html").write_text(index_page(history, pages), encoding="utf-8")
     (site / "history.json").write_text(json.dumps(strict(history.to_json()), indent=1, allow_nan=False) + "\n",
                                        encoding="utf-8")

@@ -24,6 +24,7 @@ class Published:
     site: Path
     series: int
     regressions: int
+    skipped: tuple[str, ...] = ()  # what of the reports was not copied (links out of the results root)
 
 
 def _query() -> Callable[..., History]:
@@ -48,11 +49,14 @@ def publish(settings: Settings, out: Path, *, target: str | None = None, workloa
     site.refuse_unless_replaceable(Path(os.path.abspath(out)))  # before the query: a wrong --out costs nothing
     history = _query()(results, metric=metric, workload=workload, revisions=revisions, target=target,
                        checkout=checkout)
-    made = site.render(history, results, out)
-    return Published(made, len(history.series), len(site.regressions(history, site.pages_of(history))))
+    skipped: list[str] = []
+    made = site.render(history, results, out, skipped)
+    return Published(made, len(history.series), len(site.regressions(history, site.pages_of(history))),
+                     tuple(skipped))
 
 
 def publish_text(done: Published) -> str:
     """What ``invoke publish`` prints."""
-    return (f"site: {done.site / 'index.html'} ({done.series} series, {done.regressions} regressions); "
-            "open it from disk, or copy the folder anywhere (the reports are inside it)")
+    lines = [f"skipped {line}" for line in done.skipped]
+    return "\n".join([*lines, f"site: {done.site / 'index.html'} ({done.series} series, {done.regressions} regressions); "
+                               "open it from disk, or copy the folder anywhere (the reports are inside it)"])

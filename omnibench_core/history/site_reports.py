@@ -1,10 +1,15 @@
 """The campaigns' reports, copied into the site (``reports/<path in the results root>``) with an
 HTML page beside each (for a campaign without a report, its campaign file and a page of the
 point), so every point's link works when the site folder is opened alone, moved or served
-elsewhere; the results root is never linked into."""
+elsewhere; the results root is never linked into.
+
+Nothing from outside the results root is copied: a report, a plots folder or a plot that is a
+symbolic link is skipped and named in :attr:`CopiedReport.skipped` (``invoke publish`` prints
+it), as is anything that is not a regular file."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -24,6 +29,7 @@ class CopiedReport:
     page: str | None
     problem: str = ""
     label: str = "report"  # what the link opens: "report", or "campaign" for a campaign without one
+    skipped: tuple[str, ...] = ()  # links (and other non-files) of the report's plots left out, with why
 
 
 def inside(root: Path, relative: str) -> Path | None:
@@ -63,12 +69,35 @@ def _copy_report(results: Path, report: str, site: Path) -> CopiedReport:
         return CopiedReport(None, f"report not found at {results / report}")
     source, target, rel = copied
     plots = source.with_name(f"{source.stem}-plots")  # as campaign.writing names them
-    if plots.is_dir():
-        shutil.copytree(plots, target.with_name(plots.name), dirs_exist_ok=True)
+    skipped = _copy_plots(results, plots, target.with_name(plots.name))
     page = target.with_suffix(".html")
     page.write_text(report_page(source.read_text(encoding="utf-8", errors="replace"), target.name,
                                 "../" * len(rel.parts)), encoding="utf-8")
-    return CopiedReport(page.relative_to(site).as_posix())
+    return CopiedReport(page.relative_to(site).as_posix(), skipped=skipped)
+
+
+def _copy_plots(results: Path, plots: Path, target: Path) -> tuple[str, ...]:
+    """The report's plots folder copied file by file, never following a link: a folder or file
+    that is a link (it may point anywhere) or is no regular file is left out and named."""
+    if plots.is_symlink():
+        return (f"{plots}: a link, not a folder of the results root; not copied",)
+    if not plots.is_dir():
+        return ()
+    skipped = []
+    for folder, dirs, files in os.walk(plots):  # os.walk follows no link to a folder
+        here = Path(folder)
+        for name in [*dirs, *files]:
+            path = here / name
+            if path.is_symlink():
+                skipped.append(f"{path}: a link; not copied")
+            elif name in files and not path.is_file():
+                skipped.append(f"{path}: not a regular file; not copied")
+            elif name in files and inside(results, str(path.relative_to(results))) is not None:
+                copy = target / path.relative_to(plots)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, copy, follow_symlinks=False)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+    return tuple(skipped)
 
 
 def _copy_campaign(results: Path, point: Point, site: Path) -> CopiedReport | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import RunFileError, RunNotReady, storage_error
 from ..store import manifest as manifest_file
+from ..store.names import check_name, under_root
 from ..store.statuses import RunStatus
 from .layout import move_aside, next_run_name
 
@@ -103,9 +104,11 @@ def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 2
     A named run that exists is a :class:`RunNotReady`; for an automatic name, a run that took
     the same ``runN`` a moment earlier makes this one take the next.
     """
+    if name:
+        check_name(name, "run name")  # one folder entry of the revision folder, never a path out of it
     revision_dir.mkdir(parents=True, exist_ok=True)
     for _ in range(attempts):
-        run_dir = revision_dir / (name or next_run_name(revision_dir))
+        run_dir = under_root(revision_dir, revision_dir / (name or next_run_name(revision_dir)), "run folder")
         try:
             run_dir.mkdir()
             return run_dir

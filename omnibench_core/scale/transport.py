@@ -22,6 +22,14 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
 Campaign files are read and written by their owner, :mod:`omnibench_core.store.campaign_file`,
 on both ends: a file a node sends that the driver cannot trust is a typed error naming the task
 and the field, never written.
+
+The names around the tars are a node's word too, and checked before anything of a call is
+written (:meth:`Receiver.check`): the folder and each run one plain entry
+(:func:`.store.names.check_name`), the campaign file ``<folder>/campaigns/<name>.json`` and
+nothing else, every path under the results root (:func:`.store.names.under_root`); a run whose
+name the driver holds complete is never replaced, ``seeded`` is believed only for a run the
+driver's :meth:`Receiver.seed` handed out, and a run must arrive as a folder. A refusal is a
+:class:`ShipRefused` naming the task, the name and why.
 """
 
 from __future__ import annotations
@@ -40,11 +48,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..campaign.record import Campaign
-from ..errors import OmnibenchError, storage_error
+from ..errors import OmnibenchError, RunFileError, storage_error
 from ..identity import Identity
 from ..store import campaign_file
 from ..store import manifest as manifest_file
 from ..store.manifest import run_status
+from ..store.names import CAMPAIGNS, RECORD_SUFFIX, check_name, under_root
 from ..store.statuses import AttemptStatus, CampaignStatus
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
@@ -105,8 +114,10 @@ class Seed:
 def seed(results: Path, folder: str, identity: Identity) -> Seed:
     """The driver's copy of ``identity``'s campaign in ``results/folder``: the file the local
     engine would resume (:func:`.campaign_file.path_for`) and the runs it counts. A file there
-    that cannot be trusted is a CampaignFileError, as it is to the local engine."""
-    revision = results / folder
+    that cannot be trusted is a CampaignFileError, as it is to the local engine; a ``folder``
+    that is not one entry of ``results`` is a BadName (nothing outside the root is packed)."""
+    check_name(folder, "revision folder", given=False)
+    revision = under_root(results, results / folder, "revision folder")
     path = campaign_file.path_for(revision, identity)
     rel = path.relative_to(results).as_posix()
     if not path.is_file():
@@ -141,6 +152,12 @@ class Shipped:
     received: str = ""
 
 
+class ShipRefused(RunFileError):
+    """A node sent a name the driver does not write: a path out of the results root, a folder or
+    run that is not one plain entry, a claim on a run the driver holds complete, a run that is not
+    a folder. Nothing of the call was written."""
+
+
 class Receiver:
     """The driver's end: writes shipped runs and campaign files into ``results`` atomically."""
 
@@ -152,6 +169,7 @@ class Receiver:
         self.checkouts = tuple(checkouts)
         self.names: dict[tuple[str, str, str], str] = {}  # (task, folder, name on the node) -> name here
         self.taken: dict[str, set[str]] = {}  # run names given out per folder (not all on disk yet)
+        self.seeded: dict[str, set[str]] = {}  # runs handed out by seed() per folder: a node may send them back
         self.stopped = False
 
     def stop(self) -> None:
@@ -163,8 +181,55 @@ class Receiver:
         return self.stopped
 
     def seed(self, folder: str, identity: Identity) -> Seed:
-        """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs."""
-        return seed(self.results, folder, identity)
+        """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs;
+        the runs it holds are the ones a node may later send back as ``seeded``."""
+        found = seed(self.results, folder, identity)
+        if found.data:
+            with tarfile.open(fileobj=io.BytesIO(found.data), mode="r") as tar:
+                runs = {m.name.split("/")[1] for m in tar.getmembers() if m.name.count("/") >= 1
+                        and m.name.split("/")[1] != CAMPAIGNS}
+            self.seeded.setdefault(folder, set()).update(runs)
+        return found
+
+    def check(self, task: str, folder: str, runs: Sequence[ShippedRun], rel: str | None) -> Path | None:
+        """Refuse (:class:`ShipRefused`) a call whose names could write outside the results root
+        or over what the driver holds; the campaign file's path here when ``rel`` is given."""
+        def refuse(what: str, given: str, why: str) -> ShipRefused:
+            return ShipRefused(f"task {task} sent {what} {given!r}: {why}; nothing of the call was written",
+                               evidence={"sent by": f"task {task}", what: given},
+                               hint="run the same omnibench on every node as on the driver; a node that sends "
+                                    "such names is not one to trust")
+
+        try:
+            check_name(folder, "revision folder", given=False)
+            revision = under_root(self.results, self.results / folder, "revision folder")
+        except OmnibenchError as exc:
+            raise refuse("folder", folder, exc.message) from None
+        for run in runs:
+            try:
+                check_name(run.local, "run")
+            except OmnibenchError as exc:
+                raise refuse("run", run.local, exc.message) from None
+            if not _holds_folder(run.data, f"{folder}/{run.local}"):
+                raise refuse("run", run.local, "its tar holds no folder of that name (a plain file, a link, or nothing)")
+            if (task, folder, run.local) in self.names:
+                continue  # the name this task was given: its own run again (scored now, or sent again)
+            if run.seeded and run.local not in self.seeded.get(folder, set()):
+                raise refuse("run", run.local, "it says the driver's seed held it, and no seed the driver sent did")
+            if run.seeded and run_status(revision / run.local) == AttemptStatus.COMPLETE:
+                raise refuse("run", run.local, f"the driver holds {folder}/{run.local} complete; it is never replaced")
+        if rel is None:
+            return None
+        parts = rel.split("/")
+        stem = parts[-1].removesuffix(RECORD_SUFFIX)
+        if (len(parts) != 3 or parts[0] != folder or parts[1] != CAMPAIGNS or not parts[2].endswith(RECORD_SUFFIX)
+                or not stem or "\\" in rel):
+            raise refuse("campaign file", rel, f"a campaign file is {folder}/{CAMPAIGNS}/NAME{RECORD_SUFFIX}")
+        try:
+            check_name(stem, "campaign name", given=False)
+            return under_root(self.results, self.results / rel, "campaign file")
+        except OmnibenchError as exc:
+            raise refuse("campaign file", rel, exc.message) from None
 
     def _name(self, task: str, folder: str, local: str, seeded: bool) -> str:
         key = (task, folder, local)
@@ -185,7 +250,7 @@ class Receiver:
         is sent (its runs named as here, its checkout the driver's); the names the runs have here
         and the campaign file's path here ("" when none was sent). A campaign file that cannot be
         trusted is refused before anything of the call is written."""
-        path = self.results / rel
+        path = self.check(task, folder, runs, rel if campaign is not None else None) or self.results / rel
         parsed = None if campaign is None else campaign_file.parse(path, campaign, origin=f"task {task}")
         names = {run.local: self._run(task, folder, run) for run in runs}
         if campaign is None or parsed is None:
@@ -203,6 +268,10 @@ class Receiver:
         try:
             unpack(shipped.data, incoming)
             run = incoming / folder / local
+            if run.is_symlink() or not run.is_dir():
+                raise ShipRefused(f"task {task} sent run {local!r} as {'nothing' if not run.exists() else 'a plain file'},"
+                                  " not a run folder; it was not written", evidence={"sent by": f"task {task}",
+                                  "run": local}, hint="run the same omnibench on every node as on the driver")
             if name != local:  # the run's manifest names it
                 manifest_file.rename_run(run, name)
             _swap_in(run, revision / name)
@@ -226,6 +295,16 @@ class Receiver:
     def renamed(self, task: str, folder: str) -> dict[str, str]:
         """The names the driver gave ``task``'s runs (node name -> name here)."""
         return {local: name for (t, f, local), name in self.names.items() if t == task and f == folder}
+
+
+def _holds_folder(data: bytes, name: str) -> bool:
+    """Whether ``pack`` bytes hold ``name`` as a folder (not a file, a link or a device)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+            member = tar.getmember(name)
+    except (KeyError, tarfile.TarError):
+        return False
+    return member.isdir()
 
 
 def _free_name(revision: Path, taken: set[str]) -> str:

@@ -10,7 +10,6 @@ refused.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -21,9 +20,9 @@ from typing import Any, NoReturn
 from ..campaign.record import SCORINGS, Asked, Attempt, Campaign, now_iso
 from ..errors import CampaignFileError, storage_error
 from ..identity import Identity
-from ..jsonio import read_json, write_json
+from ..jsonio import loads, read_json, write_json
 from . import versions
-from .names import campaign_files, campaign_path
+from .names import campaign_files, campaign_path, name_problem
 from .statuses import AttemptStatus, CampaignStatus, words
 
 FORMAT = 1  # the campaign file's format; a newer one is refused, never guessed at
@@ -71,6 +70,16 @@ class _Reader:
                 self.fail(key, "is missing")
             return default
         return self.data[key]
+
+    def entry(self, key: str) -> str:
+        """A text that names a file or folder (the campaign's name, its revision folder): one
+        plain entry by :func:`.names.name_problem`, or a path built from it (a report's folder,
+        a comparison's) could lead out of the results root."""
+        value = self.text(key)
+        problem = name_problem(value, given=False)
+        if problem:
+            self.fail(key, f"is {value!r}: {problem}")
+        return value
 
     def text(self, key: str, default: Any = _MISSING, *, choices: Sequence[str] = ()) -> str:
         value = self.get(key, default)
@@ -157,7 +166,7 @@ def from_record(path: Path, data: Any) -> Campaign:
         r.fail("attempts", f"must be a list, not {raw!r}")
     attempts = tuple(_attempt_from(_Reader(path, a, f"attempts[{i}]")) for i, a in enumerate(raw))
     _check_runs_distinct(r, attempts)
-    return Campaign(name=r.text("name"), revision=r.text("revision"), asked=_asked_from(_Reader(path, r.get("asked"), "asked")),
+    return Campaign(name=r.entry("name"), revision=r.entry("revision"), asked=_asked_from(_Reader(path, r.get("asked"), "asked")),
                     attempts=attempts, environment=r.mapping("environment", {}),
                     status=CampaignStatus(r.text("status", "running", choices=words(CampaignStatus))), reason=r.text("reason", ""),
                     created=r.text("created", ""), updated=r.text("updated", ""))
@@ -180,7 +189,7 @@ def load(path: Path, data: bytes | None = None) -> Campaign:
     """Read a campaign file (or ``data``, its bytes read already), checked field by field (see
     :func:`from_record`)."""
     try:
-        record = read_json(path) if data is None else json.loads(data)
+        record = read_json(path) if data is None else loads(data, path)
     except (OSError, ValueError) as exc:  # UnicodeDecodeError too
         raise CampaignFileError(f"cannot read the campaign file {path}: {type(exc).__name__}: {exc}",
                                 evidence={"file": str(path)}, hint="name another campaign, or move that file aside") from exc

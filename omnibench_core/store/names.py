@@ -7,8 +7,11 @@ its campaigns' files in ``campaigns/``; the results root holds the A/B records i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from ..errors import BadName, OutsideRoot
 
 MANIFEST_NAME = "manifest.json"
 METRICS_NAME = "metrics.json"  # the runbook's {"metrics", "rates", "complete"}: sglang-omni's scripts read it
@@ -60,7 +63,8 @@ def campaigns_dir(revision_dir: Path) -> Path:
 
 
 def campaign_path(revision_dir: Path, name: str) -> Path:
-    """``<revision>/campaigns/<name>.json``."""
+    """``<revision>/campaigns/<name>.json`` (``name`` held to :func:`check_name`)."""
+    check_name(name, "campaign name", given=False)  # also a name made from an identity
     return campaigns_dir(revision_dir) / f"{name}{RECORD_SUFFIX}"
 
 
@@ -70,10 +74,60 @@ def campaign_files(revision_dir: Path) -> Iterator[Path]:
 
 
 def experiment_path(results_root: Path, name: str) -> Path:
-    """``<results>/ab/<name>.json``."""
+    """``<results>/ab/<name>.json`` (``name`` held to :func:`check_name`)."""
+    check_name(name, "experiment name", given=False)  # also a name made from an identity
     return results_root / AB_FOLDER / f"{name}{RECORD_SUFFIX}"
 
 
 def lock_path(record_path: Path) -> Path:
     """The lock beside a campaign file or an A/B record: ``<name>.lock``."""
     return record_path.with_suffix(LOCK_SUFFIX)
+
+
+# The one rule for every name a user or a node gives (a campaign's --name, an A/B experiment's,
+# a run's, a revision folder's): one path component, so every path built from it stays in the
+# folder it is built in. Checked at the front doors (flags) and again where a node's names arrive
+# (the Ray receiver), and where a path is built from one (campaign_path, experiment_path).
+_CONTROL = {chr(c) for c in range(32)} | {"\x7f"}
+
+
+def name_problem(name: str, *, given: bool = True) -> str:
+    """Why ``name`` cannot name a file or folder omnibench writes ("" when it can): empty, ``.``
+    or ``..``, or holding ``/``, ``\\``, ``..`` or a control character (a newline, a tab...).
+    ``given=False`` for a name omnibench made itself (:func:`.identity.file_name`, whose option
+    values may hold ``a..b``, harmless inside one entry): ``..`` is then refused only whole."""
+    if not isinstance(name, str) or not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return f"{name!r} names a folder itself, not an entry in it"
+    if "/" in name or "\\" in name:
+        return "it holds a path separator ('/' or '\\'): a name is one folder entry"
+    if given and ".." in name:
+        return "it holds '..'"
+    bad = sorted({c for c in name if c in _CONTROL})
+    if bad:
+        return f"it holds a control character ({', '.join(repr(c) for c in bad)})"
+    return ""
+
+
+def check_name(name: str, what: str = "name", *, given: bool = True) -> str:
+    """``name`` when :func:`name_problem` finds nothing; else a :class:`.errors.BadName` naming
+    ``what`` (``campaign name``, ``run``...), the name and why."""
+    problem = name_problem(name, given=given)
+    if problem:
+        raise BadName(f"{what} {name!r} refused: {problem}", evidence={"what": what, "given": repr(name)},
+                      hint="give a plain name: letters, digits, '_', '-', '+' and single dots")
+    return name
+
+
+def under_root(root: Path, path: Path, what: str = "path") -> Path:
+    """``path`` (relative to ``root``, or absolute) made absolute and normalised, when it lies
+    under ``root``; else an :class:`.errors.OutsideRoot` naming both. Check every path built from
+    a given name with this before anything is written there. Normalised by its text (``..``
+    taken out), links not followed: a revision folder a user linked to another disk stays theirs."""
+    base = Path(os.path.abspath(root))
+    resolved = Path(os.path.normpath(base / path))
+    if resolved != base and not resolved.is_relative_to(base):
+        raise OutsideRoot(f"{what} {str(path)!r} lies outside {base}", evidence={"path": str(path), "resolved":
+                          str(resolved), "root": str(base)}, hint="name something inside the results root")
+    return resolved

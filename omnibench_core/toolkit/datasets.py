@@ -9,10 +9,30 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import SettingsError
+
 
 def default_cache_dir() -> Path:
     """``$OMNIBENCH_CACHE`` or ``~/.cache/omnibench``."""
     return Path(os.environ.get("OMNIBENCH_CACHE") or Path.home() / ".cache" / "omnibench")
+
+
+def dataset_folder(configured: str | os.PathLike[str] | None, set_name: str, option: str) -> Path:
+    """Where the set ``set_name`` lives: ``configured`` (a workload's ``data_dir`` option, named
+    ``option`` in errors), else ``<cache>/<set_name>``. A set is built aside and renamed into
+    place, so a configured folder needs a name of its own: the file system's root (``/``) or a
+    file is a SettingsError naming the option, before any step runs."""
+    if not configured:
+        return default_cache_dir() / set_name
+    folder = Path(configured).expanduser()
+    resolved = folder.resolve()
+    why = ("is the file system's root: a set is made as a folder of its own" if not resolved.name else
+           "is a file, not a folder" if resolved.exists() and not resolved.is_dir() else "")
+    if why:
+        raise SettingsError(f"-o {option}={configured} refused: {resolved} {why}",
+                            evidence={"option": option, "given": str(configured)},
+                            hint=f"name a folder of its own for the set, e.g. {default_cache_dir() / set_name}")
+    return folder
 
 
 def build_once(folder: Path, name: str, build: Callable[[Path], int]) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from omnibench_core.plugin import build_once, default_cache_dir
+from omnibench_core.plugin import build_once, dataset_folder
 
 SET_NAME = "seedtts-local-v1"
 
@@ -92,7 +92,7 @@ def load_meta(path: str | os.PathLike[str], max_samples: int | None = None) -> l
 
 def local_set_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where the local set lives: ``<cache>/seedtts-local-v1``."""
-    return Path(cache_dir) if cache_dir else default_cache_dir() / SET_NAME
+    return dataset_folder(cache_dir, SET_NAME, "seedtts.data_dir")  # "/" or a file: refused, naming the option
 
 
 def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from omnibench_core.plugin import LETTERS, PALETTE, build_once, default_cache_dir, write_color_video
+from omnibench_core.plugin import LETTERS, PALETTE, build_once, dataset_folder, write_color_video
 
 SET_NAME = "videoamme-local-v1"
 SAMPLES = 10
@@ -38,7 +38,7 @@ class VideoSample:
 
 def local_set_dir(cache_dir: str | Path | None = None) -> Path:
     """``<cache>/videoamme-local-v1``."""
-    return Path(cache_dir) if cache_dir else default_cache_dir() / SET_NAME
+    return dataset_folder(cache_dir, SET_NAME, "videoamme.data_dir")  # "/" or a file: refused, naming the option
 
 
 def load_samples(folder: Path, max_samples: int | None = None) -> list[VideoSample]:
