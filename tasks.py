@@ -18,6 +18,7 @@ from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.history import front_door as history_layer
+from omnibench_core.history import inbox as history_inbox
 from omnibench_core.history import site_command as history_site
 from omnibench_core.history.query import check_revisions
 from omnibench_core.history.text import history_text as history_view
@@ -128,7 +129,10 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus)
         asked = campaign.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
         outcome = campaign.measure(settings, asked, name=name, progress=emit)
-        made = campaign.report(settings, outcome.campaign.name)
+        try:
+            made = campaign.report(settings, outcome.campaign.name)
+        finally:  # the history is told once the report exists, so the site links it
+            history_inbox.campaign_done(settings, outcome.path, progress=emit)
     emit(campaign.report_text(made))
 
 
@@ -160,7 +164,8 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
     """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
-        made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha)
+        made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha,
+                                summary=history_inbox.COMPARISON_SUMMARY)
     emit(campaign.compare_text(made))
     failing = made.comparison.fail_on(fail_on) if fail_on else []
     if failing:

@@ -17,6 +17,18 @@ def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     assert report["runs"] == ["run1", "run2"]  # run0 is the warm-up
     assert report["metrics"]["selftest.requests"]["values"] == {"run1": 8, "run2": 8}
     assert "run 1 of 3 (run0 warm-up, discarded)" in done.stdout and "selftest.latency_mean_s" in done.stdout
+    # The history is told of the campaign after its report exists: `invoke publish` right after
+    # `invoke measure` links each point to the report and copies its plots (no --rebuild needed).
+    site = tmp_path / "site"
+    published = invoke("publish", "--out", str(site))
+    assert published.returncode == 0, published.stdout + published.stderr
+    pages = sorted((site / "series").glob("local--selftest--*.html"))
+    assert pages and all("No report was made" not in p.read_text() for p in pages)
+    copied = site / "reports" / folder.name / "campaigns" / "selftest_local"
+    assert all(f'href="../reports/{folder.name}/campaigns/selftest_local/report.html"' in p.read_text() for p in pages)
+    assert (copied / "report.md").is_file() and sorted(p.name for p in (copied / "report-plots").glob("*.png")) == \
+        sorted(p.name for p in (folder / "campaigns" / "selftest_local" / "report-plots").glob("*.png"))
+    assert list((copied / "report-plots").glob("*.png"))
     (folder / "run3-incomplete").mkdir()  # moved aside: never part of a report
     again = invoke("report")
     assert again.returncode == 0, again.stderr

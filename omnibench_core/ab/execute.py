@@ -34,7 +34,7 @@ from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from . import duet, record
 from .record import Attempt, Design, Experiment, Identity, Position, Side
-from .worker import Spec
+from .spec import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
 NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
@@ -274,18 +274,7 @@ class _Driver:
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
             self.progress.say(f"A/B experiment complete: {ident.rounds} rounds a side")
-            self._index()
         return self.experiment
-
-    def _index(self) -> None:
-        """Index the sides that measured a commit in the results' history store; a store that
-        cannot take them is said, never a failed experiment (--rebuild makes it again)."""
-        from ..history.store import index_experiment  # the history reads A/B records: imported late
-
-        try:
-            index_experiment(self.path.parent.parent, self.path)
-        except OmnibenchError as exc:
-            self.progress.say(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
 
     def _complete(self, position: Position) -> bool:
         last = self.experiment.latest(position)
