@@ -10,6 +10,7 @@ from pathlib import Path
 
 import invoke
 from invoke import Collection, Context, Exit
+from invoke import main as invoke_main
 
 from omnibench_core import ab as ab_layer
 from omnibench_core import api, campaign, config, defaults, plugin_manager, tables
@@ -450,5 +451,8 @@ def publish(c, out, target=None, workload=None, metric=None, revisions=None, res
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
 ns = Collection(run, measure, compare, ab, matrix, bisect, history, publish, plugins, doctor, standin, setup)
+
+# Invoke's own "No idea what 'X' is!" gets hints: close flags or tasks, --opt for a workload option.
+f.explain_parse_errors(invoke_main.program, lambda: [(row.workload, row.name) for row in api.list_options()])
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.config_defaults()})
