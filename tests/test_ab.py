@@ -321,6 +321,9 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     # each worker is `python -m omnibench_core.ab.worker`, whose output the driver forwards: the
     # package imports nothing of it, so runpy has nothing to warn about
     assert "RuntimeWarning" not in done.stdout + done.stderr and "found in sys.modules" not in done.stdout
+    # deferred scoring's lines carry an estimate of what is left; none says "~0s left" of work left
+    scoring = [line for line in done.stdout.splitlines() if line.startswith("[scoring side ")]
+    assert scoring and "~0s left" not in done.stdout, "\n".join(scoring[-5:])
     for side in "AB":
         starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
                   for (s, _), a in sorted(kept.items()) if s == side]

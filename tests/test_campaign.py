@@ -115,6 +115,8 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
                            "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr
+    # the comparison says it starts before it reads the runs (and beats while it works)
+    assert done.stdout.startswith(f"comparing {b.campaign.name} with base {outcome.campaign.name}: reading their runs")
 
 
 @pytest.mark.slow

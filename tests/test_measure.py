@@ -17,6 +17,9 @@ def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     assert report["runs"] == ["run1", "run2"]  # run0 is the warm-up
     assert report["metrics"]["selftest.requests"]["values"] == {"run1": 8, "run2": 8}
     assert "run 1 of 3 (run0 warm-up, discarded)" in done.stdout and "selftest.latency_mean_s" in done.stdout
+    assert "~0s left" not in done.stdout and "| nothing left] campaign complete" in done.stdout
+    # the report after the campaign says it starts (and beats while it works): no silent step
+    assert done.stdout.index("writing the report of campaign selftest_local") < done.stdout.index("report of local-")
     # The history is told of the campaign after its report exists: `invoke publish` right after
     # `invoke measure` links each point to the report and copies its plots (no --rebuild needed).
     site = tmp_path / "site"

@@ -336,6 +336,7 @@ def test_doctor_on_the_local_target_marks_gpu_host_checks_not_needed(invoke, tmp
                     INVOKE_OMNIBENCH_DOCKER="no-such-docker", INVOKE_OMNIBENCH_PORT=str(free_port()))
     done = invoke("doctor", env=env)  # the default target: local
     assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.startswith("doctor: checking")  # said at once, on stderr: stdout is the table
     rows = {line.split("  ")[0].strip(): line for line in done.stdout.splitlines()[2:]}
     for name in ("docker", "checkout and commit", "GPU memory free", "CPU set (BENCH_CPUS)"):
         assert " n/a " in rows[name] and "not needed for the local target" in rows[name], rows[name]
