@@ -103,12 +103,14 @@ def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 2
     A named run that exists is a :class:`RunNotReady`; for an automatic name, a run that took
     the same ``runN`` a moment earlier makes this one take the next.
     """
-    revision_dir.mkdir(parents=True, exist_ok=True)
     for _ in range(attempts):
+        revision_dir.mkdir(parents=True, exist_ok=True)  # again each try: a refused run removes an empty one
         run_dir = revision_dir / (name or next_run_name(revision_dir))
         try:
             run_dir.mkdir()
             return run_dir
+        except FileNotFoundError:  # the revision folder was removed between the two mkdirs
+            continue
         except FileExistsError:
             if name:
                 raise RunNotReady(f"run directory {run_dir} exists already", evidence={"run_dir": str(run_dir)},

@@ -542,10 +542,14 @@ def _quiet(message: str) -> None:
 
 
 def _remove_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass
+    """Remove a claimed run folder nothing ran in, and its revision folder when that is left empty
+    (a refused first run leaves no empty ``results/local-<commit>``; a run claiming there at that
+    moment makes it again: :func:`.ownership.claim_run_dir`)."""
+    for folder in (path, path.parent):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:
