@@ -437,6 +437,7 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design=
                                         rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=say)
+        history_inbox.experiment_done(settings, done.record, progress=say)  # after its result, as measure
     emit(ab_layer.ab_text(done))
     failing = ab_layer.failing(done, fail_on) if fail_on else []
     if failing:

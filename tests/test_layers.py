@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -236,3 +238,42 @@ def test_the_campaign_layer_imports_nothing_of_the_history():
     offenders = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith("omnibench_core.campaign")
                  for t in targets if t.startswith("omnibench_core.history")]
     assert offenders == []
+
+
+_IMPORT_EACH = r"""
+import os, sys
+for heavy in ("numpy", "aiohttp", "invoke", "pluggy", "requests", "tabulate", "soundfile"):
+    try:
+        __import__(heavy)  # third-party, imported once here so that each child is quick
+    except ImportError:
+        pass
+failed = []
+for module in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:  # a child with no module of omnibench imported yet: the import order a user's command has
+        try:
+            __import__(module)
+        except BaseException as exc:
+            print(f"{module}: {type(exc).__name__}: {exc}", flush=True)
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        failed.append(module)
+sys.exit(1 if failed else 0)
+"""
+
+
+@pytest.mark.slow
+def test_every_core_module_imports_first_in_a_fresh_process():
+    """Each module imported before any other of the core (as `python -m omnibench_core.ab.worker`
+    or a matrix's worker is): a circle through a package's ``__init__`` fails here with
+    "partially initialized module", which the module graph above does not see."""
+    import subprocess
+    import sys
+
+    # seedtts_count runs inside a sglang-omni checkout's venv, importing that checkout's `benchmarks`
+    modules = [m for _, m in _core_modules() if not m.endswith(("__main__", "setup.seedtts_count"))]
+    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, *modules], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

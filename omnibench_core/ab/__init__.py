@@ -9,8 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OmnibenchError, SettingsError
-from ..history.inbox import index_experiment
+from ..errors import SettingsError
 from ..scale.front_door import host_slots
 from ..scale.slots import HostSlot
 from ..settings import Settings
@@ -78,17 +77,7 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
                                   progress=progress)
         analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
         md, summary, js = write_result(experiment, analysis, path)
-        _tell_history(settings, path, progress)  # after its result, as a campaign after its report
     return Done(path, experiment, analysis, md, js, summary)
-
-
-def _tell_history(settings: Settings, record: Path, progress: Callable[[str], None]) -> None:
-    """Index the sides that measured a commit in the results' history store; a store that cannot
-    take them is said, never a failed experiment (``invoke history --rebuild`` makes it again)."""
-    try:
-        index_experiment(record.parent.parent, record, git=settings.tools.git)
-    except OmnibenchError as exc:
-        progress(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
 
 
 def failing(done: Done, verdict: str) -> list[str]:

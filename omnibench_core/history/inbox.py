@@ -34,6 +34,16 @@ def campaign_done(settings: Settings, campaign_file: Path, progress: Progress = 
         return False
 
 
+def experiment_done(settings: Settings, experiment_file: Path, progress: Progress = print) -> int:
+    """Tell the history of a complete A/B experiment, after its result is written: the sides that
+    measured a commit are indexed; a store that cannot take them is said, never a failed command."""
+    try:
+        return index_experiment(settings.run.results_root, experiment_file, git=settings.tools.git)
+    except OmnibenchError as exc:
+        progress(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
+        return 0
+
+
 def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = (),
                    make_missing: bool = True) -> bool:
     """Index one campaign file (when complete); True when it was. A missing database is made

@@ -18,7 +18,6 @@ from ..campaign import record
 from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from ..campaign.verdict import change_text, interval_text
 from ..errors import RunFileError
-from ..history import inbox as history
 from ..settings import Settings
 from ..store import campaign_file
 from ..store import manifest as manifest_file
@@ -30,6 +29,14 @@ __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign
            "is_complete", "outcome_of", "run_campaign"]
 
 Progress = Callable[[str], None]
+
+
+def history() -> Any:
+    """The history's inbox (:mod:`omnibench_core.history.inbox`), imported when first told: its
+    store reads A/B records, whose package's ``__init__`` imports this layer's front door."""
+    from ..history import inbox
+
+    return inbox
 
 
 def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
@@ -89,7 +96,7 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     t0 = time.monotonic()
     asked = layer.asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
     done = layer.measure(settings, asked, progress=progress)  # named by its identity, as measure names it
-    history.campaign_done(settings, done.path, progress)  # a matrix makes no report: indexed at once
+    history().campaign_done(settings, done.path, progress)  # a matrix makes no report: indexed at once
     return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 
 
@@ -123,7 +130,7 @@ def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settin
     are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
     rather than refused."""
     made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
-                         summary=history.COMPARISON_SUMMARY)
+                         summary=history().COMPARISON_SUMMARY)
     return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
                          m.needed) for m in made.comparison.metrics)
 
