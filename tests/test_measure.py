@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import json
+import sqlite3
+import subprocess
 
 import pytest
+from run_helpers import REPO
 
 
 @pytest.mark.slow
@@ -15,6 +19,9 @@ def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["campaigns", "run0", "run1", "run2"]
     report = json.loads((folder / "campaigns" / "selftest_local" / "report.json").read_text())
     assert report["runs"] == ["run1", "run2"]  # run0 is the warm-up
+    header = (folder / "campaigns" / "selftest_local" / "report.md").read_text()
+    assert "- settings: target=local" in header  # not the checkout, venv and GPUs the local target never uses
+    assert not any(f"{k}=" in header for k in ("checkout", "venv", "gpus")), header[:600]
     assert report["metrics"]["selftest.requests"]["values"] == {"run1": 8, "run2": 8}
     assert "run 1 of 3 (run0 warm-up, discarded)" in done.stdout and "selftest.latency_mean_s" in done.stdout
     assert "~0s left" not in done.stdout and "| nothing left] campaign complete" in done.stdout
@@ -32,6 +39,13 @@ def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     assert (copied / "report.md").is_file() and sorted(p.name for p in (copied / "report-plots").glob("*.png")) == \
         sorted(p.name for p in (folder / "campaigns" / "selftest_local" / "report-plots").glob("*.png"))
     assert list((copied / "report-plots").glob("*.png"))
+    # the local target's commit is omnibench's own: its time and subject fill the history's columns
+    subject = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%s"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    with sqlite3.connect(tmp_path / "results" / "history.sqlite") as db:
+        ((committed, indexed_subject),) = db.execute("SELECT commit_time, subject FROM campaigns").fetchall()
+    assert committed and indexed_subject == subject
+    assert all(html.escape(subject) in p.read_text() for p in pages)
     (folder / "run3-incomplete").mkdir()  # moved aside: never part of a report
     again = invoke("report")
     assert again.returncode == 0, again.stderr

@@ -104,9 +104,15 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     return Compared(comparison, write_compare(folder, comparison, values, summary))
 
 
+# What the embedded local target never uses: a report on it does not list them as if they counted.
+LOCAL_UNUSED = ("checkout", "venv", "gpus")
+
+
 def settings_line(values: Mapping[str, object]) -> str:
-    """The settings that change numbers, as ``key=value`` (a planted ``local_delay_ms`` among them)."""
-    return ", ".join(f"{k}={v}" for k, v in values.items() if v not in (None, "")) or "defaults"
+    """The settings that change numbers, as ``key=value`` (a planted ``local_delay_ms`` among them);
+    on the local target, not the checkout, venv and GPUs it never uses."""
+    unused = LOCAL_UNUSED if values.get("target") == "local" else ()
+    return ", ".join(f"{k}={v}" for k, v in values.items() if v not in (None, "") and k not in unused) or "defaults"
 
 
 def _files(w: Written, what: str) -> list[str]:
