@@ -3,6 +3,7 @@ library (omnibench_core) does the work."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import invoke
 from invoke import Collection, Context, Exit
+from invoke import main as invoke_main
 
 from omnibench_core import ab as ab_layer
 from omnibench_core import api, campaign, config, defaults, plugin_manager, tables
@@ -17,7 +19,9 @@ from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
+from omnibench_core.heartbeat import working
 from omnibench_core.history import front_door as history_layer
+from omnibench_core.history import inbox as history_inbox
 from omnibench_core.history import site_command as history_site
 from omnibench_core.history.query import check_revisions
 from omnibench_core.history.text import history_text as history_view
@@ -135,7 +139,11 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
                                  server_profile=server_profile)
         asked = campaign.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
         outcome = campaign.measure(settings, asked, name=name, progress=emit)
-        made = campaign.report(settings, outcome.campaign.name)
+        try:
+            with working(emit, f"writing the report of campaign {outcome.campaign.name} (tables and plots)"):
+                made = campaign.report(settings, outcome.campaign.name)
+        finally:  # the history is told once the report exists, so the site links it
+            history_inbox.campaign_done(settings, outcome.path, progress=emit)
     emit(campaign.report_text(made))
 
 
@@ -149,7 +157,9 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
     """A campaign's report: each metric's mean, sample sd, values by run, direction, spread and flags."""
     with reported():
         settings = settings_from(c, target=target, results=results, checkout=checkout)
-        made = campaign.report(settings, name or None, runs=runs)
+        with working(emit, f"reporting {f'runs {runs}' if runs else name or 'the latest campaign'}: reading its runs, "
+                           "writing the report and its plots"):
+            made = campaign.report(settings, name or None, runs=runs)
     emit(campaign.report_text(made))
 
 
@@ -167,7 +177,10 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
     """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
-        made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha)
+        with working(emit, f"comparing {b} with base {a}: reading their runs, judging each metric, writing "
+                           "compare.md and its plot"):
+            made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha,
+                                    summary=history_inbox.COMPARISON_SUMMARY)
     emit(campaign.compare_text(made))
     failing = made.comparison.fail_on(fail_on) if fail_on else []
     if failing:
@@ -256,7 +269,10 @@ def setup_all(c, where="auto"):
 def doctor(c, target=None, checkout=None, port=None):
     """Check every prerequisite of a run on this host: a table of OK/FAIL/n/a with the fix for each."""
     with reported():
-        checks = api.diagnose(settings_from(c, target=target, checkout=checkout, port=port))
+        # on standard error: standard output is the table alone
+        with working(partial(print, file=sys.stderr), "doctor: checking the tools, checkout, venv, pins, port, "
+                     "GPUs and CPU set"):
+            checks = api.diagnose(settings_from(c, target=target, checkout=checkout, port=port))
     emit(tables.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
@@ -426,16 +442,17 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design=
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None, server_profile=None):
     """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
-    with reported():
+    with reported(), working(emit, "A/B: checking the request, planning the slots and preparing both sides") as say:
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
-        on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=emit)
+        on = ab_layer.slots_for(settings, design, slots, slot_per, slot_cpus, progress=say)
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,
                                         design=ab_layer.design_for(design, on), a_rev=a_rev or "", b_rev=b_rev or "",
                                         rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
-                           progress=emit)
+                           progress=say)
+        history_inbox.experiment_done(settings, done.record, progress=say)  # after its result, as measure
     emit(ab_layer.ab_text(done))
     failing = ab_layer.failing(done, fail_on) if fail_on else []
     if failing:
@@ -460,5 +477,8 @@ def publish(c, out, target=None, workload=None, metric=None, revisions=None, res
 setup = Collection("setup", cpus, container, checkout, venv, download, verify)
 setup.add_task(setup_all, name="all", default=True)
 ns = Collection(run, measure, compare, ab, matrix, bisect, history, publish, plugins, doctor, standin, setup)
+
+# Invoke's own "No idea what 'X' is!" gets hints: close flags or tasks, --opt for a workload option.
+f.explain_parse_errors(invoke_main.program, lambda: [(row.workload, row.name) for row in api.list_options()])
 ns.add_task(report_runs, name="report")
 ns.configure({"omnibench": Settings.config_defaults()})

@@ -6,10 +6,9 @@ Every gate of the runbook (RUN_READY, READY, GPU_FREE, ...) fails with a subclas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # only for the annotation: records import nothing of this module's users
-    from .records import RunOutcome
+from .store.statuses import RunOutcome
 
 
 class OmnibenchError(Exception):

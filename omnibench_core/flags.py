@@ -404,3 +404,68 @@ def _print_help(task: Task) -> str | None:  # type: ignore[type-arg]
         return f"run: invoke --help {task.name}"
     program.print_task_help(names[0])
     return None
+
+
+_UNKNOWN = re.compile(r"^No idea what '(?P<token>.*)' is!$")
+
+
+def parse_hints(message: str, task: str | None, task_flags: Sequence[str], task_names: Sequence[str],
+                options: Callable[[], Sequence[tuple[str, str]]]) -> list[str]:
+    """Hints for Invoke's bare "No idea what 'X' is!": for a flag of ``task`` it does not have,
+    its close flags and, when X names a workload option (``--max-samples``), ``--opt
+    WORKLOAD.max_samples=N``; for a word after a task, the task's ``--name`` when it has one; for
+    an unknown task, the close task names. ``options`` lists (workload, option) pairs, called
+    only when a flag is unknown."""
+    import difflib
+
+    found = _UNKNOWN.match(message)
+    if not found:
+        return []
+    token = found["token"]
+    if token.startswith("-"):
+        name = token.lstrip("-").split("=", 1)[0]
+        hints = [f"did you mean {' or '.join(close)}?"
+                 for close in [difflib.get_close_matches(token.split("=", 1)[0], task_flags, n=3, cutoff=0.6)] if close]
+        key = name.replace("-", "_")
+        matches = sorted(f"--opt {w}.{o}=VALUE" for w, o in options() if o == key)
+        if matches:
+            hints.append(f"{name} is a workload option: pass {' or '.join(matches)} (see `invoke plugins --options`)")
+        elif task:
+            hints.append(f"`invoke {task} --help` lists its flags; a workload's options go in --opt WORKLOAD.OPTION=VALUE "
+                         "(see `invoke plugins --options`)")
+        return hints
+    if task and "--name" in task_flags:
+        return [f"`invoke {task}` takes no positional word: pass it as `invoke {task} --name {token}`"]
+    if task:
+        return [f"`invoke {task}` takes no positional word: `invoke {task} --help` lists its flags"]
+    close = difflib.get_close_matches(token, task_names, n=3, cutoff=0.6)
+    return ([f"did you mean {' or '.join(f'`invoke {c}`' for c in close)}?"] if close else []) + \
+        ["`invoke --list` lists the tasks"]
+
+
+def explain_parse_errors(program: Any, options: Callable[[], Sequence[tuple[str, str]]]) -> None:
+    """Make the running Invoke program's parse errors lead somewhere: its task-parsing step is
+    wrapped so that a "No idea what 'X' is!" gets :func:`parse_hints` appended (Invoke prints
+    the error and exits 1 as before). Called by ``tasks.py`` when Invoke loads it; wrapping twice
+    does nothing more."""
+    from invoke.exceptions import ParseError
+
+    original = program.parse_tasks
+    if getattr(original, "_omnibench_hints", False):
+        return
+
+    def parse_tasks() -> None:
+        try:
+            original()
+        except ParseError as exc:
+            context = exc.context
+            task = getattr(context, "name", None) or None
+            flags = sorted(str(flag) for flag in getattr(context, "flags", {}) if str(flag).startswith("--"))
+            names = sorted(program.collection.task_names) if getattr(program, "collection", None) else []
+            hints = parse_hints(str(exc), task, flags, names, options)
+            if not hints:
+                raise
+            raise ParseError("\n".join([str(exc), *(f"  hint: {h}" for h in hints)]), context) from None
+
+    parse_tasks._omnibench_hints = True  # type: ignore[attr-defined]
+    program.parse_tasks = parse_tasks

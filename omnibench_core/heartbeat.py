@@ -121,3 +121,12 @@ def beating(progress: Callable[[str], None]) -> Iterator[Callable[[str], None]]:
         return
     with Heartbeat(progress) as beat:
         yield beat
+
+
+@contextlib.contextmanager
+def working(progress: Callable[[str], None], what: str) -> Iterator[Callable[[str], None]]:
+    """Say ``what`` starts, then keep ``progress`` beating while inside: a step outside the runs
+    (a comparison, a report, the doctor, an A/B's start) is never silent for ``QUIET_S``."""
+    with beating(progress) as say:
+        say(what)
+        yield say

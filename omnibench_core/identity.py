@@ -61,9 +61,19 @@ def recorded_settings(settings: Settings) -> dict[str, str]:
     return {k: str(flat[k]) for k in RECORDED_SETTINGS}
 
 
-def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """``key: A != B`` for each key whose values differ."""
-    return [f"{k}: {a.get(k)!r} != {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+def differences(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``key: A != B`` for each key whose values differ; where both are mappings (the workload
+    options), each differing key inside: ``options.seedtts.max_samples: 4 != 3``, not two dicts."""
+    out: list[str] = []
+    for k in sorted(set(a) | set(b), key=str):
+        va, vb = a.get(k), b.get(k)
+        if va == vb:
+            continue
+        if isinstance(va, Mapping) and isinstance(vb, Mapping):
+            out += differences(va, vb, f"{prefix}{k}.")
+        else:
+            out.append(f"{prefix}{k}: {va!r} != {vb!r}")
+    return out
 
 
 def _no_delay(value: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from .store.statuses import RunStatus
+from .store.statuses import RunOutcome, RunStatus
 
 if TYPE_CHECKING:
     from .settings import RunSettings, Settings
@@ -402,19 +402,6 @@ class RunInfo:
     target: str
     workloads: tuple[str, ...]
     revision: str
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How a run ended and where its folder is now: what a campaign or an A/B experiment records
-    of an attempt. The runner returns it in a :class:`RunResult` and attaches it to the error
-    that ends a run (``OmnibenchError.outcomes``), so no caller parses it from an error's text."""
-
-    run: str  # the runN the run claimed (its name before any move)
-    status: RunStatus
-    run_dir: Path  # where the run is now
-    moved_to: Path | None = None  # set when the run layer moved it aside (``runN-incomplete``)
-    why: str = ""  # the error's message, or the broken coverage rules ("rule: detail; ...")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 WRITER = """
 import sys
 from pathlib import Path
-from omnibench_core.history.store import campaign_files, index_campaign
+from omnibench_core.history.inbox import index_campaign
+from omnibench_core.history.store import campaign_files
 results = Path(sys.argv[1])
 files = campaign_files(results)
 for _ in range(int(sys.argv[2])):

@@ -318,6 +318,12 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
             assert kept[("A", r)]["where"] == kept[("B", r - 1)]["where"]
     # every timed window was held at the barrier until both servers were READY
     assert done.stdout.count("waiting for the partner's server (duet)") == 8
+    # each worker is `python -m omnibench_core.ab.worker`, whose output the driver forwards: the
+    # package imports nothing of it, so runpy has nothing to warn about
+    assert "RuntimeWarning" not in done.stdout + done.stderr and "found in sys.modules" not in done.stdout
+    # deferred scoring's lines carry an estimate of what is left; none says "~0s left" of work left
+    scoring = [line for line in done.stdout.splitlines() if line.startswith("[scoring side ")]
+    assert scoring and "~0s left" not in done.stdout, "\n".join(scoring[-5:])
     for side in "AB":
         starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
                   for (s, _), a in sorted(kept.items()) if s == side]
@@ -340,3 +346,12 @@ def test_a_duet_needs_two_slots(tmp_path):
     done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", "--slots", "0", timeout=60)
     assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_the_duet_worker_starts_with_no_runpy_warning():
+    """`python -m omnibench_core.ab.worker` (how a duet starts each side): the package's __init__
+    imports nothing of the worker module, so runpy does not warn that it is already imported."""
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "omnibench_core.ab.worker"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "usage: python -m omnibench_core.ab.worker" in done.stderr, done.stderr
+    assert "RuntimeWarning" not in done.stderr

@@ -115,6 +115,8 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
                            "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr
+    # the comparison says it starts before it reads the runs (and beats while it works)
+    assert done.stdout.startswith(f"comparing {b.campaign.name} with base {outcome.campaign.name}: reading their runs")
 
 
 @pytest.mark.slow
@@ -123,7 +125,12 @@ def test_the_guard_names_each_difference_unless_forced(base, results):
     other = _measure(settings, "selftest.requests=4", runs=2)
     with pytest.raises(NotComparable) as err:
         campaign.compare(settings, outcome.campaign.name, other.campaign.name)
-    assert "workload options" in err.value.evidence["differences"]
+    # only the option that differs is named, not two whole dictionaries of options
+    assert err.value.evidence["differences"] == "workload options: selftest.requests A 8, B 4"
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(settings.run.results_root)}
+    done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, other.campaign.name],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "workload options: selftest.requests A 8, B 4" in done.stderr, done.stderr
     forced = campaign.compare(settings, outcome.campaign.name, other.campaign.name, force=True)
     assert forced.comparison.forced and any("workload options" in d for d in forced.comparison.differences)
     assert "Setups differ" in forced.written.markdown.read_text()
@@ -136,7 +143,13 @@ def test_report_refuses_runs_of_different_measurements(tmp_path, port):
     b = api.run(settings, ["selftest"], options=["selftest.requests=4"], progress=QUIET)
     with pytest.raises(MixedRuns) as err:
         campaign.report(settings, runs=[a.run_dir.name, b.run_dir.name])
-    assert "options" in err.value.evidence["differences"] and "run1 vs run0" in err.value.evidence["differences"]
+    assert err.value.evidence["differences"] == "run1 vs run0: options.selftest.requests: 8 != 4"
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "invoke", "report", "--runs", f"{a.run_dir.name},{b.run_dir.name}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    # the hint names a command Invoke takes: `invoke report --name NAME`
+    assert done.returncode == 1 and "options.selftest.requests: 8 != 4" in done.stderr
+    assert "invoke report --name NAME" in done.stderr, done.stderr
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from gpu_helpers import write_fake_nvidia_smi
 from run_helpers import load_tasks
 from scale_helpers import server_pids
 
+from omnibench_core import flags as f
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.errors import SettingsError
 from omnibench_core.flags import FlagTask
@@ -291,3 +292,27 @@ def test_a_data_dir_that_is_the_file_systems_root_is_refused_naming_the_option(i
     assert done.returncode == 1 and "Traceback" not in done.stderr and "empty name" not in done.stderr, done.stderr
     assert done.stderr.startswith("error: -o seedtts.data_dir=/ refused: / is the file system's root")
     assert not list((tmp_path / "results").rglob("run*"))  # refused while planning: no run folder left
+
+
+def test_invokes_bare_parse_errors_get_hints_that_lead_somewhere(invoke):
+    """Invoke's "No idea what 'X' is!" on the user's command line gains a hint: a workload option
+    given as a flag points to --opt, a misspelt flag or task to the close one, a campaign name
+    given as a positional word to --name."""
+    done = invoke("run", "--workload", "seedtts", "--max-samples", "3")
+    assert done.returncode == 1 and "No idea what '--max-samples' is!" in done.stderr
+    assert "--opt seedtts.max_samples=VALUE" in done.stderr and "invoke plugins --options" in done.stderr
+    done = invoke("measure", "--runz", "3")
+    assert done.returncode == 1 and "did you mean --runs?" in done.stderr, done.stderr
+    done = invoke("mesure", "--workload", "selftest")
+    assert done.returncode == 1 and "did you mean `invoke measure`?" in done.stderr, done.stderr
+    done = invoke("report", "run3")
+    assert done.returncode == 1 and "`invoke report --name run3`" in done.stderr, done.stderr
+    # the hinted command is one Invoke parses: it gets as far as looking for the campaign
+    hinted = invoke("report", "--name", "run3")
+    assert hinted.returncode == 1 and "No idea" not in hinted.stderr and "campaign" in hinted.stderr, hinted.stderr
+
+
+def test_parse_hints_stay_quiet_on_other_parse_errors():
+    assert f.parse_hints("'--port' needs a value", "run", ["--port"], ["run"], lambda: []) == []
+    assert f.parse_hints("No idea what 'zzzz' is!", None, [], ["run", "measure"], lambda: []) == \
+        ["`invoke --list` lists the tasks"]

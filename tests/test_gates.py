@@ -244,3 +244,15 @@ def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
     assert record.evidence["hung nvidia-smi calls"] == "1"
     hung = _hung_pids(tmp_path)
     wait_for(lambda: not any(alive(p) for p in hung), timeout_s=5, what="the hung call to end")
+
+
+def test_a_refused_first_run_leaves_no_empty_revision_folder(invoke, tmp_path, port):
+    """`invoke run --port P` on a port another program listens on is refused (RUN_READY) before
+    anything runs, and leaves neither its runN nor an empty results/local-<commit> behind."""
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", port))
+        holder.listen()
+        done = invoke("run", "--workload", "selftest", "--port", str(port))
+    assert done.returncode == 1 and f"port {port}" in done.stderr, done.stdout + done.stderr
+    results = tmp_path / "results"
+    assert not results.exists() or list(results.iterdir()) == [], list(results.rglob("*"))

@@ -335,3 +335,18 @@ def test_an_ab_experiment_of_two_commits_is_indexed_as_two_points(story, tmp_pat
     (series,) = History.from_json(json.loads(saved.read_text())).series
     assert [p.revision for p in series.points] == [c[0], c[5]] and all(len(p.values) == 2 for p in series.points)
     assert series.points[1].mean > 2 * series.points[0].mean
+
+
+def test_the_interval_of_a_metric_with_a_floor_stops_there():
+    """A WER (a rate, a count, a time) cannot be below 0: its point's interval is clipped at 0,
+    where the same numbers of a metric without a floor keep their t interval."""
+    from omnibench_core.campaign.directions import floor
+    from omnibench_core.history.query import point_interval
+
+    values = [0.0, 0.09, 0.0]  # WER 0.045 -> 0.091 of the issue, one run at 0
+    _, low, high = point_interval(values)
+    assert low < 0 < high  # the t interval of these numbers reaches below 0
+    assert floor("seedtts.wer_en") == 0.0 and floor("seedtts.latency_mean_s") == 0.0
+    assert floor("videoamme.accuracy") is None and floor("seedtts.sim") is None
+    mean, clipped, same_high = point_interval(values, least=floor("seedtts.wer_en"))
+    assert clipped == 0.0 and same_high == high and mean == sum(values) / 3

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -137,3 +139,141 @@ def test_the_architecture_page_shows_each_layer_with_its_modules():
     assert [r.split("|")[1].strip() for r in rows] == [layer.name for layer in LAYERS]
     for row, layer in zip(rows, LAYERS, strict=True):
         assert [m.strip(" `") for m in row.split("|")[2].split(",")] == list(layer.modules)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the core modules it imports (every import, a late one inside a function too: a
+    circle closed by a late import is a circle all the same)."""
+    modules = {module: path for path, module in _core_modules()}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                # `from . import store` imports the module store; `from .store import x` the module
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name and name not in modules:
+                    name = name.rpartition(".")[0]
+                if name and name != module:
+                    found.add(name)
+        graph[module] = found
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_the_import_graph_of_the_core_has_no_circle():
+    """No module of omnibench_core imports, through any chain (late imports included), a module
+    that imports it back: each circle is named with its members and the edges inside it."""
+    graph = _module_graph()
+    named = [" <-> ".join(c) + ": " + "; ".join(f"{m} -> {', '.join(sorted(graph[m] & set(c)))}" for m in c)
+             for c in _circles(graph)]
+    assert named == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    """The finder itself: a planted circle (and a late-import one) is found, a chain is not."""
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    graph = _module_graph()
+    assert "omnibench_core.history.store" in graph["omnibench_core.history.inbox"]  # `from . import store as st`
+    assert "omnibench_core.history.rebuild" in graph["omnibench_core.history.inbox"]  # `from .rebuild import ensure`
+
+
+def test_the_campaign_layer_imports_nothing_of_the_history():
+    """The history reads campaigns; a campaign is told to the history by whoever measured it (the
+    measure task after its report, a matrix's adapter), so the campaign package never imports it."""
+    graph = _module_graph()
+    offenders = [f"{m} -> {t}" for m, targets in graph.items() if m.startswith("omnibench_core.campaign")
+                 for t in targets if t.startswith("omnibench_core.history")]
+    assert offenders == []
+
+
+_IMPORT_EACH = r"""
+import os, sys
+for heavy in ("numpy", "aiohttp", "invoke", "pluggy", "requests", "tabulate", "soundfile"):
+    try:
+        __import__(heavy)  # third-party, imported once here so that each child is quick
+    except ImportError:
+        pass
+failed = []
+for module in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:  # a child with no module of omnibench imported yet: the import order a user's command has
+        try:
+            __import__(module)
+        except BaseException as exc:
+            print(f"{module}: {type(exc).__name__}: {exc}", flush=True)
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        failed.append(module)
+sys.exit(1 if failed else 0)
+"""
+
+
+@pytest.mark.slow
+def test_every_core_module_imports_first_in_a_fresh_process():
+    """Each module imported before any other of the core (as `python -m omnibench_core.ab.worker`
+    or a matrix's worker is): a circle through a package's ``__init__`` fails here with
+    "partially initialized module", which the module graph above does not see."""
+    import subprocess
+    import sys
+
+    # seedtts_count runs inside a sglang-omni checkout's venv, importing that checkout's `benchmarks`
+    modules = [m for _, m in _core_modules() if not m.endswith(("__main__", "setup.seedtts_count"))]
+    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, *modules], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

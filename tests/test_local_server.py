@@ -260,11 +260,22 @@ def test_streaming_sends_text_audio_chunks_usage_and_done(server):
     chunks = [json.loads(e) for e in events[:-1]]
     assert chunks[0]["choices"][0]["delta"]["content"] == "First sentence here. And a second one."
     audio = [c["choices"][0]["delta"]["audio"]["data"] for c in chunks if "audio" in c["choices"][0]["delta"]]
-    assert len(audio) >= 2  # phrase by phrase, each phrase in pieces of at most 0.5 s (--stream-chunk-ms)
+    assert len(audio) >= 2  # in pieces of at most 0.5 s (--stream-chunk-ms)
     for data in audio:
         info = sf.info(io.BytesIO(base64.b64decode(data)))
         assert info.samplerate == TTS_RATE and 0 < info.frames <= TTS_RATE // 2
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["usage"]["completion_tokens"] > 0
+    # the pieces are the very audio the same request without stream gets (temperature 0: one
+    # answer): streamed and non-streamed quality are like for like
+    text = "First sentence here. And a second one."
+    events = [json.loads(line[6:]) for line in chat(url, text, stream=True, temperature=0).text.splitlines()
+              if line.startswith("data: {")]
+    streamed = np.concatenate([sf.read(io.BytesIO(base64.b64decode(e["choices"][0]["delta"]["audio"]["data"])),
+                                       dtype="int16")[0] for e in events if "audio" in e["choices"][0]["delta"]])
+    whole = chat(url, text, temperature=0).json()
+    assert np.array_equal(streamed, sf.read(io.BytesIO(base64.b64decode(whole["choices"][0]["message"]["audio"]["data"])),
+                                            dtype="int16")[0])
+    assert events[-1]["usage"] == whole["usage"]
 
 
 def test_video_question_from_allowed_media(server, media):

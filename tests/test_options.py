@@ -220,3 +220,14 @@ def test_invoke_plugins_shows_every_option(invoke):
     only = invoke("plugins", "--options")
     assert only.returncode == 0 and only.stdout.split()[:2] == ["workload", "option"]
     assert "invoke plugins" in invoke("--help", "run").stdout
+
+
+def test_invoke_plugins_shows_data_dir_under_omnibench_cache_when_it_is_set(invoke, tmp_path):
+    """The local sets are made under $OMNIBENCH_CACHE when it is set, and `invoke plugins` says so."""
+    cache = tmp_path / "cache"
+    done = invoke("plugins", "--options", env={"OMNIBENCH_CACHE": str(cache)})
+    assert done.returncode == 0, done.stderr
+    rows = {tuple(line.split()[:2]): line for line in done.stdout.splitlines()}
+    for workload in ("seedtts", "videoamme"):
+        assert f"unset: {cache / f'{workload}-local-v1'}" in rows[(workload, "data_dir")]
+        assert "~/.cache" not in rows[(workload, "data_dir")]

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from run_helpers import REPO
 
 from omnibench_core import hookspecs, plugin_manager
 from omnibench_core import option_schema as options
@@ -305,3 +309,48 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
             assert client[client.index("--answer-method") + 1] == ""
     result = api.run(settings, ["selftest"], progress=lambda m: None, extra_plugins=[("acme", Acme())])
     assert result.complete and result.run_dir.parent.name == "acme"
+
+
+def _page_files(page: str) -> dict[str, str]:
+    """The files docs/plugins.md's example is made of: each code block whose first line is a
+    comment naming a file (``# acme_bench/client.py``), by that name."""
+    files = {}
+    for block in re.findall(r"```(?:python|toml)\n(.*?)```", page, flags=re.S):
+        first, _, rest = block.partition("\n")
+        if first.startswith("# ") and first[2:].strip().endswith((".py", ".toml")):
+            files[first[2:].strip()] = block
+    return files
+
+
+@pytest.mark.slow
+def test_the_plugins_page_example_builds_installs_and_runs_as_written(invoke, tmp_path, port):
+    """docs/plugins.md's example, taken from the page itself: built as a package with pip (its
+    [build-system] and [project]), installed, listed by `invoke plugins`, and run with the page's
+    command; its `samples` option reaches the client (as many requests as asked)."""
+    page = (REPO / "docs" / "plugins.md").read_text()
+    files = _page_files(page)
+    assert sorted(files) == ["acme_bench/__init__.py", "acme_bench/client.py", "pyproject.toml"]
+    project = tmp_path / "acme-bench"
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    # pip builds it through its own [build-system] (offline: the backend is this environment's) and
+    # installs it into a folder of its own, on the commands' path: nothing is left in the test's environment
+    site = tmp_path / "site"
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", str(site), str(project)], capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (site / "acme_bench" / "client.py").is_file() and list(site.glob("acme_bench-0.1.0.dist-info"))
+    env = {"PYTHONPATH": str(site), "INVOKE_OMNIBENCH_PORT": str(port)}
+    commands = [line.split("#")[0].split() for line in page.split("```bash\n", 1)[1].split("```")[0].splitlines()]
+    assert ["invoke", "plugins"] in commands and ["invoke", "run", "--workload", "acme", "--opt", "acme.samples=3"] in commands
+    listed = invoke("plugins", env=env)
+    assert listed.returncode == 0 and any("acme" in line and "acme-bench" in line and "0.1.0" in line
+                                          for line in listed.stdout.splitlines()), listed.stdout + listed.stderr
+    done = invoke("run", "--workload", "acme", "--opt", "acme.samples=3", env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (tmp_path / "results").glob("*/run0")
+    assert read_metrics(run).metrics == {"acme.samples": 3, "acme.failed": 0}
+    rows = json.loads((run / "acme" / "results.json").read_text())
+    assert [r["sample"] for r in rows] == [0, 1, 2] and all(r["ok"] for r in rows)

@@ -5,11 +5,14 @@ checked where they run: test_seedtts.py (`invoke run` of the main job), test_cam
 from __future__ import annotations
 
 import io
+import threading
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from omnibench_core.campaign.progress import UNTIMED, CampaignProgress, Scoring, estimate_left, scoring_seconds
-from omnibench_core.heartbeat import Heartbeat, beating, unstamped
+from omnibench_core.heartbeat import Heartbeat, beating, unstamped, working
 from omnibench_core.store.manifest import RunManifest
 from omnibench_core.store.run_entries import ServerEntry, StepEntry
 from omnibench_core.store.statuses import RunStatus, StepStatus
@@ -126,3 +129,49 @@ def test_a_clients_progress_repeats_its_count_every_5_s_while_no_item_finishes()
     clock.now += 4
     progress.quiet_tick()
     assert out.getvalue().splitlines()[-1] == "progress: questions 1/10 (0 failed, 0.1/s, 10s)"
+
+
+def test_an_estimate_never_says_0s_left_of_work_that_is_left():
+    # deferred scoring never timed: said so; timed and overrun: said so; done: nothing left
+    clock, lines = Clock(), []
+    progress = CampaignProgress(lines.append, 4, [30.0] * 4, clock=clock)
+    progress.phase("scoring side A: 4 generated runs together", 8)
+    progress.say("asr: starting server")
+    assert lines[-1].startswith(f"[scoring side A: 4 generated runs together | 0s elapsed | {UNTIMED}]")
+    progress.scored(40.0, 4)  # 10 s a run; side B's 4 are left
+    progress.phase("scoring side B: 4 generated runs together", 4)
+    clock.now += 30
+    progress.say("x")
+    assert "| ~10s left]" in lines[-1]
+    clock.now += 30  # past what side A's scoring took
+    progress.say("y")
+    assert "| past the estimate]" in lines[-1]
+    progress.scored(60.0, 4)
+    progress.say("A/B experiment complete")
+    assert "| nothing left]" in lines[-1]
+    assert not any("~0s left" in line for line in lines)
+    # a run past the runs' mean, with nothing after it: past the estimate, not ~0s left
+    assert estimate_left([30, 30], 1, 45) == "past the estimate"
+    assert estimate_left([30, 30], 1, 45, Scoring(2, None)) == f"generation past the estimate + {UNTIMED}"
+    # a phase of unknown size says it has no estimate
+    other = CampaignProgress(lines.append, 2, [5.0], clock=clock)
+    other.phase("writing the report")
+    assert other.estimate() == "no estimate for this step"
+
+
+@pytest.mark.slow
+def test_a_step_outside_the_runs_says_what_it_does_then_beats_while_it_works():
+    """`working` (compare, report, doctor, an A/B's start): its first line at once, then a
+    "still busy" line while the step goes on; the step here lasts until that line has come."""
+    lines: list[str] = []
+    beat_seen = threading.Event()
+
+    def emit(line: str) -> None:
+        lines.append(line)
+        if "still busy" in line:
+            beat_seen.set()
+
+    with working(emit, "comparing B with base A: reading their runs"):
+        assert beat_seen.wait(timeout=120)  # the step ends on the event, never on a time budget
+    assert lines[0] == "comparing B with base A: reading their runs"
+    assert "still busy" in lines[1] and "since: comparing B with base A" in lines[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -66,6 +67,11 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
                     "--port", str(free_port()), env=env, timeout=600)
     assert bisect.returncode == 0, bisect.stdout[-4000:] + bisect.stderr[-2000:]
     assert f"first bad commit: {made.commits[2]}" in bisect.stdout
+    # its numbers rounded (4 significant digits), its table without an unnamed column
+    parent = next(line for line in bisect.stdout.splitlines() if line.startswith("against its parent:"))
+    assert not re.search(r"\d\.\d{6,}", parent), parent
+    header = next(line for line in bisect.stdout.splitlines() if line.startswith("#  "))
+    assert header.rstrip().endswith("against the good end") and "<- first bad" in bisect.stdout
     assert "GPU 0 alone: --slot-per pair got one GPU" in bisect.stdout
     assert bisect.stdout.count("complete already, kept") == 2
     assert [m.status for m in _manifests(results, made.commits[0])] == ["complete"] * 3

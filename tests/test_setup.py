@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import textwrap
@@ -335,6 +336,7 @@ def test_doctor_on_the_local_target_marks_gpu_host_checks_not_needed(invoke, tmp
                     INVOKE_OMNIBENCH_DOCKER="no-such-docker", INVOKE_OMNIBENCH_PORT=str(free_port()))
     done = invoke("doctor", env=env)  # the default target: local
     assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.startswith("doctor: checking")  # said at once, on stderr: stdout is the table
     rows = {line.split("  ")[0].strip(): line for line in done.stdout.splitlines()[2:]}
     for name in ("docker", "checkout and commit", "GPU memory free", "CPU set (BENCH_CPUS)"):
         assert " n/a " in rows[name] and "not needed for the local target" in rows[name], rows[name]
@@ -380,3 +382,38 @@ def test_setup_all_in_the_container_skips_what_is_done(invoke, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "checkout at HEAD already" in done.stdout and "VENV_OK" in done.stdout
     assert "REVISIONS_OK (everything was downloaded already)" in done.stdout
+
+
+@pytest.mark.slow
+def test_doctor_names_the_campaign_whose_run_holds_the_port(invoke, tmp_path):
+    """`invoke doctor --port P` while a campaign's run holds P's lock: the port is held, by that
+    process and campaign (as `invoke run --port P` is refused then), never "free"."""
+    from run_helpers import REPO
+
+    port, locks = free_port(), tmp_path / "locks"
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results"), "OMNIBENCH_LOCK_DIR": str(locks)}
+    measure = subprocess.Popen([sys.executable, "-m", "invoke", "measure", "--workload", "selftest", "--runs", "2",
+                                "--port", str(port), "--opt", "selftest.client_seconds=600", "--name", "held"], cwd=REPO, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        assert measure.stdout is not None
+        seen = []
+        for line in measure.stdout:  # the run holds the port's lock from its start to its end
+            seen.append(line)
+            if "selftest.client: running" in line:
+                break
+        else:
+            raise AssertionError("".join(seen))
+        done = invoke("doctor", "--port", str(port), env={"OMNIBENCH_LOCK_DIR": str(locks)})
+        row = next(line for line in done.stdout.splitlines() if line.startswith(f"port {port} free"))
+        assert " FAIL " in row and f"held by an omnibench run: pid {measure.pid} on " in row, done.stdout
+        assert "run " in row and "/run0" in row and "campaign held (" in row, row
+        refused = invoke("run", "--workload", "selftest", "--port", str(port), env={"OMNIBENCH_LOCK_DIR": str(locks)})
+        assert refused.returncode == 1 and f"port {port} is held by another omnibench run" in refused.stderr
+        assert "campaign held (" in refused.stderr, refused.stderr
+    finally:
+        os.killpg(measure.pid, signal.SIGINT)
+        measure.communicate(timeout=120)
+    free = invoke("doctor", "--port", str(port), env={"OMNIBENCH_LOCK_DIR": str(locks)})
+    row = next(line for line in free.stdout.splitlines() if line.startswith(f"port {port} free"))
+    assert " OK " in row and "free" in row  # the lock file stays; nobody holds it

@@ -26,7 +26,7 @@ from ..run.runner import sigterm_as_exception
 from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..telemetry.hostload import ROOT_VAR
 from .record import SideReport
-from .worker import BARRIER, PARENT_VAR, Spec
+from .spec import BARRIER, PARENT_VAR, Spec
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import api, defaults
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
-from ..campaign.progress import CampaignProgress
+from ..campaign.progress import CampaignProgress, scoring_history
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
@@ -34,7 +34,7 @@ from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from . import duet, record
 from .record import Attempt, Design, Experiment, Identity, Position, Side
-from .worker import Spec
+from .spec import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
 NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
@@ -211,7 +211,12 @@ class _Driver:
         done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
         # A duet's unit is a round (both sides at once), the others' a run
         units = experiment.identity.rounds + 1 if experiment.identity.design is Design.DUET else len(experiment.order)
-        self.progress = CampaignProgress(progress, units, done)
+        # Deferred scoring comes after every run: its estimate is what scoring took in the sides'
+        # revision folders before, as measure's (none timed: the estimate says so, never "~0s left")
+        per_run = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads)
+                                    for s in self.sides.values()) if t is not None), None) \
+            if experiment.scoring == "deferred" else None
+        self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run)
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
         if attempt is not None:
@@ -274,18 +279,7 @@ class _Driver:
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
             self.progress.say(f"A/B experiment complete: {ident.rounds} rounds a side")
-            self._index()
         return self.experiment
-
-    def _index(self) -> None:
-        """Index the sides that measured a commit in the results' history store; a store that
-        cannot take them is said, never a failed experiment (--rebuild makes it again)."""
-        from ..history.store import index_experiment  # the history reads A/B records: imported late
-
-        try:
-            index_experiment(self.path.parent.parent, self.path)
-        except OmnibenchError as exc:
-            self.progress.say(f"note: the experiment is not in the history database: {exc.message} ({exc.hint})")
 
     def _complete(self, position: Position) -> bool:
         last = self.experiment.latest(position)
@@ -325,7 +319,7 @@ class _Driver:
             check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
                        free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
         what = " and ".join(f"{p.side} on {placed[p.side].label}" for p in pending)
-        self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}")
+        self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}", self._to_score())
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
         for position in pending:
@@ -363,7 +357,7 @@ class _Driver:
         e = self.experiment
         settings = self.sides[position.side]
         tries = e.failures(position)
-        self.progress.start_run(k, label + (f", retry {tries}" if tries else ""))
+        self.progress.start_run(k, label + (f", retry {tries}" if tries else ""), self._to_score())
         phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
         attempt = Attempt(position.side, position.round, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
                           record.now_iso())
@@ -382,11 +376,20 @@ class _Driver:
 
     def _score_side(self, label: str, pending: Sequence[Attempt]) -> None:
         settings = self.sides[label]
-        self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together")
+        self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score())
         by_dir = {settings.run.results_root / a.revision / a.run: a for a in pending}
-        score_generated(settings, self.experiment.identity.workloads, list(by_dir), options=self.side(label).options,
+        t0 = time.monotonic()
+        count = score_generated(settings, self.experiment.identity.workloads, list(by_dir), options=self.side(label).options,
                         client=self.experiment.identity.client, progress=self.progress,
                         record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())))
+        self.progress.scored(time.monotonic() - t0, count)
+
+    def _to_score(self) -> int:
+        """Runs deferred scoring has still to score (0 with per-run scoring): every position not
+        complete yet, whose scoring is part of what is left."""
+        if self.experiment.scoring != "deferred":
+            return 0
+        return sum(not self._complete(p) for p in self.experiment.order)
 
 
 def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:

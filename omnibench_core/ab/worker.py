@@ -13,10 +13,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
@@ -26,32 +23,9 @@ from ..settings import Settings
 from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..store.statuses import SideStatus
 from .record import SideReport
+from .spec import BARRIER, PARENT_VAR, Spec
 
-BARRIER = "@@omnibench-barrier "
-PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
 PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True)
-class Spec:
-    """What one side's run needs, JSON-ready."""
-
-    settings: Mapping[str, Any]  # flat, with the slot's port, GPUs and CPUs
-    workloads: tuple[str, ...]
-    options: tuple[str, ...]
-    client: str | None
-    phases: tuple[str, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        """For the spec file."""
-        return {"settings": dict(self.settings), "workloads": list(self.workloads), "options": list(self.options),
-                "client": self.client, "phases": list(self.phases)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Spec:
-        """Inverse of :meth:`as_dict`."""
-        return cls(dict(data["settings"]), tuple(data["workloads"]), tuple(data["options"]), data.get("client"),
-                   tuple(data["phases"]))
 
 
 def wait_for_partner(step: str) -> None:

@@ -84,7 +84,9 @@ def prepare_local(settings: Settings) -> TargetEnv:
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"},
                      gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
-                     details={"omnibench": __version__})
+                     # the repository whose commit names the folder: the history reads that commit's
+                     # time and subject there (its "committed" and "subject" columns)
+                     details={"omnibench": __version__, "checkout": str(source.parent)})
 
 
 @hookimpl

@@ -46,8 +46,29 @@ class SetupDifference:
         return self.fact in SLOT_FACTS
 
     def text(self) -> str:
-        """``fact: A ..., B ...``, as the comparison names it."""
+        """``fact: A ..., B ...``, as the comparison names it; for two mappings (the workload
+        options) only the keys that differ: ``workload options: seedtts.max_samples A 4, B 3``."""
+        if isinstance(self.a, Mapping) and isinstance(self.b, Mapping):
+            return f"{self.fact}: " + "; ".join(f"{key} A {a}, B {b}" for key, a, b in _leaf_differences(self.a, self.b))
         return f"{self.fact}: A {self.a!r}, B {self.b!r}"
+
+
+def _leaf_differences(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str, str]]:
+    """(dotted key, A's value, B's value) for each leaf that differs; a key one side lacks is
+    ``(unset)`` there."""
+    out: list[tuple[str, str, str]] = []
+    for key in sorted(set(a) | set(b), key=str):
+        va, vb = a.get(key, _UNSET), b.get(key, _UNSET)
+        if va == vb:
+            continue
+        if isinstance(va, Mapping) and isinstance(vb, Mapping):
+            out += _leaf_differences(va, vb, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", "(unset)" if va is _UNSET else repr(va), "(unset)" if vb is _UNSET else repr(vb)))
+    return out
+
+
+_UNSET = object()
 
 
 def setup_facts(stats: RunSetStats) -> dict[str, Any]:

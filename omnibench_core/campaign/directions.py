@@ -50,6 +50,19 @@ def direction(metric: str) -> Direction:
     return "context"
 
 
+# Metrics that cannot go below 0 (error rates, counts, times, rates): an interval of their mean
+# stops at 0 rather than promising a negative word error rate.
+_FLOORED = ("wer", "cer", "latency", "rtf", "failed", "skipped", "empty_or_nan", "n_above_50", "ttfp", "ttft",
+            "inter_chunk", "underrun", "stalls", "not_streamed", "throughput", "qps", "tokens", "requests",
+            "duration", "_s")
+
+
+def floor(metric: str) -> float | None:
+    """The least value ``metric`` can take (0 for a rate, count or time), or None when unknown."""
+    leaf = metric.split(".", 1)[-1]
+    return 0.0 if any(needle in leaf for needle in _FLOORED) else None
+
+
 @dataclass(frozen=True)
 class Flag:
     """A runbook note that applies to a metric of these runs."""

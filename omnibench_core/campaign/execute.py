@@ -19,7 +19,6 @@ from ..process.cpus import check_cpus_here
 from ..records import PHASES, Phase
 from ..run import ownership
 from ..settings import Settings
-from ..setup.pins import load_pins
 from ..store import campaign_file
 from ..store import manifest as manifest_file
 from ..store.names import check_name, lock_path, under_root
@@ -28,6 +27,7 @@ from . import record
 from .attempt import reclaim, run_attempt, score_generated
 from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign
+from .summary import environment_of
 
 # Attempts whose run is done for now: complete, or generated and waiting for deferred scoring.
 DONE = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)
@@ -176,18 +176,7 @@ class _Driver:
             self.save(status=CampaignStatus.COMPLETE, reason="")
             self.progress.say(f"campaign complete: {len(self.campaign.measured())} measured runs, "
                               f"{self.campaign.server_starts} server starts in all")
-            self._index()
         return self.campaign
-
-    def _index(self) -> None:
-        """Index the complete campaign in the results' history store; a store that cannot take it
-        is said, never a failed campaign (the run directories stay the truth: --rebuild)."""
-        from ..history.store import index_campaign  # the history reads campaigns: imported late
-
-        try:
-            index_campaign(self.revision.parent, self.path, git=self.settings.tools.git)
-        except OmnibenchError as exc:
-            self.progress.say(f"note: the campaign is not in the history database: {exc.message} ({exc.hint})")
 
     def _complete(self, slot: int) -> bool:
         last = self.campaign.latest(slot)
@@ -243,21 +232,3 @@ class _Driver:
         latest = [self.campaign.latest(s) for s in range(self.campaign.slots)]
         return [a for a in latest if a is not None and a.status == AttemptStatus.GENERATED
                 and self._run_status(a) == RunStatus.GENERATED]
-
-
-def environment_of(run_dir: Path) -> dict[str, Any]:
-    """The environment a campaign ran in, from its first run's manifest: host, GPU model and driver,
-    CPU set, package versions, target and its details, and the pinned model revisions."""
-    try:
-        manifest = manifest_file.read(run_dir)
-    except OmnibenchError:
-        return {}
-    try:
-        pins = load_pins(manifest.settings.get("pins_file") or None)
-        models = {p.repo: p.revision for p in pins.pins}
-    except OmnibenchError:
-        models = {}
-    return {**manifest.environment, "target": manifest.target, "revision": manifest.revision,
-            "dirty": manifest.dirty, "target_details": dict(manifest.target_details),
-            "slot_cpus": manifest.slot.get("cpus", []), "slot_gpus": manifest.slot.get("gpus", []),
-            "model_revisions": models}

@@ -13,15 +13,22 @@ from ..errors import OmnibenchError
 from ..identity import RUN_SETTINGS
 from ..settings import Settings
 from ..store import campaign_file
-from ..store.statuses import CampaignStatus
 from ..tables import table
 from . import record, references
 from .compare import Comparison
 from .compare import compare as compare_stats
-from .execute import environment_of
-from .summary import RunSetStats, stats_of
+from .summary import RunSetStats, campaign_stats, environment_of, stats_of
 from .verdict import Verdict
-from .writing import COMPARE_HEADERS, REPORT_HEADERS, Written, compare_rows, report_rows, write_compare, write_report
+from .writing import (
+    COMPARE_HEADERS,
+    REPORT_HEADERS,
+    PullRequestSummary,
+    Written,
+    compare_rows,
+    report_rows,
+    write_compare,
+    write_report,
+)
 
 
 @dataclass(frozen=True)
@@ -61,20 +68,6 @@ def find_campaign(settings: Settings, ref: str | None) -> Path:
     return path
 
 
-def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
-    """A campaign and the statistics of its complete measured runs."""
-    c = campaign_file.load(path)
-    revision = path.parent.parent
-    measured = c.measured()
-    notes = []
-    if c.status != CampaignStatus.COMPLETE or len(measured) < c.asked.runs:
-        notes.append(f"campaign is {c.status}: {len(measured)} of {c.asked.runs} measured runs complete"
-                     + (f" ({c.reason})" if c.reason else ""))
-    env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})
-    stats = stats_of(f"{c.revision}/{c.name}", [revision / a.run for a in measured], env, notes)
-    return c, stats
-
-
 def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] = ()) -> Reported:
     """Report one campaign (default: the latest of the revision folder), or named complete runs."""
     if runs:
@@ -96,23 +89,30 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
 
 
 def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = defaults.MIN_EFFECT,
-            alpha: float = defaults.ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None
-            ) -> Compared:
+            alpha: float = defaults.ALPHA, across_slots: bool = False, metrics: Sequence[str] | None = None,
+            summary: PullRequestSummary | None = None) -> Compared:
     """Compare campaign B with base A; the files go to ``<results>/comparisons/<A>__vs__<B>/``.
     ``across_slots``: campaigns of one matrix, which may differ in their slot's CPU group;
-    ``metrics``: only these (the family held to ``alpha`` is then just them)."""
+    ``metrics``: only these (the family held to ``alpha`` is then just them); ``summary``: how its
+    pull-request summary is written (none without it)."""
     pa, pb = find_campaign(settings, a), find_campaign(settings, b)
     (ca, sa), (cb, sb) = campaign_stats(pa), campaign_stats(pb)
     comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots,
                                metrics=metrics)
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
     folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
-    return Compared(comparison, write_compare(folder, comparison, values))
+    return Compared(comparison, write_compare(folder, comparison, values, summary))
+
+
+# What the embedded local target never uses: a report on it does not list them as if they counted.
+LOCAL_UNUSED = ("checkout", "venv", "gpus")
 
 
 def settings_line(values: Mapping[str, object]) -> str:
-    """The settings that change numbers, as ``key=value`` (a planted ``local_delay_ms`` among them)."""
-    return ", ".join(f"{k}={v}" for k, v in values.items() if v not in (None, "")) or "defaults"
+    """The settings that change numbers, as ``key=value`` (a planted ``local_delay_ms`` among them);
+    on the local target, not the checkout, venv and GPUs it never uses."""
+    unused = LOCAL_UNUSED if values.get("target") == "local" else ()
+    return ", ".join(f"{k}={v}" for k, v in values.items() if v not in (None, "") and k not in unused) or "defaults"
 
 
 def _files(w: Written, what: str) -> list[str]:

@@ -35,16 +35,28 @@ class Scoring:
         return None if self.per_run_s is None else self.per_run_s * self.runs
 
 
+PAST = "past the estimate"  # work is left but the estimate of it has run out: never "~0s left"
+NO_ESTIMATE = "no estimate for this step"
+
+
+def _left(seconds: float) -> str:
+    """``~Ns left``, or :data:`PAST` when under a second is left of work that is not done."""
+    return f"~{fmt_seconds(seconds)} left" if seconds >= 0.5 else PAST
+
+
 def estimate_left(durations: Sequence[float], runs_left: int, current_s: float, scoring: Scoring = Scoring()) -> str:
     """What is left: the mean of earlier runs' durations times the runs left, less the current
-    run's time, plus the deferred scoring still to come."""
+    run's time, plus the deferred scoring still to come. Work that is left never reads "~0s
+    left": past its estimate it says so, and without one it says that."""
     if not durations and runs_left:
         return "estimate after the first run"
     gen = max(0.0, statistics.mean(durations) * runs_left - current_s) if durations else 0.0
     score = scoring.seconds()
     if score is None:
-        return f"~{fmt_seconds(gen)} left + {UNTIMED}"
-    return f"~{fmt_seconds(gen + score)} left" + (f" (scoring ~{fmt_seconds(score)})" if score else "")
+        return (f"~{fmt_seconds(gen)} left + {UNTIMED}" if gen >= 0.5 else f"generation {PAST} + {UNTIMED}")
+    if not runs_left and not scoring.runs:
+        return "done"
+    return _left(gen + score) + (f" (scoring ~{fmt_seconds(score)})" if score else "")
 
 
 def _seconds(start: str, end: str | None) -> float:
@@ -95,11 +107,13 @@ class CampaignProgress(Heartbeat):
         self.k, self.label, self.run_t0 = 0, "campaign start", self.t0
         self.scoring_per_run_s = scoring_per_run_s
         self.to_score = 0  # runs deferred scoring has still to score (0 with per-run scoring)
+        self.finished = False  # the last phase's scoring is done: nothing is left of it
 
     def start_run(self, k: int, label: str, to_score: int = 0) -> None:
         """Run ``k`` (1-based, of ``total``) begins; ``label`` says which (``run0 warm-up``...);
         ``to_score``: runs left for deferred scoring after the generation."""
         self.k, self.label, self.run_t0, self.to_score = k, label, self.clock(), to_score
+        self.finished = False
 
     def end_run(self, seconds: float) -> None:
         """A run ended; its duration feeds the estimate."""
@@ -108,11 +122,15 @@ class CampaignProgress(Heartbeat):
     def phase(self, label: str, to_score: int = 0) -> None:
         """A campaign-wide phase (deferred scoring of ``to_score`` runs) instead of one run."""
         self.k, self.label, self.run_t0, self.to_score = 0, label, self.clock(), to_score
+        self.finished = False
 
     def scored(self, seconds: float, runs: int) -> None:
-        """Deferred scoring of ``runs`` took ``seconds``: later estimates use it."""
+        """Deferred scoring of ``runs`` took ``seconds``: later estimates use it, and the runs
+        are no longer left to score."""
         if runs:
             self.scoring_per_run_s = seconds / runs
+        self.to_score = max(0, self.to_score - runs)
+        self.finished = not self.to_score
 
     def estimate(self) -> str:
         """The estimate of what is left, as the prefix shows it."""
@@ -122,8 +140,12 @@ class CampaignProgress(Heartbeat):
                                  Scoring(self.to_score, self.scoring_per_run_s))
         if self.to_score:  # the scoring phase itself
             left = Scoring(self.to_score, self.scoring_per_run_s).seconds()
-            return UNTIMED if left is None else f"~{fmt_seconds(max(0.0, left - (now - self.run_t0)))} left"
-        return estimate_left(self.durations, 0, 0.0) if self.durations else "estimate after the first run"
+            return UNTIMED if left is None else _left(left - (now - self.run_t0))
+        if self.finished:
+            return "nothing left"
+        if self.label != "campaign start":  # a phase of unknown size (its runs are all done)
+            return NO_ESTIMATE
+        return "estimate after the first run"
 
     def prefix(self) -> str:
         """``[run k of N (label) | elapsed | estimate]``."""

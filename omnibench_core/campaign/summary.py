@@ -13,10 +13,14 @@ from typing import Any
 from ..defaults import SERVER_PROFILE
 from ..errors import OmnibenchError, RunFileError
 from ..identity import differences
+from ..setup.pins import load_pins
+from ..store import campaign_file
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
+from ..store.statuses import CampaignStatus
 from ..telemetry.hostload import noisy_windows
 from . import directions as meta
+from . import record
 from .estimators import mean_sd
 
 
@@ -95,7 +99,7 @@ def check_same_measurement(run_dirs: Sequence[Path]) -> dict[str, Any]:
     if problems:
         raise MixedRuns("these runs measured different things, so a mean over them means nothing",
                         evidence={"differences": "\n".join(problems)},
-                        hint="report one campaign (invoke report NAME) or name runs of one measurement")
+                        hint="report one campaign (invoke report --name NAME) or name runs of one measurement")
     return ids[0] if ids else {}
 
 
@@ -153,3 +157,35 @@ def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
             continue
         out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.steps)]
     return out
+
+
+def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
+    """A campaign and the statistics of its complete measured runs."""
+    c = campaign_file.load(path)
+    revision = path.parent.parent
+    measured = c.measured()
+    notes = []
+    if c.status != CampaignStatus.COMPLETE or len(measured) < c.asked.runs:
+        notes.append(f"campaign is {c.status}: {len(measured)} of {c.asked.runs} measured runs complete"
+                     + (f" ({c.reason})" if c.reason else ""))
+    env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})
+    stats = stats_of(f"{c.revision}/{c.name}", [revision / a.run for a in measured], env, notes)
+    return c, stats
+
+
+def environment_of(run_dir: Path) -> dict[str, Any]:
+    """The environment a campaign ran in, from its first run's manifest: host, GPU model and driver,
+    CPU set, package versions, target and its details, and the pinned model revisions."""
+    try:
+        manifest = manifest_file.read(run_dir)
+    except OmnibenchError:
+        return {}
+    try:
+        pins = load_pins(manifest.settings.get("pins_file") or None)
+        models = {p.repo: p.revision for p in pins.pins}
+    except OmnibenchError:
+        models = {}
+    return {**manifest.environment, "target": manifest.target, "revision": manifest.revision,
+            "dirty": manifest.dirty, "target_details": dict(manifest.target_details),
+            "slot_cpus": manifest.slot.get("cpus", []), "slot_gpus": manifest.slot.get("gpus", []),
+            "model_revisions": models}

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import storage_error
-from ..history import summary as pr_summary
 from ..jsonio import write_json, write_text
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
@@ -202,18 +201,29 @@ def compare_rows(c: Comparison) -> list[list[str]]:
             for m in c.metrics]
 
 
-def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[float], list[float]]]) -> Written:
-    """compare.md, compare.json and a plot of A against B (with the extra); written as reports are
-    (:func:`write_report`)."""
+@dataclasses.dataclass(frozen=True)
+class PullRequestSummary:
+    """How a comparison's pull-request summary is made: passed in by the layer above (the history's
+    summaries, ``history.front_door.COMPARISON_SUMMARY``), so this layer imports nothing of it."""
+
+    text: Callable[[Comparison, Path], str]  # the summary's Markdown, from the comparison and its compare.md
+    stem: Callable[[str], str]  # its file's stem, from compare.md's
+    publish: Callable[[str], Path | None]  # appends it to $GITHUB_STEP_SUMMARY when set; where it went
+
+
+def write_compare(folder: Path, c: Comparison, values: dict[str, tuple[list[float], list[float]]],
+                  summary: PullRequestSummary | None = None) -> Written:
+    """compare.md, compare.json, a plot of A against B (with the extra) and, given ``summary``, the
+    pull-request summary beside them; written as reports are (:func:`write_report`)."""
     try:
         with report_slot(folder, "compare") as (stem, replaced):
-            return _write_compare(folder, stem, replaced, c, values)
+            return _write_compare(folder, stem, replaced, c, values, summary)
     except OSError as exc:
         raise storage_error(f"writing the comparison in {folder}", exc) from exc
 
 
 def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
-                   values: dict[str, tuple[list[float], list[float]]]) -> Written:
+                   values: dict[str, tuple[list[float], list[float]]], pr: PullRequestSummary | None) -> Written:
     made: tuple[Path, ...] = ()
     note = ""
     rows = [(m.name, *values[m.name], m.verdict) for m in c.metrics
@@ -242,10 +252,10 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     if made and zero:
         md += ["", f"Not plotted, 0 in every run of both: {', '.join(zero)}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
-    summary = pr_summary.markdown(pr_summary.from_comparison(c, folder / f"{stem}.md"))
-    summary_md = write_atomic(folder / f"{pr_summary.stem_beside(stem)}.md", summary)
+    summary = pr.text(c, folder / f"{stem}.md") if pr else ""
+    summary_md = write_atomic(folder / f"{pr.stem(stem)}.md", summary) if pr else None
     doc = {**dataclasses.asdict(c), "values": {k: {"a": a, "b": b} for k, (a, b) in values.items()},
            "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant_zero": zero}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the comparison complete
-    step_summary = pr_summary.append_step_summary(summary)  # once the comparison is complete
+    step_summary = pr.publish(summary) if pr else None  # once the comparison is complete
     return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced, summary_md, step_summary)

@@ -12,15 +12,14 @@ from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
+from . import inbox
 from . import rebuild as rebuild_store
-from . import store as st
 from . import summary as pr_summary
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
 from .query import Found, find
 from .series import History
 
 Progress = Callable[[str], None]
-
 
 @dataclass(frozen=True)
 class SlotFlags:
@@ -122,7 +121,7 @@ def _bisect_all(settings: Settings, found: list[Found], metric: str | None, flag
             result = scale.bisect(own, good=c.last_before, bad=c.first_after, metric=f.series.metric,
                                   workloads=f.identity.workloads, engine=engine, threshold=flags.threshold, runs=runs,
                                   options=f.identity.options, client=f.identity.client or None, progress=progress)
-            stored = st.index_bisect(settings.run.results_root, result.file, git=settings.tools.git) is not None
+            stored = inbox.index_bisect(settings.run.results_root, result.file, git=settings.tools.git) is not None
             unsplit = (f"; could not split: one of {', '.join(x[:7] for x in result.candidates)} (the others are not "
                        "measurable with these options)" if len(result.candidates) > 1 else "")
             done.append(f"{c.last_before[:7]}..{c.first_after[:7]}: bisect named {result.first_bad} ({result.file})"

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..campaign.directions import direction
+from ..campaign.directions import direction, floor
 from ..campaign.estimators import t_quantile
 from ..errors import OmnibenchError, SettingsError
 from . import store as st
@@ -79,13 +79,16 @@ def _is_repo(checkout: Path | None) -> bool:
     return checkout is not None and (checkout / ".git").exists()
 
 
-def point_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(mean, low, high): the t interval of the mean; one value is its own interval."""
+def point_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+                   least: float | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): the t interval of the mean, its low end clipped at ``least`` (a metric
+    with a floor: a WER interval never goes below 0); one value is its own interval."""
     mean = statistics.fmean(values)
     if len(values) < 2:
         return mean, mean, mean
     half = t_quantile(1 - (1 - confidence) / 2, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    low = mean - half if least is None else max(least, mean - half)
+    return mean, low, mean + half
 
 
 def _kind(metric: str, step: float) -> StepKind:
@@ -214,7 +217,7 @@ def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCamp
         values = tuple(run[metric] for _, run in sorted(c.runs.items()) if metric in run)
         if not values:
             continue
-        mean, low, high = point_interval(values)
+        mean, low, high = point_interval(values, least=floor(metric))
         commit = by_rev.get(c.revision)
         points.append(Point(c.revision, (c.revision or c.folder)[:7], commit.time if commit else c.commit_time,
                             commit.subject if commit else c.subject, c.file, c.report, values, mean, low, high,

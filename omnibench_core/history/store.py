@@ -26,9 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..campaign.execute import environment_of
-from ..campaign.front_door import campaign_stats
-from ..campaign.summary import RunSetStats, stats_of
+from ..campaign.summary import RunSetStats, campaign_stats, environment_of, stats_of
 from ..errors import OmnibenchError
 from ..identity import planted
 from ..jsonio import read_json
@@ -414,16 +412,6 @@ def experiment_points(results: Path, experiment_file: Path, *, git: str = "git")
             for side in read_experiment(results, experiment_file)]
 
 
-def index_experiment(results: Path, experiment_file: Path, *, git: str = "git") -> int:
-    """Index a complete A/B experiment's sides (see :func:`read_experiment`); how many were."""
-    sides = experiment_points(results, experiment_file, git=git)  # git runs before the store is opened
-    _ensure(results, git)
-    with opened(results) as store:
-        for side in sides:
-            store.add(side)
-    return len(sides)
-
-
 def commit_facts(checkout: Path | str, revision: str, git: str = "git") -> tuple[str, str, str]:
     """(committer time, first parent, subject) of ``revision`` in ``checkout``; empty strings
     where git cannot tell (the checkout is gone, say)."""
@@ -477,29 +465,6 @@ def campaign_point(results: Path, campaign_file: Path, *, git: str = "git",
     return None if found is None else _with_commit(found, [*_checkouts_of(campaign_file), *checkouts], git)
 
 
-def index_campaign(results: Path, campaign_file: Path, *, git: str = "git", checkouts: Sequence[str] = (),
-                   make_missing: bool = True) -> bool:
-    """Index one campaign file (when complete); True when it was. A missing database is made
-    from every campaign file first (this one among them), never a store of this campaign alone;
-    with ``make_missing`` false it is left missing instead (False: the next query makes it).
-    ``checkouts``: where else its commit is looked up (see :func:`campaign_point`)."""
-    if not make_missing and not present(db_path(results)):
-        return False
-    found = campaign_point(results, campaign_file, git=git, checkouts=checkouts)  # git runs before the store is opened
-    if found is None:
-        return False
-    _ensure(results, git, checkouts)
-    with opened(results) as store:
-        store.add(found)
-    return True
-
-
-def _ensure(results: Path, git: str, checkouts: Sequence[str] = ()) -> None:
-    from .rebuild import ensure  # the rebuild reads through this module: imported late
-
-    ensure(results, git=git, checkouts=checkouts)
-
-
 def _checkouts_of(campaign_file: Path) -> list[str]:
     try:
         data = read_json(campaign_file)
@@ -523,17 +488,6 @@ def read_bisect(results: Path, bisect_file: Path) -> Bisected | None:
                         str(data["bad"]), str(data["first_bad"]))
     except (OSError, ValueError, KeyError, TypeError, OmnibenchError):
         return None
-
-
-def index_bisect(results: Path, bisect_file: Path, *, git: str = "git") -> Bisected | None:
-    """Record the commit a bisect file names (see :func:`read_bisect`); None when it cannot be read."""
-    found = read_bisect(results, bisect_file)
-    if found is None:
-        return None
-    _ensure(results, git)
-    with opened(results) as store:
-        store.add_bisect(found)
-    return found
 
 
 def campaign_files(results: Path) -> list[Path]:

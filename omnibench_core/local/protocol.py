@@ -192,22 +192,3 @@ def truncate_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     if len(tokens) <= max_tokens:
         return text, False
     return text[:tokens[max_tokens - 1].end()], True
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences for streamed audio chunks."""
-    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", text) if p.strip()]
-    return parts or [text]
-
-
-def stream_phrases(text: str, max_words: int = 6) -> list[str]:
-    """What a streamed answer is synthesized in, one after another: each sentence cut into
-    near-equal runs of at most ``max_words`` words, so the first audio is made from the first
-    few words, not the whole answer (seed-tts texts are mostly one sentence)."""
-    out = []
-    for sentence in split_sentences(text):
-        words = sentence.split()
-        n = max(1, math.ceil(len(words) / max_words))
-        size = math.ceil(len(words) / n) if words else 1
-        out += [" ".join(words[i:i + size]) for i in range(0, len(words), size)] or [sentence]
-    return out

@@ -171,9 +171,10 @@ class Handlers:
                 "total_tokens": req.prompt_tokens + completion}
 
     async def _stream(self, request, req, text, seed, factor, base, finish) -> web.StreamResponse:
-        """Server-sent events: the text, then the audio phrase by phrase (``stream_phrases``), each
-        phrase's speech sent in pieces of ``stream_chunk_s`` as soon as it is synthesized (so the
-        first piece leaves before the later phrases exist), then usage and ``[DONE]``."""
+        """Server-sent events: the text, then the answer's audio in pieces of ``stream_chunk_s``,
+        then usage and ``[DONE]``. The audio is the one the same request without ``stream`` gets
+        (synthesized whole, then cut), so streamed and non-streamed quality (WER, SIM, duration)
+        are like for like; only its delivery differs."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
 
@@ -186,14 +187,13 @@ class Handlers:
         pieces: list[np.ndarray] = []
         if req.wants_audio and text:
             step = max(1, int(self.config.stream_chunk_s * TTS_RATE))
-            for phrase in protocol.stream_phrases(text):
-                audio = await self._run(self.synth.speak_like, phrase, factor, seed=seed)
-                for start in range(0, len(audio), step):
-                    await self._delay("every-chunk" if pieces else "first-chunk")
-                    piece = audio[start:start + step]
-                    pieces.append(piece)
-                    data = base64.b64encode(to_wav_bytes(piece, TTS_RATE)).decode("ascii")
-                    await send({"audio": {"id": f"audio-{uuid.uuid4().hex}", "data": data}})
+            audio = await self._run(self.synth.speak_like, text, factor, seed=seed)
+            for start in range(0, len(audio), step):
+                await self._delay("every-chunk" if pieces else "first-chunk")
+                piece = audio[start:start + step]
+                pieces.append(piece)
+                data = base64.b64encode(to_wav_bytes(piece, TTS_RATE)).decode("ascii")
+                await send({"audio": {"id": f"audio-{uuid.uuid4().hex}", "data": data}})
         whole = np.concatenate(pieces) if pieces else None
         await send({}, finish, usage=self._usage(req, text, whole))
         await response.write(b"data: [DONE]\n\n")

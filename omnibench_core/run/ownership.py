@@ -106,12 +106,14 @@ def claim_run_dir(revision_dir: Path, name: str | None = None, attempts: int = 2
     """
     if name:
         check_name(name, "run name")  # one folder entry of the revision folder, never a path out of it
-    revision_dir.mkdir(parents=True, exist_ok=True)
     for _ in range(attempts):
+        revision_dir.mkdir(parents=True, exist_ok=True)  # again each try: a refused run removes an empty one
         run_dir = under_root(revision_dir, revision_dir / (name or next_run_name(revision_dir)), "run folder")
         try:
             run_dir.mkdir()
             return run_dir
+        except FileNotFoundError:  # the revision folder was removed between the two mkdirs
+            continue
         except FileExistsError:
             if name:
                 raise RunNotReady(f"run directory {run_dir} exists already", evidence={"run_dir": str(run_dir)},
@@ -127,12 +129,13 @@ def lock_dir() -> Path:
     return Path(configured) if configured else Path(tempfile.gettempdir()) / f"omnibench-locks-{os.getuid()}"
 
 
-def holder_line(owner: Owner | None = None) -> str:
-    """``pid N on HOST (pid start T), since ISO`` for a lock file: who holds it (the pid's start
-    time tells a reused pid apart) and since when."""
+def holder_line(owner: Owner | None = None, purpose: str = "") -> str:
+    """``pid N on HOST (pid start T), since ISO[, PURPOSE]`` for a lock file: who holds it (the
+    pid's start time tells a reused pid apart), since when, and for what (``run <folder>``)."""
     owner = owner or Owner.me()
     since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}"
+    return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}" + \
+        (f", {purpose}" if purpose else "")
 
 
 @contextmanager
@@ -149,8 +152,9 @@ def measurement_lock(lock: Path, refuse: Callable[[str], Exception], what: str) 
 
 
 @contextmanager
-def held_lock(path: Path, refuse: Callable[[str], Exception]) -> Iterator[Path]:
-    """Hold an exclusive ``flock`` on ``path`` while inside; the file names the holder.
+def held_lock(path: Path, refuse: Callable[[str], Exception], purpose: str = "") -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on ``path`` while inside; the file names the holder (and
+    ``purpose``: what it holds it for).
 
     A lock held by another live process is ``refuse(holder line)``, raised. The kernel drops
     the lock when its holder dies (even by SIGKILL), so a dead holder's lock is taken over;
@@ -164,7 +168,7 @@ def held_lock(path: Path, refuse: Callable[[str], Exception]) -> Iterator[Path]:
         except BlockingIOError:
             raise refuse(handle.read().strip() or "unknown") from None
         try:  # overwrite, then cut: a full disk keeps the old holder line rather than an empty file
-            handle.write(holder_line() + "\n")
+            handle.write(holder_line(purpose=purpose) + "\n")
             handle.flush()
             handle.truncate()
         except OSError:
@@ -176,14 +180,64 @@ def held_lock(path: Path, refuse: Callable[[str], Exception]) -> Iterator[Path]:
         handle.close()  # closing drops the lock
 
 
+def port_lock_path(port: int, folder: Path | None = None) -> Path:
+    """The lock file of ``port``: ``port-N.lock`` in :func:`lock_dir`."""
+    return (folder or lock_dir()) / f"port-{port}.lock"
+
+
 @contextmanager
-def port_lock(port: int, folder: Path | None = None) -> Iterator[Path]:
-    """Hold ``port`` for this run; a port another omnibench run holds is a :class:`RunNotReady`."""
-    path = (folder or lock_dir()) / f"port-{port}.lock"
+def port_lock(port: int, folder: Path | None = None, run_dir: Path | None = None) -> Iterator[Path]:
+    """Hold ``port`` for this run (``run_dir``, named in the lock); a port another omnibench run
+    holds is a :class:`RunNotReady` naming the holder: pid, run and the campaign it measures."""
+    path = port_lock_path(port, folder)
 
     def refuse(holder: str) -> Exception:
-        return RunNotReady(f"port {port} is held by another omnibench run", evidence={"held by": holder,
+        return RunNotReady(f"port {port} is held by another omnibench run", evidence={"held by": with_campaign(holder),
                            "lock": str(path)}, hint="wait for that run to end, or pass another --port")
 
-    with held_lock(path, refuse):
+    with held_lock(path, refuse, f"run {run_dir}" if run_dir else ""):
         yield path
+
+
+def flock_held(path: Path, proc: Path = Path("/proc")) -> bool:
+    """Whether some process holds an ``flock`` on ``path`` now, from the kernel's ``/proc/locks``
+    (looking takes no lock, so it never refuses the run that is about to take it)."""
+    try:
+        st = path.stat()
+        table = (proc / "locks").read_text()
+    except OSError:
+        return False
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; a waiter's line has "->" and holds nothing
+    return any(cols[1:2] == ["FLOCK"] and len(cols) > 5 and cols[5] == device
+               for cols in (line.split() for line in table.splitlines()))
+
+
+def port_lock_holder(port: int, folder: Path | None = None, proc: Path = Path("/proc")) -> str:
+    """Who holds ``port``'s lock now (its holder line, with the campaign it measures); "" when
+    nobody does (a lock file left by a run that ended holds nothing)."""
+    path = port_lock_path(port, folder)
+    if not flock_held(path, proc):
+        return ""
+    try:
+        holder = path.read_text().strip()
+    except OSError:
+        holder = ""
+    return with_campaign(holder or "unknown", proc)
+
+
+def with_campaign(holder: str, proc: Path = Path("/proc")) -> str:
+    """A port lock's holder line with the campaign its run belongs to, when one is measured by the
+    same process (its ``campaigns/<name>.lock`` beside the run, held by that pid)."""
+    pid, _, rest = holder.partition(" on ")
+    run = rest.rpartition(", run ")[2] if ", run " in rest else ""
+    if not pid.startswith("pid ") or not run:
+        return holder
+    for lock in sorted((Path(run).parent / "campaigns").glob("*.lock")):
+        try:
+            text = lock.read_text()
+        except OSError:
+            continue
+        if text.startswith(f"{pid} on ") and flock_held(lock, proc):
+            return f"{holder}, campaign {lock.stem} ({lock.with_suffix('.json')})"
+    return holder

@@ -150,7 +150,7 @@ class Runner:
                                 hint="a new run does every phase, or generate alone (its scoring comes later)")
         try:
             groups = [g for g in order_steps(plan.steps) if g.phase in phases]
-            with ownership.port_lock(plan.slot.port):
+            with ownership.port_lock(plan.slot.port, run_dir=self.run_dir):
                 ready = gates.check_run_ready(self.run_dir, plan.slot.port, claimed=True)
                 self._start_manifest(ready)
                 return self._run(groups, collect="collect" in phases)
@@ -545,10 +545,14 @@ def _quiet(message: str) -> None:
 
 
 def _remove_if_empty(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass
+    """Remove a claimed run folder nothing ran in, and its revision folder when that is left empty
+    (a refused first run leaves no empty ``results/local-<commit>``; a run claiming there at that
+    moment makes it again: :func:`.ownership.claim_run_dir`)."""
+    for folder in (path, path.parent):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:
@@ -574,7 +578,7 @@ def score_together(runners: Sequence[Runner]) -> list[RunResult]:
     ports = {r.plan.slot.port for r in runners}
     if len(ports) != 1:
         raise SettingsError("runs scored together must share one port", evidence={"ports": sorted(ports)})
-    with ownership.port_lock(ports.pop()), sigterm_as_exception():
+    with ownership.port_lock(ports.pop(), run_dir=runners[0].run_dir), sigterm_as_exception():
         opened: list[Runner] = []
         try:
             for runner in runners:

@@ -309,6 +309,11 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
                         not_measurable, candidates, ends)
 
 
+def _num(value: float | None) -> str:
+    """A mean as the table shows it: four significant digits (``0.1162``), not seventeen."""
+    return "-" if value is None else f"{value:.4g}"
+
+
 def bisect_text(result: BisectResult) -> str:
     """The first bad commit, its compare against its parent, and the table of every commit measured."""
     v = result.against_parent
@@ -322,7 +327,8 @@ def bisect_text(result: BisectResult) -> str:
                      f"is one of {', '.join(c[:7] for c in result.candidates)} (the others are not measurable "
                      "with these options)")
     lines += [f"first bad commit: {result.first_bad}",
-             f"against its parent: {v.metric} {v.a_mean} -> {v.b_mean} ({v.change_and_interval()}): {v.verdict} "
+              f"against its parent: {v.metric} {_num(v.a_mean)} -> {_num(v.b_mean)} ({v.change_and_interval()}): "
+              f"{v.verdict} "
              f"({v.why})",
              f"{len(result.rounds)} round(s), {len(result.measured)} commits measured"
              + (f", {len(result.not_measurable)} not measurable" if result.not_measurable else "")]
@@ -335,9 +341,9 @@ def bisect_text(result: BisectResult) -> str:
             rnd = next(n for n, r in enumerate(result.rounds, 1) if c in r)
             mean = result.measured[c].means.get(v.metric)
             rows.append((i, c[:7], rnd, "" if mean is None else f"{mean:.4g}",
-                         "base (good)" if i == 0 else (str(verdict.verdict) if verdict else "") +
-                         (f"; against the bad end {other.verdict}" if other else ""),
-                         "<- first bad" if c == result.first_bad else ""))
-    lines.append(table(rows, ("#", "commit", "round", v.metric, "against the good end", "")))
+                         ("base (good)" if i == 0 else (str(verdict.verdict) if verdict else "") +
+                          (f"; against the bad end {other.verdict}" if other else ""))
+                         + ("  <- first bad" if c == result.first_bad else "")))
+    lines.append(table(rows, ("#", "commit", "round", v.metric, "against the good end")))
     lines.append(f"bisect file: {result.file}")
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """The scale layer's adapter to the campaign layer: run one campaign on a slot, tell whether one is
 complete, and compare two on a metric. The only module of ``scale/`` that calls the campaign
-layer (``omnibench_core.campaign``), so the two meet in one place and through data: the campaign
+layer (``omnibench_core.campaign``), and the one that tells the history of a campaign it measured, so the two meet in one place and through data: the campaign
 files under ``<results>/<revision>/campaigns/``, which ``invoke report`` and ``invoke compare``
 read as well.
 """
@@ -29,6 +29,14 @@ __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign
            "is_complete", "outcome_of", "run_campaign"]
 
 Progress = Callable[[str], None]
+
+
+def history() -> Any:
+    """The history's inbox (:mod:`omnibench_core.history.inbox`), imported when first told: its
+    store reads A/B records, whose package's ``__init__`` imports this layer's front door."""
+    from ..history import inbox
+
+    return inbox
 
 
 def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
@@ -88,6 +96,7 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     t0 = time.monotonic()
     asked = layer.asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
     done = layer.measure(settings, asked, progress=progress)  # named by its identity, as measure names it
+    history().campaign_done(settings, done.path, progress)  # a matrix makes no report: indexed at once
     return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 
 
@@ -120,7 +129,8 @@ def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settin
     interval, the family Holm-held to alpha, a minimum effect of ``threshold``; its compare.md/json
     are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
     rather than refused."""
-    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics)
+    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
+                         summary=history().COMPARISON_SUMMARY)
     return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
                          m.needed) for m in made.comparison.metrics)
 

@@ -284,7 +284,7 @@ class Receiver:
     def _index(self, path: Path) -> None:
         """The complete campaign into the driver's history store; a store that cannot take it
         costs nothing but the index (``invoke history --rebuild`` makes it from the files)."""
-        from ..history.store import index_campaign  # the history reads campaigns: imported late
+        from ..history.inbox import index_campaign  # the history reads campaigns: imported late
 
         # never a whole rebuild here, where every node's next call would wait behind it: the
         # driver made the store before the matrix (:func:`.ray_engine.make_history`); one deleted since is

@@ -20,6 +20,7 @@ from ..checkout import check_checkout
 from ..errors import OmnibenchError
 from ..process.gpu import call_timeout, query_memory_used
 from ..process.ports import port_holder, port_in_use
+from ..run.ownership import port_lock_holder
 from ..settings import Settings
 from ..standin import is_standin, omni_ci_home
 from .checkout import check_venv
@@ -100,10 +101,14 @@ def _all_checks(settings: Settings) -> list[Check]:
     else:
         checks.append(_guard(pins, "invoke setup.download",
                              lambda: f"{len(verify(load_pins(settings.host.pins_file or None), cache_dir=settings.host.hf_cache or None, progress=lambda m: None))} pins resolve offline"))
-    busy = port_in_use(settings.run.port)
-    checks.append(Check(f"port {settings.run.port} free", not busy,
-                        port_holder(settings.run.port) or "held" if busy else "free",
-                        "stop the server holding it, or pass another --port" if busy else ""))
+    port = settings.run.port
+    locked = port_lock_holder(port)  # an omnibench run holds it (between its servers, too)
+    busy = port_in_use(port)
+    detail = (f"held by an omnibench run: {locked}" if locked
+              else (port_holder(port) or "held") if busy else "free")
+    checks.append(Check(f"port {port} free", not (busy or locked), detail,
+                        "wait for that run (or campaign) to end, or pass another --port" if locked
+                        else "stop the server holding it, or pass another --port" if busy else ""))
     checks.append(_guard("GPU memory free", "stop what holds the GPU (nvidia-smi), or set omnibench.gpus",
                          lambda: _gpu_memory(settings)))
     checks.append(_cpu_set(settings, standin))

@@ -4,6 +4,8 @@ JSON has always held, so the files (and sglang-omni's scripts that read them) st
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
+from pathlib import Path
 
 
 class Word(str, enum.Enum):
@@ -105,3 +107,18 @@ class JobStatus(Word):
     # the checkout at this commit lacks an option the campaign passes (its era predates it): no
     # server started; never good or bad (bisect skips it, history draws no point)
     NOT_MEASURABLE = "not-measurable"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended and where its folder is now: what a campaign or an A/B experiment records
+    of an attempt. Here, beside the status words, so that the errors (``OmnibenchError.outcomes``)
+    need nothing of :mod:`omnibench_core.records`, which stands on the settings, which stand on the
+    errors: no import circle. The runner returns it in a :class:`RunResult` and attaches it to the error
+    that ends a run (``OmnibenchError.outcomes``), so no caller parses it from an error's text."""
+
+    run: str  # the runN the run claimed (its name before any move)
+    status: RunStatus
+    run_dir: Path  # where the run is now
+    moved_to: Path | None = None  # set when the run layer moved it aside (``runN-incomplete``)
+    why: str = ""  # the error's message, or the broken coverage rules ("rule: detail; ...")

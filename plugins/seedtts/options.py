@@ -6,7 +6,7 @@ argparse defaults and checks from them, so a default is written once.
 
 from __future__ import annotations
 
-from omnibench_core.plugin import Option
+from omnibench_core.plugin import Option, default_cache_dir
 
 OPTIONS = (
     Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",
@@ -25,5 +25,5 @@ OPTIONS = (
     Option("meta", str, None, "a seed-tts meta.lst to use instead of the default data", optional=True,
            unset="the target's default set"),
     Option("data_dir", str, None, "where the local set is made", optional=True,
-           unset="~/.cache/omnibench/seedtts-local-v1"),
+           unset=str(default_cache_dir() / "seedtts-local-v1")),
 )

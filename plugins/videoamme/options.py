@@ -7,7 +7,7 @@ runbook's client flags.
 
 from __future__ import annotations
 
-from omnibench_core.plugin import Option
+from omnibench_core.plugin import Option, default_cache_dir
 
 OPTIONS = (
     Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",
@@ -26,7 +26,7 @@ OPTIONS = (
     Option("max_concurrency", int, 16, "requests in flight at once", min=1),
     Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
     Option("data_dir", str, None, "where the local set is made", optional=True,
-           unset="~/.cache/omnibench/videoamme-local-v1"),
+           unset=str(default_cache_dir() / "videoamme-local-v1")),
 )
 # The runbook's client flags, in its order: ``--max-samples`` ... ``--max-concurrency``, each the option
 # of the same name with dashes (both clients, sglang-omni's and the native one, take them).

@@ -1,0 +1,36 @@
+"""What the driver and a duet's worker process share: the spec a worker runs, the line it says
+before each timed window, and the variable naming its driver. Apart from :mod:`.worker` because
+that module is started as ``python -m omnibench_core.ab.worker``: were it imported by this package
+(its ``__init__`` imports the driver), runpy would find it in ``sys.modules`` before running it as
+``__main__`` and warn in every duet (a RuntimeWarning on the worker's standard error)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BARRIER = "@@omnibench-barrier "
+PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one side's run needs, JSON-ready."""
+
+    settings: Mapping[str, Any]  # flat, with the slot's port, GPUs and CPUs
+    workloads: tuple[str, ...]
+    options: tuple[str, ...]
+    client: str | None
+    phases: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """For the spec file."""
+        return {"settings": dict(self.settings), "workloads": list(self.workloads), "options": list(self.options),
+                "client": self.client, "phases": list(self.phases)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Spec:
+        """Inverse of :meth:`as_dict`."""
+        return cls(dict(data["settings"]), tuple(data["workloads"]), tuple(data["options"]), data.get("client"),
+                   tuple(data["phases"]))
