@@ -203,12 +203,6 @@ def test_revision_worktrees_share_a_venv_by_deps_hash(tmp_path):
     assert launch is not None
     assert rev_ok.check_rev_ok([launch], "sglang_omni_standin", tree_b, commits[1]).status == "passed"
     assert revisions.prepare(co, commits[1], root, progress=lambda s: None).venv_from == "kept"
-    # a venv that is no longer its own (its editable install pointed at A) is prepared again
-    pth.write_text(tree_a + "\n")
-    lines: list[str] = []
-    again = revisions.prepare(co, commits[1], root, progress=lines.append)
-    assert again.venv_from == str(got[0].worktree) and "is not its own" in lines[0], lines
-    assert pth.read_text().strip() == tree_b
 
 
 def test_the_old_copy_and_rewrite_reuse_would_serve_the_other_revision(tmp_path):
@@ -294,6 +288,59 @@ def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
     assert result.against_parent.verdict == "worse"
     assert len(result.rounds) <= rounds_needed(4, 2)
     assert all(len(r) <= 2 for r in result.rounds)
+    assert not server_pids(tmp_path)
+
+
+def _rev_ok(run: Path) -> dict:
+    (gate,) = [g for g in manifest_file.read(run).gates if g["gate"] == "REV_OK" and g["context"] == "selftest"]
+    return gate
+
+
+@pytest.mark.slow
+def test_matrix_on_upstreams_layout_serves_each_commits_own_code_and_rev_ok_stops_a_tampered_venv(tmp_path):
+    """Two commits of one dependency hash (B's venv a relocated copy of A's): each run's server
+    runs its own commit's code (its planted latency, REV_OK in every manifest). Then the same
+    matrix over worktrees whose B venv's editable install names A's tree: B stops at REV_OK."""
+    commits, settings = _standin(tmp_path, 2, 2, 200)  # 100, then 300 ms a request
+    engine = commands.make_engine(settings, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    lines: list[str] = []
+    result = commands.matrix(settings, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS, runs=2,
+                             engine=engine, threshold=0.3, progress=lines.append)
+    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(lines[-40:])
+    trees = [tmp_path / "results" / ".worktrees" / c for c in commits]
+    venvs = tmp_path / "results" / ".worktrees" / "venvs"
+    assert len(list(venvs.glob("*.log"))) == 1 and len(list(venvs.glob("*/for-worktree"))) == 1  # built once, copied once
+    for commit, tree, delay in zip(commits, trees, ("100", "300"), strict=True):
+        for run in ("run0", "run1", "run2"):
+            folder = tmp_path / "results" / commit[:7] / run
+            gate = _rev_ok(folder)
+            assert gate["status"] == "passed" and gate["evidence"]["commit"] == commit
+            for role in ("server launch", "server process"):
+                assert gate["evidence"][f"{role}: module"] == str(tree / "sglang_omni_standin" / "__init__.py")
+                assert gate["evidence"][f"{role}: commit"] == commit
+            assert f"--delay-ms {delay}" in (folder / "selftest.log").read_text()  # its own standin.json
+    means = [result.outcomes[j.key].means["selftest.latency_mean_s"] for j in result.jobs]
+    assert means[1] > means[0]  # the planted 200 ms, measured on B's own server
+    assert not server_pids(tmp_path)
+
+    # the same matrix, B's venv tampered with: its editable install names A's tree
+    again = Settings.of(target="sglang-omni", checkout=settings.run.checkout, results=str(tmp_path / "results2"),
+                        port=free_port(), nvidia_smi=settings.tools.nvidia_smi)
+    root = tmp_path / "results2" / ".worktrees"
+    a, b = (revisions.prepare(Path(settings.run.checkout), c, root, progress=lambda s: None) for c in commits)
+    (pth,) = b.venv.glob("lib/python*/site-packages/__editable__.*.pth")
+    pth.write_text(f"{a.worktree}\n")
+    engine = commands.make_engine(again, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    tampered = commands.matrix(again, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS, runs=2,
+                               engine=engine, threshold=0.3, progress=lambda s: None)
+    first, second = (tampered.outcomes[j.key] for j in tampered.jobs)
+    assert first.status == "complete" and second.status == "failed"
+    assert str(a.worktree) in second.error and str(b.worktree) in second.error and "REV_OK" in second.error
+    (run,) = (tmp_path / "results2" / commits[1][:7]).glob("run0*")
+    failed = [g for g in manifest_file.read(run).gates if g["gate"] == "REV_OK"]
+    assert [g["status"] for g in failed] == ["failed"]  # selftest's client is omnibench's: the server alone
+    assert failed[0]["error"]["evidence"]["its work tree"] == str(a.worktree)
+    assert failed[0]["error"]["evidence"]["asked worktree"] == str(b.worktree)
     assert not server_pids(tmp_path)
 
 

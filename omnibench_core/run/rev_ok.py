@@ -239,14 +239,14 @@ def _mismatch(origin: Origin, package: str, worktree: str, commit: str) -> Wrong
                 "sys.path[0]": launch.path0 or "(none)", "cwd": launch.cwd,
                 "imported from": origin.module or f"nowhere: {package} cannot be imported"}
     if not origin.module:
-        message = f"the {role} ({launch.interpreter}) cannot import {package}, so it does not run {worktree}'s code"
+        message = f"REV_OK: the {role} ({launch.interpreter}) cannot import {package}, so it does not run {worktree}'s code"
     elif not origin.tree:
         evidence["its work tree"] = "none: not in a git work tree"
-        message = f"the {role} imports {package} from {origin.module}, outside the asked worktree {worktree}"
+        message = f"REV_OK: the {role} imports {package} from {origin.module}, outside the asked worktree {worktree}"
     else:
         evidence["its work tree"], evidence["its commit"] = origin.tree, origin.head
         where = origin.tree if not _same(origin.tree, worktree) else f"{origin.tree} at {origin.head[:12]}"
-        message = (f"the {role} imports {package} from {where}, not from the asked worktree {worktree} "
+        message = (f"REV_OK: the {role} imports {package} from {where}, not from the asked worktree {worktree} "
                    f"at {commit[:12]}")
     return WrongRevision(message, evidence=evidence,
                          hint="the venv serves another revision's code: rebuild it in that worktree with "

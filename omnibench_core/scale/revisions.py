@@ -124,21 +124,6 @@ def _home_of(venvs: Path, deps: str, revision: str, tree: Path) -> Path | None:
     return own if (own / "for-worktree").is_file() else None
 
 
-def _is_own(tree: Path, venv: Path, home: Path, commit: str, git: str) -> str:
-    """"" when ``venv`` lives in ``home`` (or in the tree, as a script that builds a folder made
-    it) and imports the tree's own code; else why not."""
-    real = Path(os.path.realpath(venv))
-    if real != Path(os.path.realpath(home / venv.name)) and real != Path(os.path.realpath(tree / venv.name)):
-        return f"{venv} is {real}, outside its own {home}"
-    if venv.is_symlink() and real.parent != Path(os.path.realpath(home)):
-        return f"{venv} links to {real}, not into {home}"
-    try:
-        venv_reuse.prove(real, tree, commit, [], git=git)
-    except venv_reuse.NotRelocated as exc:
-        return exc.message
-    return ""
-
-
 def prepare(checkout: Path, revision: str, root: Path, *, venv_name: str = "omni", git: str = "git",
             bash: str = "bash", progress: Callable[[str], None] = print) -> Prepared:
     """The revision's worktree under ``root`` and its own venv, VENV_OK checked.
@@ -148,7 +133,8 @@ def prepare(checkout: Path, revision: str, root: Path, *, venv_name: str = "omni
     revision of that hash gets its own home, ``root/venvs/<hash>-<commit>``, holding a real copy
     relocated to its worktree and proven (:mod:`.venv_reuse`), its ``<tree>/omni`` linked there as
     upstream's script links it; a copy that cannot be proven is removed and the venv built afresh.
-    A venv found in the worktree is kept only when it is still the worktree's own.
+    A venv found in the worktree is kept as it is: REV_OK, in every run, stops one that is not the
+    worktree's own (remove ``<tree>/omni`` and the next command prepares it again).
     """
     tree = worktree(checkout, revision, root, git)
     h = deps_hash(tree, bash)
@@ -157,13 +143,11 @@ def prepare(checkout: Path, revision: str, root: Path, *, venv_name: str = "omni
     commit = commit_of(tree, "HEAD", git)
     with locked(venvs):
         if venv.exists() or venv.is_symlink():
-            home = _home_of(venvs, h, revision, tree)
-            why = _is_own(tree, venv, home, commit, git) if home is not None else "no home of this revision holds it"
-            if home is not None and not why:
-                check_venv(tree, home, bash)
-                return Prepared(tree, venv, h, "kept")
-            progress(f"{revision[:7]}: its venv is not its own ({why}); preparing it again")
-            venv_reuse.remove(venv)  # a link is removed, never the venv it points to
+            # Kept as it is (never overwritten): VENV_OK here, and REV_OK in every run stops one
+            # that serves another tree's code, naming both.
+            home = _home_of(venvs, h, revision, tree) or Path(os.path.realpath(venv)).parent
+            check_venv(tree, home, bash)
+            return Prepared(tree, venv, h, "kept")
         source_file = venvs / h / "built-in"
         source = Path(source_file.read_text().strip()) if source_file.is_file() else None
         if source is not None and source != tree and (source / venv_name / "bin" / "python").exists():
