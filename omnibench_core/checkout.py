@@ -7,6 +7,7 @@ checkout or a venv is ``omnibench_core.setup``'s job.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,36 @@ def check_checkout(settings: Settings) -> Checkout:
         raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
                             hint="point omnibench.checkout at a clone of sglang-omni")
     return Checkout(checkout, venv, rev[0], rev[1])
+
+
+# The console script the runbook serves with, as pyproject.toml's [project.scripts] declares it
+# (sgl-project/sglang-omni pyproject.toml at 19fc75479bf2949e91d66079c54c41eacdc3c309:
+# `sgl-omni = "sglang_omni.cli:app"`).
+SERVE_SCRIPT = "sgl-omni"
+_SECTION = re.compile(r"^\[project\.scripts\]\s*$(.*?)(?=^\[|\Z)", re.M | re.S)
+
+
+def console_script(checkout: Path, name: str = SERVE_SCRIPT) -> str:
+    """The entry point ``module:attr`` that ``checkout``'s ``pyproject.toml`` declares for the
+    console script ``name`` ("" when it declares none). Read by line, not by a TOML parser:
+    python 3.10 has none, and the section is a flat list of ``name = "value"`` lines."""
+    try:
+        text = (checkout / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    section = _SECTION.search(text)
+    if section is None:
+        return ""
+    line = re.search(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=\s*[\"']([^\"']+)[\"']", section.group(1), re.M)
+    return line.group(1).strip() if line else ""
+
+
+def system_package(checkout: Path) -> str:
+    """The top-level python package the checkout's ``sgl-omni`` runs (``sglang_omni`` upstream,
+    ``sglang_omni_standin`` in omnibench's stand-in): the REV_OK gate checks where it is imported
+    from. "" when the checkout declares no ``sgl-omni`` console script."""
+    target = console_script(checkout)
+    return target.split(":", 1)[0].split(".", 1)[0].strip() if target else ""
 
 
 def venv_env(venv: Path) -> dict[str, str]:

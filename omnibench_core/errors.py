@@ -109,6 +109,14 @@ class GpuQueryTimeout(GpuQueryError):
     """GPU_FREE: ``nvidia-smi`` hung (its call was killed), up to the gate's deadline."""
 
 
+class WrongRevision(GateError):
+    """REV_OK: the server omnibench started, or the client's python, imports the system under
+    test from another tree or commit than the revision asked for (a venv reused from another
+    revision, an editable install pointing elsewhere)."""
+
+    gate = "REV_OK"
+
+
 class ForeignListener(GateError):
     """READY: the process listening on the server's port is not one omnibench started.
 

@@ -225,11 +225,14 @@ class TargetFacts:
     ``substitutes``: what stands in for the real thing on this target, by role (``asr``,
     ``video_answer``...), in words for the reports; empty when nothing is substituted.
     ``uses_gpu``: its servers run on GPUs, so GPU_FREE and GPU facts apply.
+    ``package``: the top-level python package of the system under test, which REV_OK finds in the
+    revision's own worktree ("" where the target runs no checkout's code).
     """
 
     own_clients: bool = False
     substitutes: Mapping[str, str] = field(default_factory=dict)
     uses_gpu: bool = False
+    package: str = ""
 
     def substitute(self, role: str) -> str:
         """What stands in for ``role`` here ("" when the real thing runs)."""

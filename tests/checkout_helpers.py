@@ -8,10 +8,14 @@ from pathlib import Path
 
 
 def make_fake_checkout(root: Path) -> Path:
-    """A git work tree shaped like an sglang-omni checkout with an `omni` venv."""
+    """A git work tree shaped like an sglang-omni checkout with an `omni` venv in upstream's layout:
+    the venv at `<root>-omni_ci/omni` (its OMNI_CI_HOME) and `<root>/omni` a symlink to it. It
+    declares no `sgl-omni` console script (no pyproject.toml), so REV_OK has no package to find."""
     root.mkdir(parents=True)
-    bin_dir = root / "omni" / "bin"
+    venv = root.parent / f"{root.name}-omni_ci" / "omni"
+    bin_dir = venv / "bin"
     bin_dir.mkdir(parents=True)
+    (root / "omni").symlink_to(venv, target_is_directory=True)
     (bin_dir / "python").symlink_to(sys.executable)
     serve = bin_dir / "sgl-omni"
     serve.write_text("#!/bin/sh\necho fake sgl-omni \"$@\"\n")

@@ -53,6 +53,14 @@ def test_bench_matrix_smoke_runs_both_arms(tmp_path):
 
 
 @pytest.mark.slow
+def test_bench_venv_reuse_smoke_times_a_build_and_a_relocated_copy(tmp_path):
+    out = tmp_path / "bench.json"
+    _run("bench_venv_reuse.py", "--smoke", "--out", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["rounds"] == 1 and set(figures["median_s"]) == {"built", "copied", "prove"}
+
+
+@pytest.mark.slow
 def test_gpu_gate_check_dry_run_fails_while_held_and_passes_after_the_stop():
     done = _run("gpu_gate_check.py", "--dry-run")
     assert "GPU gate check: OK" in done.stdout and '"type": "GpuNotFree"' in done.stdout

@@ -4,7 +4,9 @@ commits add different latencies. tests/test_scale_standin.py runs the same throu
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,16 +16,20 @@ from gpu_helpers import write_fake_nvidia_smi
 from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
-from omnibench_core.errors import OmnibenchError, SettingsError
+from omnibench_core.errors import OmnibenchError, SettingsError, WrongRevision
 from omnibench_core.records import Slot
+from omnibench_core.run import rev_ok
 from omnibench_core.scale import front_door as commands
-from omnibench_core.scale import revisions
+from omnibench_core.scale import revisions, venv_reuse
 from omnibench_core.scale.bisect import kary_search, rounds_needed
 from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.slots import HostSlot, SlotBusy, check_free, plan_slots
 from omnibench_core.settings import Settings
+from omnibench_core.setup.checkout import build_venv
 from omnibench_core.setup.cpus import Topology, parse_lscpu, read_topology
+from omnibench_core.standin import StandinSpec, make_standin
 from omnibench_core.standin import write_fake_nvidia_smi as write_standin_fake
+from omnibench_core.standin.venv import record_row
 from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu-hosts"
@@ -172,10 +178,54 @@ def test_revision_worktrees_share_a_venv_by_deps_hash(tmp_path):
     assert [g.venv_from for g in got[:2]] == ["built", str(got[0].worktree)]  # same hash: copied, not rebuilt
     assert got[2].venv_from == "built"  # deps changed: its own build
     assert len(list((root / "venvs").glob("*.log"))) == 2
-    assert (got[1].venv / "bin" / "sgl-omni").is_file() and not (got[1].venv).is_symlink()
-    (pth,) = got[1].venv.glob("lib/python*/site-packages/omnibench_standin.pth")
-    assert str(got[1].worktree) in pth.read_text() and str(got[0].worktree) not in pth.read_text()  # relocated
+    # upstream's layout in every worktree: <tree>/omni links into that revision's own OMNI_CI_HOME
+    h = got[1].deps_hash
+    homes = [root / "venvs" / h, root / "venvs" / f"{h}-{commits[1][:12]}"]
+    for g, home in zip(got[:2], homes, strict=True):
+        assert g.venv.is_symlink() and g.venv.resolve() == (home / "omni").resolve()
+    # the copy names B alone: #! line, editable .pth, direct_url.json, RECORD's hashes
+    venv_b, tree_a, tree_b = homes[1] / "omni", str(got[0].worktree), str(got[1].worktree)
+    assert (venv_b / "bin" / "sgl-omni").read_text().startswith(f"#!{venv_b}/bin/python") or \
+        f'"{venv_b}/bin/python"' in (venv_b / "bin" / "sgl-omni").read_text()
+    (pth,) = venv_b.glob("lib/python*/site-packages/__editable__.*.pth")
+    assert pth.read_text().strip() == tree_b
+    (info,) = venv_b.glob("lib/python*/site-packages/*.dist-info")
+    assert json.loads((info / "direct_url.json").read_text()) == {"dir_info": {"editable": True},
+                                                                  "url": got[1].worktree.as_uri()}
+    site = pth.parent
+    for row in (info / "RECORD").read_text().split():
+        name, digest, _ = row.split(",")
+        if digest:
+            assert row == record_row(site, Path(os.path.normpath(site / name)))
+    assert venv_reuse.leftovers(venv_b, [tree_a, str(homes[0])]) == []
+    # REV_OK's probe: B's console script imports B's package
+    launch = rev_ok.script_launch([str(got[1].venv / "bin" / "sgl-omni")], dict(os.environ), tree_b)
+    assert launch is not None
+    assert rev_ok.check_rev_ok([launch], "sglang_omni_standin", tree_b, commits[1]).status == "passed"
     assert revisions.prepare(co, commits[1], root, progress=lambda s: None).venv_from == "kept"
+
+
+def test_the_old_copy_and_rewrite_reuse_would_serve_the_other_revision(tmp_path):
+    """The old reuse copied <treeA>/omni (upstream's link, followed) and rewrote tree A's path to
+    tree B's: B's python imports B, but B's sgl-omni keeps A's venv python on its #! line (A's
+    OMNI_CI_HOME is outside tree A), whose editable install serves A. REV_OK names both trees."""
+    made = make_standin(tmp_path / "co", StandinSpec(commits=2))
+    root = tmp_path / "wt"
+    tree_a, tree_b = (revisions.worktree(made.root, c, root) for c in made.commits)
+    home_a = root / "venvs" / "a"
+    build_venv(tree_a, home_a, log=root / "a.log")
+    shutil.copytree(tree_a / "omni", tree_b / "omni", symlinks=True)  # the old revisions.prepare ...
+    for path in venv_reuse.path_files(tree_b / "omni"):  # ... and its _relocate
+        path.write_text(path.read_text().replace(str(tree_a), str(tree_b)))
+    client = rev_ok.command_launch("client", [str(tree_b / "omni" / "bin" / "python"), "-m", "x"], dict(os.environ),
+                                   str(tree_b))
+    assert rev_ok.check_rev_ok([client], "sglang_omni_standin", str(tree_b), made.commits[1]).status == "passed"
+    launch = rev_ok.script_launch([str(tree_b / "omni" / "bin" / "sgl-omni")], dict(os.environ), str(tree_b))
+    assert launch is not None and launch.interpreter.startswith(str(home_a))
+    with pytest.raises(WrongRevision) as caught:
+        rev_ok.check_rev_ok([launch], "sglang_omni_standin", str(tree_b), made.commits[1])
+    assert str(tree_a) in caught.value.message and str(tree_b) in caught.value.message
+    assert caught.value.evidence["its work tree"] == str(tree_a)
 
 
 def _standin(tmp_path: Path, commits: int, regress_at: int, delay_ms: int) -> tuple[list[str], Settings]:
@@ -238,6 +288,59 @@ def test_bisect_names_the_planted_commit_on_two_slots(tmp_path):
     assert result.against_parent.verdict == "worse"
     assert len(result.rounds) <= rounds_needed(4, 2)
     assert all(len(r) <= 2 for r in result.rounds)
+    assert not server_pids(tmp_path)
+
+
+def _rev_ok(run: Path) -> dict:
+    (gate,) = [g for g in manifest_file.read(run).gates if g["gate"] == "REV_OK" and g["context"] == "selftest"]
+    return gate
+
+
+@pytest.mark.slow
+def test_matrix_on_upstreams_layout_serves_each_commits_own_code_and_rev_ok_stops_a_tampered_venv(tmp_path):
+    """Two commits of one dependency hash (B's venv a relocated copy of A's): each run's server
+    runs its own commit's code (its planted latency, REV_OK in every manifest). Then the same
+    matrix over worktrees whose B venv's editable install names A's tree: B stops at REV_OK."""
+    commits, settings = _standin(tmp_path, 2, 2, 200)  # 100, then 300 ms a request
+    engine = commands.make_engine(settings, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    lines: list[str] = []
+    result = commands.matrix(settings, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS, runs=2,
+                             engine=engine, threshold=0.3, progress=lines.append)
+    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(lines[-40:])
+    trees = [tmp_path / "results" / ".worktrees" / c for c in commits]
+    venvs = tmp_path / "results" / ".worktrees" / "venvs"
+    assert len(list(venvs.glob("*.log"))) == 1 and len(list(venvs.glob("*/for-worktree"))) == 1  # built once, copied once
+    for commit, tree, delay in zip(commits, trees, ("100", "300"), strict=True):
+        for run in ("run0", "run1", "run2"):
+            folder = tmp_path / "results" / commit[:7] / run
+            gate = _rev_ok(folder)
+            assert gate["status"] == "passed" and gate["evidence"]["commit"] == commit
+            for role in ("server launch", "server process"):
+                assert gate["evidence"][f"{role}: module"] == str(tree / "sglang_omni_standin" / "__init__.py")
+                assert gate["evidence"][f"{role}: commit"] == commit
+            assert f"--delay-ms {delay}" in (folder / "selftest.log").read_text()  # its own standin.json
+    means = [result.outcomes[j.key].means["selftest.latency_mean_s"] for j in result.jobs]
+    assert means[1] > means[0]  # the planted 200 ms, measured on B's own server
+    assert not server_pids(tmp_path)
+
+    # the same matrix, B's venv tampered with: its editable install names A's tree
+    again = Settings.of(target="sglang-omni", checkout=settings.run.checkout, results=str(tmp_path / "results2"),
+                        port=free_port(), nvidia_smi=settings.tools.nvidia_smi)
+    root = tmp_path / "results2" / ".worktrees"
+    a, b = (revisions.prepare(Path(settings.run.checkout), c, root, progress=lambda s: None) for c in commits)
+    (pth,) = b.venv.glob("lib/python*/site-packages/__editable__.*.pth")
+    pth.write_text(f"{a.worktree}\n")
+    engine = commands.make_engine(again, slots="0,1", slot_per="gpu", slot_cpus="shared", progress=lambda s: None)
+    tampered = commands.matrix(again, revisions_spec=",".join(commits), workloads=["selftest"], options=OPTS, runs=2,
+                               engine=engine, threshold=0.3, progress=lambda s: None)
+    first, second = (tampered.outcomes[j.key] for j in tampered.jobs)
+    assert first.status == "complete" and second.status == "failed"
+    assert str(a.worktree) in second.error and str(b.worktree) in second.error and "REV_OK" in second.error
+    (run,) = (tmp_path / "results2" / commits[1][:7]).glob("run0*")
+    failed = [g for g in manifest_file.read(run).gates if g["gate"] == "REV_OK"]
+    assert [g["status"] for g in failed] == ["failed"]  # selftest's client is omnibench's: the server alone
+    assert failed[0]["error"]["evidence"]["its work tree"] == str(a.worktree)
+    assert failed[0]["error"]["evidence"]["asked worktree"] == str(b.worktree)
     assert not server_pids(tmp_path)
 
 

@@ -81,6 +81,12 @@ def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gp
     assert "sglang-omni stand-in" in json.loads((run / "seedtts" / "speed_results.json").read_text())["config"]["client"]
     gates = [g for g in manifest.gates if g["gate"] == "GPU_FREE"]
     assert [g["status"] for g in gates] == ["passed"] * 3
+    # REV_OK: the clients, then each server, import the stand-in's package from this checkout at its commit
+    rev = [g for g in manifest.gates if g["gate"] == "REV_OK"]
+    assert [(g["context"], g["status"]) for g in rev] == [("clients", "passed"), ("videoamme", "passed"),
+                                                          ("seedtts", "passed"), ("asr", "passed")]
+    assert all(g["evidence"]["commit"] == standin.head and g["evidence"]["package"] == "sglang_omni_standin" for g in rev)
+    assert rev[1]["evidence"]["server launch: module"] == str(standin.root / "sglang_omni_standin" / "__init__.py")
     assert (fake_gpu / "calls.log").read_text().count("--query-gpu=memory.used") >= 3
 
 

@@ -8,10 +8,11 @@ Registered through the ``omnibench`` entry point ``targets``, like any third-par
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
-from ..checkout import check_checkout, venv_env
+from ..checkout import check_checkout, system_package, venv_env
 from ..defaults import SERVER_PROFILE
 from ..errors import SettingsError
 from ..gitinfo import git_revision
@@ -51,7 +52,10 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
-    return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=SGLANG_OMNI_FACTS, env=env,
+    # REV_OK's package is the one the checkout's own `sgl-omni` console script runs (sglang_omni
+    # upstream, sglang_omni_standin in the stand-in), read from its pyproject.toml
+    facts = replace(SGLANG_OMNI_FACTS, package=system_package(checkout))
+    return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=facts, env=env,
                      unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus,
                      revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
 

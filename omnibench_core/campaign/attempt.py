@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, storage_error
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, WrongRevision, storage_error
 from ..records import Phase, RunOutcome, RunResult
 from ..run import ownership
 from ..settings import Settings
@@ -87,7 +87,8 @@ def run_attempt(settings: Settings, workloads: Sequence[str], *, options: Sequen
     """One attempt: ``record`` running, the run, then ``record`` how it ended. Returns the run's
     result, or None when it missed a gate or failed a step (a retry is spent: the caller decides
     whether one is left). Ctrl-C (RunInterrupted) and a run that is not ready (RunNotReady: a
-    retry would miss the same way) are recorded, then raised."""
+    retry would miss the same way; WrongRevision: a retry would serve the same other code) are
+    recorded, then raised."""
     record(Ended(AttemptStatus.RUNNING))
     t0 = time.monotonic()
     try:
@@ -97,6 +98,9 @@ def run_attempt(settings: Settings, workloads: Sequence[str], *, options: Sequen
         raise
     except RunNotReady as exc:
         record(ended_by(exc, AttemptStatus.NOT_READY, time.monotonic() - t0))
+        raise
+    except WrongRevision as exc:
+        record(ended_by(exc, AttemptStatus.FAILED, time.monotonic() - t0))
         raise
     except (GateError, StepFailed) as exc:
         record(ended_by(exc, AttemptStatus.FAILED, time.monotonic() - t0))

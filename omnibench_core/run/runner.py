@@ -29,6 +29,7 @@ from ..errors import (
     StepFailed,
     StorageError,
     Terminated,
+    WrongRevision,
     storage_error,
 )
 from ..heartbeat import stamp
@@ -36,7 +37,7 @@ from ..process.gpu import call_timeout
 from ..process.ports import port_holder, port_in_use
 from ..process.processes import GroupProcess, build_env, start_group
 from ..process.strays import find_strays, stop_strays
-from ..records import PHASES, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
+from ..records import PHASES, Command, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
 from ..settings import RunSettings, ToolSettings
 from ..store import manifest as manifest_file
 from ..store.manifest import Manifest, RunHeader, now_iso
@@ -46,7 +47,7 @@ from ..store.statuses import GateStatus, RunStatus, StepStatus
 from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from ..telemetry.sampler import Sampler
-from . import gates, ownership
+from . import gates, ownership, rev_ok
 from .collection import collect_run, write_metrics
 from .layout import move_aside
 from .planning import Group, PlannedStep, order_steps
@@ -100,8 +101,11 @@ class Runner:
 
     def __init__(self, plan: RunPlan, *, progress: Progress = print,
                  on_start: Callable[[RunInfo], None] = lambda info: None,
-                 before_timed: Callable[[str], None] | None = None):
+                 before_timed: Callable[[str], None] | None = None,
+                 resolve: rev_ok.Resolver = rev_ok.resolve_module, proc: Path = Path("/proc")):
         self.plan = plan
+        # REV_OK's probes: where a python imports the package from, and /proc (injectable for tests)
+        self.resolve, self.proc = resolve, proc
         self.progress = progress
         self.on_start = on_start
         # Called with the step's name once its server is READY, before a timed window opens: a
@@ -186,6 +190,7 @@ class Runner:
         try:
             with sigterm_as_exception(), self._failures_recorded():
                 self.on_start(self.info)
+                self._rev_ok_clients(groups)
                 for group in groups:
                     self._run_group(group)
                 return self._collect() if collect else self._generated()
@@ -345,6 +350,8 @@ class Runner:
             entry.ready = now_iso()
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
+            if not spec.argv:  # the target's own server: it must run this revision's code
+                self._rev_ok_server(proc, argv, env, spec.label)
             yield
         finally:
             if proc is not None:
@@ -362,6 +369,55 @@ class Runner:
         self.manifest.gate(free, spec.label)
         if free.status == GateStatus.PASSED:
             self.say(f"{spec.label}: GPU_FREE after {free.seconds:.1f} s")
+
+    # -- REV_OK ----------------------------------------------------------------------------
+    def _rev_ok(self, launches: Sequence[rev_ok.Launch], context: str) -> None:
+        """REV_OK over ``launches`` (recorded; a mismatch raises WrongRevision, failing the run)."""
+        assert self.manifest is not None
+        target = self.plan.target
+        t0 = time.monotonic()
+        record = rev_ok.check_rev_ok(launches, target.facts.package, target.cwd or "", target.revision,
+                                     resolve=self.resolve, repo=lambda path: rev_ok.git_repo_of(path, self.plan.tools.git))
+        self.manifest.gate(replace(record, seconds=time.monotonic() - t0), context)
+        self.say(f"{context}: REV_OK ({target.facts.package} from {target.cwd} at {target.revision[:12]})")
+
+    def _rev_ok_clients(self, groups: Sequence[Group]) -> None:
+        """REV_OK for the clients, before any server starts: every step that runs the target's
+        python imports the package from the worktree. Where the run starts nothing of the
+        checkout's, or the target names no package, the gate says it does not apply."""
+        assert self.manifest is not None
+        target = self.plan.target
+        servers = [g for g in groups if g.server is not None and not g.server.argv]
+        commands = [p.step.run for g in groups for p in g.steps
+                    if isinstance(p.step.run, Command) and p.step.run.argv and p.step.run.argv[0] == target.python]
+        if not target.facts.package:
+            if target.cwd and (servers or commands):
+                self.manifest.gate(rev_ok.not_applicable(
+                    "the checkout declares no `sgl-omni` console script in pyproject.toml, so no package to find"), "run")
+            return
+        if not servers and not commands:
+            self.manifest.gate(rev_ok.not_applicable("no server or client of this run runs the checkout's code"), "run")
+            return
+        if commands:
+            launches = [rev_ok.command_launch("client", c.argv, build_env(os.environ, {**target.env, **c.env}, target.unset),
+                                              c.cwd or target.cwd or os.getcwd()) for c in commands]
+            self._rev_ok(launches, "clients")
+
+    def _rev_ok_server(self, proc: GroupProcess, argv: Sequence[str], env: Mapping[str, str], label: str) -> None:
+        """REV_OK for a READY server of the target: its launch (the console script) and the
+        process that serves import the package from the worktree."""
+        target = self.plan.target
+        if not target.facts.package:
+            return
+        running = rev_ok.process_launch(proc.pid, self.proc)
+        launch_env = running.env if running is not None else env
+        launch = rev_ok.script_launch(argv, launch_env, target.cwd or os.getcwd())
+        launches = [x for x in (launch, running) if x is not None]
+        if not launches:
+            raise WrongRevision(f"REV_OK cannot tell which code the {label} server runs",
+                                evidence={"server argv": " ".join(argv)[:300], "pid": str(proc.pid)},
+                                hint=f"its /proc/{proc.pid} cannot be read and {argv[0]} is no python script")
+        self._rev_ok(launches, label)
 
     def _mark(self) -> float:
         """Now, as a window edge: with a telemetry sampler running, a full sample is taken."""

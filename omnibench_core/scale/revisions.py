@@ -3,15 +3,15 @@ per revision that is reused from another revision when ``omni_ci_deps_hash`` is 
 VENV_OK rule: source-only changes need no rebuild) and built with the checkout's
 ``prepare_omni_venv.sh`` otherwise.
 
-A reused venv is copied, not linked, and the copy's absolute paths to the other worktree
-(scripts' ``#!`` lines, ``.pth`` files, editable-install finders) are rewritten: an editable
-install of revision A must not serve revision B's measurement.
+A reused venv is a real copy in the revision's own ``OMNI_CI_HOME`` (never the other revision's
+link), relocated and proven to import the revision's own code (:mod:`.venv_reuse`); REV_OK checks
+it again in every run.
 """
 
 from __future__ import annotations
 
 import fcntl
-import shutil
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import OmnibenchError, SettingsError
 from ..gitinfo import refuse_option_like
 from ..setup.checkout import build_venv, check_venv, deps_hash
+from . import venv_reuse
 
 WORKTREES = ".worktrees"  # under the results root: <results>/.worktrees/<sha>
 
@@ -113,49 +114,60 @@ def worktree(checkout: Path, revision: str, root: Path, git: str = "git") -> Pat
     return path
 
 
-def _relocate(venv: Path, old_root: Path, new_root: Path) -> None:
-    """Rewrite ``old_root`` to ``new_root`` in the venv's small text files that hold absolute paths."""
-    old, new = str(old_root), str(new_root)
-    candidates = [*venv.glob("bin/*"), venv / "pyvenv.cfg", *venv.glob("lib/python*/site-packages/*.pth"),
-                  *venv.glob("lib/python*/site-packages/__editable__*"), *venv.glob("lib/python*/site-packages/*.egg-link"),
-                  *venv.glob("lib/python*/site-packages/*.dist-info/direct_url.json")]
-    for path in candidates:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
-            continue
-        try:
-            text = path.read_text()
-        except (UnicodeDecodeError, OSError):
-            continue
-        if old in text:
-            path.write_text(text.replace(old, new))
+def _home_of(venvs: Path, deps: str, revision: str, tree: Path) -> Path | None:
+    """The ``OMNI_CI_HOME`` that holds ``tree``'s own venv: the hash's home if this tree built it,
+    else the revision's own home of a relocated copy (None when it has neither)."""
+    built = venvs / deps
+    if (built / "built-in").is_file() and (built / "built-in").read_text().strip() == str(tree):
+        return built
+    own = venvs / f"{deps}-{revision[:12]}"
+    return own if (own / "for-worktree").is_file() else None
 
 
 def prepare(checkout: Path, revision: str, root: Path, *, venv_name: str = "omni", git: str = "git",
             bash: str = "bash", progress: Callable[[str], None] = print) -> Prepared:
-    """The revision's worktree under ``root`` and its venv, VENV_OK checked.
+    """The revision's worktree under ``root`` and its own venv, VENV_OK checked.
 
-    Venvs are kept by dependency hash in ``root/venvs/<hash>`` (that hash's ``OMNI_CI_HOME``,
-    with ``.deps-hash`` and the worktree whose venv was built); a worktree whose hash has a venv
-    gets a relocated copy, else its own build with the checkout's ``prepare_omni_venv.sh``.
+    A venv is built once per dependency hash, with the checkout's ``prepare_omni_venv.sh`` and
+    ``OMNI_CI_HOME=root/venvs/<hash>`` (its ``built-in`` names the worktree that built it). Another
+    revision of that hash gets its own home, ``root/venvs/<hash>-<commit>``, holding a real copy
+    relocated to its worktree and proven (:mod:`.venv_reuse`), its ``<tree>/omni`` linked there as
+    upstream's script links it; a copy that cannot be proven is removed and the venv built afresh.
+    A venv found in the worktree is kept as it is: REV_OK, in every run, stops one that is not the
+    worktree's own (remove ``<tree>/omni`` and the next command prepares it again).
     """
     tree = worktree(checkout, revision, root, git)
     h = deps_hash(tree, bash)
-    home = root / "venvs" / h
+    venvs = root / "venvs"
     venv = tree / venv_name
-    with locked(root / "venvs"):
-        if venv.exists():
+    commit = commit_of(tree, "HEAD", git)
+    with locked(venvs):
+        if venv.exists() or venv.is_symlink():
+            # Kept as it is (never overwritten): VENV_OK here, and REV_OK in every run stops one
+            # that serves another tree's code, naming both.
+            home = _home_of(venvs, h, revision, tree) or Path(os.path.realpath(venv)).parent
             check_venv(tree, home, bash)
             return Prepared(tree, venv, h, "kept")
-        source_file = home / "built-in"
+        source_file = venvs / h / "built-in"
         source = Path(source_file.read_text().strip()) if source_file.is_file() else None
-        if source is not None and (source / venv_name / "bin" / "python").exists():
-            progress(f"{revision[:7]}: reusing the venv of {source.name[:7]} (same omni_ci_deps_hash {h[:12]})")
-            shutil.copytree(source / venv_name, venv, symlinks=True)
-            _relocate(venv, source, tree)
-            check_venv(tree, home, bash)
-            return Prepared(tree, venv, h, str(source))
-        progress(f"{revision[:7]}: building its venv with prepare_omni_venv.sh (omni_ci_deps_hash {h[:12]} is new)")
-        build_venv(tree, home, bash=bash, log=root / "venvs" / f"{h}.log", extra_args=(venv_name,))
-        check_venv(tree, home, bash)
-        source_file.write_text(f"{tree}\n")
+        if source is not None and source != tree and (source / venv_name / "bin" / "python").exists():
+            home = venvs / f"{h}-{revision[:12]}"
+            progress(f"{revision[:7]}: reusing the venv of {source.name[:7]} (same omni_ci_deps_hash {h[:12]}): "
+                     f"a relocated copy in {home}")
+            try:
+                venv_reuse.copy_venv(source, venvs / h, tree, home, venv_name, commit, git=git)
+                (home / "for-worktree").write_text(f"{tree}\n")
+                check_venv(tree, home, bash)
+                return Prepared(tree, venv, h, str(source))
+            except venv_reuse.NotRelocated as exc:
+                progress(f"{revision[:7]}: the copy was not proven its own ({exc.message}); building afresh")
+        own_home = venvs / h if source is None or source == tree else venvs / f"{h}-{revision[:12]}"
+        progress(f"{revision[:7]}: building its venv with prepare_omni_venv.sh (omni_ci_deps_hash {h[:12]}"
+                 f"{' is new' if source is None else ''})")
+        build_venv(tree, own_home, bash=bash, log=venvs / f"{own_home.name}.log", extra_args=(venv_name,))
+        check_venv(tree, own_home, bash)
+        if own_home == venvs / h:
+            source_file.write_text(f"{tree}\n")
+        else:
+            (own_home / "for-worktree").write_text(f"{tree}\n")
         return Prepared(tree, venv, h, "built")

@@ -1,6 +1,7 @@
 #!/bin/sh
-# prepare_omni_venv.sh VENV: delete and rebuild $OMNI_CI_HOME, rebuild the venv VENV (default omni)
-# in the checkout (a venv that sees omnibench and this checkout), record the dependency hash.
+# prepare_omni_venv.sh VENV: delete and rebuild $OMNI_CI_HOME, build the venv $OMNI_CI_HOME/VENV
+# (default omni), make ./VENV a symlink to it and install this checkout editable (sgl-omni a
+# console script), as upstream's script does; record the dependency hash.
 set -eu
 venv="${1:-omni}"
 : "${OMNI_CI_HOME:?OMNI_CI_HOME must be set}"
@@ -22,7 +23,7 @@ if ! "$python" -c "import omnibench_core" 2>/dev/null; then
 fi
 rm -rf "$OMNI_CI_HOME"
 mkdir -p "$OMNI_CI_HOME"
-"$python" -m omnibench_core.standin.venv --checkout . --name "$venv"
+"$python" -m omnibench_core.standin.venv --checkout . --name "$venv" --home "$OMNI_CI_HOME"
 . .github/scripts/omni_ci_deps_hash.sh
 omni_ci_deps_hash > "$OMNI_CI_HOME/.deps-hash"
 echo "Fresh environment ready"
