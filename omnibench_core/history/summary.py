@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..campaign.verdict import Verdict, change_text, interval_text
 from ..errors import StorageError
+from ..tables import md_text
 from .series import History
 
 if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this module, so it imports neither layer
@@ -53,7 +54,7 @@ class Summary:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    return md_text(text)  # a name a user gave renders as text: no link, image, mention or HTML
 
 
 def _row(r: Row) -> str:
@@ -80,7 +81,7 @@ def _table(rows: Sequence[Row], budget: int) -> tuple[list[str], int]:
 def markdown(summary: Summary, limit: int = MAX_CHARS) -> str:
     """The summary as Markdown, at most ``limit`` characters: rows that do not fit are counted
     and left to the full result, the changed ones last of all."""
-    tail = f"\nFull result: `{_cell(summary.source)}`\n"
+    tail = f"\nFull result: {_cell(summary.source)}\n"
     head = [f"### {_cell(summary.title)}", ""] + [f"- {_cell(f)}" for f in summary.facts] + [""]
     room = limit - len("\n".join(head)) - len(tail) - 400  # 400: the notes and <details> tags below
     out = list(head)
@@ -143,7 +144,7 @@ def from_comparison(c: Comparison, source: Path) -> Summary:
         rows.append((Row(m.name, m.direction, change_text(m.pct if m.relative else m.diff, m.relative),
                          interval_text(m.low, m.high, m.relative, m.method), verdict, detail), verdict in CHANGED))
     changed, other = _split(rows)
-    facts = [f"A (base) `{c.a}`, B `{c.b}`",
+    facts = [f"A (base) {c.a}, B {c.b}",
              f"{c.test}; family held to alpha {c.alpha:g} ({c.correction}); minimum effect {c.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items())]
     facts += [f"setup differs (--force): {d}" for d in c.differences]
