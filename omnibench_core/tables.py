@@ -4,7 +4,7 @@ the one escape of user-given text (:func:`md_text`) that every Markdown file omn
 
 :func:`md_text` makes backticks, ``[link](...)``, ``![img](...)``, ``<html>``, ``@mentions``,
 emphasis and bare URLs render as the text they are. Backslash escapes work in GitHub's Markdown
-and in Python-Markdown (mkdocs) alike; ``<``, ``>``, ``&`` and ``~`` become entities because
+and in Python-Markdown (mkdocs) alike; ``<``, ``&`` and ``~`` become entities (``>`` opens nothing inline) because
 Python-Markdown has no ``\\<`` or ``\\~``; a mention and a bare URL are broken by a zero-width space,
 because GitHub finds them in the rendered text, after escapes.
 """
@@ -22,7 +22,7 @@ from tabulate import tabulate
 from .records import RunResult
 
 ZWSP = "\u200b"
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "~": "&#126;"}  # neither renderer escapes these alike
+_ENTITIES = {"&": "&amp;", "<": "&lt;", "~": "&#126;"}  # neither renderer escapes these alike; a lone ">" opens nothing inline
 _ESCAPED = set("\\`*[]|")
 # An underscore between letters is never emphasis (both renderers): `latency_mean_s` stays readable.
 _LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
@@ -42,6 +42,16 @@ def md_text(value: object) -> str:
             out.append(ch)
     escaped = _LONE_UNDERSCORE.sub(r"\\_", "".join(out))
     return escaped.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//").replace("www.", "www" + ZWSP + ".")
+
+
+def md_code(value: object) -> str:
+    """``value`` as an inline code span, where nothing renders: its fence is one backtick longer
+    than any run of backticks in it, so a backtick in a name cannot close the span early."""
+    body = " ".join(str(value).splitlines()).replace("@", "@" + ZWSP)  # some chats mention even in code
+    runs = [len(r) for r in re.findall(r"`+", body)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or runs else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def md_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, escape: bool = True) -> list[str]:
