@@ -41,7 +41,19 @@ from .scoring.documents import field, load_doc
 from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import round_or_none, speed_summary
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
-from .toolkit.clients import PROGRESS_PREFIX, ChatReply, Progress, error_text, post_chat
+from .toolkit.clients import (
+    PROGRESS_PREFIX,
+    REPLY_BYTES,
+    TOO_DEEP,
+    ChatReply,
+    Progress,
+    ReplyTooLarge,
+    error_text,
+    mib,
+    post_chat,
+    read_bounded,
+    token_count,
+)
 from .toolkit.datasets import build_once, dataset_folder, default_cache_dir, is_complete
 from .toolkit.synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
@@ -57,6 +69,7 @@ __all__ = [
     "read_json", "write_json", "build_once", "dataset_folder", "default_cache_dir", "is_complete", "wav_data_uri", "wav_duration_s",
     "resample", "LETTERS", "PALETTE", "SPEECH_RATE", "Speaker", "write_color_video",
     # clients and scorers
-    "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
+    "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text",
+    "REPLY_BYTES", "TOO_DEEP", "ReplyTooLarge", "mib", "read_bounded", "token_count", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
     "speed_summary", "round_or_none", "mean", "median", "percentile",
 ]

@@ -14,6 +14,7 @@ users write never change when the code moves a setting between sections.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -174,6 +175,12 @@ class Settings:
                 by_section[keys[name]][name] = kind(value) if value is not None else default
             except (TypeError, ValueError) as exc:
                 raise refuse(name, f"setting {name!r} must be {KIND_WORDS.get(kind, kind.__name__)}, got {value!r}") from exc
+            number = by_section[keys[name]][name]
+            # Every number setting is a time, an interval, a delay, a share or a count: a negative
+            # one, nan or inf would fail late (every run of an A/B side) or wait for ever.
+            if kind in (int, float) and not (math.isfinite(number) and number >= 0):
+                raise refuse(name, f"setting {name!r} must be a finite number of 0 or more, got {value!r}",
+                             f"e.g. {name}={default}")
         settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
         try:
             settings.run.cpu_list()  # validate early

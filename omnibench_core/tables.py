@@ -1,8 +1,18 @@
-"""Tables for the terminal (tabulate), so every task prints alike."""
+"""Tables for the terminal (tabulate), so every task prints alike, and for Markdown files, with
+the one escape of user-given text (:func:`md_text`) that every Markdown file omnibench writes
+(report.md, compare.md, ab.md, summary.md, ``$GITHUB_STEP_SUMMARY``) puts names through.
+
+:func:`md_text` makes backticks, ``[link](...)``, ``![img](...)``, ``<html>``, ``@mentions``,
+emphasis and bare URLs render as the text they are. Backslash escapes work in GitHub's Markdown
+and in Python-Markdown (mkdocs) alike; ``<``, ``&`` and ``~`` become entities (``>`` opens nothing inline) because
+Python-Markdown has no ``\\<`` or ``\\~``; a mention and a bare URL are broken by a zero-width space,
+because GitHub finds them in the rendered text, after escapes.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -10,6 +20,47 @@ from typing import Any
 from tabulate import tabulate
 
 from .records import RunResult
+
+ZWSP = "\u200b"
+_ENTITIES = {"&": "&amp;", "<": "&lt;", "~": "&#126;"}  # neither renderer escapes these alike; a lone ">" opens nothing inline
+_ESCAPED = set("\\`*[]|")
+# An underscore between letters is never emphasis (both renderers): `latency_mean_s` stays readable.
+_LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_text(value: object) -> str:
+    """``value`` as Markdown that renders as exactly its text, on one line."""
+    out = []
+    for ch in " ".join(str(value).splitlines()):
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _ESCAPED:
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(" ")
+        else:
+            out.append(ch)
+    escaped = _LONE_UNDERSCORE.sub(r"\\_", "".join(out))
+    return escaped.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//").replace("www.", "www" + ZWSP + ".")
+
+
+def md_code(value: object) -> str:
+    """``value`` as an inline code span, where nothing renders: its fence is one backtick longer
+    than any run of backticks in it, so a backtick in a name cannot close the span early."""
+    body = " ".join(str(value).splitlines()).replace("@", "@" + ZWSP)  # some chats mention even in code
+    runs = [len(r) for r in re.findall(r"`+", body)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or runs else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def md_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, escape: bool = True) -> list[str]:
+    """A Markdown table's lines; each cell through :func:`md_text` (its ``|`` escaped, so it
+    stays in its cell), unless ``escape=False`` for cells that are Markdown already."""
+    def cell(value: object) -> str:
+        return md_text(value) if escape else str(value).replace("|", "\\|")
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
 
 
 def emit(text: str) -> None:

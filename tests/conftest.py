@@ -57,7 +57,7 @@ def port() -> int:
 def invoke(tmp_path):
     """Run `python -m invoke ...` in the repo root, with results under tmp_path."""
 
-    def run_invoke(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run_invoke(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results"), **(env or {})}
         return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, env=full_env,
                               capture_output=True, text=True, timeout=timeout)

@@ -133,7 +133,7 @@ def path_without_nvidia_smi(*first: Path) -> str:
     return path
 
 
-def invoke_standin(out: Path, *flags: str, timeout: float = 300) -> MadeStandin:
+def invoke_standin(out: Path, *flags: str, timeout: float = 600) -> MadeStandin:
     """Run `invoke standin --out OUT FLAGS...` from the repository root, as the README shows it."""
     done = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(out), *flags], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, "PATH": path_without_nvidia_smi()})

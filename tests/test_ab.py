@@ -83,6 +83,15 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
         "server_starts": (lambda d: d["attempts"][0].update(server_starts=-1), "attempts[0].server_starts"),
         "server_starts type": (lambda d: d["attempts"][0].update(server_starts="1"), "attempts[0].server_starts"),
         "twice": (lambda d: d["attempts"].append({**d["attempts"][0], "side": "B"}), "already the run of A1"),
+        # issue 31: a run or revision outside the results root, or seconds that are no number
+        "run up": (lambda d: d["attempts"][0].update(run="../../../etc"), "attempts[0].run: is '../../../etc'"),
+        "run absolute": (lambda d: d["attempts"][0].update(run="/etc"), "attempts[0].run: is '/etc'"),
+        "revision up": (lambda d: d["attempts"][0].update(revision="../.."), "attempts[0].revision: is '../..'"),
+        "revision absolute": (lambda d: d["attempts"][0].update(revision="/etc"), "attempts[0].revision"),
+        "seconds nan": (lambda d: d["attempts"][0].update(seconds=float("nan")), "attempts[0].seconds: must be a "
+                                                                                 "finite number >= 0, not nan"),
+        "seconds inf": (lambda d: d["attempts"][0].update(seconds=float("inf")), "attempts[0].seconds"),
+        "seconds negative": (lambda d: d["attempts"][0].update(seconds=-1), "attempts[0].seconds"),
     }
     for name, (edit, words) in cases.items():
         data = json.loads(json.dumps(good))
@@ -171,7 +180,7 @@ def test_a_second_command_for_the_same_experiment_is_refused_naming_the_holder(t
 
     results = tmp_path / "results"
     with experiment_lock(results, "held"):
-        done = run_ab(results, "--b-set", "local_delay_ms=5", "--name", "held", timeout=60)
+        done = run_ab(results, "--b-set", "local_delay_ms=5", "--name", "held", timeout=600)
     assert done.returncode == 1 and "is being measured by another omnibench process" in done.stderr, done.stderr
     assert f"pid {os.getpid()}" in done.stderr and not list(results.glob("local-*"))
 
@@ -185,7 +194,7 @@ def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_p
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
         done = subprocess.run(ab_argv("--b-set", "local_delay_ms=5", port=port), cwd=REPO, capture_output=True,
-                              text=True, timeout=120, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+                              text=True, timeout=600, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
     assert done.returncode == 1, done.stdout + done.stderr
     rec = the_record(results)
     assert rec["status"] == "stopped" and [a["status"] for a in rec["attempts"]] == ["not-ready"]
@@ -217,11 +226,28 @@ def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch
     (("--b-set", "local_delay_ms=5", "--rounds", "x"), "--rounds 'x' refused"),
     (("--b-set", "local_delay_ms=5", "--a-rev", "--output=x"), "--a-rev"),
     (("--a-rev", "HEAD", "--b-rev", "HEAD~1"), "the local target measures omnibench's own commit"),
+    # issue 31: a delay no run can use, and a second slot past the last port, refused up front
+    (("--b-set", "local_delay_ms=-40"), "setting 'local_delay_ms' must be a finite number of 0 or more, got '-40'"),
+    (("--b-set", "local_delay_ms=nan"), "setting 'local_delay_ms' must be a finite number of 0 or more, got 'nan'"),
+    (("--b-set", "local_delay_ms=inf"), "setting 'local_delay_ms' must be a finite number of 0 or more, got 'inf'"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
-    done = run_ab(tmp_path / "results", *args, timeout=60)
+    done = run_ab(tmp_path / "results", *args, timeout=600)
     assert done.returncode == 1 and words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+def test_a_port_whose_second_slot_is_past_65535_is_refused_up_front(tmp_path):
+    """Issue 31: slot k serves on --port + k, so a duet on --port 65535 has no port for slot 1."""
+    argv = [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", *QUICK, "--b-set", "local_delay_ms=5",
+            "--port", "65535", "--slots", "0,1", "--slot-cpus", "shared"]
+    done = subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results")},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "--port 65535 with 2 slots puts the last slot on port 65536, past 65535" in done.stderr, done.stderr
+    assert "pass --port 65534 or lower" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "results").exists()
 
 
 # -- real experiments on the local target ---------------------------------------------------------------
@@ -268,7 +294,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
     ports = [port, port + 1] if design else [port]  # a duet's second slot serves on the next port
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:  # wait until round 1 is under way
             try:
                 if any(a["round"] == 1 and a["status"] == "running" for a in the_record(results)["attempts"]):
@@ -278,7 +304,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
             time.sleep(0.1)
         time.sleep(0.5)
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -287,7 +313,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
         assert the_record(results)["status"] == "interrupted"
     else:  # nothing of it could say so: the record still says running, its lock is free, its servers die
         assert proc.returncode == -9
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600
         while any(listening(p) for p in ports) and time.monotonic() < deadline:
             time.sleep(0.1)
     assert not any(listening(p) for p in ports)  # every server of both sides stopped
@@ -341,9 +367,9 @@ def _counts_server_starts(rec: dict) -> None:
 
 
 def test_a_duet_needs_two_slots(tmp_path):
-    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", timeout=60)
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", timeout=600)
     assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
-    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", "--slots", "0", timeout=60)
+    done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", "--slots", "0", timeout=600)
     assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
     assert not (tmp_path / "results").exists()
 
@@ -355,3 +381,30 @@ def test_the_duet_worker_starts_with_no_runpy_warning():
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "usage: python -m omnibench_core.ab.worker" in done.stderr, done.stderr
     assert "RuntimeWarning" not in done.stderr
+
+
+@pytest.mark.slow
+def test_an_attempt_left_running_whose_run_finished_is_taken_as_finished_on_resume(tmp_path):
+    """Issue 31: the record said `running` for a run whose own manifest says complete (its
+    omnibench died between the two writes); the same command takes the run, measures nothing."""
+    results = tmp_path / "results"
+    argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2")
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
+    first = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (path,) = (results / "ab").glob("*.json")
+    rec = json.loads(path.read_text())
+    last = rec["attempts"][-1]
+    assert last["status"] == "complete" and last["round"] > 0
+    run_dir = results / last["revision"] / last["run"]
+    assert manifest_file.run_status(run_dir).value == "complete"
+    last["status"], rec["status"] = "running", "running"
+    path.write_text(json.dumps(rec))
+    before = sorted(p.name for p in (results / last["revision"]).iterdir())
+    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in (results / last["revision"]).iterdir()) == before  # no run made or moved
+    now = json.loads(path.read_text())
+    assert now["status"] == "complete"
+    assert [(a["side"], a["round"], a["run"], a["status"]) for a in now["attempts"]] == \
+        [(a["side"], a["round"], a["run"], "complete") for a in rec["attempts"]]

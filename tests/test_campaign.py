@@ -113,7 +113,7 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     # --fail-on worse makes the exit code usable in CI
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
-                           "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+                           "--fail-on", "worse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr
     # the comparison says it starts before it reads the runs (and beats while it works)
     assert done.stdout.startswith(f"comparing {b.campaign.name} with base {outcome.campaign.name}: reading their runs")
@@ -179,13 +179,13 @@ def test_ctrl_c_during_run2_leaves_a_campaign_the_same_command_resumes(tmp_path)
         if "(measured run 2 of 3)" in line and "selftest.client: running" in line:
             proc.send_signal(signal.SIGINT)
             break
-    rest, _ = proc.communicate(timeout=120)
+    rest, _ = proc.communicate(timeout=600)
     assert proc.returncode == 130, "".join(seen) + rest
     assert "the same command resumes it" in rest
     (revision,) = tmp_path.glob("local-*")
     before = {r: _sha(revision / r / "manifest.json") for r in ("run0", "run1")}
     assert (revision / "run2-incomplete").is_dir() and not (revision / "run2").exists()
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert {r: _sha(revision / r / "manifest.json") for r in ("run0", "run1")} == before  # not repeated
     assert "estimate after the first run" not in done.stdout  # the earlier runs' durations give an estimate
@@ -205,10 +205,10 @@ def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
     port = str(free_port())
     first = subprocess.run([sys.executable, "-m", "invoke", "run", "-w", "selftest", "-p", port], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
     done = subprocess.run([sys.executable, "-m", "invoke", "measure", "-w", "selftest", "--runs", "2", "-p", port],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("[campaign start | 0s elapsed | estimate after the first run] campaign selftest_local")

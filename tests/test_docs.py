@@ -124,6 +124,6 @@ def test_the_site_builds_with_every_page_in_its_menu(tmp_path):
     in_menu = {page for entry in nav for page in entry.values()}
     assert in_menu == {p.name for p in (REPO / "docs").glob("*.md")}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "ab" / "index.html").is_file()

@@ -285,7 +285,7 @@ def test_two_writers_at_once_both_succeed(story, tmp_path):
             shutil.copytree(folder, results / folder.name, symlinks=True)
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(results), "5"], cwd=REPO, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [w.communicate(timeout=300) for w in writers]
+    outs = [w.communicate(timeout=600) for w in writers]
     assert [w.returncode for w in writers] == [0, 0], outs
     with sqlite3.connect(results / DB_NAME) as db:
         assert db.execute("SELECT count(*) FROM campaigns").fetchone()[0] == 8

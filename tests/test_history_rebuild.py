@@ -125,7 +125,7 @@ exec "{real}" "$@"
     return f"{folder}{os.pathsep}{measured.path}", gate, reached
 
 
-def _wait_for(what: str, done, process: subprocess.Popen, timeout: float = 180) -> None:
+def _wait_for(what: str, done, process: subprocess.Popen, timeout: float = 600) -> None:
     """Wait until ``done()``; the process ending first (or the time running out) fails the test."""
     deadline = time.monotonic() + timeout
     while not done():
@@ -148,7 +148,7 @@ def _line_with(process: subprocess.Popen, text: str) -> str:
 def _measure_head(invoke, measured: Measured) -> subprocess.CompletedProcess:
     """`invoke measure` of the stand-in's HEAD, commit 4 (its campaign indexes itself as it completes)."""
     return _ok(invoke("measure", "--target", "sglang-omni", "--checkout", str(measured.root), *SELFTEST, "--runs", "2",
-                      "--port", str(free_port()), env={"PATH": measured.path}, timeout=300))
+                      "--port", str(free_port()), env={"PATH": measured.path}, timeout=600))
 
 
 def _check_store(results: Path) -> list[str]:
@@ -253,7 +253,7 @@ def test_two_rebuilds_a_writer_and_a_reader_at_once_leave_a_sound_store(measured
     for p in [*rebuilds, *readers]:
         out, _ = _finished(p)
         assert METRIC in out
-    w_out, w_err = writer.communicate(timeout=300)
+    w_out, w_err = writer.communicate(timeout=600)
     assert writer.returncode == 0, w_err[-3000:]
     assert len(_check_store(results)) == COPIES + 3
 
@@ -268,7 +268,7 @@ def test_a_rebuild_killed_mid_way_leaves_the_old_store_and_the_next_one_cleans_u
         _wait_for("the rebuild at its gate", reached.exists, rebuild)
         assert list(results.glob(f".{DB_NAME}.*.partial"))  # its new database, beside the old one
         rebuild.kill()  # SIGKILL: no cleanup of its own; the kernel drops its locks
-        rebuild.communicate(timeout=60)
+        rebuild.communicate(timeout=600)
     finally:
         gate.unlink()
     env = {"PATH": measured.path}

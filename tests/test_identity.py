@@ -170,13 +170,13 @@ def _runs(results: Path) -> list[str]:
 def test_matrix_resume_keeps_the_campaign_measure_made_on_the_local_target(invoke, tmp_path):
     results = tmp_path / "results"
     env = {"PATH": path_without_nvidia_smi()}
-    made = invoke("measure", "-w", "selftest", "--runs", "2", *FAST, "--port", str(free_port()), env=env, timeout=300)
+    made = invoke("measure", "-w", "selftest", "--runs", "2", *FAST, "--port", str(free_port()), env=env, timeout=600)
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr
     (campaign,) = _campaign_files(results)
     runs = _runs(results)
     assert runs == ["run0", "run1", "run2"]
     matrix = invoke("matrix", "-w", "selftest", "--runs", "2", *FAST, "--slots", "0", "--resume",
-                    "--port", str(free_port()), env=env, timeout=300)
+                    "--port", str(free_port()), env=env, timeout=600)
     assert matrix.returncode == 0, matrix.stdout[-3000:] + matrix.stderr
     assert "complete already, kept" in matrix.stdout and "complete (kept)" in matrix.stdout
     assert _campaign_files(results) == [campaign] and _runs(results) == runs  # nothing measured again
@@ -184,11 +184,11 @@ def test_matrix_resume_keeps_the_campaign_measure_made_on_the_local_target(invok
     legacy = "selftest_selftest.children-0_selftest.delay-0_selftest.requests-3"
     opts = ("--opt", "selftest.delay=0", "--opt", "selftest.requests=3", "--opt", "selftest.children=0")
     old = invoke("measure", "-w", "selftest", "--runs", "2", *opts, "--name", legacy, "--port", str(free_port()),
-                 env=env, timeout=300)
+                 env=env, timeout=600)
     assert old.returncode == 0, old.stdout[-3000:] + old.stderr
     runs = _runs(results)
     again = invoke("matrix", "-w", "selftest", "--runs", "2", *opts, "--slots", "0", "--resume",
-                   "--port", str(free_port()), env=env, timeout=300)
+                   "--port", str(free_port()), env=env, timeout=600)
     assert again.returncode == 0 and "complete already, kept" in again.stdout, again.stdout[-3000:] + again.stderr
     assert [p.stem for p in _campaign_files(results)] == sorted([campaign.stem, legacy]) and _runs(results) == runs
     assert not server_pids(tmp_path)
@@ -202,12 +202,12 @@ def test_matrix_resume_keeps_the_campaign_measure_made_on_the_standin(invoke, tm
     env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
     results, where = tmp_path / "results", ("--target", "sglang-omni", "--checkout", str(made.root))
     selftest = ("-w", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=2")
-    measured = invoke("measure", *where, *selftest, "--runs", "2", "--port", str(free_port()), env=env, timeout=300)
+    measured = invoke("measure", *where, *selftest, "--runs", "2", "--port", str(free_port()), env=env, timeout=600)
     assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr
     (campaign,) = _campaign_files(results)
     runs = _runs(results)
     matrix = invoke("matrix", *where, *selftest, "--revisions", "HEAD", "--runs", "2", "--slots", "0",
-                    "--slot-cpus", "shared", "--resume", "--port", str(free_port()), env=env, timeout=300)
+                    "--slot-cpus", "shared", "--resume", "--port", str(free_port()), env=env, timeout=600)
     assert matrix.returncode == 0, matrix.stdout[-3000:] + matrix.stderr
     assert "complete already, kept" in matrix.stdout, matrix.stdout
     assert _campaign_files(results) == [campaign] and _runs(results) == runs

@@ -200,7 +200,7 @@ def test_clients_refuse_what_the_workload_refuses(argv, flag, capsys):
     ("--workload", "seedtts", "--client", "bogus"),
 ], ids=["abc", "negative", "videoamme-zero", "temperature-abc", "client"])
 def test_invoke_run_refuses_a_bad_option_cleanly(invoke, tmp_path, args):
-    done = invoke("run", *args, timeout=60)
+    done = invoke("run", *args, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "is refused" in done.stderr
     assert "range:" in done.stderr and "what to do:" in done.stderr

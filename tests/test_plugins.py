@@ -123,7 +123,7 @@ from omnibench_core.plugin import Collected, RuleResult, ServeSpec, Step, Worklo
 def _client(ctx):
     import requests
     texts = ["one", "two", "three"]
-    out = [requests.post(ctx.endpoint.url("/v1/echo"), json={"text": t}, timeout=10).json()["text"] for t in texts]
+    out = [requests.post(ctx.endpoint.url("/v1/echo"), json={"text": t}, timeout=600).json()["text"] for t in texts]
     (ctx.workload_dir / "echoes.json").write_text(json.dumps(out))
 
 def plan(ctx):

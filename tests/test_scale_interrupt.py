@@ -39,9 +39,9 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for(lambda: listening(port) or listening(port + 1), 180, "a campaign's server")
+            wait_for(lambda: listening(port) or listening(port + 1), what="a campaign's server")
             driver.send_signal(sig)  # to the driver alone: it must reach every campaign itself
-            rc = driver.wait(180)
+            rc = driver.wait(600)
         finally:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
@@ -49,7 +49,7 @@ def test_a_signal_to_invoke_matrix_stops_every_campaign_and_the_same_command_res
     why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
     assert rc == 130, text[-4000:]
     assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
-    wait_for(lambda: not server_pids(tmp_path), 40, "the servers to stop")
+    wait_for(lambda: not server_pids(tmp_path), what="the servers to stop")
     assert not listening(port) and not listening(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())

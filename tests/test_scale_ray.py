@@ -55,8 +55,8 @@ def _running_run(results: Path) -> tuple[Path, dict] | None:
     return None
 
 
-def _wait(pred, timeout=60.0):
-    deadline = time.monotonic() + timeout
+def _wait(pred):
+    deadline = time.monotonic() + 600  # hung, not slow: a busy host only makes it later
     while time.monotonic() < deadline:
         got = pred()
         if got:
@@ -95,15 +95,15 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     # 1. SIGKILL the Ray worker that runs a campaign: its server dies with its watchdog.
     run_dir, manifest = _wait(lambda: _running_run(results))
     killed_port = manifest["slot"]["port"]
-    _wait(lambda: listening(killed_port), 30)
+    _wait(lambda: listening(killed_port))
     os.kill(manifest["owner"]["pid"], signal.SIGKILL)
-    _wait(lambda: not listening(killed_port), 15)
+    _wait(lambda: not listening(killed_port))
     # 2. Remove the second node while a campaign runs there: it finishes on the other node.
     node_id = worker_node.node_id
-    _wait(lambda: any(f"(node {node_id[:8]})" in line for line in lines[-20:] if line.startswith("start")), 60)
+    _wait(lambda: any(f"(node {node_id[:8]})" in line for line in lines[-20:] if line.startswith("start")))
     time.sleep(1.0)
     c.remove_node(worker_node)
-    thread.join(240)
+    thread.join(600)
     assert not thread.is_alive()
     assert "error" not in box, f"{box.get('error')}\n" + "\n".join(lines[-60:])
     result = box["result"]
@@ -112,7 +112,7 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     assert {x.metric: x.verdict for x in result.verdicts[result.jobs[2].key]}["selftest.latency_mean_s"] == "worse"
     assert list(results.glob("*/run*-incomplete*"))  # the killed run was moved aside, not counted
     # a server whose owner was killed is stopped by its watchdog (SIGTERM, grace, SIGKILL): allow it that
-    _wait(lambda: not server_pids(tmp_path), 40)
+    _wait(lambda: not server_pids(tmp_path))
     for o in result.outcomes.values():
         assert not listening(int(o.slot["port"]))
     # 3. --resume keeps every complete campaign; nothing is measured again.

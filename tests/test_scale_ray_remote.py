@@ -218,15 +218,15 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     thread.start()
     try:
         tag = f"(node {node_c.node_id[:8]})"
-        start = wait_for(lambda: next((x for x in list(lines) if x.startswith("start") and tag in x), None), 120)
+        start = wait_for(lambda: next((x for x in list(lines) if x.startswith("start") and tag in x), None))
         short = start.split()[1].split("|")[0]
         # once node c's run0 is home, and a later run is under way there, the node goes
-        wait_for(lambda: (results / short / "run0" / "manifest.json").is_file(), 180)
+        wait_for(lambda: (results / short / "run0" / "manifest.json").is_file())
         shipped = _started(results)[f"{short}/run0"]
-        wait_for(lambda: list((base / "node-c" / "tasks").glob(f"*/results/{short}/run1")), 120)
+        wait_for(lambda: list((base / "node-c" / "tasks").glob(f"*/results/{short}/run1")))
     finally:
         c.remove_node(node_c)
-    thread.join(300)
+    thread.join(600)
     assert not thread.is_alive()
     assert "error" not in box, f"{box.get('error')}\n" + "\n".join(lines[-60:])
     assert all(o.status == "complete" for o in box["result"].outcomes.values()), "\n".join(lines[-60:])
@@ -242,7 +242,7 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
     # node c's run1 may have reached home in the instant before the node went (with the campaign
     # file that counts it: one call carries both), or not; nothing else is home
     assert set(counted) | {"run0"} <= {p.name for p in (results / short).glob("run*")} <= {"run0", "run1", "run2", "run3"}
-    wait_for(lambda: not server_pids(base), 40)
+    wait_for(lambda: not server_pids(base))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -259,10 +259,10 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for(lambda: listening(port) or listening(port + 1), 180)  # a campaign's server is up
+            wait_for(lambda: listening(port) or listening(port + 1))  # a campaign's server is up
             time.sleep(1.0)
             driver.send_signal(sig)
-            rc = driver.wait(120)
+            rc = driver.wait(600)
         finally:
             if driver.poll() is None:
                 driver.kill()
@@ -270,7 +270,7 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     assert rc == 130, text[-4000:]
     why = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C (SIGINT)"
     assert f"interrupted by {why}" in text and "Traceback" not in text, text[-4000:]
-    wait_for(lambda: not server_pids(base), 40)
+    wait_for(lambda: not server_pids(base))
     assert not listening(port) and not listening(port + 1)
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())
@@ -290,13 +290,13 @@ def test_bad_input_unreachable_address_no_gpus_and_a_revision_missing_on_the_nod
     common = ("matrix", "--target", "sglang-omni", "--checkout", str(made.root), *SELFTEST, "--revisions", "HEAD",
               "--runs", "2", "--engine", "ray", "--slot-cpus", "shared")
     # an address nobody listens on: a typed error at once, not Ray's long retry
-    dead = invoke(*common, "--address", f"127.0.0.1:{free_port()}", timeout=120)
+    dead = invoke(*common, "--address", f"127.0.0.1:{free_port()}", timeout=600)
     assert dead.returncode == 1 and "cannot reach the Ray cluster at 127.0.0.1:" in dead.stderr, dead.stderr
     assert "Traceback" not in dead.stderr
     # a cluster without GPUs
     bare = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "include_dashboard": False})
     try:
-        none = invoke(*common, "--address", bare.address, timeout=180)
+        none = invoke(*common, "--address", bare.address, timeout=600)
     finally:
         bare.shutdown()
     assert none.returncode == 1 and "the Ray cluster has no free GPU slot" in none.stderr, none.stdout + none.stderr

@@ -165,7 +165,7 @@ def asr_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("asr") / "asr.log"
     proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "Qwen/Qwen3-ASR-1.7B",
                         "--port", str(port)], log_path=log, env=dict(os.environ))
-    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
     yield port
     proc.stop(10)
 
@@ -241,7 +241,7 @@ def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_c
     custom = tmp_path / "meta.lst"
     custom.write_text("\n".join(lines[:2] + [lines[2]] + lines[3:]) .replace("|wavs/", f"|{meta.parent}/wavs/") + "\n")
     done = invoke("run", "--workload", "seedtts", "--port", str(free_port()), "--opt", f"seedtts.meta={custom}",
-                  timeout=300)
+                  timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     (run,) = (tmp_path / "results").glob("*/run0-incomplete")
     speed = json.loads((run / "seedtts" / "speed_results.json").read_text())

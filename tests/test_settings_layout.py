@@ -56,6 +56,24 @@ def test_from_mapping_converts_and_validates():
         Settings.from_mapping({"cpus": "2-x"})
 
 
+NUMBER_KEYS = sorted(k for k, v in Settings.defaults().items() if type(v) in (int, float))
+
+
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+def test_a_negative_or_non_finite_number_setting_is_refused_for_every_task(key):
+    """Issue 31: ``local_delay_ms=-40`` (nan, inf) was taken, and every run with it failed late."""
+    assert "local_delay_ms" in NUMBER_KEYS and "stop_grace_s" in NUMBER_KEYS
+    for bad in ("-40", "nan", "inf", "-inf"):
+        if bad in ("nan", "inf", "-inf") and isinstance(Settings.defaults()[key], int):
+            continue  # int("nan") is already refused as not a whole number
+        with pytest.raises(SettingsError) as err:
+            Settings.from_mapping({key: bad})
+        assert f"setting {key!r} must be a finite number of 0 or more, got {bad!r}" in err.value.message
+        assert key in err.value.hint
+    if key != "port":  # zero is a setting (no delay, no wait); port 0 has its own range
+        assert Settings.from_mapping({key: "0"}).flat()[key] == 0
+
+
 def test_cpu_lists_round_trip():
     cpus = parse_cpu_list("2-15,66-79")
     assert len(cpus) == 28

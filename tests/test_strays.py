@@ -57,7 +57,7 @@ def test_strays_by_tree_port_and_gpu(tmp_path, port, free_port2):
 
         # After the watchdog is gone, the token still finds every process; only ours are stopped.
         proc.watchdog.kill()
-        proc.popen.wait(10)
+        proc.popen.wait(600)
         scan = find_strays(Tree(pgid=proc.pgid, token=proc.token), port=free_port2, gpus=["0"], nvidia_smi=str(smi))
         assert {s.pid for s in scan.ours} == {kids["escapee"], kids["daemon"]}
         record = stop_strays(scan.strays, grace_s=5)

@@ -107,7 +107,7 @@ def run_client(meta: Path, port: int, out: Path, timeout_s: float = 20) -> dict:
     argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(meta), "--port", str(port),
             "--output-dir", str(out), "--warmup", "0", "--max-concurrency", "1", "--timeout-s", f"{timeout_s:g}",
             "--stream"]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((out / "speed_results.json").read_text())
 
@@ -198,7 +198,7 @@ def test_the_local_server_plants_a_delay_on_the_first_chunk(meta, tmp_path):
                         "--port", str(port), "--delay-ms", "400", "--delay-on", "first-chunk"],
                        log_path=tmp_path / "server.log", env=dict(os.environ))
     try:
-        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
         row = only_row(run_client(meta, port, tmp_path / "out"))
     finally:
         proc.stop(10)
@@ -262,7 +262,7 @@ def planted(tmp_path_factory):
                                      "INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "every"})
     assert cand.returncode == 0, cand.stdout + cand.stderr
     compared = subprocess.run([sys.executable, "-m", "invoke", "compare", "base", "cand", "--fail-on", "worse"],
-                              cwd=REPO, capture_output=True, text=True, timeout=300,
+                              cwd=REPO, capture_output=True, text=True, timeout=600,
                               env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
     return results, base, compared
 

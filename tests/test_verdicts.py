@@ -223,7 +223,7 @@ def campaigns(tmp_path_factory):
     def invoke(*args, delay=150):
         env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "INVOKE_OMNIBENCH_LOCAL_DELAY_MS": str(delay)}
         return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=600)
 
     for name, delay, runs in (("base", 150, 3), ("again", 150, 2), ("slower", 300, 3)):
         done = invoke("measure", "-w", "selftest", "-o", "selftest.requests=4", "--runs", str(runs), "--name", name,

@@ -41,7 +41,7 @@ def server(tmp_path_factory, data_cache):
                         "--allowed-local-media-path", str(data_cache),
                         "--allowed-local-media-path", str(tmp_path_factory.getbasetemp())],
                        log_path=log, env=dict(os.environ))
-    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=120)
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
     yield port
     proc.stop(10)
 
@@ -49,7 +49,7 @@ def server(tmp_path_factory, data_cache):
 def _ask(port, **fields):
     body = {"model": "minicpmo", "messages": [{"role": "user", "content": "Answer: $LETTER"}], "max_tokens": 64,
             "temperature": 0, **fields}
-    return requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=120)
+    return requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=600)
 
 
 @pytest.mark.slow
@@ -74,7 +74,7 @@ def test_local_server_video_inputs(server, data_cache, tmp_path):
     for fields, detail in cases:
         reply = _ask(server, **fields)
         assert reply.status_code == 400 and detail in reply.json()["detail"], (fields, reply.text)
-    assert requests.get(f"http://127.0.0.1:{server}/health", timeout=5).status_code == 200
+    assert requests.get(f"http://127.0.0.1:{server}/health", timeout=600).status_code == 200
 
 
 @pytest.mark.slow
@@ -176,7 +176,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def forward(self, body):
         request = urllib.request.Request(upstream + self.path, data=body, headers={"Content-Type": "application/json"})
         try:
-            reply = urllib.request.urlopen(request, timeout=300)
+            reply = urllib.request.urlopen(request, timeout=600)
             status, data = reply.status, reply.read()
         except urllib.error.HTTPError as exc:
             status, data = exc.code, exc.read()
@@ -197,7 +197,7 @@ def recorded(server, tmp_path):
     port, record = free_port(), tmp_path / "bodies.jsonl"
     proc = start_group([sys.executable, "-c", PROXY, str(port), f"http://127.0.0.1:{server}", str(record)],
                        log_path=tmp_path / "proxy.log", env=dict(os.environ))
-    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=60)
+    wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
     yield port, record
     proc.stop(10)
 
@@ -214,7 +214,7 @@ def test_native_request_bodies_are_sglang_omnis_field_by_field(recorded, data_ca
     options = {**videoamme.DEFAULTS, "max_samples": 2, "data_dir": str(folder), **opts}
     ctx = RunContext(tmp_path / "run0", "videoamme", Endpoint(port), options, prepare_local(Settings.of()), RunSettings())
     generate = next(s for s in videoamme.plan(ctx) if s.name == "generate").run  # the plan's own argv
-    done = subprocess.run(generate.argv, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(generate.argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     native = _bodies(record)
     record.unlink()
@@ -222,7 +222,7 @@ def test_native_request_bodies_are_sglang_omnis_field_by_field(recorded, data_ca
     theirs = {s.video: sglang_request(s, **opts) for s in samples}
     with ThreadPoolExecutor(len(theirs)) as pool:  # sent to the same server at once, as both clients do
         codes = pool.map(lambda body: requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body,
-                                                    timeout=300).status_code, theirs.values())
+                                                    timeout=600).status_code, theirs.values())
     assert list(codes) == [200] * len(theirs)
     assert _bodies(record) == theirs  # what the scripted copy sent is what it built
     assert set(native) == set(theirs)

@@ -67,9 +67,9 @@ def test_a_sigkilled_owner_takes_the_whole_tree_with_it(tmp_path, port):
         pids = {facts["watchdog"], facts["leader"], kids["escapee"], kids["daemon"]}
         assert all(alive(p) for p in pids)
         owner.kill()  # SIGKILL: no finally, no atexit; only the pipe's end of file tells the watchdog
-        owner.wait(10)
+        owner.wait(600)
         wait_for(lambda: not leftovers(pids=pids, pgid=facts["leader"], token=facts["token"], port=port),
-                 timeout_s=20, what="the tree to end")
+                 what="the tree to end")
     finally:
         owner.kill()
         owner.stdout.close()
@@ -85,7 +85,7 @@ def test_a_second_signal_cuts_the_grace_short_but_never_the_stop(tmp_path, port,
         log_line(log, "got SIGTERM")  # the stop is under way, and the server ignores it
         owner.send_signal(sig)  # the second, during the grace
         record = json.loads(owner.stdout.readline())
-        assert owner.wait(30) == 0  # the stop finished and the owner went on normally
+        assert owner.wait(600) == 0  # the stop finished and the owner went on normally
         assert record["how"] == "killed"
         assert record["shortened_by"] == sig.name
         kill = [s for s in record["signals"] if s["signal"] == "SIGKILL"]
@@ -124,7 +124,7 @@ def test_a_sigkilled_watchdog_takes_the_leader_and_the_owner_stops_the_rest(tmp_
     proc = start_group(_server(port), log_path=tmp_path / "server.log", env=dict(os.environ))
     kids = json.loads(log_line(tmp_path / "server.log", "ready ").split(" ", 1)[1])
     proc.watchdog.kill()
-    assert proc.popen.wait(10) == -signal.SIGKILL  # PR_SET_PDEATHSIG
+    assert proc.popen.wait(600) == -signal.SIGKILL  # PR_SET_PDEATHSIG
     record = proc.stop_tree(grace_s=10)  # escapee and daemon are found by their token
     assert record.by == "owner"
     assert record.how == "terminated"
@@ -135,7 +135,7 @@ def test_a_sigkilled_watchdog_takes_the_leader_and_the_owner_stops_the_rest(tmp_
 
 def test_exit_code_and_start_errors_are_the_programs(tmp_path):
     proc = start_group([PY, "-c", "raise SystemExit(7)"], log_path=tmp_path / "log", env=dict(os.environ))
-    assert proc.popen.wait(20) == 7
+    assert proc.popen.wait(600) == 7
     assert proc.exited() == 7
     record = proc.stop_tree(1)
     assert (record.how, record.exit_code) == ("exited", 7)
@@ -152,7 +152,7 @@ def test_the_program_does_not_inherit_omnibench_pipes_or_ignored_signals(tmp_pat
     check = ("import os, signal; print(sorted(int(f) for f in os.listdir('/proc/self/fd')) , "
              "signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     proc = start_group([PY, "-c", check], log_path=tmp_path / "log", env=dict(os.environ))
-    assert proc.popen.wait(20) == 0
+    assert proc.popen.wait(600) == 0
     fds, default_sigint = (tmp_path / "log").read_text().strip().rsplit(" ", 1)
     assert fds == "[0, 1, 2, 3]"  # stdin, the log twice, and listdir's own fd
     assert default_sigint == "True"

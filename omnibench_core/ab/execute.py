@@ -65,8 +65,17 @@ def experiment_lock(results_root: Path, name: str) -> Iterator[Path]:
         yield lock
 
 
-def _dead(attempt: Attempt) -> Attempt:
-    """An attempt left running in an experiment whose lock was free: its process died (kill -9)."""
+def _dead(attempt: Attempt, results_root: Path, others: Sequence[Attempt] = ()) -> Attempt:
+    """An attempt left running in an experiment whose lock was free: its process died (kill -9).
+    When it had named its run and that run's own manifest says it finished (complete, or
+    generated for deferred scoring), the run is taken as it is, never measured again; unless
+    another attempt of the record already holds that run."""
+    if attempt.run:
+        on_disk = manifest_file.run_status(results_root / attempt.revision / attempt.run)
+        held = any(o is not attempt and (o.revision, o.run) == (attempt.revision, attempt.run)
+                   and o.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED) for o in others)
+        if on_disk in (RunStatus.COMPLETE, RunStatus.GENERATED) and not held:
+            return replace(attempt, status=AttemptStatus(on_disk.value), error="")
     return replace(attempt, status=AttemptStatus.INTERRUPTED,
                    error=attempt.error or "its omnibench process died while it ran (the experiment lock was free)")
 
@@ -184,8 +193,8 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
                                 evidence={"differences": "\n".join(diffs), "record": str(path)},
                                 hint="repeat its own command, or pass --name for a new experiment")
         experiment = replace(experiment, retries=request.retries, status=ExperimentStatus.RUNNING, reason="",
-                             attempts=tuple(_dead(a) if a.status is AttemptStatus.RUNNING else a
-                                            for a in experiment.attempts))
+                             attempts=tuple(_dead(a, settings.run.results_root, experiment.attempts)
+                                            if a.status is AttemptStatus.RUNNING else a for a in experiment.attempts))
         if experiment.scoring != request.scoring and _any(experiment, AttemptStatus.GENERATED):
             raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
                                 f"--scoring {request.scoring} would leave them unscored",

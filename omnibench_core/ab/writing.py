@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import storage_error
 from ..history import summary as pr_summary
 from ..jsonio import strict
+from ..tables import md_table, md_text
 from .analysis import HEADERS, Analysis, explanations, rows
 from .record import Experiment
 
@@ -39,35 +40,31 @@ def _publish(folder: Path, stem: str, suffix: str, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
 
 
-def _md_table(headers: tuple[str, ...], body: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return out + ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
-
-
 def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> str:
     """ab.md: the design, the sides, where each side's runs are, the table, why, the noise."""
     ident = experiment.identity
-    md = [f"# A/B: {experiment.name}", "",
+    t = md_text  # every name, option, setting and path a user gave: inert text (tables.md_text)
+    md = [f"# A/B: {t(experiment.name)}", "",
           f"- design: {ident.design.value}, {ident.rounds} rounds a side (seed {ident.seed}); "
           f"rounds compared: {', '.join(map(str, analysis.rounds))}",
-          f"- workloads: {', '.join(ident.workloads)}; client: {ident.client or 'the target default'}",
-          f"- A (base): {ident.a.describe()}; runs {', '.join(analysis.runs['A'])}",
-          f"- B: {ident.b.describe()}; runs {', '.join(analysis.runs['B'])}",
+          f"- workloads: {t(', '.join(ident.workloads))}; client: {t(ident.client or 'the target default')}",
+          f"- A (base): {t(ident.a.describe())}; runs {t(', '.join(analysis.runs['A']))}",
+          f"- B: {t(ident.b.describe())}; runs {t(', '.join(analysis.runs['B']))}",
           f"- statistics: per round B/A, a paired t interval of the log-ratios (of B - A for a metric with a "
           f"value of 0 or less); the family held to alpha "
           f"{analysis.alpha:g} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
-          f"- record: {record_path}", ""]
-    md += _md_table(HEADERS, rows(analysis))
-    md += ["", "## Why", ""] + [f"- {line}" for line in explanations(analysis)]
+          f"- record: {t(record_path)}", ""]
+    md += md_table(HEADERS, rows(analysis))
+    md += ["", "## Why", ""] + [f"- {t(line)}" for line in explanations(analysis)]
     if analysis.not_compared:
-        md += ["", "## Not compared", ""] + [f"- {n.describe()}" for n in analysis.not_compared]
+        md += ["", "## Not compared", ""] + [f"- {t(n.describe())}" for n in analysis.not_compared]
     if analysis.alone:
-        md += ["", "## Rounds not run as a duet", ""] + [f"- {line}" for line in analysis.alone] + [
+        md += ["", "## Rounds not run as a duet", ""] + [f"- {t(line)}" for line in analysis.alone] + [
             "", "These rounds' pairs did not share their timed windows: host drift between them is not cancelled."]
     md += ["", "## Host noise", ""]
-    md += ([f"- {line}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
+    md += ([f"- {t(line)}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
                                                           "not the code's: repeat the experiment on a quieter host."]
            if analysis.noisy else ["No timed window was noisy (the noise guard's threshold: `noise_max_foreign`)."])
     return "\n".join(md) + "\n"

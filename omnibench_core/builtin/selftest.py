@@ -40,6 +40,7 @@ OPTIONS = (
     Option("never_healthy", bool, False, "the server answers /health with 503 unhealthy forever"),
     Option("children", int, 1, "helper processes the server spawns into its group", min=0),
     Option("fail_once", str, "", "a path: the first client to find it missing creates it and fails (a retried run)"),
+    Option("hold", str, "", "a path: the client ends only once it exists (a test holds a run open until it says)"),
     Option("serve_with_target", bool, False, "start the server with the target's own serve command (model path "
            "'selftest'), so the revision under test is what serves (a stand-in checkout's sgl-omni)"),
 )
@@ -129,6 +130,7 @@ def client(argv: list[str] | None = None) -> int:
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--out", required=True)
     parser.add_argument("--fail-once", default="", help="fail if this file is missing, creating it")
+    parser.add_argument("--hold", default="", help="end only once this file exists")
     args = parser.parse_args(argv)
     if args.fail_once and not Path(args.fail_once).exists():
         Path(args.fail_once).write_text("failed once\n")
@@ -149,6 +151,8 @@ def client(argv: list[str] | None = None) -> int:
                              "latency_s": time.perf_counter() - t0, "error": str(exc)})
             print(f"request {i + 1}/{args.requests}", flush=True)
     time.sleep(args.sleep)
+    while args.hold and not Path(args.hold).exists():  # an event the test makes, not a time it guesses
+        time.sleep(0.02)
     write_json(args.out, {"per_request": rows})
     return 0
 
@@ -179,6 +183,8 @@ def plan(ctx: RunContext) -> list[Step]:
             "--out", str(out)]
     if ctx.options["fail_once"]:
         argv += ["--fail-once", str(ctx.options["fail_once"])]
+    if ctx.options["hold"]:
+        argv += ["--hold", str(ctx.options["hold"])]
     return [Step("client", Command(tuple(argv)), server=_server_spec(ctx, ctx.workload),
                  outputs=(f"{ctx.workload}/client.json",))]
 

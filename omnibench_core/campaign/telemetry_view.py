@@ -13,6 +13,7 @@ from ..errors import RunFileError
 from ..store import telemetry_file
 from ..store.names import TELEMETRY_NAME
 from ..store.telemetry_file import RunTelemetry
+from ..tables import md_table, md_text
 
 
 @dataclass(frozen=True)
@@ -68,11 +69,11 @@ def markdown(v: TelemetryView) -> list[str]:
     """The report's "GPU telemetry" section."""
     md = ["", "## GPU telemetry", ""]
     if not v.applies:
-        return md + [f"Did not apply: {v.reason}."]
-    md += ["| workload | energy in the timed window (J) | J per request | J per second of speech |", "|---|---|---|---|"]
-    md += [f"| {w} | {_fmt(e)} | {_fmt(r)} | {_fmt(s)} |" for w, e, r, s in v.rows]
+        return md + [f"Did not apply: {md_text(v.reason)}."]
+    md += md_table(("workload", "energy in the timed window (J)", "J per request", "J per second of speech"),
+                   [(w, _fmt(e), _fmt(r), _fmt(s)) for w, e, r, s in v.rows])
     if v.warnings:
-        md += ["", "**Not comparable as measured:**", ""] + [f"- {w}" for w in v.warnings]
+        md += ["", "**Not comparable as measured:**", ""] + [f"- {md_text(w)}" for w in v.warnings]
     return md
 
 

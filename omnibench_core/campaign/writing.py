@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import storage_error
 from ..jsonio import write_json, write_text
+from ..tables import md_table, md_text
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
 from .directions import direction
@@ -116,12 +117,6 @@ def report_rows(stats: RunSetStats) -> list[list[str]]:
 REPORT_HEADERS = ("metric", "better", "mean", "sd", "rel. spread", "values by run", "flags")
 
 
-def _md_table(headers, rows) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows]
-    return out
-
-
 def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Written:
     """report.md, report.json and one plot per numeric metric (with the extra); a disk that refuses
     is a StorageError, and nothing half-written stays under a final name."""
@@ -144,23 +139,24 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
     else:
         note = plots.HOW_TO_GET
     refs = references.for_workloads(list(stats.identity.get("workloads") or []))
-    md = [f"# Report: {stats.title}", ""]
-    md += [f"- {k}: {v}" for k, v in header.items()]
-    md += [f"- runs: {', '.join(stats.runs)} (run0, the warm-up, is never part of a report)", ""]
+    t = md_text  # every name a user gave (campaign, metric, revision, option): inert text
+    md = [f"# Report: {t(stats.title)}", ""]
+    md += [f"- {t(k)}: {t(v)}" for k, v in header.items()]
+    md += [f"- runs: {t(', '.join(stats.runs))} (run0, the warm-up, is never part of a report)", ""]
     md += ["Mean, sample standard deviation (as the runbook's statistics block) and the values by run. "
            "`better` is the runbook's direction; `rel. spread` is sd / |mean|.", ""]
-    md += _md_table(REPORT_HEADERS, report_rows(stats))
+    md += md_table(REPORT_HEADERS, report_rows(stats))
     flagged = [(m.name, f) for m in stats.metrics for f in m.flags]
     if flagged:
-        md += ["", "## Flags (the runbook's notes that apply)", ""] + [f"- **{n}**: {f}" for n, f in flagged]
+        md += ["", "## Flags (the runbook's notes that apply)", ""] + [f"- **{t(n)}**: {t(f)}" for n, f in flagged]
     if stats.notes:
-        md += ["", "## Notes", ""] + [f"- {n}" for n in stats.notes]
+        md += ["", "## Notes", ""] + [f"- {t(n)}" for n in stats.notes]
     if stats.run_notes:  # what the runs printed about themselves (the local target's substitutes...)
-        md += ["", "## Notes from the runs", ""] + [f"- {n}" for n in stats.run_notes]
-    if refs:
+        md += ["", "## Notes from the runs", ""] + [f"- {t(n)}" for n in stats.run_notes]
+    if refs:  # omnibench's own reference table: its links stay links
         md += ["", "## Reference results: OTHER SETUPS", "", references.NOTE, ""]
-        md += _md_table(("workload", "source", "setup", "results"), [[r.workload, r.source, r.setup, r.results]
-                                                                   for r in refs])
+        md += md_table(("workload", "source", "setup", "results"), [[r.workload, r.source, r.setup, r.results]
+                                                                  for r in refs], escape=False)
     tele = telemetry_view.view(stats.run_dirs)
     md += telemetry_view.markdown(tele)
     if plots.available():
@@ -234,8 +230,9 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     else:
         note = plots.HOW_TO_GET
     zero = plots.constant_zero(rows)
-    md = [f"# Compare: A {c.a} (base) vs B {c.b}", "",
-          f"- test: {c.test}; the family ({', '.join(m.name for m in c.metrics if m.in_family) or 'none'}) held "
+    t = md_text  # every name a user gave (campaign, metric, revision): inert text
+    md = [f"# Compare: A {t(c.a)} (base) vs B {t(c.b)}", "",
+          f"- test: {c.test}; the family ({t(', '.join(m.name for m in c.metrics if m.in_family) or 'none')}) held "
           f"to alpha {c.alpha:g} with {c.correction}'s correction (each row's interval is at 1 - the level it "
           f"was held to; a row that could never reach alpha stays out); minimum effect {c.min_effect:.0%}",
           "- better / worse: the interval excludes 0 and the change is at least the minimum effect; equivalent: "
@@ -243,14 +240,14 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
           "runs: the row says about how many). See docs/verdicts.md.",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in c.verdicts().items())}"]
     if c.differences:
-        md += ["", "## Setups differ (compared with --force)", ""] + [f"- {d}" for d in c.differences]
-    md += [""] + _md_table(COMPARE_HEADERS, compare_rows(c))
-    md += ["", "## Why", ""] + [f"- {m.name}: {m.verdict} ({m.method or 'no interval'}): {m.why}" for m in c.metrics]
+        md += ["", "## Setups differ (compared with --force)", ""] + [f"- {t(d)}" for d in c.differences]
+    md += [""] + md_table(COMPARE_HEADERS, compare_rows(c))
+    md += ["", "## Why", ""] + [f"- {t(m.name)}: {m.verdict} ({m.method or 'no interval'}): {t(m.why)}" for m in c.metrics]
     if c.notes:
-        md += ["", "## Notes", ""] + [f"- {n}" for n in c.notes]
+        md += ["", "## Notes", ""] + [f"- {t(n)}" for n in c.notes]
     md += ["", "## Plot", ""] + ([f"![A vs B]({p.parent.name}/{p.name})" for p in made] or [note])
     if made and zero:
-        md += ["", f"Not plotted, 0 in every run of both: {', '.join(zero)}."]
+        md += ["", f"Not plotted, 0 in every run of both: {t(', '.join(zero))}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     summary = pr.text(c, folder / f"{stem}.md") if pr else ""
     summary_md = write_atomic(folder / f"{pr.stem(stem)}.md", summary) if pr else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..campaign.verdict import Verdict, change_text, interval_text
 from ..errors import StorageError
+from ..tables import md_code, md_text
 from .series import ORDER_UNKNOWN, History
 
 if TYPE_CHECKING:  # types only: campaign.writing and ab.writing import this module, so it imports neither layer
@@ -51,7 +52,7 @@ class Summary:
     (``undecided``) and the others."""
 
     title: str
-    facts: tuple[str, ...]
+    facts: tuple[str, ...]  # Markdown: each builder escapes the names it puts in (tables.md_text)
     changed: tuple[Row, ...]
     other: tuple[Row, ...]
     source: str  # the full result (compare.md, ab.md, the history), named at the end
@@ -59,13 +60,18 @@ class Summary:
 
 
 def _cell(text: str) -> str:
+    return md_text(text)  # a name a user gave renders as text: no link, image, mention or HTML
+
+
+def _own(text: str) -> str:
+    """A cell omnibench wrote itself (a direction, a change, an interval): kept as it reads."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def _row(r: Row) -> str:
     verdict = f"**{r.verdict.upper()}**" if r.verdict.split(" ")[0] in CHANGED else r.verdict
-    return "| " + " | ".join(_cell(c) for c in (r.metric, r.direction, r.change, r.interval)) + f" | {verdict} | " \
-        + _cell(r.detail) + " |"
+    return "| " + " | ".join((_cell(r.metric), *(_own(c) for c in (r.direction, r.change, r.interval)))) \
+        + f" | {verdict} | " + _cell(r.detail) + " |"
 
 
 def _table(rows: Sequence[Row], budget: int) -> tuple[list[str], int]:
@@ -86,8 +92,8 @@ def _table(rows: Sequence[Row], budget: int) -> tuple[list[str], int]:
 def markdown(summary: Summary, limit: int = MAX_CHARS) -> str:
     """The summary as Markdown, at most ``limit`` characters: rows that do not fit are counted
     and left to the full result, the changed ones last of all."""
-    tail = f"\nFull result: `{_cell(summary.source)}`\n"
-    head = [f"### {_cell(summary.title)}", ""] + [f"- {_cell(f)}" for f in summary.facts] + [""]
+    tail = f"\nFull result: {md_code(summary.source)}\n"
+    head = [f"### {_cell(summary.title)}", ""] + [f"- {f}" for f in summary.facts] + [""]
     room = limit - len("\n".join(head)) - len(tail) - 400  # 400: the notes and <details> tags below
     out = list(head)
     if summary.changed:
@@ -167,10 +173,10 @@ def from_comparison(c: Comparison, source: Path) -> Summary:
         rows.append((Row(m.name, m.direction, change_text(m.pct if m.relative else m.diff, m.relative),
                          interval_text(m.low, m.high, m.relative, m.method), verdict, detail), _group(verdict)))
     changed, undecided, other = _split(rows)
-    facts = [f"A (base) `{c.a}`, B `{c.b}`",
+    facts = [f"A (base) {md_code(c.a)}, B {md_code(c.b)}",
              f"{c.test}; family held to alpha {c.alpha:g} ({c.correction}); minimum effect {c.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items())]
-    facts += [f"setup differs (--force): {d}" for d in c.differences]
+    facts += [f"setup differs (--force): {md_text(d)}" for d in c.differences]
     return Summary(f"omnibench compare: {c.b} vs {c.a}", tuple(facts), changed, other, str(source), undecided)
 
 
@@ -192,7 +198,7 @@ def from_analysis(a: Analysis, source: Path) -> Summary:
     facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
              f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
-    facts += [f"noisy: {n}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
+    facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
     return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)
 

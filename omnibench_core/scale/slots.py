@@ -138,6 +138,11 @@ def plan_slots(gpu_ids: Sequence[str], base_port: int, *, per: str = "pair", cpu
         raise SettingsError(f"unknown --slot-cpus {cpus!r}", hint="use rule or shared")
     if not gpu_ids:
         raise SettingsError("no slot: --slots lists no GPU", hint="e.g. --slots 0,1")
+    count = len(gpu_ids) if per == "gpu" or not uses_gpu else (len(gpu_ids) + 1) // 2
+    if base_port + count - 1 > 65535:  # slot k serves on base_port + k: the last one must be a port
+        raise SettingsError(f"--port {base_port} with {count} slots puts the last slot on port {base_port + count - 1}, "
+                            "past 65535", evidence={"slots": ",".join(gpu_ids)},
+                            hint=f"pass --port {65536 - count} or lower")
     if not uses_gpu:
         groups = _split_cpus(len(gpu_ids)) if cpus == "rule" else [own_cpus()] * len(gpu_ids)
         return [HostSlot(k, Slot(base_port + k, cpus=group), shared_cpus=cpus == "shared")

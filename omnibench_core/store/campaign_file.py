@@ -10,8 +10,6 @@ refused.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +20,7 @@ from ..errors import CampaignFileError, storage_error
 from ..identity import Identity
 from ..jsonio import loads, read_json, write_json
 from . import versions
+from .fields import run_problem, seconds_problem
 from .names import campaign_files, campaign_path, name_problem
 from .statuses import AttemptStatus, CampaignStatus, words
 
@@ -44,7 +43,6 @@ def save(path: Path, campaign: Campaign, *, stamp: bool = True) -> Campaign:
 
 
 LIVE = (AttemptStatus.RUNNING, AttemptStatus.GENERATED, AttemptStatus.COMPLETE)  # run directory is (or will be) runN
-_RUN_NAME = re.compile(r"(run[0-9]+)?")
 _MISSING = object()
 
 
@@ -99,8 +97,9 @@ class _Reader:
 
     def number(self, key: str, default: Any = _MISSING) -> float:
         value = self.get(key, default)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-            self.fail(key, f"must be a finite number >= 0, not {value!r}")
+        problem = seconds_problem(value)
+        if problem:
+            self.fail(key, problem)
         return float(value)
 
     def strings(self, key: str) -> tuple[str, ...]:
@@ -133,8 +132,9 @@ def _asked_from(r: _Reader) -> Asked:
 
 def _attempt_from(r: _Reader) -> Attempt:
     run = r.text("run")
-    if not _RUN_NAME.fullmatch(run):
-        r.fail("run", f"is {run!r}; it must be a run directory name (runN) or empty")
+    problem = run_problem(run)
+    if problem:
+        r.fail("run", problem)
     return Attempt(slot=r.integer("slot"), run=run, status=AttemptStatus(r.text("status", choices=words(AttemptStatus))),
                    started=r.text("started", ""), seconds=r.number("seconds", 0.0),
                    server_starts=r.integer("server_starts", 0), error=r.text("error", ""),

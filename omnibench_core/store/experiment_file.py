@@ -13,7 +13,7 @@ Format 1 is every A/B record so far; an older format would be migrated through
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from ..ab.record import SIDES, Attempt, Design, Experiment, Identity, Position, 
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
 from . import versions
+from .fields import folder_problem, run_problem, seconds_problem
 from .names import experiment_path
 from .statuses import AttemptStatus, ExperimentStatus, SideStatus
 
@@ -86,6 +87,15 @@ class _Reader:
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float, (int, float))):
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             raise self.fail(f"{where}{key}", f"must be {names}, got {value!r}")
+        return value
+
+    def checked(self, data: Mapping[str, Any], key: str, where: str, problem: Callable[[Any], str],
+                kind: type | tuple[type, ...] = str) -> Any:
+        """``data[key]`` of ``kind`` that the store's shared check (:mod:`.fields`) finds no problem with."""
+        value = self.get(data, key, kind, where)
+        why = problem(value)
+        if why:
+            raise self.fail(f"{where}{key}", why)
         return value
 
     def words(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
@@ -153,9 +163,10 @@ def load(path: Path) -> Experiment:
             raise r.fail(where.rstrip("."), "must be an object")
         attempt = Attempt(
             side=r.get(raw, "side", str, where), round=r.get(raw, "round", int, where),
-            run=r.get(raw, "run", str, where), revision=r.get(raw, "revision", str, where),
+            run=r.checked(raw, "run", where, run_problem), revision=r.checked(raw, "revision", where, folder_problem),
             status=r.enum(AttemptStatus, raw, "status", where), started=r.get(raw, "started", str, where),
-            seconds=float(r.get(raw, "seconds", (int, float), where)), error=r.get(raw, "error", str, where),
+            seconds=float(r.checked(raw, "seconds", where, seconds_problem, (int, float))),
+            error=r.get(raw, "error", str, where),
             moved_to=r.get(raw, "moved_to", str, where), where=r.get(raw, "where", str, where),
             alone=r.get(raw, "alone", bool, where),
             # records written before attempts counted their server starts hold none

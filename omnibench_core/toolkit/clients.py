@@ -65,12 +65,59 @@ class Progress:
                 self._print()
 
 
+# A reply is read up to a bound, never whole into memory first: a server that streams without
+# end, sends 600 MB or a deflate bomb (aiohttp inflates as it reads: these are inflated bytes)
+# fails its one request with the bound named, not the client. 32 MiB is ~8 minutes of 24 kHz
+# 16-bit speech as base64, far over any answer of a benchmark's max_tokens.
+REPLY_BYTES = 32 * 2**20
+ERROR_BYTES = 64 * 2**10  # an error reply: only its first 300 characters are kept
+
+
+class ReplyTooLarge(ValueError):
+    """A reply passed its byte bound: the request fails with the bound named."""
+
+
+def mib(n: int) -> str:
+    """``32 MiB`` (or ``64 KiB``) for a bound in an error."""
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 2**10:g} KiB"
+
+
+async def read_bounded(response: aiohttp.ClientResponse, limit: int = REPLY_BYTES) -> bytes:
+    """The whole (inflated) body, or :class:`ReplyTooLarge` once it passes ``limit`` bytes."""
+    parts, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(f"the reply passed the client's bound of {mib(limit)} a request "
+                                f"(Content-Encoding {response.headers.get('Content-Encoding', 'none')}); "
+                                "no answer of a benchmark request is that large: check the server")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def token_count(usage: Any, key: str) -> int | None:
+    """``usage[key]`` as a count; anything but a whole number >= 0 (``"12"``, ``true``, ``-1``)
+    is a ValueError naming the field, so one request fails, never the client's arithmetic."""
+    value = usage.get(key) if isinstance(usage, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"usage.{key} is {str(value)[:40]!r}, not a whole number of tokens")
+    return value
+
+
+TOO_DEEP = "the reply's JSON is nested deeper than Python can read (a broken or hostile server)"
+
+
 async def error_text(response: aiohttp.ClientResponse) -> str:
-    """``HTTP 400: <detail>`` from an error reply, whatever its body."""
-    body = await response.text()
+    """``HTTP 400: <detail>`` from an error reply, whatever its body (its first 64 KiB)."""
+    try:
+        body = (await read_bounded(response, ERROR_BYTES)).decode("utf-8", errors="replace")
+    except ReplyTooLarge:
+        return f"HTTP {response.status}: an error reply over {mib(ERROR_BYTES)}"
     try:
         detail = json.loads(body).get("detail", body)
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         detail = body
     return f"HTTP {response.status}: {str(detail)[:300]}"
 
@@ -92,14 +139,17 @@ async def post_chat(session: aiohttp.ClientSession, url: str, body: dict[str, An
         async with session.post(url, json=body) as response:
             if response.status != 200:
                 return ChatReply(error=await error_text(response))
-            reply = await response.json(content_type=None)
+            reply = json.loads(await read_bounded(response))
         choice = (reply.get("choices") or [{}])[0]
         message = choice.get("message") or {}
         usage = reply.get("usage") or {}
         audio = (message.get("audio") or {}).get("data")
         return ChatReply(text=message.get("content"), wav=base64.b64decode(audio) if audio else None,
-                         prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+                         prompt_tokens=token_count(usage, "prompt_tokens"),
+                         completion_tokens=token_count(usage, "completion_tokens"))
     except asyncio.TimeoutError:
         return ChatReply(error=f"timed out after {timeout_s:g} s")
+    except RecursionError:
+        return ChatReply(error=TOO_DEEP)
     except (aiohttp.ClientError, ValueError, AttributeError, TypeError) as exc:
         return ChatReply(error=f"{type(exc).__name__}: {exc}")

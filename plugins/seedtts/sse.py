@@ -25,7 +25,11 @@ from typing import Any
 
 import aiohttp
 
-from omnibench_core.plugin import error_text
+from omnibench_core.plugin import REPLY_BYTES, TOO_DEEP, ReplyTooLarge, error_text, mib, read_bounded, token_count
+
+# One event is a text delta or one audio chunk (seconds of speech, ~64 KiB of base64 a second at
+# 24 kHz): 8 MiB is minutes of audio in one chunk, so a longer "event" is a broken server.
+EVENT_BYTES = 8 * 2**20
 
 
 class StreamBroken(Exception):
@@ -37,7 +41,7 @@ class StreamReply:
     """What a streamed answer delivered, with the time each part arrived (``perf_counter``)."""
 
     streamed: bool = True
-    text: str = ""
+    text_parts: list[str] = field(default_factory=list)  # joined once (text): a += per delta is quadratic
     arrivals: list[float] = field(default_factory=list)  # one per audio chunk
     durations: list[float] = field(default_factory=list)  # seconds of audio in each chunk
     text_first: float | None = None
@@ -47,31 +51,50 @@ class StreamReply:
     completion_tokens: int | None = None
     error: str = ""
 
+    @property
+    def text(self) -> str:
+        """The answer's text, every delta joined."""
+        return "".join(self.text_parts)
+
 
 class EventSplitter:
     """Server-sent events out of bytes as they come: ``feed`` returns each event completed so far
-    (its ``data:`` lines joined by newlines), keeping a partial one for the next call."""
+    (its ``data:`` lines joined by newlines), keeping a partial one for the next call. An event
+    (or a line between events) longer than ``max_event`` bytes is :class:`StreamBroken`."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_event: int = EVENT_BYTES) -> None:
         self._pending = b""
         self._data: list[str] = []
+        self._size = 0  # bytes of the event being gathered
+        self.max_event = max_event
+        self.events = 0  # events completed so far
+
+    def _check(self, pending: int) -> None:
+        if self._size + pending > self.max_event:
+            raise StreamBroken(f"event {self.events} passed the client's bound of {mib(self.max_event)} an event; "
+                               "no audio chunk is that large: check the server")
 
     def feed(self, chunk: bytes) -> list[str]:
         """The events that ``chunk`` completes."""
-        self._pending += chunk
-        events = []
-        while True:
-            line, sep, rest = self._pending.partition(b"\n")
-            if not sep:
+        pending = self._pending + chunk
+        events, start = [], 0
+        while True:  # by index: slicing the rest off after each line would copy it once a line
+            end = pending.find(b"\n", start)
+            if end < 0:
+                self._pending = pending[start:]
+                self._check(len(self._pending))
                 return events
-            self._pending = rest
+            line, start = pending[start:end], end + 1
+            self._check(len(line))
             text = line.rstrip(b"\r").decode("utf-8", errors="replace")
             if not text:
                 if self._data:
                     events.append("\n".join(self._data))
-                    self._data = []
+                    self.events += 1
+                    self._data, self._size = [], 0
             elif text.startswith("data:"):
                 self._data.append(text[5:].lstrip(" "))
+                self._size += len(line)
             # comments (":") and other fields (event:, id:, retry:) carry nothing measured here
 
     def flush(self) -> list[str]:
@@ -127,15 +150,19 @@ def _take_event(reply: StreamReply, pcm: _Pcm, event: dict[str, Any], at: float)
         raise StreamBroken(f"the server sent an error event: {str(event['error'])[:300]}")
     usage = event.get("usage")
     if isinstance(usage, dict):
-        reply.prompt_tokens = usage.get("prompt_tokens", reply.prompt_tokens)
-        reply.completion_tokens = usage.get("completion_tokens", reply.completion_tokens)
+        try:
+            prompt, completion = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
+        except ValueError as exc:
+            raise StreamBroken(str(exc)) from None
+        reply.prompt_tokens = reply.prompt_tokens if prompt is None else prompt
+        reply.completion_tokens = reply.completion_tokens if completion is None else completion
     for choice in event.get("choices") or []:
         delta = choice.get("delta") if isinstance(choice, dict) else None
         if not isinstance(delta, dict):
             continue
         content = delta.get("content")
         if isinstance(content, str) and content:
-            reply.text += content
+            reply.text_parts.append(content)
             if reply.text_first is None:
                 reply.text_first = at
         audio = delta.get("audio")
@@ -147,9 +174,14 @@ def _take_event(reply: StreamReply, pcm: _Pcm, event: dict[str, Any], at: float)
                 reply.first_payload_bytes = len(data)
 
 
-async def _read_events(response: aiohttp.ClientResponse, reply: StreamReply) -> None:
-    splitter, pcm, count = EventSplitter(), _Pcm(), 0
+async def _read_events(response: aiohttp.ClientResponse, reply: StreamReply, max_reply: int, max_event: int) -> None:
+    splitter, pcm, count, size = EventSplitter(max_event), _Pcm(), 0, 0
     async for chunk in response.content.iter_any():
+        size += len(chunk)  # inflated bytes: what this client holds, whatever came over the wire
+        if size > max_reply:
+            raise StreamBroken(f"the reply passed the client's bound of {mib(max_reply)} a request after {count} "
+                               f"event(s) ({len(reply.arrivals)} audio chunk(s)); no answer of a benchmark request "
+                               "is that large: check the server")
         for data in splitter.feed(chunk):
             if data == "[DONE]":
                 reply.wav = pcm.wav()
@@ -158,6 +190,8 @@ async def _read_events(response: aiohttp.ClientResponse, reply: StreamReply) -> 
                 event = json.loads(data)
             except ValueError as exc:
                 raise StreamBroken(f"event {count} is not valid JSON ({exc}): {data[:80]!r}") from None
+            except RecursionError:
+                raise StreamBroken(f"event {count}: {TOO_DEEP}") from None
             at = time.perf_counter()  # parsed: this is when the client has the event
             if not isinstance(event, dict):
                 raise StreamBroken(f"event {count} is JSON but not an object: {data[:80]!r}")
@@ -175,9 +209,10 @@ def _whole_body(reply: StreamReply, body: Any, at: float) -> None:
     choice = (body.get("choices") or [{}])[0] if isinstance(body, dict) else {}
     message = choice.get("message") or {}
     usage = body.get("usage") or {} if isinstance(body, dict) else {}
-    reply.text = message.get("content") or ""
-    reply.text_first = at if reply.text else None
-    reply.prompt_tokens, reply.completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    content = message.get("content")
+    reply.text_parts = [content] if isinstance(content, str) and content else []
+    reply.text_first = at if reply.text_parts else None
+    reply.prompt_tokens, reply.completion_tokens = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
     audio = (message.get("audio") or {}).get("data")
     if audio:
         pcm = _Pcm()
@@ -188,8 +223,10 @@ def _whole_body(reply: StreamReply, body: Any, at: float) -> None:
         reply.wav = pcm.wav()
 
 
-async def post_stream(session: aiohttp.ClientSession, url: str, body: dict[str, Any], timeout_s: float) -> StreamReply:
-    """Send one chat request whose body asks ``stream: true`` and read its events as they come; never raises."""
+async def post_stream(session: aiohttp.ClientSession, url: str, body: dict[str, Any], timeout_s: float, *,
+                      max_reply: int = REPLY_BYTES, max_event: int = EVENT_BYTES) -> StreamReply:
+    """Send one chat request whose body asks ``stream: true`` and read its events as they come,
+    at most ``max_reply`` bytes in all and ``max_event`` an event; never raises."""
     reply = StreamReply()
     try:
         async with session.post(url, json=body) as response:
@@ -197,12 +234,14 @@ async def post_stream(session: aiohttp.ClientSession, url: str, body: dict[str, 
                 reply.error = await error_text(response)
                 return reply
             if response.content_type != "text/event-stream":
-                raw = await response.read()
+                raw = await read_bounded(response, max_reply)
                 _whole_body(reply, json.loads(raw), time.perf_counter())
                 return reply
-            await _read_events(response, reply)
-    except StreamBroken as exc:
+            await _read_events(response, reply, max_reply, max_event)
+    except (StreamBroken, ReplyTooLarge) as exc:
         reply.error = str(exc)
+    except RecursionError:
+        reply.error = TOO_DEEP
     except asyncio.TimeoutError:
         reply.error = f"timed out after {timeout_s:g} s ({len(reply.arrivals)} audio chunk(s) had arrived)"
     except (aiohttp.ClientError, ValueError, AttributeError, TypeError) as exc:
