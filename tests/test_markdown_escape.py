@@ -22,6 +22,7 @@ from omnibench_core.campaign.compare import compare
 from omnibench_core.campaign.summary import stats_of
 from omnibench_core.campaign.writing import write_compare, write_report
 from omnibench_core.history import summary as pr_summary
+from omnibench_core.history.inbox import COMPARISON_SUMMARY
 from omnibench_core.store.statuses import AttemptStatus
 from omnibench_core.tables import ZWSP, md_text
 
@@ -73,7 +74,8 @@ def test_report_compare_and_their_summaries_render_the_names_as_text(tmp_path):
     report = write_report(tmp_path / "out", sa, {"campaign": HOSTILE, "revision": HOSTILE})
     assert_inert(report.markdown.read_text(), HOSTILE, METRIC)
     c = compare(sa, sb)
-    written = write_compare(tmp_path / "cmp", c, {METRIC: ([1.0, 1.1, 1.05], [2.0, 2.1, 2.05])})
+    written = write_compare(tmp_path / "cmp", c, {METRIC: ([1.0, 1.1, 1.05], [2.0, 2.1, 2.05])},
+                            COMPARISON_SUMMARY)  # the summary `invoke compare` writes
     assert_inert(written.markdown.read_text(), HOSTILE, METRIC)
     assert written.summary is not None
     summary = written.summary.read_text()
