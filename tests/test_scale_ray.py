@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
-from proc_helpers import listening
+from proc_helpers import HUNG_S, listening
 from run_helpers import free_port
 from scale_helpers import invoke_standin, server_pids
 
@@ -55,12 +55,15 @@ def _running_run(results: Path) -> tuple[Path, dict] | None:
     return None
 
 
-def _wait(pred):
-    deadline = time.monotonic() + 600  # hung, not slow: a busy host only makes it later
+def _wait(pred, thread: threading.Thread | None = None, box: dict | None = None):
+    """Wait for ``pred``; give up at once when the matrix ``thread`` has ended (its error in ``box``)."""
+    deadline = time.monotonic() + HUNG_S  # hung, not slow: a busy host only makes it later
     while time.monotonic() < deadline:
         got = pred()
         if got:
             return got
+        if thread is not None and not thread.is_alive():
+            raise AssertionError(f"the matrix ended before the awaited event: {(box or {}).get('error')!r}")
         time.sleep(0.1)
     raise AssertionError("timed out")
 
@@ -93,14 +96,14 @@ def test_ray_matrix_survives_a_lost_node_and_a_killed_worker_then_resumes(cluste
     thread.start()
     results = tmp_path / "results"
     # 1. SIGKILL the Ray worker that runs a campaign: its server dies with its watchdog.
-    run_dir, manifest = _wait(lambda: _running_run(results))
+    run_dir, manifest = _wait(lambda: _running_run(results), thread, box)
     killed_port = manifest["slot"]["port"]
-    _wait(lambda: listening(killed_port))
+    _wait(lambda: listening(killed_port), thread, box)
     os.kill(manifest["owner"]["pid"], signal.SIGKILL)
     _wait(lambda: not listening(killed_port))
     # 2. Remove the second node while a campaign runs there: it finishes on the other node.
     node_id = worker_node.node_id
-    _wait(lambda: any(f"(node {node_id[:8]})" in line for line in lines[-20:] if line.startswith("start")))
+    _wait(lambda: any(f"(node {node_id[:8]})" in line for line in lines[-20:] if line.startswith("start")), thread, box)
     time.sleep(1.0)
     c.remove_node(worker_node)
     thread.join(600)
