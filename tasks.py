@@ -408,13 +408,20 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
 
 @task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], checks={
     **SETTING_CHECKS, "a_rev": f.revision(), "b_rev": f.revision(), "rounds": f.whole(2),
+    "max_rounds": f.whole(defaults.FIRST_LOOK), "decide": f.distinct_list("metric names"),
     "design": f.choice(ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
     "a_set": f.Many(f.text(empty=False)), "b_set": f.Many(f.text(empty=False)), "aa": f.SWITCH, "seed": f.whole(0),
     "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("experiment name", empty=True), "alpha": f.fraction_open(0, 1, "0.05"),
     "min_effect": f.percent(), "fail_on": f.choice(VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS)}, help={
     "workload": "workload both sides measure (repeat for several)",
-    "rounds": "rounds after the warm-ups; each round measures each side once (default 3, at least 2)",
+    "rounds": f"rounds after the warm-ups; each round measures each side once (default {defaults.ROUNDS}, at least "
+              "2; not with --max-rounds)",
+    "max-rounds": "rounds until the answer is known, at most this many: look at the verdicts after 3, 4, 6, 8, 12, "
+                  "... rounds and N, each look held to alpha / the number of looks, and stop at the first look that "
+                  "decides every --decide metric (not with --rounds or --design sequential)",
+    "decide": "with --max-rounds: the metrics to decide, comma-separated (default: every latency and throughput "
+              "metric with a better side, e.g. selftest.latency_mean_s)",
     "design": "auto (default: duet with two --slots, else interleaved), duet (A and B at once on two slots, "
               "swapped every round), interleaved (each round A and B one after the other in a seeded random order) "
               "or sequential (A's rounds, then B's)",
@@ -436,9 +443,9 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
-def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design="auto", a_opt=None, b_opt=None, a_set=None,
+def ab(c, workload, a_rev=None, b_rev=None, rounds=None, design="auto", a_opt=None, b_opt=None, a_set=None,
        b_set=None, opt=None, aa=False, seed="0", retries=str(defaults.RETRIES), scoring=defaults.SCORING, name="",
-       alpha=ALPHA, min_effect=PERCENT, fail_on="",
+       alpha=ALPHA, min_effect=PERCENT, fail_on="", max_rounds=None, decide="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None, server_profile=None):
     """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
@@ -449,7 +456,8 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=str(defaults.ROUNDS), design=
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,
                                         design=ab_layer.design_for(design, on), a_rev=a_rev or "", b_rev=b_rev or "",
-                                        rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name)
+                                        rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name,
+                                        max_rounds=max_rounds, decide=decide, alpha=alpha, min_effect=min_effect)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=say)
         history_inbox.experiment_done(settings, done.record, progress=say)  # after its result, as measure

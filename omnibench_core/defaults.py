@@ -9,6 +9,11 @@ SCORING = "deferred"  # every run generated, then one scoring server start for a
 ROUNDS = 3  # an A/B experiment's rounds after the warm-ups
 ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)
 MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)
+# `invoke ab --max-rounds`: without --decide, the rounds go on until every metric with a better side
+# whose name holds one of these words is decided (the runbook's speed metrics: a workload's latency
+# and throughput, e.g. selftest.latency_mean_s, seedtts.latency_p95_s, seedtts.throughput_qps)
+DECIDE_WORDS = ("latency", "throughput")
+FIRST_LOOK = 3  # the fewest rounds a look judges (a paired t of 2 degrees of freedom), so --max-rounds >= 3
 # Which server a measurement starts (--server-profile): the runbook's single-GPU server at the
 # model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
 SERVER_PROFILES = ("runbook", "ci")

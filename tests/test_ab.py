@@ -230,6 +230,13 @@ def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch
     (("--b-set", "local_delay_ms=-40"), "setting 'local_delay_ms' must be a finite number of 0 or more, got '-40'"),
     (("--b-set", "local_delay_ms=nan"), "setting 'local_delay_ms' must be a finite number of 0 or more, got 'nan'"),
     (("--b-set", "local_delay_ms=inf"), "setting 'local_delay_ms' must be a finite number of 0 or more, got 'inf'"),
+    # rounds until the answer is known: not with fixed rounds, nor with a design that cannot stop early
+    (("--b-set", "local_delay_ms=5", "--rounds", "4", "--max-rounds", "6"),
+     "--rounds 4 and --max-rounds 6 cannot go together"),
+    (("--b-set", "local_delay_ms=5", "--max-rounds", "6", "--design", "sequential"),
+     "--max-rounds cannot stop a sequential design early"),
+    (("--b-set", "local_delay_ms=5", "--max-rounds", "2"), "--max-rounds '2' refused"),
+    (("--b-set", "local_delay_ms=5", "--decide", "selftest.latency_mean_s"), "without --max-rounds the rounds are fixed"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
     done = run_ab(tmp_path / "results", *args, timeout=600)

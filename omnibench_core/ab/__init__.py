@@ -9,14 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..campaign.verdict import Verdict
 from ..errors import SettingsError
 from ..scale.front_door import host_slots
 from ..scale.slots import HostSlot
 from ..settings import Settings
 from ..tables import table
-from .analysis import HEADERS, Analysis, analyse, rows
+from .analysis import HEADERS, Analysis, judged, rows
 from .execute import Request, experiment_lock, request_from, run_ab
-from .record import Design, Experiment
+from .record import Design, Experiment, StopReason
 from .writing import write_result
 
 __all__ = ["DESIGN_WORDS", "Done", "Request", "ab", "ab_text", "design_for", "failing", "request_from", "slots_for"]
@@ -66,7 +67,9 @@ def design_for(design: str, slots: list[HostSlot]) -> str:
 
 def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float, slots: list[HostSlot] | None = None,
        progress: Callable[[str], None] = print) -> Done:
-    """Measure (or resume) the experiment, then judge and publish it."""
+    """Measure (or resume) the experiment, then judge and publish it. With --max-rounds the
+    verdicts are the stopping look's, by the experiment's own rule (``alpha`` and ``min_effect``
+    are the rule's: a resumed experiment refused another)."""
     slots = slots or []
     if request.identity.design is not Design.DUET and slots:
         settings = slots[0].settings_on(settings.flat())  # one slot: every run on it
@@ -75,7 +78,7 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
     with experiment_lock(settings.run.results_root, request.experiment_name):
         path, experiment = run_ab(settings, request, slots=slots if request.identity.design is Design.DUET else (),
                                   progress=progress)
-        analysis = analyse(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
+        analysis = judged(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
         md, summary, js = write_result(experiment, analysis, path)
     return Done(path, experiment, analysis, md, js, summary)
 
@@ -93,6 +96,11 @@ def ab_text(done: Done) -> str:
     lines = [f"A/B {a.name}: {a.design}, rounds {', '.join(map(str, a.rounds))}; A runs {', '.join(a.runs['A'])}; "
              f"B runs {', '.join(a.runs['B'])}",
              table(rows(a), HEADERS)]
+    lines += list(a.looks)
+    state = done.experiment.sequential
+    if state is not None and state.stop is StopReason.MAX_ROUNDS:  # why each undecided one is so, and what to do
+        lines += [f"inconclusive {v.metric}: {v.why}" for v in a.verdicts
+                  if v.metric in state.decisive and v.verdict is Verdict.INCONCLUSIVE]
     lines += [f"note: {n.describe()}" for n in a.not_compared]
     lines += [f"ALONE: {n}" for n in a.alone]
     lines += [f"NOISY: {n}" for n in a.noisy]

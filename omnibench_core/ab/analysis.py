@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from ..campaign import verdict
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunFileError
 from ..store import metrics as metrics_file
+from . import sequential
 from .record import Experiment, runs_of
 
 
@@ -61,6 +62,7 @@ class Analysis:
     noisy: tuple[str, ...]  # "A round 2 (run3) was noisy: ..." for each noisy timed window
     alpha: float
     min_effect: float
+    looks: tuple[str, ...] = ()  # --max-rounds: the rounds run, why it stopped, the rule and one line per look
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -84,11 +86,12 @@ def _metrics(run_dir: Path) -> Mapping[str, Any]:
 
 
 def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,
-            min_effect: float = defaults.MIN_EFFECT) -> Analysis:
-    """Judge B against A over the rounds where both sides have a complete run (paired)."""
+            min_effect: float = defaults.MIN_EFFECT, upto: int | None = None) -> Analysis:
+    """Judge B against A over the rounds where both sides have a complete run (paired); with
+    ``upto``, over those of rounds 1 to ``upto`` only (a look of --max-rounds)."""
     a_runs = {at.round: at for at in runs_of(experiment, "A")}
     b_runs = {at.round: at for at in runs_of(experiment, "B")}
-    rounds = tuple(sorted(set(a_runs) & set(b_runs)))
+    rounds = tuple(sorted(r for r in set(a_runs) & set(b_runs) if upto is None or r <= upto))
     if len(rounds) < 2:
         raise NotEnoughRounds(f"only {len(rounds)} round(s) have a complete run on both sides; a verdict needs 2",
                               hint="repeat the A/B command to measure the missing rounds")
@@ -121,6 +124,22 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha, min_effect)
+
+
+def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,
+           min_effect: float = defaults.MIN_EFFECT) -> Analysis:
+    """The experiment's result: a fixed design's rounds at ``alpha`` and ``min_effect``; with
+    --max-rounds, the stopping look's verdicts at that look's level and the experiment's own
+    rule (the ones given are part of it, checked when it resumed), with what the looks found."""
+    state, n = experiment.sequential, experiment.identity.max_rounds
+    if state is None:
+        return analyse(experiment, results_root, alpha=alpha, min_effect=min_effect)
+    if state.stop is None:  # any other set of rounds, or level, would not be the rule's verdict
+        raise NotEnoughRounds(f"A/B experiment {experiment.name!r} has not stopped: no look has decided it yet",
+                              hint="repeat the A/B command to measure the rounds up to its next look")
+    made = analyse(experiment, results_root, alpha=sequential.level(state.alpha, n), min_effect=state.min_effect,
+                   upto=state.rounds_run)
+    return replace(made, verdicts=sequential.with_hints(made.verdicts, state, n), looks=sequential.describe(state, n))
 
 
 def rows(analysis: Analysis) -> list[list[str]]:

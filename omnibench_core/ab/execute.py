@@ -6,6 +6,12 @@ design, its seed, which side runs when) is fixed when the experiment is made and
 record, so a resumed experiment runs what is left of the same schedule. A run that misses a gate
 or a coverage rule is tried again inside its round; with deferred scoring each side's runs are
 generated first and scored together afterwards.
+
+With ``--max-rounds N`` the schedule is N rounds long, but the experiment looks at its verdicts
+after the round counts :func:`.sequential.looks` fixes and stops at the first look that decides
+every decisive metric (with deferred scoring, each look first scores the runs generated since
+the last one). Every look is recorded; a resumed experiment never repeats one, nor runs past a
+recorded stop.
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ from ..store import experiment_file
 from ..store import manifest as manifest_file
 from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
-from . import duet, record
-from .record import Attempt, Design, Experiment, Identity, Position, Side
+from . import duet, record, sequential
+from .analysis import analyse
+from .record import Attempt, Design, Experiment, Identity, Position, Sequential, Side
+from .sequential import DecideError
 from .spec import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
@@ -88,6 +96,7 @@ class Request:
     retries: int
     scoring: str
     name: str = ""
+    sequential: Sequential | None = None  # --max-rounds: the stopping rule asked for (no looks yet)
 
     @property
     def experiment_name(self) -> str:
@@ -119,10 +128,14 @@ def parse_sets(pairs: Sequence[str], flag: str) -> tuple[tuple[str, str], ...]:
 def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequence[str] = (),
                  b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
                  options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
-                 rounds: int = defaults.ROUNDS, seed: int = 0, retries: int = defaults.RETRIES,
+                 rounds: int | None = None, seed: int = 0, retries: int = defaults.RETRIES,
                  scoring: str = defaults.SCORING, aa: bool = False,
-                 name: str = "", a_rev: str = "", b_rev: str = "") -> Request:
-    """The experiment's request, checked before anything starts."""
+                 name: str = "", a_rev: str = "", b_rev: str = "", max_rounds: int | None = None,
+                 decide: Sequence[str] = (), alpha: float = defaults.ALPHA,
+                 min_effect: float = defaults.MIN_EFFECT) -> Request:
+    """The experiment's request, checked before anything starts. ``rounds`` None is the default
+    (:data:`defaults.ROUNDS`); ``max_rounds`` runs rounds until every ``decide`` metric is decided
+    (at ``alpha`` and ``min_effect``), at most that many, in place of a fixed number."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     try:
@@ -130,6 +143,16 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     except ValueError:
         raise SettingsError(f"unknown --design {design!r}",
                             hint=f"use {' or '.join(d.value for d in Design)}") from None
+    if rounds is not None and max_rounds is not None:
+        raise SettingsError(f"--rounds {rounds} and --max-rounds {max_rounds} cannot go together: --rounds fixes the "
+                            "rounds, --max-rounds runs rounds until the answer is known",
+                            hint="keep one: --rounds N for exactly N rounds, --max-rounds N for at most N")
+    if max_rounds is None and decide:
+        raise SettingsError(f"--decide {','.join(decide)} names the metrics --max-rounds waits for; without "
+                            "--max-rounds the rounds are fixed", hint="add --max-rounds N, or leave out --decide")
+    if max_rounds is not None:
+        _check_max_rounds(max_rounds, chosen, decide)
+    rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
         raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
                             hint="use --rounds 3 or more")
@@ -150,8 +173,23 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     recorded = recorded_settings(settings)
     # a later setting left empty is not part of it: names of experiments already on disk stay
     shared = counted_settings(recorded, AB_SHARED_SETTINGS)
-    identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed)
-    return Request(identity, retries, scoring, name)
+    identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed, max_rounds or 0)
+    rule = Sequential(tuple(decide), alpha, min_effect) if max_rounds is not None else None
+    return Request(identity, retries, scoring, name, rule)
+
+
+def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) -> None:
+    """--max-rounds needs a look's worth of rounds and a design whose every round pairs A and B."""
+    if max_rounds < defaults.FIRST_LOOK:
+        raise SettingsError(f"--max-rounds {max_rounds}: the first look needs {defaults.FIRST_LOOK} rounds",
+                            hint=f"use --max-rounds {defaults.FIRST_LOOK} or more")
+    if design is Design.SEQUENTIAL:
+        # A's rounds all come before B's: stopping early would leave B unmeasured
+        raise SettingsError("--max-rounds cannot stop a sequential design early: it runs all of A's rounds before "
+                            "any of B's", hint="use --design interleaved or duet (or auto, which picks one of them)")
+    if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
+        raise SettingsError(f"--decide {','.join(decide)}: a metric named twice, or an empty name",
+                            hint="name each metric once, e.g. --decide selftest.latency_mean_s")
 
 
 def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, str]:
@@ -199,12 +237,35 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
                                 f"--scoring {request.scoring} would leave them unscored",
                                 hint=f"repeat with --scoring {experiment.scoring}")
-        experiment = replace(experiment, scoring=request.scoring)
+        experiment = replace(experiment, scoring=request.scoring,
+                             sequential=_rule_kept(experiment, request.sequential, path))
     else:
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
-                                record.schedule(ident.design, ident.rounds, ident.seed))
+                                record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential)
     experiment = experiment_file.save(path, experiment)
     return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
+
+
+def _rule_kept(experiment: Experiment, asked: Sequential | None, path: Path) -> Sequential | None:
+    """The stopping rule a resumed experiment goes on with: the one asked, while no look has
+    seen data (a misspelt --decide is corrected so); after a look, only the same one, since a
+    rule changed after seeing data would no longer hold its alpha."""
+    state = experiment.sequential
+    if state is None or asked is None:  # the identity (max_rounds) already says both or neither
+        return state
+    if not state.looks:
+        return replace(state, decide=asked.decide, alpha=asked.alpha, min_effect=asked.min_effect)
+    if state.rule() != asked.rule():
+        decide, alpha, min_effect = state.rule()
+        raise SettingsError(f"A/B experiment {experiment.name!r} fixed its stopping rule at its first look (after "
+                            f"{state.looks[0].rounds} rounds)",
+                            evidence={"rule": f"--decide {','.join(decide) or '(default)'} --alpha {alpha:g} "
+                                              f"--min-effect {min_effect * 100:g}",
+                                      "asked": f"--decide {','.join(asked.decide) or '(default)'} --alpha "
+                                               f"{asked.alpha:g} --min-effect {asked.min_effect * 100:g}",
+                                      "record": str(path)},
+                            hint="repeat it with its own rule, or pass --name for a new experiment")
+    return state
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:
@@ -258,23 +319,29 @@ class _Driver:
         ident = e.identity
         with self.progress:
             self._reclaim()
-            self.progress.say(f"A/B {e.name}: {ident.design.value}, {ident.rounds} rounds (seed {ident.seed}) of "
+            rounds = (f"at most {ident.max_rounds} rounds, looking after "
+                      f"{', '.join(map(str, sequential.looks(ident.max_rounds)))}" if ident.max_rounds
+                      else f"{ident.rounds} rounds")
+            self.progress.say(f"A/B {e.name}: {ident.design.value}, {rounds} (seed {ident.seed}) of "
                               f"{', '.join(ident.workloads)}; A: {ident.a.describe()}; B: {ident.b.describe()}; "
                               f"record {self.path}")
             try:
                 if ident.design is Design.DUET:
                     for r in range(ident.rounds + 1):
+                        if self._stopped_before(r):
+                            break
                         self._fill_duet(r)
+                        self._look(r)
                 else:
                     for k, position in enumerate(e.order, start=1):
+                        if self._stopped_before(position.round):
+                            break
                         self._fill(k, position)
+                        if k == len(e.order) or e.order[k].round != position.round:  # the round's last run
+                            self._look(position.round)
                 if self.experiment.scoring == "deferred":
                     self._score_generated()
-                missing = [f"{p.side}{p.round}" for p in e.order if not self._complete(p)]
-                if missing:
-                    raise ExperimentStopped(f"runs {', '.join(missing)} did not complete in scoring",
-                                            evidence={"record": str(self.path)},
-                                            hint="repeat the command: the missing runs are measured again")
+                self._check_complete(self._horizon())
             except (KeyboardInterrupt, Terminated) as exc:  # between runs: the same as during one
                 self.save(status=ExperimentStatus.INTERRUPTED, reason="interrupted between runs")
                 self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
@@ -283,12 +350,61 @@ class _Driver:
                 self.save(status=ExperimentStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
                 raise
-            except (ExperimentStopped, RunNotReady) as exc:
+            except (ExperimentStopped, RunNotReady, DecideError) as exc:
                 self.save(status=ExperimentStatus.STOPPED, reason=exc.message)
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
-            self.progress.say(f"A/B experiment complete: {ident.rounds} rounds a side")
+            state = self.experiment.sequential
+            self.progress.say(f"A/B experiment complete: {self._horizon()} rounds a side"
+                              + (f" (stopped: {state.stop})" if state is not None and state.stop else ""))
         return self.experiment
+
+    # -- rounds until the answer is known (--max-rounds) -----------------------------------------
+    def _horizon(self) -> int:
+        """The last round this command may run: the schedule's last; with --max-rounds the
+        recorded stop, else the next look (the runs scored and judged there)."""
+        state, ident = self.experiment.sequential, self.experiment.identity
+        if state is None:
+            return ident.rounds
+        if state.stop is not None:
+            return state.rounds_run
+        seen = state.looks[-1].rounds if state.looks else 0
+        return next((n for n in sequential.looks(ident.max_rounds) if n > seen), ident.max_rounds)
+
+    def _stopped_before(self, r: int) -> bool:
+        """Round ``r`` lies past a recorded stop: it is never run."""
+        state = self.experiment.sequential
+        return state is not None and state.stop is not None and r > state.rounds_run
+
+    def _check_complete(self, upto: int) -> None:
+        missing = [f"{p.side}{p.round}" for p in self.experiment.order if p.round <= upto and not self._complete(p)]
+        if missing:
+            raise ExperimentStopped(f"runs {', '.join(missing)} did not complete in scoring",
+                                    evidence={"record": str(self.path)},
+                                    hint="repeat the command: the missing runs are measured again")
+
+    def _look(self, r: int) -> None:
+        """After round ``r``, when it is a look not yet recorded: score what waits for deferred
+        scoring, judge rounds 1 to ``r`` at the look's level, record the look and whether to stop."""
+        state, n = self.experiment.sequential, self.experiment.identity.max_rounds
+        if state is None or state.stop is not None or r not in sequential.looks(n) \
+                or any(k.rounds == r for k in state.looks):
+            return
+        if self.experiment.scoring == "deferred":
+            self._score_generated()
+        self._check_complete(r)
+        held_to = sequential.level(state.alpha, n)
+        made = analyse(self.experiment, self.sides["A"].run.results_root, alpha=held_to,
+                       min_effect=state.min_effect, upto=r)
+        directions = {v.metric: v.direction for v in made.verdicts} | {m.metric: m.direction for m in made.not_compared}
+        chosen = state.decisive or sequential.decisive(state.decide, directions)
+        look = sequential.look_at(r, made.verdicts, chosen, held_to)
+        stop = sequential.stop_reason(look, n)
+        self.save(sequential=replace(state, decisive=chosen, looks=(*state.looks, look), stop=stop,
+                                     rounds_run=r if stop else 0))
+        then = {None: f"going on to round {r + 1}", record.StopReason.DECIDED: "every decisive metric is decided: "
+                "stopping", record.StopReason.MAX_ROUNDS: f"--max-rounds {n} reached: stopping"}[stop]
+        self.progress.say(f"{sequential.look_line(look, n)}; {then}")
 
     def _complete(self, position: Position) -> bool:
         last = self.experiment.latest(position)
@@ -398,7 +514,8 @@ class _Driver:
         complete yet, whose scoring is part of what is left."""
         if self.experiment.scoring != "deferred":
             return 0
-        return sum(not self._complete(p) for p in self.experiment.order)
+        horizon = self._horizon()  # with --max-rounds, what the next look scores
+        return sum(not self._complete(p) for p in self.experiment.order if p.round <= horizon)
 
 
 def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:

@@ -1,5 +1,6 @@
 """The A/B record's typed records: the two sides, the design and its seed, the schedule (which
-run of which side ran in which order), and every attempt with its run folder.
+run of which side ran in which order), every attempt with its run folder and, for rounds until
+the answer is known (``--max-rounds``), the stopping rule and what each look found.
 :mod:`omnibench_core.store.experiment_file` reads and writes them (``<results>/ab/<name>.json``).
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from .. import defaults
 from ..errors import RecordError
 from ..identity import differences
 from ..store.statuses import AttemptStatus, ExperimentStatus, SideStatus
@@ -61,12 +63,17 @@ class Identity:
     a: Side
     b: Side
     design: Design
-    rounds: int
+    rounds: int  # the schedule's rounds: with max_rounds, the most it may run
     seed: int
+    max_rounds: int = 0  # --max-rounds: rounds until the answer is known, at most this many; 0: a fixed design
 
     def as_record(self) -> dict[str, Any]:
-        """The JSON form (lists, the design's word)."""
-        return json.loads(json.dumps(asdict(self), default=str)) | {"design": self.design.value}
+        """The JSON form (lists, the design's word). A fixed design leaves max_rounds out, so the
+        names of experiments made before it existed stay what they were."""
+        out = json.loads(json.dumps(asdict(self), default=str)) | {"design": self.design.value}
+        if not self.max_rounds:
+            del out["max_rounds"]
+        return out
 
     def default_name(self) -> str:
         """``ab-<workloads>-<design>-<hash of the whole identity>``: the same command, the same name."""
@@ -141,6 +148,56 @@ class SideReport:
                 SideStatus.NOT_READY: AttemptStatus.NOT_READY}.get(self.status, AttemptStatus.FAILED)
 
 
+class StopReason(str, enum.Enum):
+    """Why an experiment of ``--max-rounds`` stopped where it did."""
+
+    DECIDED = "decided"  # at a look, every decisive metric was better, worse or equivalent
+    MAX_ROUNDS = "max-rounds"  # the last look, at --max-rounds, left a decisive metric undecided
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at the verdicts: after ``rounds`` rounds, each metric held to ``level`` (the
+    family's alpha shared among the looks); the decisive metrics' verdict words."""
+
+    rounds: int
+    level: float
+    verdicts: tuple[tuple[str, str], ...]  # (decisive metric, better/worse/equivalent/inconclusive)
+
+    def undecided(self) -> tuple[str, ...]:
+        """The decisive metrics this look left inconclusive."""
+        return tuple(m for m, v in self.verdicts if v not in ("better", "worse", "equivalent"))
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """Rounds until the answer is known: the stopping rule (``--decide``, ``--alpha`` and
+    ``--min-effect``, fixed once a look has seen data) and what the looks found."""
+
+    decide: tuple[str, ...] = ()  # as asked; () is every latency and throughput metric (defaults.DECIDE_WORDS)
+    alpha: float = defaults.ALPHA
+    min_effect: float = defaults.MIN_EFFECT
+    decisive: tuple[str, ...] = ()  # the metrics the looks wait for, resolved at the first look
+    looks: tuple[Look, ...] = ()
+    stop: StopReason | None = None  # None: not stopped yet
+    rounds_run: int = 0  # the stopping look's rounds: what the verdicts rest on (0 before it stops)
+
+    def rule(self) -> tuple[tuple[str, ...], float, float]:
+        """What a look's verdicts depend on besides the data: it may not change once a look saw data."""
+        return self.decide, self.alpha, self.min_effect
+
+    def as_record(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {"decide": list(self.decide), "alpha": self.alpha, "min_effect": self.min_effect,
+                "decisive": list(self.decisive),
+                "looks": [{"rounds": k.rounds, "level": k.level, "verdicts": [list(v) for v in k.verdicts]}
+                          for k in self.looks],
+                "stop": self.stop.value if self.stop else None, "rounds_run": self.rounds_run}
+
+
 def duet_slot(side: str, round_: int) -> int:
     """Which of the two slots a side uses in a round: they swap every round, so each side spends
     as many rounds on each slot (with an even number of rounds)."""
@@ -161,6 +218,7 @@ class Experiment:
     reason: str = ""
     created: str = ""
     updated: str = ""
+    sequential: Sequential | None = None  # with --max-rounds (identity.max_rounds); None for a fixed design
 
     def latest(self, position: Position) -> Attempt | None:
         """The last attempt at ``position``."""
@@ -193,12 +251,15 @@ class Experiment:
         return out
 
     def as_record(self) -> dict[str, Any]:
-        """The JSON form."""
-        return {"name": self.name, "identity": self.identity.as_record(),
-                "retries": self.retries, "scoring": self.scoring,
-                "order": [[p.side, p.round] for p in self.order],
-                "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
-                "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
+        """The JSON form (``sequential`` only with --max-rounds: a fixed design's file is as before)."""
+        out = {"name": self.name, "identity": self.identity.as_record(),
+               "retries": self.retries, "scoring": self.scoring,
+               "order": [[p.side, p.round] for p in self.order],
+               "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
+               "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
+        if self.sequential is not None:
+            out["sequential"] = self.sequential.as_record()
+        return out
 
 
 def identity_differences(a: Identity, b: Identity) -> list[str]:
@@ -212,5 +273,5 @@ def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:
     return [measured[r] for r in sorted(measured)]
 
 
-__all__ = ["Attempt", "Design", "Experiment", "Identity", "Position", "RecordError", "Side", "SideReport", "duet_slot",
-           "identity_differences", "runs_of", "schedule"]
+__all__ = ["Attempt", "Design", "Experiment", "Identity", "Look", "Position", "RecordError", "Sequential", "Side",
+           "SideReport", "StopReason", "duet_slot", "identity_differences", "runs_of", "schedule"]

@@ -15,6 +15,7 @@ from ..errors import storage_error
 from ..history import summary as pr_summary
 from ..jsonio import strict
 from ..tables import md_table, md_text
+from . import sequential
 from .analysis import HEADERS, Analysis, explanations, rows
 from .record import Experiment
 
@@ -44,19 +45,26 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     """ab.md: the design, the sides, where each side's runs are, the table, why, the noise."""
     ident = experiment.identity
     t = md_text  # every name, option, setting and path a user gave: inert text (tables.md_text)
+    rounds = f"at most {ident.max_rounds} rounds a side (--max-rounds)" if ident.max_rounds else \
+        f"{ident.rounds} rounds a side"
+    state = experiment.sequential
+    shared = (f" (--alpha {state.alpha:g} shared among {len(sequential.looks(ident.max_rounds))} looks, Bonferroni)"
+              if state is not None else "")
     md = [f"# A/B: {t(experiment.name)}", "",
-          f"- design: {ident.design.value}, {ident.rounds} rounds a side (seed {ident.seed}); "
+          f"- design: {ident.design.value}, {rounds} (seed {ident.seed}); "
           f"rounds compared: {', '.join(map(str, analysis.rounds))}",
           f"- workloads: {t(', '.join(ident.workloads))}; client: {t(ident.client or 'the target default')}",
           f"- A (base): {t(ident.a.describe())}; runs {t(', '.join(analysis.runs['A']))}",
           f"- B: {t(ident.b.describe())}; runs {t(', '.join(analysis.runs['B']))}",
           f"- statistics: per round B/A, a paired t interval of the log-ratios (of B - A for a metric with a "
           f"value of 0 or less); the family held to alpha "
-          f"{analysis.alpha:g} with Holm's correction (each row's level is in `held to`); minimum effect "
+          f"{analysis.alpha:g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
           f"- record: {t(record_path)}", ""]
     md += md_table(HEADERS, rows(analysis))
+    if analysis.looks:  # --max-rounds: the rounds run, why it stopped, the rule, each look
+        md += ["", "## Rounds until the answer is known", ""] + [f"- {t(line)}" for line in analysis.looks]
     md += ["", "## Why", ""] + [f"- {t(line)}" for line in explanations(analysis)]
     if analysis.not_compared:
         md += ["", "## Not compared", ""] + [f"- {t(n.describe())}" for n in analysis.not_compared]

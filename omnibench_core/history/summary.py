@@ -198,6 +198,7 @@ def from_analysis(a: Analysis, source: Path) -> Summary:
     facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
              f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
+    facts += [md_text(line) for line in a.looks[:1]]  # --max-rounds: the rounds run and why it stopped
     facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
     return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)

@@ -18,7 +18,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..ab.record import SIDES, Attempt, Design, Experiment, Identity, Position, Side, SideReport, now_iso, schedule
+from .. import defaults
+from ..ab.record import (
+    SIDES,
+    Attempt,
+    Design,
+    Experiment,
+    Identity,
+    Look,
+    Position,
+    Sequential,
+    Side,
+    SideReport,
+    StopReason,
+    now_iso,
+    schedule,
+)
+from ..ab.sequential import looks as schedule_of
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
 from . import versions
@@ -148,9 +164,15 @@ def load(path: Path) -> Experiment:
         settings=r.pairs(ident, "settings", "identity."),
         a=r.side(ident.get("a"), "A"), b=r.side(ident.get("b"), "B"),
         design=r.enum(Design, ident, "design", "identity."), rounds=rounds,
-        seed=r.get(ident, "seed", int, "identity."))
+        seed=r.get(ident, "seed", int, "identity."),
+        # records of fixed designs, every one before --max-rounds, hold none
+        max_rounds=r.get(ident, "max_rounds", int, "identity.", default=0))
     if rounds < 2:
         raise r.fail("identity.rounds", f"must be at least 2, got {rounds}")
+    if identity.max_rounds and (identity.max_rounds != rounds or rounds < defaults.FIRST_LOOK
+                                or identity.design is Design.SEQUENTIAL):
+        raise r.fail("identity.max_rounds", f"{identity.max_rounds} must be the rounds ({rounds}), at least "
+                                            f"{defaults.FIRST_LOOK}, of an interleaved or duet design")
     order = tuple(Position(*p) for p in r.get(data, "order", list, "")
                   if isinstance(p, list) and len(p) == 2 and p[0] in SIDES and isinstance(p[1], int))
     if order != schedule(identity.design, rounds, identity.seed):
@@ -180,8 +202,50 @@ def load(path: Path) -> Experiment:
             if owner != f"{attempt.side}{attempt.round}":
                 raise r.fail(f"{where}run", f"{attempt.revision}/{attempt.run} is already the run of {owner}")
         attempts.append(attempt)
+    sequential = None
+    if identity.max_rounds:
+        sequential = _sequential(r, r.get(data, "sequential", dict, ""), identity.max_rounds)
+    elif "sequential" in data:
+        raise r.fail("sequential", "a fixed design (no identity.max_rounds) has no looks")
     return Experiment(
         name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
         scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
         status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
-        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""))
+        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential)
+
+
+_VERDICT_WORDS = ("better", "worse", "equivalent", "inconclusive")
+
+
+def _sequential(r: _Reader, data: Mapping[str, Any], max_rounds: int) -> Sequential:
+    """The stopping rule and the looks of an experiment of ``--max-rounds``, checked: a look
+    off the schedule, out of order, or a stop that is not the last look's is refused."""
+    where = "sequential."
+    alpha = r.get(data, "alpha", (int, float), where)
+    min_effect = r.get(data, "min_effect", (int, float), where)
+    if not 0 < alpha < 1:
+        raise r.fail(f"{where}alpha", f"must be between 0 and 1, got {alpha!r}")
+    if not 0 <= min_effect < float("inf"):
+        raise r.fail(f"{where}min_effect", f"must be a finite number >= 0, got {min_effect!r}")
+    done: list[Look] = []
+    allowed = schedule_of(max_rounds)
+    for i, raw in enumerate(r.get(data, "looks", list, where)):
+        at = f"{where}looks[{i}]."
+        if not isinstance(raw, dict):
+            raise r.fail(at.rstrip("."), "must be an object")
+        n = r.get(raw, "rounds", int, at)
+        if n not in allowed or (done and n <= done[-1].rounds):
+            raise r.fail(f"{at}rounds", f"{n} is not the next look of {', '.join(map(str, allowed))}")
+        verdicts = r.pairs(raw, "verdicts", at)
+        bad = [v for _, v in verdicts if v not in _VERDICT_WORDS]
+        if bad:
+            raise r.fail(f"{at}verdicts", f"{bad[0]!r} is not one of {', '.join(_VERDICT_WORDS)}")
+        done.append(Look(n, float(r.get(raw, "level", (int, float), at)), verdicts))
+    stop = None if data.get("stop") is None else r.enum(StopReason, data, "stop", where)
+    rounds_run = r.get(data, "rounds_run", int, where)
+    if stop is not None and (not done or rounds_run != done[-1].rounds):
+        raise r.fail(f"{where}rounds_run", f"{rounds_run} is not the rounds of the last look")
+    if stop is None and rounds_run:
+        raise r.fail(f"{where}rounds_run", f"{rounds_run} with no stop")
+    return Sequential(r.words(data, "decide", where), float(alpha), float(min_effect), r.words(data, "decisive", where),
+                      tuple(done), stop, rounds_run)

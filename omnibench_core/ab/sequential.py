@@ -1,0 +1,176 @@
+"""Rounds until the answer is known (``invoke ab --max-rounds N``): when to look, which metrics
+decide, and when to stop.
+
+The rule (docs/verdicts.md, "Rounds until the answer is known"): the looks happen only at round
+counts fixed up front from N alone (:func:`looks`), and at each look every metric is judged as a
+fixed design judges it, with the family's alpha divided among the looks (Bonferroni). The chance
+that any look calls an unchanged metric better or worse is then at most the sum over the looks,
+alpha, whatever the data do and wherever the experiment stops: each look is an ordinary paired t
+interval, valid at its own level under the fixed design's assumptions, and the union bound needs
+nothing about how the looks depend on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .. import defaults
+from ..campaign import verdict
+from ..errors import SettingsError
+from .record import Look, Sequential, StopReason
+
+DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Verdict.EQUIVALENT.value)
+
+
+class DecideError(SettingsError):
+    """``--decide`` names a metric the runs do not have, or one that has no better side, or no
+    metric of the runs is decisive by default."""
+
+
+def looks(max_rounds: int) -> tuple[int, ...]:
+    """The round counts at which an experiment of at most ``max_rounds`` rounds looks at its
+    verdicts: 3, 4, 6, 8, 12, 16, 24, 32, ... (the count doubles every two looks) while below
+    ``max_rounds``, then ``max_rounds`` itself, always the last. It depends on N alone, never on
+    the data, so the number of looks, and with it each look's level (:func:`level`), is known
+    before the first round; geometric, so N = 48 costs 9 looks, not 46. ``looks(12)`` is
+    ``(3, 4, 6, 8, 12)``; ``looks(7)`` is ``(3, 4, 6, 7)``."""
+    if max_rounds < defaults.FIRST_LOOK:
+        raise ValueError(f"max_rounds must be at least {defaults.FIRST_LOOK}, got {max_rounds}")
+    out: list[int] = []
+    k = 0
+    while (n := 2 ** (k // 2) * (3 if k % 2 == 0 else 4)) < max_rounds:
+        out.append(n)
+        k += 1
+    return (*out, max_rounds)
+
+
+def level(alpha: float, max_rounds: int) -> float:
+    """The level each look is held to: ``alpha`` shared equally among the looks (Bonferroni)."""
+    return alpha / len(looks(max_rounds))
+
+
+def decisive(asked: Sequence[str], directions: Mapping[str, str]) -> tuple[str, ...]:
+    """The metrics the looks wait for: ``asked`` (``--decide``), each checked against the
+    metrics the runs have (``directions``: metric -> higher, lower or context); none asked, every
+    metric with a better side whose name holds a word of :data:`defaults.DECIDE_WORDS`."""
+    known = sorted(directions)
+    if not asked:
+        chosen = tuple(m for m in directions if directions[m] != "context"
+                       and any(word in m.split(".", 1)[-1] for word in defaults.DECIDE_WORDS))
+        if not chosen:
+            raise DecideError(f"no metric of the runs is a latency or throughput metric to decide on; "
+                              f"known: {', '.join(known)}",
+                              hint="name the metrics to decide on with --decide METRIC,... (the same command "
+                                   "with it continues this experiment: its rounds are kept)")
+        return chosen
+    unknown = [m for m in asked if m not in directions]
+    if unknown:
+        raise DecideError(f"--decide {', '.join(unknown)}: not a metric of the runs; known: {', '.join(known)}",
+                          evidence={"asked": ", ".join(asked)},
+                          hint="repeat the command with metric names from the list (its rounds are kept: no look "
+                               "has seen them yet)")
+    context = [m for m in asked if directions[m] == "context"]
+    if context:
+        raise DecideError(f"--decide {', '.join(context)}: no better side (a context metric), so never better, worse "
+                          f"or equivalent",
+                          hint="decide on metrics with a better side: "
+                               + ", ".join(m for m in known if directions[m] != "context"))
+    return tuple(asked)
+
+
+def look_at(rounds: int, verdicts: Sequence[verdict.MetricVerdict], chosen: Sequence[str], held_to: float) -> Look:
+    """The look after ``rounds`` rounds: each decisive metric's verdict (inconclusive when it got
+    no row: a value missing or not a number)."""
+    by_metric = {v.metric: v.verdict.value for v in verdicts}
+    return Look(rounds, held_to, tuple((m, by_metric.get(m, verdict.Verdict.INCONCLUSIVE.value)) for m in chosen))
+
+
+def stop_reason(look: Look, max_rounds: int) -> StopReason | None:
+    """Whether to stop after ``look``: every decisive metric decided, or the last look; else None."""
+    if not look.undecided():
+        return StopReason.DECIDED
+    if look.rounds >= max_rounds:
+        return StopReason.MAX_ROUNDS
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where :func:`run_looks` stopped: the looks it did, why it stopped, and the stopping look's verdicts."""
+
+    looks: tuple[Look, ...]
+    stop: StopReason
+    verdicts: tuple[verdict.MetricVerdict, ...]
+
+    @property
+    def rounds(self) -> int:
+        """The rounds the verdicts rest on."""
+        return self.looks[-1].rounds
+
+
+def run_looks(samples: Sequence[verdict.Samples], max_rounds: int, *, decide: Sequence[str] = (),
+              alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT) -> Outcome:
+    """The whole rule over paired values known in advance (each sample has at least
+    ``max_rounds`` rounds): at each look, the first ``n`` rounds judged at :func:`level`; stop at
+    the first look where every decisive metric is decided, or at ``max_rounds``. ``invoke ab``
+    does the same one look at a time, measuring only the rounds up to each look."""
+    held_to = level(alpha, max_rounds)
+    chosen = decisive(decide, {s.metric: s.direction for s in samples})
+    done: list[Look] = []
+    for n in looks(max_rounds):
+        cut = [replace(s, a=s.a[:n], b=s.b[:n]) for s in samples]
+        verdicts = verdict.judge(cut, verdict.Design.PAIRED, alpha=held_to, min_effect=min_effect)
+        done.append(look_at(n, verdicts, chosen, held_to))
+        reason = stop_reason(done[-1], max_rounds)
+        if reason is not None:
+            return Outcome(tuple(done), reason, verdicts)
+    raise AssertionError("the last look always stops")  # looks() ends at max_rounds
+
+
+def look_line(look: Look, max_rounds: int) -> str:
+    """One look, one line: ``look 2 of 5, after 4 rounds (held to 0.01): selftest.latency_mean_s worse``."""
+    schedule = looks(max_rounds)
+    where = f"look {schedule.index(look.rounds) + 1} of {len(schedule)}" if look.rounds in schedule else "look"
+    return f"{where}, after {look.rounds} rounds (held to {look.level:.3g}): " + \
+        ", ".join(f"{m} {v}" for m, v in look.verdicts)
+
+
+def describe(state: Sequential, max_rounds: int) -> tuple[str, ...]:
+    """What the console and ab.md say of the looks: the rounds run and why it stopped, the rule,
+    then one line per look."""
+    schedule = looks(max_rounds)
+    if state.stop is StopReason.DECIDED:
+        why = f"stopped: decided after {state.rounds_run} of at most {max_rounds} rounds a side"
+    elif state.stop is StopReason.MAX_ROUNDS:
+        left = state.looks[-1].undecided() if state.looks else ()
+        why = (f"stopped: --max-rounds {max_rounds} reached with {', '.join(left)} undecided: a larger --max-rounds "
+               f"may decide it (a new experiment: this one has spent its alpha)")
+    else:
+        why = f"not stopped yet: {state.looks[-1].rounds if state.looks else 0} of at most {max_rounds} rounds looked at"
+    rule = (f"rounds until decided: looks after {', '.join(map(str, schedule))} rounds, each held to alpha "
+            f"{state.alpha:g} / {len(schedule)} = {level(state.alpha, max_rounds):.3g} (Bonferroni over the looks); "
+            f"decisive: {', '.join(state.decisive) or 'not resolved yet'}")
+    return (why, rule, *(look_line(k, max_rounds) for k in state.looks))
+
+
+def with_hints(verdicts: Sequence[verdict.MetricVerdict], state: Sequential,
+               max_rounds: int) -> tuple[verdict.MetricVerdict, ...]:
+    """The stopping look's rows, each inconclusive one saying why it is still so: --max-rounds
+    was reached (a larger one, in a new experiment, may decide it), or the experiment stopped
+    when the decisive metrics were decided (name it in --decide to wait for it)."""
+    out = []
+    for v in verdicts:
+        if v.verdict is not verdict.Verdict.INCONCLUSIVE or state.stop is None:
+            pass
+        elif v.metric not in state.decisive:
+            v = replace(v, why=f"{v.why}; not decisive: the looks did not wait for it (name it in --decide to)")
+        elif state.stop is StopReason.MAX_ROUNDS and v.needed:
+            v = replace(v, why=f"{v.why}; --max-rounds {max_rounds} was reached: repeat with a larger one, e.g. "
+                               f"--max-rounds {max(2 * max_rounds, v.needed)} (a new experiment: this one has spent "
+                               f"its alpha)")
+        elif state.stop is StopReason.MAX_ROUNDS:
+            v = replace(v, why=f"{v.why}; --max-rounds {max_rounds} was reached, and a larger one would not help "
+                               f"at this spread")
+        out.append(v)
+    return tuple(out)

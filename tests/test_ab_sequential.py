@@ -1,0 +1,372 @@
+"""`invoke ab --max-rounds`: rounds until the answer is known. The looks' schedule, the stop
+decision on synthetic paired values (a planted change is decided early; identical sides are
+never called better or worse, and the rule holds its alpha however many looks it takes), the
+record of the looks and its reader, the driver resuming without repeating a round or a look
+and never past a recorded stop, and real experiments on the local target."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from run_helpers import REPO, free_port
+
+from omnibench_core import api, defaults
+from omnibench_core.ab import execute, record, sequential
+from omnibench_core.ab.analysis import judged
+from omnibench_core.ab.record import Design, Look, Sequential, StopReason
+from omnibench_core.ab.sequential import DecideError, looks, run_looks
+from omnibench_core.campaign.attempt import Ended
+from omnibench_core.campaign.verdict import Design as Pairing
+from omnibench_core.campaign.verdict import Samples, judge
+from omnibench_core.errors import RunInterrupted, SettingsError
+from omnibench_core.settings import Settings
+from omnibench_core.store import experiment_file
+from omnibench_core.store.statuses import AttemptStatus, ExperimentStatus, RunStatus
+
+LATENCY = "selftest.latency_mean_s"
+
+
+# -- the looks ---------------------------------------------------------------------------------------
+def test_the_looks_are_fixed_from_max_rounds_alone_geometric_and_end_at_it():
+    assert looks(3) == (3,) and looks(4) == (3, 4) and looks(6) == (3, 4, 6) and looks(7) == (3, 4, 6, 7)
+    assert looks(12) == (3, 4, 6, 8, 12) and looks(13) == (3, 4, 6, 8, 12, 13)
+    assert looks(48) == (3, 4, 6, 8, 12, 16, 24, 32, 48)
+    for n in range(3, 300):
+        schedule = looks(n)
+        assert schedule[0] == 3 and schedule[-1] == n and list(schedule) == sorted(set(schedule))
+        assert len(schedule) <= 2 * math.log2(n) + 1  # geometric: few looks, so each keeps much of alpha
+    assert sequential.level(0.05, 12) == pytest.approx(0.01)
+    with pytest.raises(ValueError):
+        looks(2)
+
+
+# -- the stop decision on synthetic paired values ------------------------------------------------------
+def _pairs(effect: float, noise: float, n: int, seed: int) -> Samples:
+    """Latencies of n rounds: A about 0.1 s, B ``effect`` times it, each with lognormal noise
+    ``noise`` and a round's host factor both sides share (what pairing cancels)."""
+    rng = random.Random(seed)
+    host = [math.exp(rng.gauss(0, 0.2)) for _ in range(n)]
+    a = tuple(0.1 * h * math.exp(rng.gauss(0, noise)) for h in host)
+    b = tuple(0.1 * effect * h * math.exp(rng.gauss(0, noise)) for h in host)
+    return Samples(LATENCY, "lower", a, b)
+
+
+def test_a_planted_thirty_percent_slowdown_is_decided_worse_at_an_early_look():
+    for seed in range(20):
+        out = run_looks([_pairs(1.3, 0.03, 12, seed)], 12)
+        assert out.stop is StopReason.DECIDED and out.rounds < 12, (seed, out.looks)
+        assert out.looks[-1].verdicts == ((LATENCY, "worse"),)
+        (row,) = out.verdicts
+        assert row.verdict.value == "worse" and row.level == pytest.approx(0.05 / 5)  # held to the spent level
+        assert all(k.undecided() == (LATENCY,) for k in out.looks[:-1])  # it stopped at the first decided look
+
+
+def test_identical_sides_with_noise_are_never_called_better_or_worse():
+    """B's values are A's: whatever the host noise of each round, no look calls a change."""
+    for seed in range(20):
+        same = _pairs(1.0, 0.0, 12, seed)
+        out = run_looks([replace(same, b=same.a)], 12)
+        assert all(v in ("equivalent", "inconclusive") for k in out.looks for _, v in k.verdicts), (seed, out.looks)
+
+
+def test_the_rule_holds_its_alpha_over_many_a_a_experiments_where_every_look_at_full_alpha_does_not():
+    """A/A with 10 % independent noise a side, at most 12 rounds (5 looks): over 400 seeded
+    experiments the rule's false calls (at any look) stay within alpha 0.05, while judging each
+    of the same looks at the full alpha (what the rule prevents) calls identical sides changed
+    far more often (here 55 of 400 against 11)."""
+    calls = naive = 0
+    for seed in range(400):
+        samples = [_pairs(1.0, 0.10, 12, seed)]
+        out = run_looks(samples, 12)
+        calls += any(v in ("better", "worse") for k in out.looks for _, v in k.verdicts)
+        naive += any(judge([replace(samples[0], a=samples[0].a[:n], b=samples[0].b[:n])], Pairing.PAIRED,
+                           alpha=0.05)[0].verdict.value in ("better", "worse") for n in looks(12))
+    assert calls / 400 <= 0.05 < naive / 400
+
+
+def test_a_change_smaller_than_the_minimum_effect_is_decided_equivalent_and_a_missing_metric_is_undecided():
+    rows = [_pairs(1.01, 0.005, 12, 1), Samples("selftest.requests", "context", (4.0,) * 12, (4.0,) * 12)]
+    out = run_looks(rows, 12)
+    assert out.stop is StopReason.DECIDED and out.looks[-1].verdicts == ((LATENCY, "equivalent"),)
+    look = sequential.look_at(3, out.verdicts, ("selftest.throughput_qps",), 0.01)
+    assert look.undecided() == ("selftest.throughput_qps",) and sequential.stop_reason(look, 12) is None
+    assert sequential.stop_reason(look, 3) is StopReason.MAX_ROUNDS
+
+
+def test_the_decisive_metrics_default_to_latency_and_throughput_and_a_bad_name_is_refused_listing_the_known():
+    directions = {"seedtts.throughput_qps": "higher", "seedtts.latency_p95_s": "lower", "seedtts.wer.wer_corpus": "lower",
+                  "seedtts.audio_throughput_s_per_s": "context"}
+    assert sequential.decisive((), directions) == ("seedtts.throughput_qps", "seedtts.latency_p95_s")
+    assert sequential.decisive(("seedtts.wer.wer_corpus",), directions) == ("seedtts.wer.wer_corpus",)
+    with pytest.raises(DecideError) as unknown:
+        sequential.decisive(("seedtts.latncy",), directions)
+    line = unknown.value.message
+    assert "--decide seedtts.latncy: not a metric of the runs; known: " in line and "\n" not in line
+    assert all(m in line for m in directions)
+    with pytest.raises(DecideError, match="no better side"):
+        sequential.decisive(("seedtts.audio_throughput_s_per_s",), directions)
+    with pytest.raises(DecideError, match="no metric of the runs is a latency or throughput metric") as none:
+        sequential.decisive((), {"x.wer": "lower"})
+    assert "--decide" in none.value.hint
+
+
+# -- the request ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, words", [
+    ({"rounds": 4, "max_rounds": 6}, "--rounds 4 and --max-rounds 6 cannot go together"),
+    ({"max_rounds": 6, "design": "sequential"}, "--max-rounds cannot stop a sequential design early"),
+    ({"decide": ["selftest.latency_mean_s"]}, "without --max-rounds the rounds are fixed"),
+    ({"max_rounds": 2}, "--max-rounds 2: the first look needs 3 rounds"),
+    ({"max_rounds": 6, "decide": ["x", "x"]}, "a metric named twice"),
+])
+def test_a_request_that_cannot_stop_early_is_refused_in_one_line(tmp_path, kwargs, words):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    with pytest.raises(SettingsError) as refused:
+        execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], **kwargs)
+    assert words in refused.value.message and "\n" not in refused.value.message and refused.value.hint
+    if kwargs.get("design") == "sequential":
+        assert "interleaved or duet" in refused.value.hint
+
+
+def test_a_fixed_design_keeps_its_identity_and_name_and_max_rounds_makes_another(tmp_path):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    fixed = execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], rounds=defaults.ROUNDS)
+    assert execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"]).identity == fixed.identity
+    assert "max_rounds" not in fixed.identity.as_record() and fixed.sequential is None  # old names stay
+    until = execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], max_rounds=12,
+                                 decide=[LATENCY], alpha=0.01)
+    assert until.identity.rounds == until.identity.max_rounds == 12 and until.identity.design is Design.INTERLEAVED
+    assert until.sequential == Sequential((LATENCY,), 0.01, defaults.MIN_EFFECT)
+    assert until.experiment_name != fixed.experiment_name
+
+
+# -- the record -----------------------------------------------------------------------------------------
+def _experiment(state: Sequential, max_rounds: int = 6) -> record.Experiment:
+    ident = record.Identity(("selftest",), None, (("target", "local"),), record.Side("A"),
+                            record.Side("B", sets=(("local_delay_ms", "9"),)), Design.INTERLEAVED, max_rounds, 0,
+                            max_rounds)
+    return record.Experiment("x", ident, 2, "per-run", record.schedule(Design.INTERLEAVED, max_rounds, 0),
+                             sequential=state)
+
+
+def test_the_looks_round_trip_and_a_bad_look_or_stop_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "x.json"
+    state = Sequential((), 0.05, 0.05, (LATENCY,), (Look(3, 0.05 / 3, ((LATENCY, "inconclusive"),)),
+                                                    Look(4, 0.05 / 3, ((LATENCY, "worse"),))), StopReason.DECIDED, 4)
+    experiment_file.save(path, _experiment(state))
+    loaded = experiment_file.load(path)
+    assert loaded.sequential == state and loaded.identity.max_rounds == 6
+    good = json.loads(path.read_text())
+    assert good["sequential"]["stop"] == "decided" and good["sequential"]["rounds_run"] == 4
+    cases = {
+        "off the schedule": (lambda d: d["sequential"]["looks"][1].update(rounds=5), "sequential.looks[1].rounds"),
+        "out of order": (lambda d: d["sequential"]["looks"].reverse(), "sequential.looks[1].rounds"),
+        "verdict": (lambda d: d["sequential"]["looks"][0].update(verdicts=[[LATENCY, "meh"]]), "looks[0].verdicts"),
+        "stop word": (lambda d: d["sequential"].update(stop="tired"), "sequential.stop"),
+        "rounds_run": (lambda d: d["sequential"].update(rounds_run=3), "sequential.rounds_run"),
+        "missing": (lambda d: d.pop("sequential"), "sequential: missing"),
+        "alpha": (lambda d: d["sequential"].update(alpha=2), "sequential.alpha"),
+        "max_rounds": (lambda d: d["identity"].update(max_rounds=5), "identity.max_rounds"),
+        "fixed with looks": (lambda d: d["identity"].pop("max_rounds"), "sequential: a fixed design"),
+    }
+    for name, (edit, words) in cases.items():
+        data = json.loads(json.dumps(good))
+        edit(data)
+        path.write_text(json.dumps(data))
+        with pytest.raises(record.RecordError) as err:
+            experiment_file.load(path)
+        assert words in str(err.value), (name, str(err.value))
+
+
+def test_the_stopping_rule_is_fixed_at_the_first_look(tmp_path):
+    asked = Sequential(("selftest.latency_p95_s",), 0.01, 0.05)
+    fresh = _experiment(Sequential(("selftest.latncy",), 0.05, 0.05))
+    # no look has seen data: a misspelt --decide (or another alpha) is taken
+    assert execute._rule_kept(fresh, asked, tmp_path / "x.json") == asked
+    looked = _experiment(Sequential((), 0.05, 0.05, (LATENCY,), (Look(3, 0.05 / 3, ((LATENCY, "inconclusive"),)),)))
+    assert execute._rule_kept(looked, Sequential((), 0.05, 0.05), tmp_path / "x.json") == looked.sequential
+    with pytest.raises(SettingsError, match="fixed its stopping rule at its first look") as refused:
+        execute._rule_kept(looked, asked, tmp_path / "x.json")
+    assert "--alpha 0.05" in refused.value.evidence["rule"] and "--name" in refused.value.hint
+
+
+def test_the_inconclusive_hint_says_max_rounds_was_reached_and_suggests_a_larger_one():
+    samples = [_pairs(1.06, 0.2, 6, 3), Samples("selftest.failed", "lower", (0.0,) * 6, (1.0, 0, 0, 0, 0, 2))]
+    out = run_looks(samples, 6, decide=(LATENCY,))
+    assert out.stop is StopReason.MAX_ROUNDS
+    state = Sequential((LATENCY,), 0.05, 0.05, (LATENCY,), out.looks, out.stop, out.rounds)
+    rows = {v.metric: v for v in sequential.with_hints(out.verdicts, state, 6)}
+    assert "--max-rounds 6 was reached: repeat with a larger one, e.g. --max-rounds" in rows[LATENCY].why
+    assert "not decisive: the looks did not wait for it" in rows["selftest.failed"].why
+    lines = sequential.describe(state, 6)
+    assert lines[0].startswith(f"stopped: --max-rounds 6 reached with {LATENCY} undecided: a larger --max-rounds")
+    assert "each held to alpha 0.05 / 3 = 0.0167" in lines[1] and len(lines) == 2 + len(out.looks)
+    assert lines[2] == f"look 1 of 3, after 3 rounds (held to 0.0167): {LATENCY} inconclusive"
+
+
+# -- the driver: looks, stop and resume, with scripted runs --------------------------------------------------
+class ScriptedRuns:
+    """Stands in for a real run: each attempt writes a run folder whose metrics are B 30 % slower
+    than A (a little noise), counts what ran, and can be told to be interrupted at one call."""
+
+    def __init__(self, interrupt_at: int = 0):
+        self.calls: list[str] = []
+        self.interrupt_at = interrupt_at
+        self.rng = random.Random(7)
+
+    def __call__(self, settings, workloads, *, options, client, phases, progress, label, record):
+        self.calls.append(label)
+        record(Ended(AttemptStatus.RUNNING))
+        if len(self.calls) == self.interrupt_at:
+            record(Ended(AttemptStatus.INTERRUPTED, error="interrupted"))
+            raise RunInterrupted("interrupted", hint="repeat the same command to resume")
+        folder = api.revision_dir(settings)
+        run = folder / f"run{sum(1 for _ in folder.glob('run*')) if folder.exists() else 0}"
+        run.mkdir(parents=True)
+        slower = 1.3 if label.startswith("B") else 1.0
+        metrics = {LATENCY: 0.1 * slower * math.exp(self.rng.gauss(0, 0.02)), "selftest.requests": 4}
+        (run / "metrics.json").write_text(json.dumps({"metrics": metrics, "complete": True}))
+        record(Ended(AttemptStatus.COMPLETE, 0.01, run.name))
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    def use(runs: ScriptedRuns) -> ScriptedRuns:
+        monkeypatch.setattr(execute, "run_attempt", runs)
+        return runs
+
+    # a run's own manifest is what a real run leaves; the scripted ones have the attempt's word
+    monkeypatch.setattr(execute._Driver, "_run_status",
+                        lambda self, a: RunStatus(a.status.value) if a.status is AttemptStatus.COMPLETE else None)
+    return use
+
+
+def test_the_driver_stops_at_the_first_deciding_look_and_resumes_without_repeating_a_round_or_a_look(tmp_path,
+                                                                                                     scripted):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    request = execute.request_from(settings, ["selftest"], a_sets=["local_delay_ms=40"], b_sets=["local_delay_ms=52"],
+                                   max_rounds=12, scoring="per-run")
+    said: list[str] = []
+    # interrupted in round 2: its rounds so far are kept
+    first = scripted(ScriptedRuns(interrupt_at=5))
+    with pytest.raises(RunInterrupted):
+        execute.run_ab(settings, request, progress=said.append)
+    path = experiment_file.experiment_path(tmp_path, request.experiment_name)
+    assert experiment_file.load(path).status is ExperimentStatus.INTERRUPTED
+    done_before = first.calls[:4]  # both warm-ups and round 1
+    again = scripted(ScriptedRuns())
+    _, experiment = execute.run_ab(settings, request, progress=said.append)
+    assert not set(done_before) & set(again.calls)  # no finished run measured again
+    state = experiment.sequential
+    assert state is not None and state.stop is StopReason.DECIDED and state.rounds_run < 12
+    assert [k.rounds for k in state.looks] == list(looks(12)[:len(state.looks)])
+    assert state.looks[-1].verdicts == ((LATENCY, "worse"),) and state.decisive == (LATENCY,)
+    assert {p.round for p in experiment.order if experiment.latest(p)} == set(range(state.rounds_run + 1))
+    assert any("look 1 of 5, after 3 rounds (held to 0.01): " in line for line in said)
+    assert experiment.status is ExperimentStatus.COMPLETE
+    # the same command again: past the recorded stop nothing runs, and no look is made again
+    third = scripted(ScriptedRuns())
+    _, same = execute.run_ab(settings, request, progress=said.append)
+    assert third.calls == [] and same.sequential == state
+    made = judged(same, tmp_path, alpha=0.05, min_effect=0.05)
+    assert made.rounds == tuple(range(1, state.rounds_run + 1)) and made.alpha == pytest.approx(0.01)
+    assert made.looks[0] == f"stopped: decided after {state.rounds_run} of at most 12 rounds a side"
+
+
+def test_an_unknown_decide_metric_stops_at_the_first_look_and_a_corrected_one_resumes_it(tmp_path, scripted):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+
+    def request(decide: str) -> execute.Request:
+        return execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], max_rounds=6,
+                                    decide=[decide], scoring="per-run")
+
+    runs = scripted(ScriptedRuns())
+    with pytest.raises(DecideError) as refused:
+        execute.run_ab(settings, request("selftest.latncy"), progress=lambda line: None)
+    assert f"known: {LATENCY}, selftest.requests" in refused.value.message
+    path = experiment_file.experiment_path(tmp_path, request("x").experiment_name)
+    stopped = experiment_file.load(path)
+    assert stopped.status is ExperimentStatus.STOPPED and "selftest.latncy" in stopped.reason
+    assert len(runs.calls) == 8 and stopped.sequential is not None and stopped.sequential.looks == ()
+    again = scripted(ScriptedRuns())
+    _, experiment = execute.run_ab(settings, request(LATENCY), progress=lambda line: None)
+    assert again.calls == []  # its rounds were kept: the corrected rule only made the look
+    assert experiment.sequential is not None and experiment.sequential.decide == (LATENCY,)
+    assert experiment.sequential.looks[0].rounds == 3
+
+
+# -- real experiments on the local target ---------------------------------------------------------------
+QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
+# As docs/ab.md writes it ("Rounds until the answer is known"): B answers 12 ms later a request, about +28 %
+DOCS_COMMAND = "invoke ab --workload selftest --a-set local_delay_ms=40 --b-set local_delay_ms=52 --max-rounds 12"
+
+
+def _invoke_ab(results: Path, *args: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "invoke", "ab", *args, "--port", str(free_port()), *QUICK]
+    return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                          capture_output=True, text=True, timeout=900)
+
+
+def _record(results: Path) -> dict:
+    (path,) = (results / "ab").glob("*.json")
+    return json.loads(path.read_text())
+
+
+@pytest.mark.slow
+def test_the_docs_command_calls_a_planted_slowdown_worse_before_max_rounds_and_says_why_it_stopped(tmp_path):
+    assert DOCS_COMMAND in (REPO / "docs" / "ab.md").read_text()
+    results = tmp_path / "results"
+    args = DOCS_COMMAND.split()[2:]
+    done = _invoke_ab(results, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rec = _record(results)
+    seq = rec["sequential"]
+    assert rec["status"] == "complete" and rec["identity"]["max_rounds"] == 12
+    assert seq["stop"] == "decided" and 3 <= seq["rounds_run"] < 12 and seq["decisive"] == [LATENCY]
+    assert seq["looks"][-1] == {"rounds": seq["rounds_run"], "level": 0.01, "verdicts": [[LATENCY, "worse"]]}
+    assert max(a["round"] for a in rec["attempts"]) == seq["rounds_run"]  # no round past the stop
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith(LATENCY))
+    assert "WORSE" in line and "[+" in line and " 0.01 " in line  # held to the spent level
+    assert f"stopped: decided after {seq['rounds_run']} of at most 12 rounds a side" in done.stdout
+    assert f"look {len(seq['looks'])} of 5, after {seq['rounds_run']} rounds (held to 0.01): {LATENCY} worse" \
+        in done.stdout
+    md = next((results / "ab").glob("*/ab.md")).read_text()
+    assert "## Rounds until the answer is known" in md and "stopped: decided after" in md
+    # the same command again: the experiment is stopped; nothing is measured, the verdict is the same
+    runs = sorted(p.name for p in results.glob("local-*/run*"))
+    again = _invoke_ab(results, *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in results.glob("local-*/run*")) == runs and _record(results)["sequential"] == seq
+
+
+@pytest.mark.slow
+def test_an_a_a_experiment_with_max_rounds_calls_nothing_better_or_worse(tmp_path):
+    # alpha 0.001, as the fixed A/A test: at most 0.1 % of such experiments call a change, at any look
+    done = _invoke_ab(tmp_path / "results", "--workload", "selftest", "--aa", "--max-rounds", "6", "--alpha", "0.001")
+    assert done.returncode == 0, done.stdout + done.stderr
+    seq = _record(tmp_path / "results")["sequential"]
+    assert seq["stop"] in ("decided", "max-rounds") and seq["looks"]
+    assert all(v in ("equivalent", "inconclusive") for k in seq["looks"] for _, v in k["verdicts"]), seq["looks"]
+    verdicts = done.stdout.split("verdicts: ", 1)[1].splitlines()[0]
+    assert "better" not in verdicts and "worse" not in verdicts
+    if seq["stop"] == "max-rounds":
+        assert f"inconclusive {LATENCY}: " in done.stdout and "--max-rounds 6 was reached" in done.stdout
+
+
+@pytest.mark.slow
+def test_an_unknown_decide_metric_is_refused_in_one_line_naming_the_known_ones(tmp_path):
+    done = _invoke_ab(tmp_path / "results", "--workload", "selftest", "--b-set", "local_delay_ms=5", "--max-rounds",
+                      "3", "--decide", "selftest.latncy")
+    assert done.returncode == 1, done.stdout + done.stderr
+    first = done.stderr.split("error: ", 1)[1].splitlines()[0]
+    assert first.startswith("--decide selftest.latncy: not a metric of the runs; known: ") and LATENCY in first
+    assert "Traceback" not in done.stderr
+    rec = _record(tmp_path / "results")
+    assert rec["status"] == "stopped" and "selftest.latncy" in rec["reason"] and rec["sequential"]["looks"] == []
