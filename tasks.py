@@ -281,23 +281,27 @@ def doctor(c, target=None, checkout=None, port=None):
 
 @task(checks={"out": f.text(empty=False), "commits": f.positive_int(), "regress_at": f.positive_int(),
               "delay_ms": f.number(0), "fail_stage": f.choice(CI_STAGES), "fake_gpus": f.text(empty=False),
-              "fake_gpu_count": f.positive_int(), "base_delay_ms": f.number(0), "era_from": f.positive_int()},
+              "fake_gpu_count": f.positive_int(), "base_delay_ms": f.number(0), "era_from": f.positive_int(),
+              "startup_s": f.number(0)},
       help={"out": "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
             "commits": "how many commits of history (default 1)",
             "regress-at": "from this commit (1-based) on, a planted regression: --delay-ms per request, --fail-stage",
             "delay-ms": "latency added per request from --regress-at on (default 50)",
             "fail-stage": "a CI stage that cannot pass from --regress-at on (every commit without it)",
             "base-delay-ms": "latency every commit adds per request (default 0)",
+            "startup-s": "seconds every commit's server loads with its port closed, as a GPU host loads weights "
+                         "(default 0)",
             "era-from": "commits before this one (1-based) are the old era: their seed-tts client has no "
                         "--reference-audio-field (argparse exits 2 on it)",
             "fake-gpus": "also write a fake nvidia-smi into this folder (for a machine without a GPU; put it first on PATH)",
             "fake-gpu-count": f"GPUs the fake nvidia-smi has (default {DEFAULT_GPUS}, a pair)"})
 def standin(c, out="standin-sglang-omni", commits=1, regress_at=None, delay_ms=50.0, fail_stage=None, fake_gpus=None,
-            fake_gpu_count=DEFAULT_GPUS, base_delay_ms=StandinSpec.base_delay_ms, era_from=None):
+            fake_gpu_count=DEFAULT_GPUS, base_delay_ms=StandinSpec.base_delay_ms, era_from=None,
+            startup_s=StandinSpec.startup_s):
     """Make a stand-in sglang-omni checkout: a git repo whose programs are real and run on CPU."""
     with reported():
         spec = StandinSpec(commits=commits, regress_at=regress_at, delay_ms=delay_ms, fail_stage=fail_stage,
-                           base_delay_ms=base_delay_ms, era_from=era_from)
+                           base_delay_ms=base_delay_ms, era_from=era_from, startup_s=startup_s)
         made = make_standin(Path(out), spec, fake_gpus=Path(fake_gpus) if fake_gpus else None, gpus=fake_gpu_count)
     emit(history_text(made, spec))
 

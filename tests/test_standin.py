@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from proc_helpers import listening
 from run_helpers import REPO, free_port
 from scale_helpers import MadeStandin, invoke_standin
 from test_ci_stages import nox_ci
@@ -211,6 +212,33 @@ def test_history_carries_a_planted_regression(invoke, tmp_path):
     assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "['--delay-ms', '40']"
     again = invoke("standin", "--out", str(made.root))
     assert again.returncode == 1 and "not empty" in again.stderr and "Traceback" not in again.stderr
+
+
+@pytest.mark.slow
+def test_startup_s_holds_the_gpu_with_the_port_closed_as_a_gpu_host_loads_weights(tmp_path):
+    """`invoke standin --startup-s S`: every commit's server loads S seconds, its GPU held, its port closed."""
+    fake = tmp_path / "fakegpu"
+    made = invoke_standin(tmp_path / "co", "--commits", "2", "--startup-s", "3600", "--fake-gpus", str(fake))
+    shown = json.loads(subprocess.run(["git", "-C", str(made.root), "show", f"{made.commits[0]}:standin.json"],
+                                      capture_output=True, text=True, check=True).stdout)
+    assert shown["startup_s"] == 3600
+    port = free_port()
+    proc = subprocess.Popen([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
+                             "--port", str(port)], cwd=made.root, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = ""
+        while "loading the model for 3600 s" not in seen:  # an event: the line, however late it comes
+            line = proc.stdout.readline()
+            assert line, seen
+            seen += line
+        assert _memory(fake) > 1024 and not listening(port)  # an hour of loading: the port cannot be open yet
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(600)
+    bad = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(tmp_path / "bad"), "--startup-s", "-1"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "--startup-s" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.slow

@@ -34,7 +34,10 @@ class StandinSpec:
     takes ``delay_ms`` longer and ``fail_stage`` (if any) cannot pass. Every commit adds
     ``base_delay_ms`` to each request, so a regression is measured against a latency that the
     machine's own jitter does not dwarf. With ``era_from``, the commits before it are the old era:
-    their seed-tts client has no ``--reference-audio-field`` at all (argparse exits 2 on it)."""
+    their seed-tts client has no ``--reference-audio-field`` at all (argparse exits 2 on it).
+    ``startup_s`` is every commit's model loading time: ``sgl-omni serve`` holds its port closed
+    that long, as a GPU host loads weights for minutes (scaled down), so a campaign pays for its
+    server starts as it would there."""
 
     commits: int = 1
     regress_at: int | None = None
@@ -42,6 +45,7 @@ class StandinSpec:
     fail_stage: str | None = None
     base_delay_ms: float = 0.0
     era_from: int | None = None  # commits before this one (1-based) are the old era: no --reference-audio-field
+    startup_s: float = 0.0
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
@@ -53,6 +57,8 @@ class StandinSpec:
                                                                                           self.base_delay_ms) < 0:
             raise SettingsError(f"--delay-ms {self.delay_ms:g} and --base-delay-ms {self.base_delay_ms:g} must be "
                                 "finite and at least 0")
+        if not math.isfinite(self.startup_s) or self.startup_s < 0:
+            raise SettingsError(f"--startup-s {self.startup_s:g} must be finite and at least 0")
         if self.era_from is not None and not 2 <= self.era_from <= self.commits:
             raise SettingsError(f"--era-from {self.era_from} leaves no old-era commit before it, or is not one of the "
                                 f"commits 1..{self.commits}", hint="e.g. --commits 4 --era-from 3: commits 1 and 2 are "
@@ -64,8 +70,9 @@ class StandinSpec:
         """``standin.json`` of commit ``index`` (1-based)."""
         regressed = self.regress_at is not None and index >= self.regress_at
         failing = self.fail_stage if self.fail_stage and (self.regress_at is None or regressed) else None
-        return {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
+        made = {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
                 "ci_thresholds": {failing: UNREACHABLE} if failing else {}}
+        return {**made, "startup_s": self.startup_s} if self.startup_s else made
 
     def old_era(self, index: int) -> bool:
         """Whether commit ``index`` (1-based) is of the old era (no --reference-audio-field)."""

@@ -6,7 +6,8 @@ dotted stage flags of every stage of MiniCPM-o's pipeline), refuses what upstrea
 as sglang-omni does (``SGLANG_OMNI_STRICT_PORT=1``: a taken port is an error; otherwise it moves to
 a free one and says so), then replaces itself with omnibench's local server, so the process the
 caller started is the server. This commit's ``standin.json`` may add per-request latency
-(``delay_ms``, passed on as the local server's ``--delay-ms``).
+(``delay_ms``, passed on as the local server's ``--delay-ms``) and a loading time (``startup_s``:
+the port stays closed that long, as while a GPU host loads weights).
 
 One model is the stand-in's own: ``--model-path selftest`` (what omnibench's selftest workload
 asks for with ``selftest.serve_with_target=true``) becomes omnibench's selftest server instead,
@@ -20,6 +21,7 @@ import argparse
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 from sglang_omni_standin import ROOT, main_root, settings
@@ -172,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
             old.unlink(missing_ok=True)
     # exec keeps this pid, so the fake nvidia-smi sees memory in use exactly while the server lives
     (GPU_STATE / f"{os.getpid()}.pid").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", "0") + "\n")
+    startup_s = float(settings().get("startup_s", 0) or 0)
+    if startup_s:  # a GPU host's weight loading, scaled down: the GPU is held, the port still closed
+        print(f"loading the model for {startup_s:g} s (standin.json startup_s)", flush=True)
+        time.sleep(startup_s)
     os.execv(sys.executable, full)
     return 127  # not reached
 
