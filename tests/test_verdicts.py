@@ -275,3 +275,12 @@ def test_matrix_column_names_what_moved_what_is_unclear_and_otherwise_equivalent
     assert _verdict_text([moved, unclear, same]) == ("w.latency_mean_s worse +100.0% [+80.0%, +120.0%]; "
                                                      "inconclusive: w.latency_mean_s (~9 runs)")
     assert _verdict_text([same]) == "equivalent on every metric with a better side"
+
+
+def test_two_far_apart_rounds_at_a_small_level_give_an_unbounded_interval_not_an_overflow():
+    """A paired t interval of 2 rounds at level 1e-6 reaches e^1000 on the log scale: the row is
+    inconclusive with "+inf%" as its upper end (an A/A `ab --rounds 2 --alpha 0.001` crashed on it)."""
+    s = Samples("x.latency_mean_s", "lower", (1.0, 1.0), (0.5, 3.0))
+    (row,) = judge([s], Design.PAIRED, alpha=1e-6)
+    assert row.verdict is Verdict.INCONCLUSIVE and row.high == math.inf
+    assert interval_text(row.low, row.high, row.relative).endswith("+inf%]")

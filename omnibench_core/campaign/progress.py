@@ -145,6 +145,8 @@ class CampaignProgress(Heartbeat):
             return "nothing left"
         if self.label != "campaign start":  # a phase of unknown size (its runs are all done)
             return NO_ESTIMATE
+        if self.durations:  # a resumed campaign: its earlier runs' durations are known
+            return f"~{fmt_seconds(statistics.mean(self.durations))} a run (earlier runs)"
         return "estimate after the first run"
 
     def prefix(self) -> str:

@@ -31,6 +31,7 @@ from .estimators import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t
 
 CORRECTION = "Holm"
 NEEDED_CAP = 10_000  # past this many rounds the estimate says "more than"
+LOG_OVERFLOW = 700.0  # math.expm1 overflows past about 709.78
 
 
 class Verdict(str, Enum):
@@ -106,7 +107,8 @@ class Change:
     def reported(self, x: float) -> float:
         """A value of the analysis scale as a change: a fraction of A (0.1 is +10 %), or B - A."""
         if self.log_scale:
-            return math.expm1(x)
+            # a t interval of 2 runs at a small level can reach e^1000: "+inf %", never an OverflowError
+            return math.expm1(x) if x < LOG_OVERFLOW else math.inf
         return x / self.base if self.base > 0 else x
 
     def bounds(self, min_effect: float) -> tuple[float, float]:

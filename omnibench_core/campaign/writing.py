@@ -45,8 +45,9 @@ def report_slot(folder: Path, stem: str) -> Iterator[tuple[str, bool]]:
         while (folder / f"{_numbered(stem, n)}.json").exists():
             n += 1
         name = _numbered(stem, n)
+        # jsonio's temporary names (.md.partial: an older omnibench's)
         partial = [p for p in (folder / f"{name}.md", folder / f".{name}.md.partial", folder / f"{name}-plots",
-                               *folder.glob(f".{name}.json.*.tmp"))  # jsonio's temporary name
+                               *folder.glob(f".{name}.md.*.tmp"), *folder.glob(f".{name}.json.*.tmp"))
                    if p.exists() or p.is_symlink()]
         for leftover in partial:
             if leftover.is_dir() and not leftover.is_symlink():

@@ -87,7 +87,9 @@ def _generate(ctx: RunContext, client: Command) -> Step:
 def _native_client(ctx: RunContext, data: Path) -> Command:
     """omnibench's client with sglang-omni's request text: the checkout's where the target has one
     (text, source and hash in the argv, so the manifest records them)."""
-    checkout = ctx.target.details.get("checkout")
+    # only a target that runs a checkout's clients has sglang-omni's code; the local target's
+    # "checkout" detail is omnibench's own repository (the history reads its commits there)
+    checkout = ctx.target.details.get("checkout") if ctx.target.facts.own_clients else None
     text = read_request_text(Path(checkout) if checkout else None)
     return Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--model",
                     MODEL_NAME, "--port", str(ctx.port), "--answer-method", ctx.target.facts.substitute("video_answer"),
