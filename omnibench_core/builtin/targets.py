@@ -48,7 +48,8 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     }
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
-        check_serve_args(spec.args)  # what upstream's serve would refuse, refused before it starts
+        # what upstream's serve would refuse, refused before it starts (the selftest model: the stand-in's own flags)
+        check_serve_args(spec.args, model_path=spec.model_path)
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
