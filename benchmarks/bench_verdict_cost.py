@@ -56,6 +56,7 @@ class Outcome:
     server_starts: int  # summed over the record's attempts (each run's manifest count): scoring's too
     model_starts: int  # the target's `sgl-omni serve` starts (phase generate): each loads --startup-s
     load_s: float  # their mean seconds from start to READY
+    waited_s: float  # seconds the experiment waited for loading: a duet's round waits for its slower side only
     runs: int  # complete runs, warm-ups included
     rounds_run: int  # rounds a side the verdict rests on
     latency: str  # the latency row's verdict
@@ -120,19 +121,23 @@ def experiment(root: Path, checkout: Path, commits: list[str], design: str, mode
     row = next((v for v in result["analysis"]["verdicts"] if v["metric"] == LATENCY), {})
     attempts = record["attempts"]
     loads = model_loads(results.parent, attempts)
+    flat = [s for per_round in loads.values() for s in per_round]
+    # a duet loads both sides of a round at once; the one-slot designs load one after another
+    waited = sum(max(v) for v in loads.values()) if design == "duet" else sum(flat)
     looks = record.get("sequential") or {}
-    return Outcome(design, mode, seconds, sum(a.get("server_starts", 0) for a in attempts), len(loads),
-                   sum(loads) / len(loads) if loads else 0.0, sum(a["status"] == "complete" for a in attempts),
+    return Outcome(design, mode, seconds, sum(a.get("server_starts", 0) for a in attempts), len(flat),
+                   sum(flat) / len(flat) if flat else 0.0, waited, sum(a["status"] == "complete" for a in attempts),
                    looks.get("rounds_run") or args.rounds, row.get("verdict", "missing"), row.get("change"),
                    os.getloadavg()[0])
 
 
-def model_loads(results: Path, attempts: list[dict[str, object]]) -> list[float]:
-    """Seconds from start to READY of every model server (phase generate) the attempts' runs started.
+def model_loads(results: Path, attempts: list[dict[str, object]]) -> dict[int, list[float]]:
+    """Seconds from start to READY of every model server (phase generate) the attempts' runs
+    started, by round.
 
     Read from each attempt's own run manifest, not from every run under the results root: the
     designs share that root (and its prepared worktrees), so their runs sit side by side there."""
-    loads = []
+    loads: dict[int, list[float]] = {}
     for a in attempts:
         moved = str(a.get("moved_to") or "")
         run_dir = results / str(a["revision"]) / (moved or str(a["run"]))  # a missed run was moved aside
@@ -140,7 +145,8 @@ def model_loads(results: Path, attempts: list[dict[str, object]]) -> list[float]
             continue  # an attempt stopped before its run was made
         for server in manifest_file.read(run_dir).servers:
             if server.phase == "generate" and server.started_here and server.ready:
-                loads.append((_when(server.ready) - _when(server.started)).total_seconds())
+                seconds = (_when(server.ready) - _when(server.started)).total_seconds()
+                loads.setdefault(int(str(a["round"])), []).append(seconds)
     return loads
 
 
@@ -219,14 +225,16 @@ def main() -> int:
                 o = experiment(root, checkout, commits, design, mode, args, env)
                 outcomes.append(o)
                 print(f"{design} ({mode}): {o.seconds:.1f} s, {o.server_starts} server starts "
-                      f"({o.model_starts} model servers, {o.load_s:.1f} s to READY each), {o.runs} runs, "
+                      f"({o.model_starts} model servers, {o.load_s:.1f} s to READY each, {o.waited_s:.1f} s "
+                      f"waited for them), {o.runs} runs, "
                       f"{o.rounds_run} rounds, latency {o.latency}", flush=True)
                 if args.out:
                     save(args.out, about, args, outcomes)
-    rows = [[o.design, o.mode, f"{o.seconds:.1f}", o.server_starts, o.model_starts, f"{o.load_s:.1f}", o.runs,
-             o.rounds_run, o.latency, "" if o.change is None else f"{o.change:+.1%}"] for o in outcomes]
+    rows = [[o.design, o.mode, f"{o.seconds:.1f}", o.server_starts, o.model_starts, f"{o.load_s:.1f}",
+             f"{o.waited_s:.1f}", f"{o.seconds - o.waited_s:.1f}", o.runs, o.rounds_run, o.latency,
+             "" if o.change is None else f"{o.change:+.1%}"] for o in outcomes]
     print(tabulate(rows, headers=["design", "mode", "s per verdict", "server starts", "model servers",
-                                  "s to READY", "runs", "rounds", "latency", "change"]))
+                                  "s to READY", "s loading", "s other", "runs", "rounds", "latency", "change"]))
     found = {mode: ratios(outcomes, mode) for mode in modes}
     for mode, r in found.items():
         print(f"{mode}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()))
