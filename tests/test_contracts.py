@@ -174,6 +174,18 @@ def test_unknown_stage_settings_are_refused_before_any_server_starts(tmp_path, a
     assert "MiniCPM-o's pipeline" in caught.value.hint
 
 
+def test_the_selftest_models_loading_delay_passes_only_for_the_selftest_model(tmp_path):
+    """selftest.serve_with_target asks the stand-in's `sgl-omni serve --model-path selftest --delay S`
+    (upstream never serves that model): accepted for it, still refused for a real model."""
+    env = _sglang_env(tmp_path)
+    own = ServeSpec("selftest", model_path="selftest", args=("--delay", "0.05"))
+    assert env.serve_argv(own, 8000)[-4:] == ["--delay", "0.05", "--port", "8000"]
+    with pytest.raises(SettingsError, match="expects float"):
+        env.serve_argv(ServeSpec("selftest", model_path="selftest", args=("--delay", "soon")), 8000)
+    with pytest.raises(SettingsError, match="no flag '--delay'"):
+        env.serve_argv(ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", args=("--delay", "0.05")), 8000)
+
+
 # -- options typed as the client that receives them ---------------------------------------------------
 def test_seedtts_timeout_is_refused_with_the_sglang_client_not_dropped(tmp_path):
     env = _sglang_env(tmp_path)

@@ -47,6 +47,10 @@ FACTORY_KEYS: dict[str, str] = {
 }
 COMM_KEYS = ("slot_size_mb", "credits", "cuda_ipc_slot_size_kb", "cuda_ipc_pool_size_mb", "mooncake_protocol",
              "mooncake_hostname", "mooncake_device_name")
+# omnibench's selftest model: upstream never serves it, only the stand-in's `sgl-omni serve` does
+# (selftest.serve_with_target), and there it takes one flag of its own, its loading time
+OWN_MODEL = "selftest"
+OWN_MODEL_FLAGS: dict[str, str | None] = {"--delay": "float"}
 HINT = ("write --<stage>.<field> VALUE with a stage of MiniCPM-o's pipeline ("
         + ", ".join(STAGES) + "); engine.* only on " + " and ".join(ENGINE_STAGES))
 
@@ -93,15 +97,17 @@ def dotted_problem(key: str, value: str, stages: Sequence[str] = STAGES) -> str 
     return None
 
 
-def check_serve_args(args: Sequence[str], text_only: bool = False) -> None:
+def check_serve_args(args: Sequence[str], text_only: bool = False, model_path: str = "") -> None:
     """Refuse, as a SettingsError naming the flag, what upstream's ``sgl-omni serve`` would refuse in ``args``
-    (serve's own flags and ``--<stage>.<field> VALUE`` / ``--<stage>.<field>=VALUE`` pairs)."""
+    (serve's own flags and ``--<stage>.<field> VALUE`` / ``--<stage>.<field>=VALUE`` pairs). For
+    ``model_path`` ``selftest`` (``OWN_MODEL``) the stand-in's ``--delay`` is accepted too."""
     stages = TEXT_ONLY_STAGES if text_only or "--text-only" in args else STAGES
+    top = {**TOP_FLAGS, **OWN_MODEL_FLAGS} if model_path == OWN_MODEL else TOP_FLAGS
     i = 0
     while i < len(args):
         flag = args[i]
-        if flag in TOP_FLAGS:
-            kind = TOP_FLAGS[flag]
+        if flag in top:
+            kind = top[flag]
             if kind is None:
                 i += 1
                 continue

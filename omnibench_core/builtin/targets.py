@@ -20,7 +20,6 @@ from ..hookspecs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
 from ..settings import STREAM_DELAYS, Settings
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
-from .selftest import NAME as SELFTEST_MODEL
 from .serve_flags import check_serve_args
 
 # The runbook's shell block: `unset ...; export ...`.
@@ -49,10 +48,8 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     }
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
-        # what upstream's serve would refuse, refused before it starts; the selftest model is the
-        # stand-in's own (upstream serves no such model), with its own flags (--delay)
-        if spec.model_path != SELFTEST_MODEL:
-            check_serve_args(spec.args)
+        # what upstream's serve would refuse, refused before it starts (the selftest model: the stand-in's own flags)
+        check_serve_args(spec.args, model_path=spec.model_path)
         return [str(serve), "serve", "--model-path", spec.model_path,
                 "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
 
