@@ -66,17 +66,25 @@ def not_regular(path: Path) -> bool:
     return not stat.S_ISREG(mode)
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> Path:
+def write_text(path: str | os.PathLike[str], text: str, temporary: str | None = None) -> Path:
     """Write ``text`` to ``path`` whole or not at all: a temporary file in the same folder, fsync,
     rename. A target that is not a regular file (a device, a FIFO) is written to directly and
-    never replaced (see the module's note); a folder is refused with IsADirectoryError."""
+    never replaced (see the module's note); a folder is refused with IsADirectoryError.
+
+    ``temporary``: a fixed name for the temporary file in the target's folder, for a writer that
+    holds that folder (a report under its lock), so its leftovers have a known name; by default a
+    unique one, safe for writers that do not take turns."""
     target = Path(path)
     if not_regular(target):
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if temporary is None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    else:
+        tmp = str(target.parent / Path(temporary).name)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, _FILE_MODE)
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -155,29 +155,27 @@ def test_a_signal_while_the_report_is_written_leaves_nothing_half_written(result
     a real signal at the worst moment. The next report replaces the partial one."""
     folder = _revision(results) / "campaigns" / "base"
     before = _empty_files(results)
-    temporaries = ".report-2.md.*.tmp"  # jsonio.write_text's temporary name: a rename onto report-2.md
-    # -P matches the rename by its target: the temporary file's name is random
+    tmp_name = str(folder / ".report-2.md.partial")
     done = subprocess.run([STRACE, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
-                           "-e", f"inject=rename,renameat,renameat2:signal={sig.name}", "-P", str(folder / "report-2.md"),
+                           "-e", f"inject=rename,renameat,renameat2:signal={sig.name}", "-P", tmp_name,
                            *_argv("report", "--name", "base")], cwd=REPO, env=_env(results),
                           capture_output=True, text=True, timeout=300)
     if "ptrace" in done.stderr and "Operation not permitted" in done.stderr:
         pytest.skip(f"ptrace is not permitted here: {done.stderr.strip()}")
     if sig == signal.SIGKILL:  # killed as the rename began: only the temporary file is there
         assert done.returncode == -signal.SIGKILL, done.stderr
-        (tmp,) = folder.glob(temporaries)
-        assert not (folder / "report-2.md").exists() and tmp.stat().st_size > 0
+        assert not (folder / "report-2.md").exists() and Path(tmp_name).stat().st_size > 0
     else:  # the rename done, then the signal: report-2.md whole, its JSON not yet written
         assert done.returncode == 130, done.stdout + done.stderr
         assert f"interrupted by {'SIGTERM' if sig == signal.SIGTERM else 'Ctrl-C (SIGINT)'}" in done.stderr
         _no_traceback(done)
-        assert (folder / "report-2.md").stat().st_size > 0 and not list(folder.glob(temporaries))
+        assert (folder / "report-2.md").stat().st_size > 0 and not list(folder.glob(".*partial*"))
     assert not (folder / "report-2.json").exists() and _empty_files(results) == before
     again = _invoke(results, "report", "--name", "base")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "an unfinished report under this name" in again.stdout and "report-2.md" in again.stdout
     assert json.loads((folder / "report-2.json").read_text())["runs"] == ["run1", "run2"]
-    assert not (folder / "report-3.md").exists() and not list(folder.glob(temporaries))
+    assert not (folder / "report-3.md").exists() and not list(folder.glob(".*partial*"))
 
 
 # -- 3. the campaign lock ------------------------------------------------------------------------

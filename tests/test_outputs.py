@@ -75,3 +75,18 @@ def test_the_atomic_writers_write_a_device_directly_and_refuse_a_folder(tmp_path
     (tmp_path / "link").symlink_to(null)
     write_text(tmp_path / "link", "x")
     assert (tmp_path / "link").is_symlink() and _is_device(null, 3)
+
+
+def test_a_reports_fixed_temporary_name_never_follows_a_link(tmp_path):
+    """The report's temporary file has a fixed name (its folder is held while it is written): a
+    link planted under that name is refused, and the file it points to is left as it was."""
+    from omnibench_core.campaign.writing import write_atomic
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    folder = tmp_path / "campaigns" / "base"
+    folder.mkdir(parents=True)
+    (folder / ".report.md.partial").symlink_to(outside)
+    with pytest.raises(OSError):
+        write_atomic(folder / "report.md", "# report\n")
+    assert outside.read_text() == "keep" and not (folder / "report.md").exists()

@@ -45,9 +45,8 @@ def report_slot(folder: Path, stem: str) -> Iterator[tuple[str, bool]]:
         while (folder / f"{_numbered(stem, n)}.json").exists():
             n += 1
         name = _numbered(stem, n)
-        # jsonio's temporary names (.md.partial: an older omnibench's)
         partial = [p for p in (folder / f"{name}.md", folder / f".{name}.md.partial", folder / f"{name}-plots",
-                               *folder.glob(f".{name}.md.*.tmp"), *folder.glob(f".{name}.json.*.tmp"))
+                               *folder.glob(f".{name}.json.*.tmp"))  # jsonio's temporary name
                    if p.exists() or p.is_symlink()]
         for leftover in partial:
             if leftover.is_dir() and not leftover.is_symlink():
@@ -64,9 +63,10 @@ def _numbered(stem: str, n: int) -> str:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` whole or not at all (:func:`.jsonio.write_text`: a temporary file
-    renamed onto it; a device or FIFO is written to directly, never replaced)."""
-    return write_text(path, text)
+    """Write ``text`` to ``path`` whole or not at all (:func:`.jsonio.write_text`; a device or FIFO
+    is written to directly, never replaced). The temporary name is fixed (``.<name>.partial``):
+    the folder is held while a report is written, and :func:`report_slot` knows its leftovers."""
+    return write_text(path, text, temporary=f".{path.name}.partial")
 
 
 def plot_atomic(path: Path, draw: Callable[[Path], Path]) -> Path:
