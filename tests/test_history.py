@@ -31,6 +31,9 @@ from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION, Identity, Inde
 METRIC = "selftest.latency_mean_s"
 SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
 SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared")
+# the driver story's three campaigns: one step between two commits, each side its own 3 runs (with 2,
+# a busy host's one slow run left a 2-run Welch interval at about 1 degree of freedom that spans 0)
+SLOTS3 = ("--runs", "3", *SLOTS[2:])
 OLD_DRIVER, NEW_DRIVER = "0.0-standin", "999.1-planted"
 
 
@@ -103,8 +106,8 @@ def story(tmp_path_factory) -> Story:
     no_checkout = _ok(_invoke(results, "history", "--target", "sglang-omni", "--metric", METRIC, path=old))
     # another results root: commit 5 measured, then the host got a new driver, then commits 6 and 7
     moved = tmp / "results-driver"
-    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", c[4], "--port", str(free_port()), path=old))
-    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", f"{c[5]},{c[6]}", "--port",
+    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS3, "--revisions", c[4], "--port", str(free_port()), path=old))
+    _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS3, "--revisions", f"{c[5]},{c[6]}", "--port",
                 str(free_port()), path=new))
     driver = _ok(_invoke(moved, *history, path=old))
     assert not server_pids(tmp)
