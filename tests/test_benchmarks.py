@@ -114,6 +114,16 @@ def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tm
 
 
 @pytest.mark.slow
+def test_bench_verdict_cost_smoke_gives_every_design_a_verdict(tmp_path):
+    out = tmp_path / "cost.json"
+    _run("bench_verdict_cost.py", "--smoke", "--out", str(out), timeout=1800)
+    got = json.loads(out.read_text())
+    assert {o["design"] for o in got["outcomes"]} >= {"duet", "sequential"}
+    assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
+    assert all(o["model_starts"] > 0 for o in got["outcomes"])
+
+
+@pytest.mark.slow
 def test_gpu_duet_check_dry_run_takes_the_duet_on_two_fake_gpus_and_merges(tmp_path):
     # two fake GPUs: the duet's path (slots swapped; no two-GPU machine has run it yet) and a one-GPU design
     _run("gpu_duet_check.py", "--dry-run", "--dry-gpus", "2", "--designs", "interleaved,duet", "--kinds", "ab10",
