@@ -236,6 +236,13 @@ def test_startup_s_holds_the_gpu_with_the_port_closed_as_a_gpu_host_loads_weight
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(600)
+    # a hand-edited standin.json: one line naming the field, never time.sleep's traceback
+    for value in (-5, "soon", float("nan")):
+        (made.root / "standin.json").write_text(json.dumps({**shown, "startup_s": value}))
+        refused = subprocess.run([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
+                                  "--port", str(free_port())], cwd=made.root, capture_output=True, text=True)
+        assert refused.returncode == 2 and "standin.json's startup_s is" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
     bad = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(tmp_path / "bad"), "--startup-s", "-1"],
                          cwd=REPO, capture_output=True, text=True)
     assert bad.returncode != 0 and "--startup-s" in bad.stderr and "Traceback" not in bad.stderr

@@ -18,6 +18,7 @@ that long). Any other model with ``--delay`` is refused: sglang-omni has no such
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import sys
@@ -149,6 +150,20 @@ def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms:
     return argv
 
 
+def _number_setting(key: str) -> float | str:
+    """``standin.json``'s ``key`` as a finite number >= 0 (0 when unset), or the line that says
+    why it is not one: the file is hand-editable, and a bad value must not end in a traceback."""
+    raw = settings().get(key, 0) or 0
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if isinstance(raw, bool) or not math.isfinite(value) or value < 0:
+        return (f"standin.json's {key} is {raw!r}, not a finite number >= 0; fix it in this commit's "
+                "standin.json or make the checkout again with invoke standin")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Check the port, then exec omnibench's local server."""
     args, engine = parse(sys.argv[1:] if argv is None else argv)
@@ -159,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         port = _free_port(args.host)  # sglang-omni's default: move silently, but log it
         print(f"Port {args.port} is already in use. Using port {port} instead.", flush=True)
-    delay_ms = float(settings().get("delay_ms", 0) or 0)
+    delay_ms, startup_s = _number_setting("delay_ms"), _number_setting("startup_s")
+    for problem in (delay_ms, startup_s):
+        if isinstance(problem, str):
+            print(problem, file=sys.stderr, flush=True)
+            return 2
+    assert isinstance(delay_ms, float) and isinstance(startup_s, float)
     if delay_ms and not _delay_supported("omnibench_core.builtin.selftest" if args.model_path == SELFTEST else
                                           "omnibench_core.local.__main__"):
         print(f"standin.json asks for {delay_ms:g} ms of added latency, but this omnibench's local server has "
@@ -174,7 +194,6 @@ def main(argv: list[str] | None = None) -> int:
             old.unlink(missing_ok=True)
     # exec keeps this pid, so the fake nvidia-smi sees memory in use exactly while the server lives
     (GPU_STATE / f"{os.getpid()}.pid").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", "0") + "\n")
-    startup_s = float(settings().get("startup_s", 0) or 0)
     if startup_s:  # a GPU host's weight loading, scaled down: the GPU is held, the port still closed
         print(f"loading the model for {startup_s:g} s (standin.json startup_s)", flush=True)
         time.sleep(startup_s)
