@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from proc_helpers import listening
+from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 
 from omnibench_core.ab import record
@@ -93,13 +94,7 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
         "seconds inf": (lambda d: d["attempts"][0].update(seconds=float("inf")), "attempts[0].seconds"),
         "seconds negative": (lambda d: d["attempts"][0].update(seconds=-1), "attempts[0].seconds"),
     }
-    for name, (edit, words) in cases.items():
-        data = json.loads(json.dumps(good))
-        edit(data)
-        path.write_text(json.dumps(data))
-        with pytest.raises(record.RecordError) as err:
-            experiment_file.load(path)
-        assert words in str(err.value) and str(path) in str(err.value), name
+    assert_each_edit_refused(path, good, cases, experiment_file.load, record.RecordError, names_the_file=True)
 
 
 def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_its_words(tmp_path):
