@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 
 from omnibench_core import api, defaults
@@ -125,6 +126,10 @@ def test_the_decisive_metrics_default_to_latency_and_throughput_and_a_bad_name_i
     ({"decide": ["selftest.latency_mean_s"]}, "without --max-rounds the rounds are fixed"),
     ({"max_rounds": 2}, "--max-rounds 2: the first look needs 3 rounds"),
     ({"max_rounds": 6, "decide": ["x", "x"]}, "a metric named twice"),
+    # another workload's metric, or no workload at all: refused before any server starts
+    ({"max_rounds": 6, "decide": ["seedtts.latency_mean_s"]}, "--decide seedtts.latency_mean_s: not a metric of the "
+                                                              "workload measured (selftest)"),
+    ({"max_rounds": 6, "decide": ["latency_mean_s"]}, "a metric is named WORKLOAD.METRIC"),
 ])
 def test_a_request_that_cannot_stop_early_is_refused_in_one_line(tmp_path, kwargs, words):
     settings = Settings.from_mapping({"results": str(tmp_path)})
@@ -176,13 +181,7 @@ def test_the_looks_round_trip_and_a_bad_look_or_stop_is_refused_naming_the_field
         "max_rounds": (lambda d: d["identity"].update(max_rounds=5), "identity.max_rounds"),
         "fixed with looks": (lambda d: d["identity"].pop("max_rounds"), "sequential: a fixed design"),
     }
-    for name, (edit, words) in cases.items():
-        data = json.loads(json.dumps(good))
-        edit(data)
-        path.write_text(json.dumps(data))
-        with pytest.raises(record.RecordError) as err:
-            experiment_file.load(path)
-        assert words in str(err.value), (name, str(err.value))
+    assert_each_edit_refused(path, good, cases, experiment_file.load, record.RecordError)
 
 
 def test_the_stopping_rule_is_fixed_at_the_first_look(tmp_path):
@@ -291,7 +290,7 @@ def test_an_unknown_decide_metric_stops_at_the_first_look_and_a_corrected_one_re
     with pytest.raises(DecideError) as refused:
         execute.run_ab(settings, request("selftest.latncy"), progress=lambda line: None)
     assert f"known: {LATENCY}, selftest.requests" in refused.value.message
-    path = experiment_file.experiment_path(tmp_path, request("x").experiment_name)
+    path = experiment_file.experiment_path(tmp_path, request(LATENCY).experiment_name)
     stopped = experiment_file.load(path)
     assert stopped.status is ExperimentStatus.STOPPED and "selftest.latncy" in stopped.reason
     assert len(runs.calls) == 8 and stopped.sequential is not None and stopped.sequential.looks == ()
