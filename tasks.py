@@ -14,8 +14,7 @@ from invoke import Collection, Context, Exit
 from invoke import main as invoke_main
 
 from omnibench_core import ab as ab_layer
-from omnibench_core import api, campaign, config, defaults, plugin_manager, tables
-from omnibench_core import flags as f
+from omnibench_core import api, campaign, defaults, tables
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
@@ -25,6 +24,7 @@ from omnibench_core.history import inbox as history_inbox
 from omnibench_core.history import site_command as history_site
 from omnibench_core.history.query import check_revisions
 from omnibench_core.history.text import history_text as history_view
+from omnibench_core.hooks import manager as plugin_manager
 from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
 from omnibench_core.scale import front_door as scale
 from omnibench_core.scale.bisect import bisect_text
@@ -32,7 +32,8 @@ from omnibench_core.scale.matrix import matrix_text, parse_sweep
 from omnibench_core.scale.revisions import split_spec
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
 from omnibench_core.scale.transport import DEFAULT_TRANSPORT, TRANSPORTS
-from omnibench_core.settings import Settings
+from omnibench_core.settings import Settings, config
+from omnibench_core.settings import flags as f
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
 from omnibench_core.standin.stages import KINDS as CI_STAGES
@@ -40,7 +41,7 @@ from omnibench_core.store.statuses import JobStatus
 from omnibench_core.tables import emit
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
-# omnibench_core/flags.py. tests/test_flags.py fails for a flag without a check.
+# omnibench_core/settings/flags.py. tests/test_flags.py fails for a flag without a check.
 task = partial(invoke.task, klass=f.FlagTask)
 
 

@@ -6,17 +6,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import option_schema as workload_options
-from . import plugin_manager
 from .errors import SettingsError, storage_error
 from .heartbeat import beating
-from .plugin_manager import PluginManager, Registry
+from .hooks import manager as plugin_manager
+from .hooks.manager import PluginManager, Registry
 from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
 from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
 from .run import capabilities, environment, layout, ownership
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
+from .settings import option_schema as workload_options
 from .setup import doctor
 from .setup.doctor import Check
 from .store.statuses import RunStatus
@@ -67,7 +67,7 @@ def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Optio
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the
-    defaults (see :func:`omnibench_core.option_schema.parse`); a bad one raises SettingsError."""
+    defaults (see :func:`omnibench_core.settings.option_schema.parse`); a bad one raises SettingsError."""
     return workload_options.parse(pairs, workloads, client)
 
 

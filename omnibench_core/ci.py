@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .checkout import check_checkout, venv_env
 from .errors import GateError
 from .jsonio import write_json
 from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .run.layout import ci_dir, next_run_name
 from .settings import Settings
+from .setup.checkout_layout import check_checkout, venv_env
 from .store.names import COMMIT_NAME
 from .tables import table
 
@@ -230,6 +230,6 @@ class CiRun:
 
 def stages() -> list[CiStage]:
     """Every registered CI stage, in order."""
-    from .plugin_manager import load
+    from .hooks.manager import load
 
     return load()[1].ordered_ci_stages()

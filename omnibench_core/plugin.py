@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from .builtin.scorers import ASR_SERVER
 from .errors import OmnibenchError, SettingsError
-from .hookspecs import hookimpl
+from .hooks.specs import hookimpl
 from .jsonio import read_json, write_json
-from .option_schema import add_argument, by_name, default_of, defaults, format_value
 from .records import (
     CiStage,
     Collected,
@@ -40,6 +39,7 @@ from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
 from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import round_or_none, speed_summary
+from .settings.option_schema import add_argument, by_name, default_of, defaults, format_value
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import (
     PROGRESS_PREFIX,

@@ -36,7 +36,7 @@ class Option:
     option to those words. ``min``/``max`` bound a number (inclusive unless ``min_exclusive`` /
     ``max_exclusive``). ``optional``: the option may be unset (``None``, written as an empty
     value ``--opt w.seed=``); ``unset`` says in words what unset means. ``default`` is a typed
-    value (``None`` for an optional option left unset). :mod:`omnibench_core.option_schema` checks
+    value (``None`` for an optional option left unset). :mod:`omnibench_core.settings.option_schema` checks
     values against this record; ``invoke plugins`` lists it.
     """
 

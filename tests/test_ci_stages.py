@@ -13,10 +13,10 @@ import pytest
 from checkout_helpers import make_fake_checkout
 from run_helpers import REPO
 
-from omnibench_core import plugin_manager
 from omnibench_core.ci import parse_accuracy, prepare_env, taskset_cpu_list
 from omnibench_core.errors import PluginError
-from omnibench_core.hookspecs import hookimpl
+from omnibench_core.hooks import manager as plugin_manager
+from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import CiStage
 from omnibench_plugins.ci_stages import STAGES
 

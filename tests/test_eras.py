@@ -17,7 +17,7 @@ from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 from omnibench_core import api
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
 from omnibench_core.errors import OmnibenchError, SettingsError, UnsupportedOption
-from omnibench_core.plugin_manager import load
+from omnibench_core.hooks.manager import load
 from omnibench_core.records import Endpoint, RunContext, TargetEnv
 from omnibench_core.run import capabilities as caps
 from omnibench_core.scale.bisect import kary_search

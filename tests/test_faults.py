@@ -18,7 +18,7 @@ from run_helpers import REPO
 
 from omnibench_core import api
 from omnibench_core.errors import RunNotReady, StepFailed, StorageError
-from omnibench_core.hookspecs import hookimpl
+from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.jsonio import write_json
 from omnibench_core.process.ports import port_in_use
 from omnibench_core.process.processes import group_alive

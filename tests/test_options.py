@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from omnibench_core import api, plugin_manager
-from omnibench_core import option_schema as options
+from omnibench_core import api
 from omnibench_core.builtin import selftest as testing
 from omnibench_core.errors import PluginError, SettingsError
-from omnibench_core.hookspecs import hookimpl
+from omnibench_core.hooks import manager as plugin_manager
+from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import Option, Target, Workload
 from omnibench_core.settings import RunSettings, Settings
+from omnibench_core.settings import option_schema as options
 from omnibench_plugins.seedtts import client as seedtts_client
 from omnibench_plugins.seedtts.options import OPTIONS as SEEDTTS
 from omnibench_plugins.videoamme import client as videoamme_client

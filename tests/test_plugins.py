@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO
 
-from omnibench_core import hookspecs, plugin_manager
-from omnibench_core import option_schema as options
 from omnibench_core.errors import PluginError
-from omnibench_core.hookspecs import hookimpl
+from omnibench_core.hooks import manager as plugin_manager
+from omnibench_core.hooks import specs as hookspecs
+from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import Target, Workload
+from omnibench_core.settings import option_schema as options
 from omnibench_core.store.manifest import read as read_manifest
 from omnibench_core.store.metrics import BrokenRule
 from omnibench_core.store.metrics import read as read_metrics

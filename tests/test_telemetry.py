@@ -15,7 +15,7 @@ from gpu_helpers import write_fake_nvidia_smi
 
 from omnibench_core import api
 from omnibench_core.builtin.targets import prepare_local
-from omnibench_core.hookspecs import hookimpl
+from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import Target, TargetFacts
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import requests
 
-from ..hookspecs import hookimpl
+from ..hooks.specs import hookimpl
 from ..jsonio import read_json, write_json
-from ..option_schema import defaults, format_value
 from ..records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
+from ..settings.option_schema import defaults, format_value
 
 NAME = "selftest"
 OPTIONS = (

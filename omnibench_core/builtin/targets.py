@@ -12,13 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
-from ..checkout import check_checkout, system_package, venv_env
 from ..defaults import SERVER_PROFILE
 from ..errors import SettingsError
-from ..gitinfo import git_revision
-from ..hookspecs import hookimpl
+from ..hooks.specs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
 from ..settings import STREAM_DELAYS, Settings
+from ..setup.checkout_layout import check_checkout, system_package, venv_env
+from ..setup.gitinfo import git_revision
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
 from .serve_flags import check_serve_args
 

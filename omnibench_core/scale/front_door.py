@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .. import defaults, plugin_manager
+from .. import defaults
 from ..errors import SettingsError
+from ..hooks import manager as plugin_manager
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
 from . import bisect as bisect_mod

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
-from ..gitinfo import refuse_option_like
 from ..setup.checkout import build_venv, check_venv, deps_hash
+from ..setup.gitinfo import refuse_option_like
 from . import venv_reuse
 
 WORKTREES = ".worktrees"  # under the results root: <results>/.worktrees/<sha>

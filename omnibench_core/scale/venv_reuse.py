@@ -22,9 +22,9 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..checkout import SERVE_SCRIPT, system_package
 from ..errors import OmnibenchError
 from ..run import rev_ok
+from ..setup.checkout_layout import SERVE_SCRIPT, system_package
 
 MAX_FILE = 1 << 20  # the files that hold paths are small; a large one is no script or .pth
 

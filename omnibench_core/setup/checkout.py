@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import GateError, OmnibenchError
-from ..gitinfo import refuse_option_like
 from ..process.processes import log_tail
+from .gitinfo import refuse_option_like
 
 REPO_URL = "https://github.com/sgl-project/sglang-omni.git"
 VENV_SCRIPT = ".github/scripts/prepare_omni_venv.sh"

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..checkout import check_checkout
 from ..errors import OmnibenchError
 from ..process.gpu import call_timeout, query_memory_used
 from ..process.ports import port_holder, port_in_use
@@ -24,6 +23,7 @@ from ..run.ownership import port_lock_holder
 from ..settings import Settings
 from ..standin import is_standin, omni_ci_home
 from .checkout import check_venv
+from .checkout_layout import check_checkout
 from .pins import load_pins, verify
 
 

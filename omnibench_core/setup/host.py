@@ -7,10 +7,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ..checkout import check_checkout
 from ..errors import OmnibenchError, SettingsError
 from ..settings import Settings
 from .checkout import build_venv, check_venv, checkout_commit
+from .checkout_layout import check_checkout
 from .container import ContainerPlan, create_container, plan_container, read_env_file
 from .cpus import CpuGroups, cpu_groups, read_topology
 from .pins import download, load_pins, run_prepare, verify

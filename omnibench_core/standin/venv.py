@@ -34,8 +34,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from ..checkout import SERVE_SCRIPT, console_script
 from ..errors import OmnibenchError
+from ..setup.checkout_layout import SERVE_SCRIPT, console_script
 
 BASE_PTH = "omnibench_standin.pth"  # the python that has omnibench, seen from the venv
 DIST, VERSION = "sglang_omni_standin", "0.0.0"  # the stand-in's pyproject.toml: sglang-omni-standin 0.0.0

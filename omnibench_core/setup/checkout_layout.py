@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SettingsError
+from ..errors import SettingsError
+from ..settings import Settings
 from .gitinfo import git_revision
-from .settings import Settings
 
 # The tasks that take a setting as a flag; elsewhere (nox -s ci_stages, a setting without a flag)
 # only invoke.yaml and the environment variable reach it.

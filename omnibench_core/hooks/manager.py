@@ -10,10 +10,10 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
-from .errors import PluginError
-from .option_schema import schema_problems
-from .records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+from ..errors import PluginError
+from ..records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+from ..settings.option_schema import schema_problems
+from . import specs as hookspecs
 
 OWN_DISTRIBUTION = "omnibench"
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -143,7 +143,7 @@ class PluginManager:
             raise PluginError(
                 "a plugin implements a hook omnibench does not define",
                 evidence={"error": str(exc)},
-                hint="compare the hook names with omnibench_core/hookspecs.py",
+                hint="compare the hook names with omnibench_core/hooks/specs.py",
             ) from exc
 
     def registry(self) -> Registry:

@@ -6,7 +6,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 
 def git_revision(path: Path, git: str = "git") -> tuple[str, str] | None:

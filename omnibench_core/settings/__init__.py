@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .defaults import SERVER_PROFILE, SERVER_PROFILES
-from .errors import SettingsError
+from ..defaults import SERVER_PROFILE, SERVER_PROFILES
+from ..errors import SettingsError
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .records import CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+    from ..records import CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 
 PROJECT = "omnibench"
 hookspec = pluggy.HookspecMarker(PROJECT)
