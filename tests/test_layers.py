@@ -277,3 +277,10 @@ def test_every_core_module_imports_first_in_a_fresh_process():
     done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, *modules], cwd=REPO, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_the_core_keeps_about_a_dozen_modules_at_its_top_level():
+    """Issue 32: a module that belongs to a layer's folder goes there; the top level keeps the
+    front door (api), the public plugin API and the shared records every layer uses."""
+    top = sorted(p.name for p in (REPO / "omnibench_core").glob("*.py"))
+    assert len(top) <= 12, top
