@@ -47,6 +47,29 @@ def test_stop_kills_what_ignores_sigterm(tmp_path):
     assert group_members(proc.pgid) == []
 
 
+def test_ctrl_c_while_the_program_starts_leaves_nothing_running(tmp_path, monkeypatch):
+    """Ctrl-C after the watchdog started the program but before start_group returned its handle:
+    the program and its children are stopped before the interrupt goes on (they outlived omnibench
+    by the orphan grace, a server's port still open after `invoke ab` exited with 130)."""
+    from omnibench_core.process import processes
+
+    started: list[int] = []
+    pump = processes.WatchedPopen.pump
+
+    def interrupted_pump(self, timeout):
+        pump(self, timeout)
+        if self.pid:  # the program runs: the user presses Ctrl-C now
+            started.append(self.pid)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(processes.WatchedPopen, "pump", interrupted_pump)
+    with pytest.raises(KeyboardInterrupt):
+        start_group([sys.executable, "-c", SPAWNER], log_path=tmp_path / "log", env=dict(os.environ),
+                    orphan_grace_s=600)  # a long grace: only the stop asked on the interrupt can end it soon
+    (leader,) = started
+    assert group_members(leader) == []  # the leader's group (it leads its own session)
+
+
 def test_stop_after_exit_reports_exited(tmp_path):
     proc = start_group([sys.executable, "-c", "pass"], log_path=tmp_path / "log", env=dict(os.environ))
     proc.popen.wait(600)

@@ -389,14 +389,18 @@ def start_group(
     os.close(ctl_r)
     os.close(report_w)
     link = WatchedPopen(argv, watchdog, ctl_w, report_r)
-    link.send(json.dumps(spec))
-    deadline = time.monotonic() + start_timeout_s
-    while not link.pid and not link.closed and link.error is None:
-        if time.monotonic() >= deadline:
-            watchdog.kill()
-            watchdog.wait()
-            raise OSError(f"the watchdog for {argv[0]} did not start within {start_timeout_s:g} s (log {log_path})")
-        link.pump(0.1)
+    try:
+        link.send(json.dumps(spec))
+        deadline = time.monotonic() + start_timeout_s
+        while not link.pid and not link.closed and link.error is None:
+            if time.monotonic() >= deadline:
+                watchdog.kill()
+                watchdog.wait()
+                raise OSError(f"the watchdog for {argv[0]} did not start within {start_timeout_s:g} s (log {log_path})")
+            link.pump(0.1)
+    except BaseException:
+        _abandon(link, orphan_grace_s)
+        raise
     if not link.pid:
         failure = link.error
         watchdog.wait()
@@ -404,6 +408,18 @@ def start_group(
             raise OSError(failure["errno"], os.strerror(failure["errno"]), failure["where"])
         raise OSError(f"the watchdog for {argv[0]} exited with {watchdog.returncode} (log {log_path})")
     return GroupProcess(tuple(argv), link, log_path, time.time(), watchdog=watchdog, token=token)
+
+
+def _abandon(link: WatchedPopen, grace_s: float) -> None:
+    """Stop a program whose start was cut short (Ctrl-C while its watchdog started it): the caller
+    never got its handle, so without this it would outlive the caller by the orphan grace, its
+    port still open after omnibench said it had stopped everything."""
+    link.send(f"stop {grace_s:g}")
+    try:
+        link.watchdog.wait(timeout=grace_s + 30)  # it stops the whole tree, then exits
+    except subprocess.TimeoutExpired:
+        link.watchdog.kill()  # its death signal takes the leader down
+        link.watchdog.wait()
 
 
 def run_bounded(argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
