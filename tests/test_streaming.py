@@ -273,9 +273,16 @@ def test_a_planted_per_chunk_delay_is_found_worse(planted):
     assert compared.returncode == 1, compared.stdout + compared.stderr  # --fail-on worse
     doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
     verdicts = {m["name"]: m["verdict"] for m in doc["metrics"]}
-    for name in ("seedtts.inter_chunk_mean_s", "seedtts.inter_chunk_p95_s",
-                 "seedtts.max_playback_underrun_mean_s", "seedtts.max_playback_underrun_p95_s"):
+    for name in ("seedtts.inter_chunk_mean_s", "seedtts.max_playback_underrun_mean_s"):
         assert verdicts[name] == "worse", f"{name}: {verdicts[name]}\n{compared.stdout}"
+    # A p95 of two requests' gaps is nearly their largest gap: one of base's three runs slowed by a
+    # busy host spreads base's p95 so wide that three runs a side cannot tell (seen at load 7:
+    # [-151 %, +2022 %], "about 4 runs a side would resolve it"). That answer is honest; what must
+    # hold is that it never says better or the same, and that every gap of B carries the plant.
+    b_means = {m["name"]: m["b_mean"] for m in doc["metrics"]}
+    for name in ("seedtts.inter_chunk_p95_s", "seedtts.max_playback_underrun_p95_s"):
+        assert verdicts[name] in ("worse", "inconclusive"), f"{name}: {verdicts[name]}\n{compared.stdout}"
+    assert b_means["seedtts.inter_chunk_p95_s"] >= 0.8, compared.stdout  # 0.8 s planted before every chunk
     # a p99 of two requests' gaps is one gap: on a busy machine base's own stalls can make it too
     # wide to call; it may say it cannot tell, never that nothing changed or it got better
     assert verdicts["seedtts.inter_chunk_p99_s"] in ("worse", "inconclusive"), compared.stdout
