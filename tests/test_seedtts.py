@@ -87,6 +87,10 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     assert list(manifest.servers[1].argv[-6:]) == ["--talker.engine.mem_fraction_static", "0.15",
                                                    "--thinker.factory.max_seq_len", "8192", "--port",
                                                    str(manifest.servers[1].port)]
+    # the fingerprint: what each server said it serves once READY (its /v1/models), as --model-name asked
+    assert [s.served for s in manifest.servers] == [{"ids": ["minicpmo"]}, {"ids": ["minicpmo"]},
+                                                    {"ids": [manifest.servers[2].argv[manifest.servers[2].argv.index(
+                                                        "--model-name") + 1]]}]
 
 
 def test_result_files_have_sglang_omnis_fields(full_run):

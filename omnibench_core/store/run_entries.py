@@ -208,6 +208,7 @@ class ServerEntry:
     strays: Mapping[str, Any] | None = None  # what the stray scan found (process.strays)
     strays_stop: Mapping[str, Any] | None = None
     telemetry: Mapping[str, Any] | None = None  # the sampler's summary (telemetry.run_summary.server_summary)
+    served: Mapping[str, Any] | None = None  # what it said it serves once READY (run.served_model)
     started_in: str = ""  # the run whose start this one shared ("": started here)
     at: str = ""  # when a shared start was joined
     rest: Mapping[str, Any] = field(default_factory=dict)  # fields this omnibench does not read, kept
@@ -233,7 +234,8 @@ class ServerEntry:
             out["died"] = self.died
         if self.stop_record is not None:  # set together once it was stopped (an exit code may be null)
             out.update(stop_record=dict(self.stop_record), exit_code=self.exit_code)
-        optional = {"strays": self.strays, "strays_stop": self.strays_stop, "telemetry": self.telemetry}
+        optional = {"strays": self.strays, "strays_stop": self.strays_stop, "telemetry": self.telemetry,
+                    "served": self.served}
         out.update({k: dict(v) for k, v in optional.items() if v is not None})
         return {**out, **self.rest}
 
@@ -247,6 +249,7 @@ class ServerEntry:
                    pid=f.integer("pid"), pgid=f.integer("pgid"), tree_token=f.maybe_text("tree_token"),
                    died=f.text("died"), stop_record=f.mapping("stop_record"), exit_code=f.integer("exit_code"),
                    strays=f.mapping("strays"), strays_stop=f.mapping("strays_stop"), telemetry=f.mapping("telemetry"),
+                   served=f.mapping("served"),
                    started_in=f.text("started_in"), at=f.text("at"), rest=f.rest())
 
 

@@ -1,0 +1,43 @@
+"""The served model's identity, read from the server itself once it is READY: the ids its
+OpenAI-compatible ``GET /v1/models`` lists (sglang-omni serves it, as the local server does).
+
+Part of a run's fingerprint (issue 33): the manifest's revision and dirty state say which code
+ran, its environment the packages and GPUs, and this what the server says it serves, so a run
+against a server that loaded another model than asked is visible in the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+PATH = "/v1/models"
+TIMEOUT_S = 10.0  # the server is READY: it answers at once, or the answer is not worth a longer wait
+MAX_BYTES = 64 * 1024  # a list of model ids; anything longer is not one
+MAX_IDS = 16
+
+
+def read_served(url: str, timeout_s: float = TIMEOUT_S, opener: Any = urllib.request.urlopen) -> dict[str, Any]:
+    """``{"ids": [...]}`` from ``url`` (a server's ``/v1/models``), or ``{"unavailable": why}``
+    when it does not answer with a model list (a workload's own test server may have none). Never
+    raises: the identity is evidence for the manifest, not a gate."""
+    try:
+        with opener(url, timeout=timeout_s) as reply:
+            body = reply.read(MAX_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        return {"unavailable": f"HTTP {exc.code} from {url}"}
+    except (OSError, ValueError) as exc:
+        return {"unavailable": f"{type(exc).__name__} from {url}: {exc}"}
+    if len(body) > MAX_BYTES:
+        return {"unavailable": f"the reply of {url} is over {MAX_BYTES} bytes: not a model list"}
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return {"unavailable": f"the reply of {url} is not JSON"}
+    models = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(models, list):
+        return {"unavailable": f"the reply of {url} has no 'data' list"}
+    ids = [str(m["id"])[:200] for m in models if isinstance(m, dict) and isinstance(m.get("id"), (str, int))]
+    return {"ids": ids[:MAX_IDS]} if ids else {"unavailable": f"the reply of {url} lists no model id"}
