@@ -151,7 +151,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         raise SettingsError(f"--decide {','.join(decide)} names the metrics --max-rounds waits for; without "
                             "--max-rounds the rounds are fixed", hint="add --max-rounds N, or leave out --decide")
     if max_rounds is not None:
-        _check_max_rounds(max_rounds, chosen, decide, workloads)
+        _check_max_rounds(max_rounds, chosen, decide)
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
         raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
@@ -178,11 +178,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     return Request(identity, retries, scoring, name, rule)
 
 
-def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str], workloads: Sequence[str]) -> None:
-    """--max-rounds needs a look's worth of rounds and a design whose every round pairs A and B;
-    each ``--decide`` metric belongs to one of the experiment's workloads (``WORKLOAD.metric``).
-    Whether the workload has that metric is known only from its first runs (checked at the
-    first look)."""
+def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) -> None:
+    """--max-rounds needs a look's worth of rounds and a design whose every round pairs A and B."""
     if max_rounds < defaults.FIRST_LOOK:
         raise SettingsError(f"--max-rounds {max_rounds}: the first look needs {defaults.FIRST_LOOK} rounds",
                             hint=f"use --max-rounds {defaults.FIRST_LOOK} or more")
@@ -193,12 +190,6 @@ def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str], wo
     if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
         raise SettingsError(f"--decide {','.join(decide)}: a metric named twice, or an empty name",
                             hint="name each metric once, e.g. --decide selftest.latency_mean_s")
-    foreign = [m for m in decide if m.split(".", 1)[0] not in workloads or "." not in m]
-    if foreign:
-        raise SettingsError(f"--decide {','.join(foreign)}: not a metric of the workload{'s' * (len(workloads) > 1)} "
-                            f"measured ({', '.join(workloads)}); a metric is named WORKLOAD.METRIC",
-                            hint=f"name metrics such as {workloads[0]}.latency_mean_s (`invoke report` lists a run's "
-                                 "metrics), or leave out --decide for every latency and throughput metric")
 
 
 def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, str]:
