@@ -41,6 +41,10 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert metrics.metrics["selftest.requests"] == 8
     assert metrics.metrics["selftest.matched"] == 8
     manifest = manifest_of(run)
+    # server start as a metric: the selftest server's spawn to READY, as its manifest entry says
+    assert manifest.servers[0].workloads == ("selftest",) and manifest.servers[0].ready_s > 0
+    assert metrics.metrics["selftest.server_ready_s"] == manifest.servers[0].ready_s
+    assert manifest.servers[1].phase == "score" and "echo-scorer.server_ready_s" not in metrics.metrics
     assert manifest.status == "complete"
     assert [s.step for s in manifest.steps] == ["selftest.client", "selftest.echo-check"]
     assert all(s.status == "ok" and s.started and s.ended for s in manifest.steps)

@@ -244,12 +244,18 @@ def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns)
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("selftest.latency_mean_s"))
     assert "WORSE" in row and "[+" in row, done.stdout
-    assert "a family of 1 held to alpha 0.05 (Holm)" in done.stdout
+    # the latency and the server's start (selftest.server_ready_s) are judged; the rest have no better side
+    assert "a family of 2 held to alpha 0.05 (Holm)" in done.stdout
+    assert any(line.startswith("selftest.server_ready_s") for line in done.stdout.splitlines()), done.stdout
     doc = _json_of(done.stdout)
     latency = next(m for m in doc["metrics"] if m["name"] == "selftest.latency_mean_s")
     assert latency["verdict"] == "worse" and 0 < latency["low"] < latency["pct"] < latency["high"]
-    # failed and matched are equal in every run: they could never reach alpha, so the family is latency alone
-    assert latency["level"] == 0.05 and latency["in_family"] and latency["method"] == "Welch t, B - A"
+    # failed and matched are equal in every run: they could never reach alpha, so the family is latency and
+    # the server's start; Holm holds the smaller p of the two to alpha / 2, the other to alpha
+    ready = next(m for m in doc["metrics"] if m["name"] == "selftest.server_ready_s")
+    assert ready["in_family"] and ready["direction"] == "lower"
+    assert sorted([latency["level"], ready["level"]]) == [0.025, 0.05]
+    assert latency["in_family"] and latency["method"] == "Welch t, B - A"
     matched = next(m for m in doc["metrics"] if m["name"] == "selftest.matched")
     assert matched["verdict"] == "equivalent" and matched["method"].startswith("exact") and not matched["in_family"]
     assert doc["correction"] == "Holm" and "Welch" in doc["test"]

@@ -27,6 +27,7 @@ _RULES: tuple[tuple[str, Direction], ...] = (
     ("accuracy", "higher"), ("throughput", "higher"), ("sim", "higher"), ("utmos", "higher"),
     ("matched", "higher"),
     ("latency", "lower"), ("rtf", "lower"), ("wer", "lower"),
+    ("server_ready", "lower"),  # a server's spawn to READY (run.collection.SERVER_READY): a slower load is worse
 )
 
 SPREAD_FLAG = 0.01  # a relative spread above 1 % is a spread worth reading

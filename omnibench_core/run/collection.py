@@ -4,13 +4,14 @@ into ``metrics.json`` (the runbook's ``{"metrics", "rates", "complete"}``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import PluginError, StepFailed
 from ..records import Collected, RuleResult, RunCheck, Workload
 from ..store import metrics as metrics_file
+from ..store.run_entries import ServerEntry
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,23 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
         notes += collected.notes
         samples.update(collected.samples)
     return Collection(metrics, tuple(sorted(rates)), tuple(rules), tuple(notes), samples)
+
+
+SERVER_READY = "server_ready_s"  # <workload>.server_ready_s: seconds from its server's spawn to READY
+
+
+def with_server_ready(collection: Collection, servers: Sequence[ServerEntry]) -> Collection:
+    """``collection`` with ``<workload>.server_ready_s`` for each workload whose generating server
+    this run started: the seconds from its spawn to READY, most of a run on a GPU host, so a
+    commit that slows model loading is flagged like one that slows requests. A workload that
+    reports a metric of that name keeps its own."""
+    ready: dict[str, float] = {}
+    for s in servers:
+        if s.started_here and s.phase == "generate" and s.ready_s is not None:
+            for w in s.workloads:
+                ready.setdefault(f"{w}.{SERVER_READY}", s.ready_s)  # a workload's first server
+    added = {k: v for k, v in ready.items() if k not in collection.metrics}
+    return replace(collection, metrics={**collection.metrics, **added}) if added else collection
 
 
 def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:

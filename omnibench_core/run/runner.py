@@ -48,7 +48,7 @@ from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from ..telemetry.sampler import Sampler
 from . import gates, ownership, rev_ok
-from .collection import collect_run, write_metrics
+from .collection import collect_run, with_server_ready, write_metrics
 from .layout import move_aside
 from .planning import Group, PlannedStep, order_steps
 from .served_model import PATH as SERVED_PATH
@@ -335,7 +335,8 @@ class Runner:
         env = build_env(os.environ, {**plan.target.env, "SGLANG_OMNI_STRICT_PORT": "1"}, plan.target.unset)
         self.say(f"{spec.label}: starting server (log {log_path.relative_to(self.run_dir)})")
         entry = ServerEntry(spec.label, group.phase, tuple(argv), plan.slot.port, str(log_path.relative_to(self.run_dir)),
-                            tuple(plan.slot.cpus), started=now_iso(), shared_with=tuple(shared_with))
+                            tuple(plan.slot.cpus), started=now_iso(), shared_with=tuple(shared_with),
+                            workloads=tuple(dict.fromkeys(p.workload for p in group.steps)))
         proc = None
         sampler = self._sampler_now = self._sampler(log_path.stem)
         self._windows = []
@@ -343,13 +344,14 @@ class Runner:
             started = time.time()
             if sampler is not None:
                 sampler.start()
+            spawned = time.monotonic()
             proc = start_group(argv, log_path=log_path, env=env, cwd=plan.target.cwd, cpus=plan.slot.cpus,
                                orphan_grace_s=plan.settings.stop_grace_s)
             entry.pid, entry.pgid, entry.tree_token = proc.pid, proc.pgid, proc.token
             self.manifest.server(entry)
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
                                      interval_s=plan.settings.health_interval_s, port=plan.slot.port)
-            entry.ready = now_iso()
+            entry.ready, entry.ready_s = now_iso(), round(time.monotonic() - spawned, 3)
             entry.served = read_served(plan.slot.endpoint.url(SERVED_PATH))  # the fingerprint, before any window
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
@@ -566,7 +568,8 @@ class Runner:
     def _collect(self) -> RunResult:
         assert self.manifest is not None
         plan = self.plan
-        collection = collect_run(self.run_dir, plan.workloads, plan.options, plan.checks)
+        collection = with_server_ready(collect_run(self.run_dir, plan.workloads, plan.options, plan.checks),
+                                       self.manifest.servers)
         write_metrics(self.run_dir, collection, plan.target.target)
         self._write_telemetry()
         self.manifest.coverage(collection.rules)

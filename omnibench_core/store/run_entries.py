@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFileError
+from .fields import seconds_problem
 from .statuses import StepStatus, words
 
 
@@ -78,6 +79,12 @@ class _Fields:
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             raise self.fail(key, f"must be a list of whole numbers, not {value!r}")
         return tuple(value)
+
+    def seconds(self, key: str) -> float | None:
+        value = self._get(key)
+        if value is not None and (problem := seconds_problem(value)):
+            raise self.fail(key, problem + " or null")
+        return None if value is None else float(value)
 
     def mapping(self, key: str) -> Mapping[str, Any] | None:
         value = self._get(key)
@@ -209,6 +216,8 @@ class ServerEntry:
     strays_stop: Mapping[str, Any] | None = None
     telemetry: Mapping[str, Any] | None = None  # the sampler's summary (telemetry.run_summary.server_summary)
     served: Mapping[str, Any] | None = None  # what it said it serves once READY (run.served_model)
+    ready_s: float | None = None  # seconds from its spawn to READY (the run's <workload>.server_ready_s)
+    workloads: tuple[str, ...] = ()  # the workloads whose steps it served
     started_in: str = ""  # the run whose start this one shared ("": started here)
     at: str = ""  # when a shared start was joined
     rest: Mapping[str, Any] = field(default_factory=dict)  # fields this omnibench does not read, kept
@@ -232,6 +241,10 @@ class ServerEntry:
             out.update(pid=self.pid, pgid=self.pgid, tree_token=self.tree_token)
         if self.died:
             out["died"] = self.died
+        if self.ready_s is not None:
+            out["ready_s"] = self.ready_s
+        if self.workloads:
+            out["workloads"] = list(self.workloads)
         if self.stop_record is not None:  # set together once it was stopped (an exit code may be null)
             out.update(stop_record=dict(self.stop_record), exit_code=self.exit_code)
         optional = {"strays": self.strays, "strays_stop": self.strays_stop, "telemetry": self.telemetry,
@@ -249,7 +262,7 @@ class ServerEntry:
                    pid=f.integer("pid"), pgid=f.integer("pgid"), tree_token=f.maybe_text("tree_token"),
                    died=f.text("died"), stop_record=f.mapping("stop_record"), exit_code=f.integer("exit_code"),
                    strays=f.mapping("strays"), strays_stop=f.mapping("strays_stop"), telemetry=f.mapping("telemetry"),
-                   served=f.mapping("served"),
+                   served=f.mapping("served"), ready_s=f.seconds("ready_s"), workloads=f.strings("workloads"),
                    started_in=f.text("started_in"), at=f.text("at"), rest=f.rest())
 
 
