@@ -299,8 +299,9 @@ def test_an_unknown_decide_metric_stops_at_the_first_look_and_a_corrected_one_re
 
 # -- real experiments on the local target ---------------------------------------------------------------
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
-# As docs/ab.md writes it ("Rounds until the answer is known"): B answers 12 ms later a request, about +28 %
-DOCS_COMMAND = "invoke ab --workload selftest --a-set local_delay_ms=40 --b-set local_delay_ms=52 --max-rounds 12"
+# As docs/ab.md writes it ("Rounds until the answer is known"): B answers 20 ms later a request, about +40 %
+# (+28 % left 12 rounds undecided at load 9 once the latency shared its look's level with server_ready_s)
+DOCS_COMMAND = "invoke ab --workload selftest --a-set local_delay_ms=40 --b-set local_delay_ms=60 --max-rounds 12"
 
 
 def _invoke_ab(results: Path, *args: str) -> subprocess.CompletedProcess:
@@ -328,7 +329,8 @@ def test_the_docs_command_calls_a_planted_slowdown_worse_before_max_rounds_and_s
     assert seq["looks"][-1] == {"rounds": seq["rounds_run"], "level": 0.01, "verdicts": [[LATENCY, "worse"]]}
     assert max(a["round"] for a in rec["attempts"]) == seq["rounds_run"]  # no round past the stop
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith(LATENCY))
-    assert "WORSE" in line and "[+" in line and " 0.01 " in line  # held to the spent level
+    # held to the look's level, 0.01, shared by Holm with selftest.server_ready_s: 0.005 for the smaller p
+    assert "WORSE" in line and "[+" in line and (" 0.005 " in line or " 0.01 " in line), line
     assert f"stopped: decided after {seq['rounds_run']} of at most 12 rounds a side" in done.stdout
     assert f"look {len(seq['looks'])} of 5, after {seq['rounds_run']} rounds (held to 0.01): {LATENCY} worse" \
         in done.stdout
