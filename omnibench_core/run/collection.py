@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PluginError, StepFailed
-from ..records import Collected, RuleResult, RunCheck, Workload
+from ..records import Collected, Phase, RuleResult, RunCheck, Workload
 from ..store import metrics as metrics_file
 from ..store.run_entries import ServerEntry
 
@@ -73,6 +73,11 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
 SERVER_READY = "server_ready_s"  # <workload>.server_ready_s: seconds from its server's spawn to READY
 
 
+# The phase whose servers' start is the workload's own (scoring servers are shared and not judged);
+# typed as the records' Phase, so a renamed phase fails the type check instead of matching nothing.
+GENERATING: Phase = "generate"
+
+
 def with_server_ready(collection: Collection, servers: Sequence[ServerEntry]) -> Collection:
     """``collection`` with ``<workload>.server_ready_s`` for each workload whose generating server
     this run started: the seconds from its spawn to READY, most of a run on a GPU host, so a
@@ -80,7 +85,7 @@ def with_server_ready(collection: Collection, servers: Sequence[ServerEntry]) ->
     reports a metric of that name keeps its own."""
     ready: dict[str, float] = {}
     for s in servers:
-        if s.started_here and s.phase == "generate" and s.ready_s is not None:
+        if s.started_here and s.phase == GENERATING and s.ready_s is not None:
             for w in s.workloads:
                 ready.setdefault(f"{w}.{SERVER_READY}", s.ready_s)  # a workload's first server
     added = {k: v for k, v in ready.items() if k not in collection.metrics}

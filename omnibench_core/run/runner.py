@@ -51,8 +51,7 @@ from . import gates, ownership, rev_ok
 from .collection import collect_run, with_server_ready, write_metrics
 from .layout import move_aside
 from .planning import Group, PlannedStep, order_steps
-from .served_model import PATH as SERVED_PATH
-from .served_model import read_served
+from .served_model import MODELS_PATH, read_served
 from .step_exec import StepScope, run_step, step_log_path
 
 Progress = Callable[[str], None]
@@ -352,7 +351,7 @@ class Runner:
             ready = gates.wait_ready(proc, plan.slot.endpoint.health_url, timeout_s=plan.settings.ready_timeout_s,
                                      interval_s=plan.settings.health_interval_s, port=plan.slot.port)
             entry.ready, entry.ready_s = now_iso(), round(time.monotonic() - spawned, 3)
-            entry.served = read_served(plan.slot.endpoint.url(SERVED_PATH))  # the fingerprint, before any window
+            entry.served = read_served(plan.slot.endpoint.url(MODELS_PATH))  # the fingerprint, before any window
             self.manifest.gate(ready, spec.label)
             self.say(f"{spec.label}: READY after {ready.seconds:.1f} s")
             if not spec.argv:  # the target's own server: it must run this revision's code

@@ -1,5 +1,7 @@
 """The served model's identity, read from the server itself once it is READY: the ids its
-OpenAI-compatible ``GET /v1/models`` lists (sglang-omni serves it, as the local server does).
+OpenAI-compatible ``GET /v1/models`` lists (sglang-omni serves it, as the local server does:
+``{"object": "list", "data": [{"id": ..., "root": ..., ...}]}``, sgl-project/sglang-omni
+``sglang_omni/serve/openai_api.py`` ``_register_models`` at 2489a10eecb9).
 
 Part of a run's fingerprint (issue 33): the manifest's revision and dirty state say which code
 ran, its environment the packages and GPUs, and this what the server says it serves, so a run
@@ -13,7 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-PATH = "/v1/models"
+MODELS_PATH = "/v1/models"
 TIMEOUT_S = 10.0  # the server is READY: it answers at once, or the answer is not worth a longer wait
 MAX_BYTES = 64 * 1024  # a list of model ids; anything longer is not one
 MAX_IDS = 16

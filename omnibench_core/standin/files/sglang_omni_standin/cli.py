@@ -150,17 +150,22 @@ def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms:
     return argv
 
 
-def _number_setting(key: str) -> float | str:
-    """``standin.json``'s ``key`` as a finite number >= 0 (0 when unset), or the line that says
-    why it is not one: the file is hand-editable, and a bad value must not end in a traceback."""
+class BadSetting(ValueError):
+    """A hand-edited ``standin.json`` value that is not a finite number >= 0; its message is the
+    one line the stand-in prints before exiting 2."""
+
+
+def _number_setting(key: str) -> float:
+    """``standin.json``'s ``key`` as a finite number >= 0 (0 when unset); else :class:`BadSetting`
+    saying why: the file is hand-editable, and a bad value must not end in a traceback."""
     raw = settings().get(key, 0) or 0
     try:
         value = float(raw)
     except (TypeError, ValueError):
         value = float("nan")
     if isinstance(raw, bool) or not math.isfinite(value) or value < 0:
-        return (f"standin.json's {key} is {raw!r}, not a finite number >= 0; fix it in this commit's "
-                "standin.json or make the checkout again with invoke standin")
+        raise BadSetting(f"standin.json's {key} is {raw!r}, not a finite number >= 0; fix it in this commit's "
+                         "standin.json or make the checkout again with invoke standin")
     return value
 
 
@@ -174,12 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         port = _free_port(args.host)  # sglang-omni's default: move silently, but log it
         print(f"Port {args.port} is already in use. Using port {port} instead.", flush=True)
-    delay_ms, startup_s = _number_setting("delay_ms"), _number_setting("startup_s")
-    for problem in (delay_ms, startup_s):
-        if isinstance(problem, str):
-            print(problem, file=sys.stderr, flush=True)
-            return 2
-    assert isinstance(delay_ms, float) and isinstance(startup_s, float)
+    try:
+        delay_ms, startup_s = _number_setting("delay_ms"), _number_setting("startup_s")
+    except BadSetting as exc:
+        print(exc, file=sys.stderr, flush=True)
+        return 2
     if delay_ms and not _delay_supported("omnibench_core.builtin.selftest" if args.model_path == SELFTEST else
                                           "omnibench_core.local.__main__"):
         print(f"standin.json asks for {delay_ms:g} ms of added latency, but this omnibench's local server has "
