@@ -40,6 +40,7 @@ from .scoring.documents import field, load_doc
 from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import round_or_none, speed_summary
 from .settings.option_schema import add_argument, by_name, default_of, defaults, format_value
+from .toolkit.arrivals import DEFAULT_ARRIVAL_SEED, lateness_summary, planned_offsets
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import (
     PROGRESS_PREFIX,
@@ -72,4 +73,6 @@ __all__ = [
     "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text",
     "REPLY_BYTES", "TOO_DEEP", "ReplyTooLarge", "mib", "read_bounded", "token_count", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
     "speed_summary", "round_or_none", "mean", "median", "percentile",
+    # open-loop arrivals at a request rate
+    "DEFAULT_ARRIVAL_SEED", "planned_offsets", "lateness_summary",
 ]

@@ -60,7 +60,8 @@ def _module_argv(argv, module):
 
 
 @pytest.mark.parametrize("options", [{}, {"seed": 7, "warmup": 2, "max_samples": 5, "stream": True,
-                                          "temperature": 0.5, "max_new_tokens": 64, "max_concurrency": 4}])
+                                          "temperature": 0.5, "max_new_tokens": 64, "max_concurrency": 4,
+                                          "request_rate": 2.5, "warmup_meta": "/data/zh/meta.lst"}])
 def test_seedtts_sglang_commands_pass_only_upstream_flags(tmp_path, options):
     env = _sglang_env(tmp_path)
     steps = seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang", **options))
@@ -198,6 +199,17 @@ def test_seedtts_timeout_is_refused_with_the_sglang_client_not_dropped(tmp_path)
     assert seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang"))
 
 
+def test_an_arrival_seed_is_refused_with_the_sglang_client_whose_schedule_is_unseeded(tmp_path):
+    env = _sglang_env(tmp_path)
+    with pytest.raises(SettingsError, match="arrival_seed=3 does not reach") as caught:
+        seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="sglang", request_rate=2.0, arrival_seed=3))
+    assert "seedtts.client=native" in caught.value.hint
+    steps = {s.name: s for s in seedtts.plan(_ctx(env, tmp_path, "seedtts", seedtts, client="native",
+                                                   request_rate=2.0, arrival_seed=3))}
+    argv = steps["generate"].run.argv
+    assert argv[argv.index("--request-rate") + 1] == "2" and argv[argv.index("--arrival-seed") + 1] == "3"
+
+
 def test_videoamme_timeout_is_an_int_for_the_sglang_client(tmp_path):
     env = _sglang_env(tmp_path)
     with pytest.raises(SettingsError, match="takes --timeout-s as a whole number") as caught:
@@ -245,7 +257,7 @@ def test_standin_clients_take_upstreams_flags_types_and_defaults(program, contra
         assert name in theirs, f"the stand-in's {name} is not upstream's"
         want = theirs[name]
         assert got["type"] == want.type, name
-        default = None if want.default == "inf" else want.default
+        default = float("inf") if want.default == "inf" else want.default  # upstream's --request-rate
         if name != "--output-dir" or default is None:  # upstream's path default, ours a Path of it
             assert got["default"] == default or str(got["default"]) == str(default), name
         assert (got["choices"] or None) == (list(want.choices) if want.choices else None), name

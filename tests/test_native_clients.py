@@ -92,12 +92,12 @@ def serve() -> Iterator[Callable[[Server], int]]:
 
 
 # -- seed-tts -------------------------------------------------------------------------------------
-def seedtts_meta(folder: Path, count: int) -> Path:
-    """``count`` samples, each with its own reference WAV."""
+def seedtts_meta(folder: Path, count: int, prefix: str = "s") -> Path:
+    """``count`` samples (ids ``<prefix>0``...), each with its own reference WAV."""
     lines = []
     for i in range(count):
         (folder / f"ref{i}.wav").write_bytes(wav(0.1 + 0.01 * i))
-        lines.append(f"s{i}|reference {i}|ref{i}.wav|Please say sentence number {i} for the test.")
+        lines.append(f"{prefix}{i}|reference {i}|ref{i}.wav|Please say sentence number {i} for the test.")
     path = folder / "meta.lst"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -161,6 +161,50 @@ def test_seedtts_speed_fields_are_upstreams(serve, tmp_path):
     assert summary["latency_mean_s"] == round(summary["latency_mean_s"], 3)
     assert summary["rtf_mean"] == round(summary["rtf_mean"], 4)
     assert summary["output_tokens_mean"] == round(tokens / 3)
+
+
+def test_a_separate_warmup_set_warms_the_server_and_is_kept_apart(serve, tmp_path):
+    """``--warmup-meta`` (upstream's ``run_separate_warmup``): its first ``--warmup`` samples go
+    first, untimed, none of the measured samples among them; their answers are in
+    ``warmup/results.json`` and ``warmup/audio``, not in the measured files."""
+    measured = seedtts_meta(tmp_path, 3)
+    (tmp_path / "warm").mkdir()
+    warm = seedtts_meta(tmp_path / "warm", 4, prefix="w")
+    script = Server([(200, chat_reply("ok", wav(1.0)))])
+    results = run_seedtts(measured, serve(script), tmp_path / "out", "--warmup", "2", "--max-concurrency", "2",
+                          "--warmup-meta", str(warm))
+    first_two = [b["messages"][0]["content"] for b in script.bodies[:2]]
+    assert all("number 0" in t or "number 1" in t for t in first_two)  # the warm-up set's first two
+    assert [r["id"] for r in results["per_request"]] == ["s0", "s1", "s2"]
+    assert results["config"]["warmup_meta"] == str(warm) and results["summary"]["completed_requests"] == 3
+    kept = json.loads((tmp_path / "out" / "warmup" / "results.json").read_text())
+    assert kept["completed"] == kept["requested"] == 2 and len(kept["results"]) == 2
+    assert sorted(p.name for p in (tmp_path / "out" / "warmup" / "audio").iterdir()) == ["w0.wav", "w1.wav"]
+    assert sorted(p.name for p in (tmp_path / "out" / "audio").iterdir()) == ["s0.wav", "s1.wav", "s2.wav"]
+
+
+def test_a_warmup_set_smaller_than_the_warmup_stops_the_client_before_any_request(serve, tmp_path):
+    measured = seedtts_meta(tmp_path, 2)
+    script = Server([(200, chat_reply("ok", wav(1.0)))])
+    argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(measured), "--port",
+            str(serve(script)), "--output-dir", str(tmp_path / "out"), "--voice-clone", "--warmup", "3",
+            "--warmup-meta", str(measured)]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "3 warmup requests need 3 samples" in done.stderr and "holds 2" in done.stderr
+    assert script.bodies == []
+
+
+def test_at_a_request_rate_each_request_records_its_lateness_and_the_seed(serve, tmp_path):
+    meta = seedtts_meta(tmp_path, 4)
+    script = Server([(200, chat_reply("ok", wav(0.2)))])
+    results = run_seedtts(meta, serve(script), tmp_path / "out", "--warmup", "0", "--max-concurrency", "4",
+                          "--request-rate", "50", "--arrival-seed", "3")
+    assert results["config"]["request_rate"] == 50 and results["config"]["arrival_seed"] == 3
+    assert all(r["dispatch_lateness_s"] >= 0 for r in results["per_request"])
+    s = results["summary"]
+    assert s["arrival_seed"] == 3 and 0 <= s["dispatch_lateness_mean_s"] <= s["dispatch_lateness_max_s"]
+    closed = run_seedtts(meta, serve(Server([(200, chat_reply("ok", wav(0.2)))])), tmp_path / "out2", "--warmup", "0")
+    assert closed["config"]["request_rate"] is None and "dispatch_lateness_s" not in closed["per_request"][0]
 
 
 def test_seedtts_audios_field_sends_the_path_and_quotes_the_transcript(serve, tmp_path):

@@ -53,6 +53,11 @@ SGLANG_OMITS_AT_DEFAULT = ("max_new_tokens", "temperature")
 DEFAULTS = defaults(OPTIONS)
 
 
+def _path(value: object) -> str:
+    """A user's path option made absolute: the clients run in other folders than the user's."""
+    return str(Path(str(value)).expanduser().resolve())
+
+
 def _rel(ctx: RunContext, name: str) -> str:
     return f"{ctx.workload}/{name}"
 
@@ -85,6 +90,10 @@ def _native_client(ctx: RunContext, meta: str) -> Step:
     for flag, key in (("--seed", "seed"), ("--warmup", "warmup"), ("--max-samples", "max_samples")):
         if o[key] is not None:
             argv += [flag, format_value(o[key])]
+    if o["warmup_meta"] is not None:
+        argv += ["--warmup-meta", _path(o["warmup_meta"])]
+    if o["request_rate"] is not None:
+        argv += ["--request-rate", format_value(o["request_rate"]), "--arrival-seed", format_value(o["arrival_seed"])]
     if o["stream"]:
         argv.append("--stream")
     return Step("generate", Command(tuple(argv)), server=_server(ctx),
@@ -99,12 +108,19 @@ def _sglang_client(ctx: RunContext, mode: str, *extra: str) -> Command:
 
 def refuse_unreceived(options: Mapping[str, object]) -> None:
     """sglang-omni's seed-tts client has no ``--timeout-s`` (each request may take a fixed 300 s, our
-    default): a ``timeout_s`` set away from it would be dropped silently, so it is refused."""
+    default) and no arrival seed (its ``RunConfig`` gets none: stevejake007/sglang-omni
+    ``benchmarks/eval/benchmark_omni_seedtts.py`` at 8a6fc24123ce): either set away from its default
+    would be dropped silently, so it is refused."""
     if options["timeout_s"] != DEFAULTS["timeout_s"]:
         raise SettingsError(
             f"seedtts.timeout_s={format_value(options['timeout_s'])} does not reach sglang-omni's seed-tts client: "
             f"it has no --timeout-s and waits a fixed {format_value(DEFAULTS['timeout_s'])} s per request",
             hint="drop --opt seedtts.timeout_s, or add --opt seedtts.client=native (omnibench's client takes it)")
+    if options["arrival_seed"] != DEFAULTS["arrival_seed"]:
+        raise SettingsError(
+            f"seedtts.arrival_seed={format_value(options['arrival_seed'])} does not reach sglang-omni's seed-tts "
+            "client: it draws an unseeded arrival schedule for --request-rate",
+            hint="drop --opt seedtts.arrival_seed, or add --opt seedtts.client=native (omnibench's client takes it)")
 
 
 def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
@@ -121,9 +137,11 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     for key in SGLANG_OMITS_AT_DEFAULT:
         if o[key] != DEFAULTS[key]:
             extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
-    for key in ("seed", "warmup", "max_samples"):
+    for key in ("seed", "warmup", "max_samples", "request_rate"):  # a checkout without one is refused by the probe
         if o[key] is not None:
             extra += [f"--{key.replace('_', '-')}", format_value(o[key])]
+    if o["warmup_meta"] is not None:
+        extra += ["--warmup-meta", _path(o["warmup_meta"])]
     if o["stream"]:  # the checkout's own streaming mode (sglang-omni #582); off, the runbook's argv exactly
         extra.append("--stream")
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",

@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 
 from omnibench_core.plugin import (
+    DEFAULT_ARRIVAL_SEED,
     PROGRESS_PREFIX,
     ChatReply,
     Endpoint,
@@ -29,6 +30,8 @@ from omnibench_core.plugin import (
     add_argument,
     by_name,
     default_of,
+    lateness_summary,
+    planned_offsets,
     post_chat,
     round_or_none,
     speed_summary,
@@ -46,6 +49,7 @@ OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults a
 
 PROMPT = "Please read the following text out loud in English: "
 TEXT_PREVIEW = 60  # upstream's TEXT_PREVIEW_LENGTH: per_request keeps the text's first 60 characters
+WARMUP_DIR = "warmup"  # the separate warm-up set's results.json and audio/, as upstream's
 
 
 class WarmupFailed(RuntimeError):
@@ -68,9 +72,12 @@ class ClientConfig:
     temperature: float = default_of(OPTION, "temperature", float)
     seed: int | None = None
     warmup: int | None = None  # None: max_concurrency, as sglang-omni
+    warmup_meta: str | None = None  # a separate warm-up set; None: replay the first measured sample
     max_samples: int | None = None
     timeout_s: float = default_of(OPTION, "timeout_s", float)
     stream: bool = default_of(OPTION, "stream", bool)
+    request_rate: float | None = None  # None: every request at once (upstream's inf)
+    arrival_seed: int | None = DEFAULT_ARRIVAL_SEED  # None: a fresh schedule each run, as upstream's client
 
     @property
     def endpoint(self) -> Endpoint:
@@ -136,7 +143,7 @@ def _written(row: dict[str, Any]) -> dict[str, Any]:
                prompt_tokens=row["prompt_tokens"] or None, completion_tokens=row["completion_tokens"] or None,
                output_token_rate=round(rate, 1) if rate else None, wav_path=row["wav_path"] or None,
                error=row["error"] or None, engine_time_s=round_or_none(row.get("engine_time_s"), 4))
-    for key in ("audio_ttfp_s", "text_ttft_s", "max_playback_underrun_s"):
+    for key in ("audio_ttfp_s", "text_ttft_s", "max_playback_underrun_s", "dispatch_lateness_s"):
         if key in row:
             out[key] = round_or_none(row[key], 4)
     for key in ("inter_chunk_s", "chunk_audio_duration_s"):
@@ -153,7 +160,7 @@ class SeedTtsClient:
         self.audio_dir = cfg.output_dir / "audio"
         self._refs: dict[str, str | OSError] = {}
 
-    async def _send(self, session: aiohttp.ClientSession, sample: Sample, save: bool) -> dict[str, Any]:
+    async def _send(self, session: aiohttp.ClientSession, sample: Sample, save: Path | None) -> dict[str, Any]:
         """One request. Timed as upstream's ``make_send_fn``: RTF, ``engine_time_s`` and the token
         rate end when the reply is read and its audio measured; ``latency_s`` also covers writing
         the WAV. The reference was encoded before the timed window."""
@@ -183,54 +190,108 @@ class SeedTtsClient:
                        rtf=elapsed / duration if duration > 0 else None,
                        output_token_rate=(row["completion_tokens"] or 0) / elapsed if row["completion_tokens"] else None,
                        error="" if duration > 0 else f"Invalid audio ({len(reply.wav)} bytes)")
-            if save:
-                path = self.audio_dir / f"{sample.sample_id}.wav"
+            if save is not None:  # the folder its WAV goes to
+                path = save / f"{sample.sample_id}.wav"
                 path.write_bytes(reply.wav)
                 row["wav_path"] = str(path)
         row["latency_s"] = time.perf_counter() - t0  # send to reply saved (upstream's latency_s)
         return row
 
+    async def _separate_warmup(self, session: aiohttp.ClientSession, warm_set: list[Sample],
+                               config: dict[str, Any]) -> None:
+        """The warm-up set sent at the run's concurrency, untimed, its answers kept apart in
+        ``warmup/results.json`` and ``warmup/audio`` (upstream's ``run_separate_warmup``): the
+        measured samples meet a warm server but none of their own answers cached. Written
+        before a failure stops the client."""
+        folder = self.cfg.output_dir / WARMUP_DIR
+        (folder / "audio").mkdir(parents=True, exist_ok=True)
+        print(f"{PROGRESS_PREFIX}warmup: {len(warm_set)} requests from {self.cfg.warmup_meta}", flush=True)
+        gate = asyncio.Semaphore(self.cfg.max_concurrency)
+
+        async def one(sample: Sample) -> dict[str, Any]:
+            async with gate:
+                return await self._send(session, sample, save=folder / "audio")
+
+        t0 = time.perf_counter()
+        rows = await asyncio.gather(*(one(s) for s in warm_set))
+        done = sum(1 for r in rows if r["is_success"])
+        write_json(folder / "results.json", {"config": config, "completed": done, "requested": len(warm_set),
+                                             "wall_clock_s": time.perf_counter() - t0,
+                                             "results": [_written(r) for r in rows]})
+        if done != len(warm_set):
+            first = next(r["error"] for r in rows if not r["is_success"])
+            raise WarmupFailed(f"the warm-up set completed {done}/{len(warm_set)}; first error: {first}")
+
     async def run(self, samples: list[Sample]) -> dict[str, Any]:
         """References encoded, health check, warmup, timed window; returns ``speed_results.json``'s content."""
         cfg = self.cfg
         self.audio_dir.mkdir(parents=True, exist_ok=True)
-        self._refs = preload_references(cfg, samples)  # before the warmup and the timed window, as upstream
+        warmup = cfg.max_concurrency if cfg.warmup is None else cfg.warmup
+        warm_set = warmup_samples(cfg.warmup_meta, warmup)
+        # before the warmup and the timed window, as upstream (the warm-up set's references too)
+        self._refs = preload_references(cfg, samples + warm_set)
+        config = {"client": "omnibench-native", "model": cfg.model, "meta": cfg.meta, "max_concurrency": cfg.max_concurrency,
+                  "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "seed": cfg.seed,
+                  "voice_clone": cfg.voice_clone, "reference_audio_field": cfg.reference_audio_field,
+                  "timeout_s": cfg.timeout_s, "warmup": warmup, "warmup_meta": cfg.warmup_meta, "port": cfg.port,
+                  "stream": cfg.stream, "request_rate": cfg.request_rate,  # None is upstream's inf (JSON has none)
+                  "arrival_seed": cfg.arrival_seed if cfg.request_rate else None}
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.max_concurrency)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
             async with session.get(cfg.endpoint.health_url) as health:
                 if health.status != 200:
                     raise RuntimeError(f"server not healthy: HTTP {health.status}")
-            warmup = cfg.max_concurrency if cfg.warmup is None else cfg.warmup
-            if warmup and samples:
+            if warm_set:
+                await self._separate_warmup(session, warm_set, config)
+            elif warmup and samples:
                 print(f"{PROGRESS_PREFIX}warmup: {warmup} requests with {samples[0].sample_id}", flush=True)
-                rows = await asyncio.gather(*(self._send(session, samples[0], save=False) for _ in range(warmup)))
+                rows = await asyncio.gather(*(self._send(session, samples[0], save=None) for _ in range(warmup)))
                 failed = [r["error"] for r in rows if not r["is_success"]]
                 if failed:
                     raise WarmupFailed(f"{len(failed)} of {warmup} warmup requests failed; first: {failed[0]}")
             gate = asyncio.Semaphore(cfg.max_concurrency)
             progress = Progress(len(samples), "requests")
+            loop = asyncio.get_running_loop()
+            offsets = planned_offsets(cfg.request_rate, len(samples), cfg.arrival_seed)
 
-            async def one(sample: Sample) -> dict[str, Any]:
+            async def one(sample: Sample, due: float | None) -> dict[str, Any]:
+                if due is not None:  # open loop: arrives when the schedule says, not when a slot frees
+                    await asyncio.sleep(max(0.0, due - loop.time()))
                 waited = gate.locked()  # every slot busy when it arrived: its clock starts late
                 async with gate:
-                    row = await self._send(session, sample, save=True)
+                    sent = loop.time()
+                    row = await self._send(session, sample, save=self.audio_dir)
                 row["waited_for_slot"] = waited
+                if due is not None:
+                    row["dispatch_lateness_s"] = sent - due
                 progress.tick(row["is_success"])
                 return row
 
             t0 = time.perf_counter()
+            start = loop.time()
+            dues = [None] * len(samples) if offsets is None else [start + o for o in offsets]
             with progress:
-                rows = await asyncio.gather(*(one(s) for s in samples))
+                rows = await asyncio.gather(*(one(s, d) for s, d in zip(samples, dues, strict=True)))
             wall = time.perf_counter() - t0
         summary = {**speed_summary(rows, wall), "max_concurrency": cfg.max_concurrency, "warmup_requests": warmup}
         if cfg.stream:
             summary.update(playback.stream_summary(rows))
-        config = {"client": "omnibench-native", "model": cfg.model, "meta": cfg.meta, "max_concurrency": cfg.max_concurrency,
-                  "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "seed": cfg.seed,
-                  "voice_clone": cfg.voice_clone, "reference_audio_field": cfg.reference_audio_field,
-                  "timeout_s": cfg.timeout_s, "warmup": warmup, "port": cfg.port, "stream": cfg.stream}
+        if cfg.request_rate is not None:
+            summary.update(request_rate=cfg.request_rate, arrival_seed=cfg.arrival_seed,
+                           **lateness_summary([r["dispatch_lateness_s"] for r in rows]))
         return {"summary": summary, "config": config, "per_request": [_written(r) for r in rows]}
+
+
+def warmup_samples(meta: str | None, count: int) -> list[Sample]:
+    """The separate warm-up set: the first ``count`` samples of ``meta`` (none without one or with
+    no warmup); fewer than ``count`` there stops the client, as upstream's ``load_warmup_samples``."""
+    if meta is None or count <= 0:
+        return []
+    found = load_meta(meta, count)
+    if len(found) != count:
+        raise WarmupFailed(f"{count} warmup requests need {count} samples in --warmup-meta {meta}; it holds {len(found)}")
+    return found
 
 
 def write_outputs(output_dir: Path, samples: list[Sample], results: dict[str, Any]) -> None:
@@ -259,14 +320,17 @@ def parse_args(argv: list[str] | None = None) -> ClientConfig:
     p.add_argument("--voice-clone", action="store_true")
     p.add_argument("--reference-audio-field", default="audio.ref_audio")
     p.add_argument("--stream", action="store_true", help="stream each answer and time its events (sglang-omni's flag)")
-    for name in ("max_concurrency", "max_new_tokens", "temperature", "seed", "warmup", "max_samples", "timeout_s"):
+    p.add_argument("--warmup-meta", default=None, help="a separate seed-tts meta.lst for the warmup (sglang-omni's flag)")
+    for name in ("max_concurrency", "max_new_tokens", "temperature", "seed", "warmup", "max_samples", "timeout_s",
+                 "request_rate", "arrival_seed"):
         add_argument(p, OPTION[name])
     a = p.parse_args(argv)
     return ClientConfig(meta=a.meta, output_dir=a.output_dir, model=a.model, host=a.host, port=a.port,
                         voice_clone=a.voice_clone, reference_audio_field=a.reference_audio_field,
                         max_concurrency=a.max_concurrency, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
                         seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=a.timeout_s,
-                        stream=a.stream)
+                        stream=a.stream, request_rate=a.request_rate, arrival_seed=a.arrival_seed,
+                        warmup_meta=a.warmup_meta)
 
 
 def main(argv: list[str] | None = None) -> int:

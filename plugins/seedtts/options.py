@@ -6,17 +6,25 @@ argparse defaults and checks from them, so a default is written once.
 
 from __future__ import annotations
 
-from omnibench_core.plugin import Option, default_cache_dir
+from omnibench_core.plugin import DEFAULT_ARRIVAL_SEED, Option, default_cache_dir
 
 OPTIONS = (
     Option("client", str, "auto", "auto: the target's own client where it brings one (sglang-omni), else native",
            choices=("auto", "native", "sglang")),
     Option("max_concurrency", int, 16, "requests in flight at once", min=1),
+    Option("request_rate", float, None, "requests per second, arriving on a seeded Poisson schedule (open loop; "
+           "max_concurrency still caps what is in flight)", min=0, min_exclusive=True, optional=True,
+           unset="every request at once (sglang-omni's inf)"),
+    Option("arrival_seed", int, DEFAULT_ARRIVAL_SEED, "seed of the arrival schedule with request_rate (native client "
+           "only: sglang-omni's client draws an unseeded one)", min=0),
     Option("max_new_tokens", int, 256, "max_tokens of each request", min=1),
     Option("temperature", float, 0.7, "sampling temperature of each request", min=0),
     Option("seed", int, None, "seed sent with each request", min=0, optional=True, unset="no seed sent"),
     Option("warmup", int, None, "untimed warmup requests before the timed window", min=0, optional=True,
            unset="max_concurrency"),
+    Option("warmup_meta", str, None, "a separate seed-tts meta.lst whose first `warmup` samples warm the server "
+           "(results kept apart in warmup/results.json)", optional=True,
+           unset="the first measured sample, replayed (sglang-omni's default)"),
     Option("max_samples", int, None, "the first N samples only", min=1, optional=True, unset="all samples"),
     Option("stream", bool, False, "stream each answer (stream: true) and measure first audio, chunk gaps and "
            "playback underruns (docs/streaming.md)"),

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     p.add_argument("--warmup", type=int, help="warmup requests (default: --max-concurrency)")
     p.add_argument("--max-samples", type=int)
+    p.add_argument("--warmup-meta", help="a separate seed-tts meta.lst for the warmup")
+    p.add_argument("--request-rate", type=float, default=float("inf"), help="requests per second (inf = all at once)")
     p.add_argument("--stream", action="store_true",
                    help="streaming chat completions: per request audio_ttfp_s, inter_chunk_s, text_ttft_s")
     return p
@@ -64,7 +66,8 @@ def generate(a: argparse.Namespace, meta: Path) -> int:
                        voice_clone=a.voice_clone and not a.no_ref_audio, reference_audio_field=a.reference_audio_field,
                        max_concurrency=a.max_concurrency, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
                        seed=a.seed, warmup=a.warmup, max_samples=a.max_samples, timeout_s=REQUEST_TIMEOUT_S,
-                       stream=a.stream)
+                       stream=a.stream, warmup_meta=a.warmup_meta, arrival_seed=None,  # upstream's client draws an unseeded schedule
+                       request_rate=None if a.request_rate == float("inf") else a.request_rate)
     samples = load_meta(meta, a.max_samples)
     a.output_dir.mkdir(parents=True, exist_ok=True)
     try:
