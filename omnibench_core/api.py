@@ -199,7 +199,9 @@ def _plan(registry: Registry, settings: Settings, chosen: Sequence[Workload], op
     return RunPlan(run_dir=run_dir, settings=settings.run, tools=settings.tools, target=target_env, slot=slot, workloads=tuple(chosen),
                    steps=steps, options=opts, checks=run_checks(registry, chosen),
                    environment=environment.capture(gpu_tool, sorted(plugin_dists),
-                                                   call_timeout(settings.run.gpu_free_timeout_s)))
+                                                   call_timeout(settings.run.gpu_free_timeout_s),
+                                                   target_python=target_env.python if target_env.facts.own_clients
+                                                   else ""))
 
 
 

@@ -63,3 +63,23 @@ def test_a_reply_that_is_no_model_list_is_named_never_raised(server, where, word
 def test_no_server_at_all_is_named():
     got = read_served(f"http://127.0.0.1:{free_port()}/v1/models", timeout_s=5)
     assert "ConnectionRefusedError" in got["unavailable"] or "URLError" in got["unavailable"], got
+
+
+# -- the target's own packages, listed by its python --------------------------------------------------
+def test_the_target_pythons_packages_are_listed_or_why_not_said(tmp_path):
+    import sys
+
+    from omnibench_core.run.environment import target_packages
+
+    listed = target_packages(sys.executable)
+    assert isinstance(listed, dict) and listed["numpy"] and "aiohttp" in listed
+    assert target_packages(str(tmp_path / "no-python")).startswith("unavailable: ")
+    liar = tmp_path / "liar"
+    liar.write_text("#!/bin/sh\necho 'not json'\n")
+    liar.chmod(0o755)
+    assert target_packages(str(liar)) == f"unavailable: {liar} printed no package list"
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'ModuleNotFoundError: importlib' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    assert "exited 1" in target_packages(str(failing)) and "ModuleNotFoundError" in target_packages(str(failing))
+

@@ -90,6 +90,8 @@ def test_one_run_through_the_checkouts_own_clients(standin_run, standin, fake_gp
     assert all(g["evidence"]["commit"] == standin.head and g["evidence"]["package"] == "sglang_omni_standin" for g in rev)
     assert rev[1]["evidence"]["server launch: module"] == str(standin.root / "sglang_omni_standin" / "__init__.py")
     assert (fake_gpu / "calls.log").read_text().count("--query-gpu=memory.used") >= 3
+    # the fingerprint: the checkout venv's own packages, listed by its python
+    assert "numpy" in manifest.environment["target_packages"]
 
 
 @pytest.mark.slow

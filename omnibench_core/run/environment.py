@@ -1,11 +1,14 @@
-"""What a manifest records about the host: name, CPUs, GPUs and driver, package versions."""
+"""What a manifest records about the host: name, CPUs, GPUs and driver, package versions (this
+interpreter's, and those of the target's own Python where it brings one: a checkout's venv)."""
 
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 import os
 import platform
 import socket
+import subprocess
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -30,10 +33,39 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
+# Run by the target's Python: every installed distribution's name and version, as JSON.
+LIST_DISTRIBUTIONS = ("import importlib.metadata as m, json; print(json.dumps(sorted({(d.metadata['Name'] or '?'): "
+                      "d.version for d in m.distributions()}.items())))")
+TARGET_PACKAGES_TIMEOUT_S = 60.0  # a venv on a cold network disk: seconds, never minutes
+TARGET_PACKAGES_MAX_BYTES = 1 << 20  # thousands of packages fit; more is not a package list
+
+
+def target_packages(python: str, timeout_s: float = TARGET_PACKAGES_TIMEOUT_S) -> dict[str, str] | str:
+    """``{name: version}`` of every distribution in the venv of ``python`` (a checkout's ``omni``
+    venv: its torch, transformers, sglang-omni), or why it could not be read (a string, never an
+    error: the fingerprint is evidence, not a gate)."""
+    try:
+        done = subprocess.run([python, "-c", LIST_DISTRIBUTIONS], capture_output=True, text=True, timeout=timeout_s,
+                              check=False, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"unavailable: {python} did not list its packages within {timeout_s:g} s"
+    except OSError as exc:
+        return f"unavailable: {python}: {exc}"
+    if done.returncode != 0 or len(done.stdout) > TARGET_PACKAGES_MAX_BYTES:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return f"unavailable: {python} exited {done.returncode} listing its packages ({tail})"
+    try:
+        pairs = json.loads(done.stdout)
+        return {str(name): str(version) for name, version in pairs}
+    except (ValueError, TypeError):
+        return f"unavailable: {python} printed no package list"
+
+
 def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = (),
-            gpu_timeout_s: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+            gpu_timeout_s: float = CALL_TIMEOUT_S, target_python: str = "") -> dict[str, Any]:
     """The environment section of a manifest. ``nvidia_smi`` empty: the target uses no GPU, and
-    no GPU tool is run; its call takes at most ``gpu_timeout_s``."""
+    no GPU tool is run; its call takes at most ``gpu_timeout_s``. ``target_python``: the target's
+    own interpreter (a checkout's venv), whose packages are listed too."""
     try:
         cpus = format_cpu_list(sorted(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
@@ -46,4 +78,5 @@ def capture(nvidia_smi: str = "nvidia-smi", extra_packages: Iterable[str] = (),
         "cpu_set": cpus,
         "gpus": describe_gpus(nvidia_smi, gpu_timeout_s) if nvidia_smi else "not applicable: the target uses no GPU",
         "packages": package_versions([*CORE_PACKAGES, *SPEECH_VIDEO_PACKAGES, *extra_packages]),
+        **({"target_packages": target_packages(target_python)} if target_python else {}),
     }
