@@ -14,7 +14,7 @@ from invoke import Collection, Context, Exit
 from invoke import main as invoke_main
 
 from omnibench_core import ab as ab_layer
-from omnibench_core import api, campaign, defaults, tables
+from omnibench_core import api, campaign, defaults, sweep, tables
 from omnibench_core.campaign.compare import VERDICTS
 from omnibench_core.campaign.record import SCORINGS
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
@@ -123,7 +123,8 @@ RUN_FLAGS_HELP = {
 }
 
 
-# The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l).
+# The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l);
+# so do sweep's, its own flags after them.
 @task(iterable=["workload", "opt"], checks={
     **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("campaign name")}, help={
     "workload": "workload to measure (repeat for several)",
@@ -148,6 +149,47 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
     emit(campaign.report_text(made))
 
 
+@task(iterable=["opt"], checks={
+    **SETTING_CHECKS, "workload": f.text(empty=False), "runs": RUNS, "retries": f.whole(0),
+    "scoring": f.choice(SCORINGS), "name": f.name("sweep name", empty=True),
+    # "" (the default) is none given: the sweep itself asks for at least one kind of point
+    "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep.parse_concurrencies(v), v)[1]),
+    "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep.parse_rates(v), v)[1]),
+    "slo": f.library("latency_p95_s=2.0", lambda v: (v.strip() and sweep.parse_slo(v), v)[1])}, help={
+    "concurrency": "requests in flight at each point, comma-separated, e.g. 1,2,4,8,16",
+    "request-rate": "requests per second at each point, comma-separated, inf for all at once, e.g. 1,2,4,inf "
+                    "(arrivals on a seeded Poisson schedule; with --concurrency, every combination is a point)",
+    "runs": "measured runs per point after its warm-up run0 (default 3)",
+    "slo": "a latency target METRIC=SECONDS (latency_mean_s, latency_p95_s, latency_p99_s or latency_median_s): "
+           "each point's goodput is the requests per second within it, and the sweep names the highest "
+           "throughput that holds it",
+    "name": "sweep name (default: sweep-WORKLOAD, with a digest of the options); each point is the campaign "
+            "NAME.POINT, and the same command resumes the sweep",
+    "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
+    "scoring": "deferred (default) or per-run, as measure",
+    **RUN_FLAGS_HELP, "workload": "the workload to sweep (one; it needs a max_concurrency option for --concurrency "
+                                  "and a request_rate option for --request-rate: seedtts has both)"})
+def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.RUNS, opt=None, checkout=None,
+               gpus=None, cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name="",
+               server_profile=None, concurrency="", request_rate="", slo=""):
+    """A load sweep: the workload measured at each concurrency and/or request rate (each point a campaign), then
+    a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
+    with reported():
+        settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
+                                 server_profile=server_profile)
+        spec = sweep.SweepSpec(workload, tuple(sweep.load_points(sweep.parse_concurrencies(concurrency) if concurrency
+                                                                 else [], sweep.parse_rates(request_rate)
+                                                                 if request_rate else [])),
+                               runs, tuple(opt or []), client, retries, scoring,
+                               sweep.parse_slo(slo) if slo else None, name)
+        result = sweep.run_sweep(settings, spec, progress=emit)
+        with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
+            written = sweep.write_sweep(result, settings.run.results_root)
+        for path in result.campaign_files:  # each point is a series of its own there (its options differ)
+            history_inbox.campaign_done(settings, path, progress=emit)
+    emit(sweep.sweep_text(result, written))
+
+
 @task(checks={"name": f.text(), "runs": f.distinct_list("run names"), "target": TARGET, "results": f.text(),
               "checkout": f.text()},
       help={"name": "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the revision folder; Invoke has no optional positionals, so --name)",
@@ -167,8 +209,9 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
 @task(checks={"a": f.text(empty=False), "b": f.text(empty=False), "force": f.SWITCH, "min_effect": f.percent(),
               "alpha": f.fraction_open(0, 1, "0.05"), "fail_on": f.choice(VERDICTS, empty=True), "target": TARGET,
               "results": f.text()},
-      help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file",
-            "b": "the campaign compared with A, named the same ways",
+      help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file; or the base "
+                 "sweep (NAME, REVISION/NAME or REVISION/NAME/POINTS): then every common load point is compared",
+            "b": "the campaign (or sweep) compared with A, named the same ways",
             "force": "compare even when the setups differ (each difference is still named)",
             "min-effect": "smallest relative change that counts, in percent (default 5)",
             "alpha": "error rate of the family of metrics, Holm-held (default 0.05: 95 % intervals for one)",
@@ -178,6 +221,14 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
     """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
+        if sweep.is_sweep(settings, a) and sweep.is_sweep(settings, b):
+            with working(emit, f"comparing sweep {b} with base {a}, point by point"):
+                swept = sweep.compare_sweeps(settings, a, b, alpha=alpha, min_effect=min_effect, force=force)
+            emit(sweep.sweep_compare_text(swept))
+            failing = [f"{p.label} {x}" for p in swept.points for x in p.comparison.fail_on(fail_on)] if fail_on else []
+            if failing:
+                raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
+            return
         with working(emit, f"comparing {b} with base {a}: reading their runs, judging each metric, writing "
                            "compare.md and its plot"):
             made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha,
@@ -494,4 +545,5 @@ ns = Collection(run, measure, compare, ab, matrix, bisect, history, publish, plu
 # Invoke's own "No idea what 'X' is!" gets hints: close flags or tasks, --opt for a workload option.
 f.explain_parse_errors(invoke_main.program, lambda: [(row.workload, row.name) for row in api.list_options()])
 ns.add_task(report_runs, name="report")
+ns.add_task(sweep_load, name="sweep")
 ns.configure({"omnibench": Settings.config_defaults()})

@@ -23,8 +23,10 @@ class Layer:
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer("studies", ("campaign", "ab", "scale", "history", "ci", "store.campaign_file", "store.experiment_file"),
-          "many runs and what they say: campaigns, A/B experiments, matrices and bisect, history, CI stages"),
+    Layer("studies", ("campaign", "ab", "scale", "sweep", "history", "ci", "store.campaign_file",
+                      "store.experiment_file"),
+          "many runs and what they say: campaigns, A/B experiments, matrices and bisect, load sweeps, history, "
+          "CI stages"),
     Layer("front door", ("api", "hooks.manager", "settings.config", "settings.flags"),
           "what tasks.py calls: one run, plugins loaded once, settings and flag checks", strict=True),
     Layer("plugins", ("plugin", "builtin"),

@@ -1,0 +1,57 @@
+"""A sweep's record, ``<revision>/sweeps/<sweep>/<points>/sweep.json``, written and read: which
+campaign measured each load point, the points' numbers and what they say together. The sweep
+layer makes the content; this module is the only one that names the file or parses it
+(``invoke compare`` of two sweeps finds their campaigns through it).
+
+Format 1 is every sweep file so far; a newer one is refused, naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunFileError
+from ..jsonio import write_json
+from . import versions
+
+FORMAT = 1
+MIGRATIONS: dict[int, versions.Migration] = {}  # none yet: format 1 is the only one
+SWEEPS = "sweeps"  # in a revision folder
+SWEEP_NAME = "sweep.json"
+HINT = "write it again: the same invoke sweep command rebuilds it from its campaigns"
+
+
+def sweeps_dir(revision_dir: Path) -> Path:
+    """``<revision>/sweeps``."""
+    return revision_dir / SWEEPS
+
+
+def record_path(folder: Path) -> Path:
+    """``<folder>/sweep.json``."""
+    return folder / SWEEP_NAME
+
+
+def save(folder: Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` (with this module's format) as the folder's ``sweep.json``, whole or not at all."""
+    return write_json(record_path(folder), {"format": FORMAT, **record})
+
+
+def load(folder: Path) -> dict[str, Any]:
+    """The folder's sweep record, checked: its ``points`` a list of objects each naming its
+    ``campaign``; else a RunFileError naming the file and field."""
+    path = record_path(folder)
+    data = versions.read_object(path, "sweep record", reads=FORMAT, migrations=MIGRATIONS, hint=HINT)
+    points = data.get("points")
+    if not isinstance(points, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("campaign"), str) and p["campaign"] for p in points):
+        raise RunFileError(f"the sweep record {path} is not valid: its points must each name their campaign",
+                           evidence={"file": str(path), "field": "points"}, hint=HINT)
+    return data
+
+
+def point_sets(base: Path) -> list[Path]:
+    """The folders under a sweep's name that hold a record, oldest written first."""
+    if not base.is_dir():
+        return []
+    return sorted((p for p in base.iterdir() if record_path(p).is_file()), key=lambda p: record_path(p).stat().st_mtime)

@@ -1,0 +1,107 @@
+"""``invoke sweep``: one workload measured at each load point, each point a campaign.
+
+A point's campaign is ``<sweep>.<label>`` in the revision folder, measured by the campaign layer
+as ``invoke measure`` would (warm-up run0, ``--runs`` measured runs, a fresh server per run), so
+the same command resumes a sweep: complete points are read again, not measured again. Then
+each point is summarised from its runs' files (:mod:`.reading`) and the sweep is written
+(:mod:`.writing`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import api
+from ..campaign import asked_from, measure
+from ..errors import SettingsError
+from ..settings import Settings
+from ..store.names import check_name
+from .curve import PointResult
+from .points import CONCURRENCY_OPTION, RATE_OPTION, LoadPoint, Slo
+from .reading import point_result
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What ``invoke sweep`` was asked: one workload, its points, runs per point, extra options."""
+
+    workload: str
+    points: tuple[LoadPoint, ...]
+    runs: int
+    options: tuple[str, ...] = ()
+    client: str | None = None
+    retries: int = 2
+    scoring: str = "deferred"
+    slo: Slo | None = None
+    name: str = ""  # "" : sweep-<workload>, with a digest of the options when there are some
+
+    def sweep_name(self) -> str:
+        """The sweep's name: given, or ``sweep-<workload>[-<digest of its options and client>]``."""
+        if self.name:
+            return check_name(self.name, "sweep name")
+        extra = sorted(self.options) + ([f"client={self.client}"] if self.client else [])
+        digest = "-" + hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8] if extra else ""
+        return f"sweep-{self.workload}{digest}"
+
+    def campaign_name(self, point: LoadPoint) -> str:
+        """``<sweep>.<label>``: the point's campaign."""
+        return check_name(f"{self.sweep_name()}.{point.label}", "campaign name")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep measured: its points' summaries in load order, and where their campaigns are."""
+
+    spec: SweepSpec
+    revision_dir: Path
+    results: tuple[PointResult, ...]
+    campaign_files: tuple[Path, ...] = field(default_factory=tuple)
+
+
+def check_spec(spec: SweepSpec) -> None:
+    """Refuse what cannot be swept before anything runs: a workload without the option a point
+    sets, or an ``--opt`` that sets it too."""
+    names = {row.name for row in api.list_options() if row.workload == spec.workload}
+    if not names:
+        known = sorted({row.workload for row in api.list_options()})
+        raise SettingsError(f"no workload named {spec.workload!r} with options to sweep",
+                            evidence={"workloads": ", ".join(known)}, hint="see `invoke plugins --options`")
+    needed = {CONCURRENCY_OPTION: any(p.concurrency is not None for p in spec.points),
+              RATE_OPTION: any(p.rate is not None for p in spec.points)}
+    flag = {CONCURRENCY_OPTION: "--concurrency", RATE_OPTION: "--request-rate"}
+    for option, used in needed.items():
+        if used and option not in names:
+            raise SettingsError(f"workload {spec.workload!r} has no option {option!r}, so {flag[option]} cannot "
+                                "set its load", evidence={"its options": ", ".join(sorted(names))},
+                                hint=f"drop {flag[option]}, or sweep a workload that has {option}")
+        clash = [o for o in spec.options if o.split("=", 1)[0].strip() == f"{spec.workload}.{option}"]
+        if used and clash:
+            raise SettingsError(f"--opt {clash[0]} sets what {flag[option]} sweeps",
+                                hint=f"drop --opt {spec.workload}.{option}; {flag[option]} names its values")
+
+
+def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], None] = print) -> SweepResult:
+    """Measure (or resume) every point's campaign in load order, then summarise each point."""
+    check_spec(spec)
+    revision = api.revision_dir(settings)
+    paths: list[Path] = []
+    for number, point in enumerate(spec.points, 1):
+        name = spec.campaign_name(point)
+        prefix = f"[sweep point {number} of {len(spec.points)}: {point.label}] "
+        asked = asked_from(settings, [spec.workload], [*spec.options, *point.options(spec.workload)], spec.client,
+                           spec.runs, spec.retries, spec.scoring)
+        outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix))
+        paths.append(outcome.path)
+    return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
+                                             for point, path in zip(spec.points, paths, strict=True)), tuple(paths))
+
+
+def _prefixed(progress: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    """``progress`` with every line led by ``prefix`` (which point of the sweep is running)."""
+    def say(line: str) -> None:
+        progress(prefix + line)
+
+    return say

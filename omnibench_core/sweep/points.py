@@ -1,0 +1,127 @@
+"""A sweep's load points and its latency target, parsed from the command line and checked.
+
+A point is a concurrency, a request rate, or both (every combination of ``--concurrency`` and
+``--request-rate``). Each point is one campaign of the sweep, named ``<sweep>.<label>`` (``c4``,
+``r2``, ``c4-r2``, ``rinf``; see :attr:`LoadPoint.label`), measured with ``<workload>.max_concurrency`` and
+``<workload>.request_rate`` set.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import SettingsError
+from ..settings.option_schema import format_value
+
+CONCURRENCY_OPTION = "max_concurrency"
+RATE_OPTION = "request_rate"
+# The per-point statistics a target may bound (--slo KEY=VALUE): latencies, lower is better.
+SLO_METRICS = ("latency_mean_s", "latency_p95_s", "latency_p99_s", "latency_median_s")
+INF_WORDS = ("inf", "infinity")
+
+
+@dataclass(frozen=True, order=True)
+class LoadPoint:
+    """One load point: requests in flight at most (None: the workload's default) and requests per
+    second (None: every request at once, sglang-omni's ``inf``)."""
+
+    concurrency: int | None
+    rate: float | None
+
+    @property
+    def label(self) -> str:
+        """``c4``, ``r2``, ``c4-r2`` or ``rinf``: the campaign's suffix and the plot's point label.
+        All at once at a concurrency is that concurrency's closed-loop point: ``c4``, the same
+        campaign a ``--concurrency`` sweep measures, so sweeps of one name share it."""
+        parts = [f"c{self.concurrency}"] if self.concurrency is not None else []
+        if self.rate is not None:
+            parts.append(f"r{format_value(self.rate)}")
+        return "-".join(parts) or "rinf"
+
+    def options(self, workload: str) -> list[str]:
+        """The ``--opt`` words that put a campaign at this point."""
+        out = [f"{workload}.{CONCURRENCY_OPTION}={self.concurrency}"] if self.concurrency is not None else []
+        if self.rate is not None:
+            out.append(f"{workload}.{RATE_OPTION}={format_value(self.rate)}")
+        return out
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A latency target: a point holds it when its ``metric`` (mean over runs) is at most ``bound``
+    seconds; a request is within it when its own latency is."""
+
+    metric: str
+    bound: float
+
+    def text(self) -> str:
+        """``latency_p95_s <= 2 s``."""
+        return f"{self.metric} <= {format_value(self.bound)} s"
+
+
+def parse_concurrencies(text: str) -> list[int]:
+    """``1,2,4`` -> [1, 2, 4]: whole numbers of at least 1, each once."""
+    values: list[int] = []
+    for word in _words(text, "--concurrency", "1,2,4,8,16"):
+        if not word.isdigit() or int(word) < 1:
+            raise SettingsError(f"--concurrency {text!r}: {word!r} is not a whole number of at least 1",
+                                hint="write --concurrency 1,2,4,8,16")
+        values.append(int(word))
+    return _distinct(values, "--concurrency", text)
+
+
+def parse_rates(text: str) -> list[float | None]:
+    """``1,2.5,inf`` -> [1.0, 2.5, None]: requests per second above 0, or ``inf`` (all at once)."""
+    values: list[float | None] = []
+    for word in _words(text, "--request-rate", "1,2,4,inf"):
+        if word.lower() in INF_WORDS:
+            values.append(None)
+            continue
+        try:
+            rate = float(word)
+        except ValueError:
+            rate = math.nan
+        if not (math.isfinite(rate) and rate > 0):
+            raise SettingsError(f"--request-rate {text!r}: {word!r} is not a rate above 0 or inf",
+                                hint="write --request-rate 1,2,4,inf (requests per second; inf sends all at once)")
+        values.append(rate)
+    return _distinct(values, "--request-rate", text)
+
+
+def parse_slo(text: str) -> Slo:
+    """``latency_p95_s=2.0`` -> Slo; the metric one of :data:`SLO_METRICS`, the bound above 0."""
+    key, sep, value = text.partition("=")
+    key = key.strip().rsplit(".", 1)[-1]  # seedtts.latency_p95_s is latency_p95_s
+    try:
+        bound = float(value)
+    except ValueError:
+        bound = math.nan
+    if not sep or key not in SLO_METRICS or not (math.isfinite(bound) and bound > 0):
+        raise SettingsError(f"cannot read --slo {text!r}", evidence={"metrics": ", ".join(SLO_METRICS)},
+                            hint="write --slo latency_p95_s=2.0 (seconds, above 0)")
+    return Slo(key, bound)
+
+
+def load_points(concurrencies: Sequence[int], rates: Sequence[float | None]) -> list[LoadPoint]:
+    """Every combination, lightest load first (fewer in flight, then slower arrivals; inf last)."""
+    if not concurrencies and not rates:
+        raise SettingsError("a sweep needs load points", hint="give --concurrency 1,2,4 and/or --request-rate 1,2,inf")
+    cs: Sequence[int | None] = concurrencies or [None]
+    rs: Sequence[float | None] = rates or [None]
+    points = [LoadPoint(c, r) for c in cs for r in rs]
+    return sorted(points, key=lambda p: (p.concurrency or 0, math.inf if p.rate is None else p.rate))
+
+
+def _words(text: str, flag: str, example: str) -> list[str]:
+    words = [w.strip() for w in str(text).split(",")]
+    if not any(words) or not all(words):
+        raise SettingsError(f"{flag} {text!r} names no value or an empty one", hint=f"write {flag} {example}")
+    return words
+
+
+def _distinct(values: list, flag: str, text: str) -> list:
+    if len(set(values)) != len(values):
+        raise SettingsError(f"{flag} {text!r} names a value twice", hint="name each load point once")
+    return values

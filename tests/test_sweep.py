@@ -1,0 +1,244 @@
+"""``invoke sweep``: load points, the knee, the Pareto front, goodput, the open-loop schedule, and the
+docs' two commands run as written on the local target (real servers, real campaigns)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from run_helpers import REPO, free_port
+
+from omnibench_core.errors import OmnibenchError, SettingsError
+from omnibench_core.sweep import execute, load_points, parse_concurrencies, parse_rates, parse_slo
+from omnibench_core.sweep.curve import PointResult, best_within, curves, goodput, knee, pareto
+from omnibench_core.sweep.points import LoadPoint, Slo
+from omnibench_core.toolkit.arrivals import lateness_summary, planned_offsets
+
+# -- load points and targets --------------------------------------------------------------------------
+
+
+def test_points_come_in_load_order_with_labels_that_name_them():
+    points = load_points([4, 1], [None, 2.0])
+    assert [p.label for p in points] == ["c1-r2", "c1", "c4-r2", "c4"]  # all at once is the closed-loop point
+    assert points[0].options("seedtts") == ["seedtts.max_concurrency=1", "seedtts.request_rate=2"]
+    assert points[1].options("seedtts") == ["seedtts.max_concurrency=1"]
+    assert [p.label for p in load_points([], [None, 0.5])] == ["r0.5", "rinf"]
+    assert load_points([], [None])[0].options("seedtts") == []
+
+
+@pytest.mark.parametrize("text", ["0", "a", "1,,2", "", "2,2", "-1", "1.5"])
+def test_a_bad_concurrency_list_is_refused_naming_it(text):
+    with pytest.raises(SettingsError, match="--concurrency"):
+        parse_concurrencies(text)
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "nan", "x", "inf,inf", "1,", "1e999"])
+def test_a_bad_rate_list_is_refused_naming_it(text):
+    with pytest.raises(SettingsError, match="--request-rate"):
+        parse_rates(text)
+
+
+def test_rates_take_inf_as_all_at_once():
+    assert parse_rates("1, 2.5,INF") == [1.0, 2.5, None]
+
+
+@pytest.mark.parametrize("text", ["latency_p95_s", "throughput_qps=2", "latency_p95_s=0", "latency_p95_s=nan",
+                                  "latency_p95_s=-1", "=2"])
+def test_a_bad_target_is_refused_with_the_metrics_it_takes(text):
+    with pytest.raises(SettingsError, match="--slo") as caught:
+        parse_slo(text)
+    assert "latency_p95_s" in str(caught.value)
+
+
+def test_a_target_may_name_the_workload():
+    assert parse_slo("seedtts.latency_p95_s=2.0") == Slo("latency_p95_s", 2.0)
+
+
+def test_no_points_is_refused():
+    with pytest.raises(SettingsError, match="needs load points"):
+        load_points([], [])
+
+
+# -- the knee, the front, goodput ---------------------------------------------------------------------
+
+
+def _r(c: int, throughput: float | None, latency: float | None, p95: float | None = None) -> PointResult:
+    return PointResult(LoadPoint(c, None), f"s.c{c}", 2, throughput, 0.0, latency, p95,
+                       {"latency_p95_s": p95, "latency_mean_s": latency})
+
+
+def test_the_knee_is_the_last_point_before_latency_outgrows_throughput():
+    curve = [_r(1, 1.0, 1.0), _r(2, 1.9, 1.05), _r(4, 3.5, 1.2), _r(8, 3.8, 2.4), _r(16, 3.9, 4.8)]
+    assert knee(curve).point.label == "c4"  # 4 -> 8: +9 % throughput for +100 % latency
+
+
+def test_no_knee_while_throughput_keeps_pace():
+    assert knee([_r(1, 1.0, 1.0), _r(2, 2.0, 1.1), _r(4, 4.0, 1.3)]) is None
+    assert knee([_r(1, 1.0, 1.0)]) is None
+    assert knee([_r(1, None, 1.0), _r(2, 2.0, 5.0)]) is None  # a point without numbers decides nothing
+
+
+def test_the_pareto_front_drops_points_another_beats_on_both():
+    points = [_r(1, 1.0, 1.0), _r(2, 2.0, 1.5), _r(4, 1.8, 2.0), _r(8, 2.5, 3.0)]
+    assert [r.point.label for r in pareto(points)] == ["c1", "c2", "c8"]  # c4: c2 has more at less
+
+
+def test_goodput_counts_successes_within_the_bound_over_the_window():
+    assert goodput([0.5, 1.0, 2.5, None], 2.0, 1.0) == 1.0  # two within 1 s, in 2 s
+    assert goodput([0.5], 0.0, 1.0) is None
+
+
+def test_the_best_point_within_the_target_is_the_fastest_that_holds_it():
+    points = [_r(1, 1.0, 0.5, 0.8), _r(4, 3.0, 1.0, 1.9), _r(8, 3.5, 2.0, 3.0)]
+    assert best_within(points, Slo("latency_p95_s", 2.0)).point.label == "c4"
+    assert best_within(points, Slo("latency_p95_s", 0.1)) is None
+
+
+def test_both_kinds_of_point_make_one_curve_per_rate():
+    points = [PointResult(LoadPoint(c, r), "x", 2, 1.0, 0.0, 1.0, 1.0, {}) for c in (1, 4) for r in (None, 2.0)]
+    assert sorted(len(c) for c in curves(points)) == [2, 2]
+    assert all(len({r.point.rate for r in c}) == 1 for c in curves(points))
+
+
+# -- the open-loop schedule -------------------------------------------------------------------------
+
+
+def test_a_seeded_schedule_is_upstreams_draw_and_repeats():
+    """The offsets are numpy's default_rng(seed).exponential(1 / rate) gaps, summed, as upstream's
+    runner draws them: the same seed plans the same arrivals there and here."""
+    ours = planned_offsets(4.0, 6, seed=7)
+    assert ours == planned_offsets(4.0, 6, seed=7)
+    assert ours == pytest.approx(list(np.cumsum(np.random.default_rng(7).exponential(0.25, 6))))
+    assert ours != planned_offsets(4.0, 6, seed=8)
+    assert planned_offsets(None, 6, seed=7) is None
+    assert sum(np.diff(planned_offsets(10.0, 4000, seed=1))) / 3999 == pytest.approx(0.1, rel=0.05)
+    with pytest.raises(ValueError):
+        planned_offsets(0.0, 3, seed=1)
+
+
+def test_lateness_is_summarised_in_seconds():
+    assert lateness_summary([0.0, 0.1, 0.3]) == pytest.approx(
+        {"dispatch_lateness_mean_s": 0.1333333, "dispatch_lateness_p95_s": 0.28, "dispatch_lateness_max_s": 0.3})
+    assert lateness_summary([])["dispatch_lateness_max_s"] is None
+
+
+# -- refused before anything runs ---------------------------------------------------------------------
+
+
+def test_a_workload_without_the_load_option_is_refused():
+    spec = execute.SweepSpec("videoamme", tuple(load_points([], [2.0])), runs=2)
+    with pytest.raises(SettingsError, match="has no option 'request_rate'"):
+        execute.check_spec(spec)
+
+
+def test_an_opt_that_sets_the_swept_option_is_refused():
+    spec = execute.SweepSpec("seedtts", tuple(load_points([1, 4], [])), runs=2,
+                             options=("seedtts.max_concurrency=2",))
+    with pytest.raises(SettingsError, match="sets what --concurrency sweeps"):
+        execute.check_spec(spec)
+
+
+def test_sweeps_of_other_options_get_other_names():
+    a = execute.SweepSpec("seedtts", (), runs=2, options=("seedtts.max_samples=8",))
+    b = execute.SweepSpec("seedtts", (), runs=2, options=("seedtts.max_samples=4",))
+    assert a.sweep_name() != b.sweep_name() and a.sweep_name().startswith("sweep-seedtts-")
+    assert execute.SweepSpec("seedtts", (), runs=2).sweep_name() == "sweep-seedtts"
+
+
+def test_a_name_that_is_no_sweep_is_not_compared_as_one(tmp_path):
+    from omnibench_core.settings import Settings
+    from omnibench_core.sweep import compare
+
+    settings = Settings.of(results=str(tmp_path / "results"))
+    assert not compare.is_sweep(settings, "nothing-here")
+    assert not compare.is_sweep(settings, "../../etc")  # outside the results root: never a sweep
+    (tmp_path / "results" / "local-x" / "sweeps" / "s" / "c1_c4").mkdir(parents=True)
+    with pytest.raises(OmnibenchError, match="no sweep 'local-x/s'") as caught:
+        compare.find_sweep(settings, "local-x/s")
+    assert "invoke sweep" in caught.value.hint
+
+
+def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming_it(tmp_path):
+    from omnibench_core.errors import RunFileError
+    from omnibench_core.store import sweep_file
+
+    sweep_file.save(tmp_path, {"points": [{"label": "c1", "campaign": "s.c1"}]})
+    assert sweep_file.load(tmp_path)["format"] == sweep_file.FORMAT
+    sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 2, "points": []}))
+    with pytest.raises(RunFileError, match="format 2"):
+        sweep_file.load(tmp_path)
+    sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "points": [{"label": "c1"}]}))
+    with pytest.raises(RunFileError, match="must each name their campaign") as caught:
+        sweep_file.load(tmp_path)
+    assert caught.value.evidence["field"] == "points"
+
+
+# -- the docs' commands, as written --------------------------------------------------------------------
+# docs/sweep.md: a concurrency sweep, then a rate sweep at c4 that shares the first one's c4 campaign
+CONCURRENCY_COMMAND = "invoke sweep --workload seedtts --concurrency 1,4 --runs 2 --opt seedtts.max_samples=8"
+RATE_COMMAND = ("invoke sweep --workload seedtts --concurrency 4 --request-rate 2,inf --runs 2 "
+                "--opt seedtts.max_samples=8 --slo latency_p95_s=2.0")
+
+
+def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "INVOKE_OMNIBENCH_PORT": str(free_port())}
+    return subprocess.run([sys.executable, "-m", "invoke", *command.split()[1:]], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.slow
+def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_path):
+    page = (REPO / "docs" / "sweep.md").read_text()
+    assert CONCURRENCY_COMMAND in page and RATE_COMMAND in page
+    results = tmp_path / "results"
+    done = _invoke(results, CONCURRENCY_COMMAND)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = results.glob("local-*/sweeps/sweep-seedtts-*/c1_c4")
+    record = json.loads((folder / "sweep.json").read_text())
+    by = {p["label"]: p for p in record["points"]}
+    assert list(by) == ["c1", "c4"] and all(p["runs"] == 2 and p["failed"] == 0 for p in by.values())
+    assert all(p["throughput_qps"] > 0 and 0 < p["latency_mean_s"] <= p["latency_p95_s"] for p in by.values())
+    assert record["findings"][0].startswith("knee: ") and record["pareto_front"]
+    assert (folder / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (folder / "sweep.md").read_text()
+    assert "| c1 |" in md and "| c4 |" in md and "![latency against throughput](sweep.png)" in md
+    assert "sweep data: " in done.stdout and "knee: " in done.stdout
+    c4_runs = sorted(p.name for p in results.glob("local-*/run*"))
+
+    done = _invoke(results, RATE_COMMAND)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = results.glob("local-*/sweeps/sweep-seedtts-*/c4-r2_c4")
+    record = json.loads((folder / "sweep.json").read_text())
+    by = {p["label"]: p for p in record["points"]}
+    assert record["slo"] == {"metric": "latency_p95_s", "bound_s": 2.0}
+    assert by["c4-r2"]["request_rate"] == 2.0 and by["c4-r2"]["arrival_seed"] == 0
+    assert by["c4-r2"]["dispatch_lateness_mean_s"] >= 0 and by["c4-r2"]["goodput_qps"] > 0
+    assert by["c4"]["arrival_seed"] is None and by["c4"]["dispatch_lateness_mean_s"] is None
+    assert any(f.startswith("goodput under latency_p95_s <= 2 s") for f in record["findings"])
+    # c4 was the first sweep's campaign, read again: only c4-r2's run0 and two runs are new
+    assert len(sorted(p.name for p in results.glob("local-*/run*"))) == len(c4_runs) + 3
+    docs = [json.loads(p.read_text()) for p in results.glob("local-*/run*/seedtts/speed_results.json")]
+    at_rate = [d for d in docs if d["config"].get("request_rate") == 2.0]
+    assert len(at_rate) == 3  # run0 and two measured runs, each with its schedule's record
+    for speed in at_rate:
+        assert all(r["dispatch_lateness_s"] >= 0 for r in speed["per_request"])
+        assert speed["summary"]["arrival_seed"] == 0 and "dispatch_lateness_p95_s" in speed["summary"]
+
+    # the two sweeps compared point by point: c4 is their one common point (the same campaign)
+    revision = folder.parent.parent.parent.name
+    name = folder.parent.name
+    done = _invoke(results, f"invoke compare {revision}/{name}/c1_c4 {revision}/{name}/c4-r2_c4")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 common load points" in done.stdout and "only in A (not compared): c1" in done.stdout
+    assert "only in B (not compared): c4-r2" in done.stdout
+    (compared,) = results.glob("comparisons/*__vs__*/sweep-compare.json")
+    record = json.loads(compared.read_text())
+    assert [p["label"] for p in record["points"]] == ["c4"]
+    assert set(record["points"][0]["changes"].values()) == {0.0}  # one campaign against itself
+    assert (compared.parent / "sweep-compare.png").is_file() and (compared.parent / "sweep-compare.md").is_file()
+
