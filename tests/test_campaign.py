@@ -82,6 +82,9 @@ def test_report_equals_the_runbooks_statistics_block(base):
     if plots.available():
         assert {p.name for p in made.written.plots} >= {"selftest.latency_mean_s.png"}
         assert all(p.stat().st_size > 1000 for p in made.written.plots)
+        # selftest.requests is 8 in every run: listed, not plotted
+        assert "selftest.requests.png" not in {p.name for p in made.written.plots}
+        assert "selftest.requests" in doc["not_plotted_constant"] and "Not plotted, one value in every run: " in md
     else:
         pytest.skip("matplotlib is not installed: install the test extra to check the plots")
 
@@ -109,7 +112,9 @@ def test_compare_calls_a_planted_20_percent_latency_worse_and_a_repeat_the_same(
     assert "Welch" in doc["test"] and doc["min_effect"] == 0.05 and doc["correction"] == "Holm"
     assert "WORSE" in worse.written.markdown.read_text()
     assert worse.written.plots and worse.written.plots[0].is_file()  # matplotlib is a test dependency
-    assert "Not plotted, 0 in every run of both: selftest.failed." in worse.written.markdown.read_text()
+    not_plotted = next(line for line in worse.written.markdown.read_text().splitlines()
+                       if line.startswith("Not plotted, one value in every run of both: "))
+    assert "selftest.failed" in not_plotted and "selftest.latency_mean_s" not in not_plotted
     # --fail-on worse makes the exit code usable in CI
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, b.campaign.name,
@@ -219,12 +224,36 @@ def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring
     assert scoring and all(" left]" in line for line in scoring), scoring
 
 
+@pytest.mark.parametrize("name, unit", [("seedtts.latency_mean_s", "seconds"), ("seedtts.throughput_qps", "requests/s"),
+                                        ("seedtts.audio_throughput_s_per_s", "seconds of audio per second"),
+                                        ("seedtts.rtf_mean", "real-time factor (compute s per audio s)"),
+                                        ("seedtts.wer.wer_corpus", "word error rate (fraction)"),
+                                        ("seedtts.failed", "count"), ("seedtts.utmos", "MOS (1 to 5)"),
+                                        ("acme.echoes", "value")])
+def test_every_metric_plot_names_its_unit(name, unit):
+    assert plots.unit_of(name) == unit
+
+
+def test_a_metric_plot_reads_on_a_laptop_from_zero_with_its_unit(tmp_path):
+    if not plots.available():
+        pytest.skip("matplotlib is not installed")
+    from PIL import Image
+
+    path = plots.metric_plot(tmp_path / "x.png", "seedtts.sim", {"run1": 0.912, "run2": 0.913}, 0.9125, 0.0007,
+                             "higher")
+    assert Image.open(path).size == (720, 405)
+    fig = plots.compare_figure([("seedtts.sim", [0.912, 0.913], [0.911, 0.913], "equivalent")], "a", "b")
+    (ax,) = [a for a in fig.axes if a.axison]
+    assert ax.get_ylim()[0] == 0 and ax.get_ylabel() == "cosine similarity"
+
+
 def test_the_compare_plot_names_base_and_candidate_leaves_out_zeros_and_has_no_offset():
     a, b = "local-b98bee6/selftest_local", "local-b98bee6/selftest_local_delay2.0ms"  # alike for 18 characters
     rows = [("selftest.latency_mean_s", [98.58101, 98.58103, 98.58102], [98.58111, 98.58113, 98.58112], "worse"),
             ("selftest.failed", [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "no significant change"),
-            ("selftest.matched", [8.0, 8.0, 8.0], [8.0, 8.0, 7.0], "no significant change")]
-    assert plots.constant_zero(rows) == ["selftest.failed"]
+            ("selftest.matched", [8.0, 8.0, 8.0], [8.0, 8.0, 7.0], "no significant change"),
+            ("selftest.requests", [8.0, 8.0, 8.0], [8.0, 8.0, 8.0], "no significant change")]
+    assert plots.constant_rows(rows) == ["selftest.failed", "selftest.requests"]
     fig = plots.compare_figure(rows, a, b)
     fig.canvas.draw()
     panels = [ax for ax in fig.axes if ax.axison]
@@ -233,5 +262,7 @@ def test_the_compare_plot_names_base_and_candidate_leaves_out_zeros_and_has_no_o
         labels = [t.get_text() for t in ax.get_xticklabels()]
         assert labels == ["A: base", "B: candidate"]
         assert ax.yaxis.get_offset_text().get_text() == ""  # no "+9.858e1" beside the axis
+        assert ax.get_ylim()[0] == 0  # from zero: a change of 0.0001 % does not fill the panel
         assert not any("e" in t.get_text() for t in ax.get_yticklabels())
+    assert [ax.get_ylabel() for ax in panels] == ["seconds", "value"]
     assert f"A: base: {a}" in fig.texts[0].get_text() and f"B: candidate: {b}" in fig.texts[0].get_text()

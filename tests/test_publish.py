@@ -185,7 +185,9 @@ def test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_re
         const box = svg.getBoundingClientRect();
         return {points: svg.querySelectorAll('circle.point').length, bars: svg.querySelectorAll('line.interval').length,
                 changes: svg.querySelectorAll('g.change-point').length, width: box.width, height: box.height,
-                band: svg.querySelector('polygon.band').getBBox().width}; }""")
+                band: svg.querySelector('polygon.band').getBBox().width,
+                unit: svg.querySelector('text.yunit').textContent}; }""")
+    assert drawn["unit"] == "seconds (axis not from zero)", drawn  # the axis says its unit, and its zoom
     assert drawn["points"] == drawn["bars"] == COMMITS and drawn["changes"] == 1, drawn
     assert drawn["width"] > 400 and drawn["height"] > 150 and drawn["band"] > 300, drawn
     shot = tmp_path / "series.png"
@@ -194,10 +196,24 @@ def test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_re
     with page.expect_navigation():
         page.locator(f'a.point-link:has(circle[data-revision="{revision(STEP_AT)}"])').click()
     assert page.url.endswith(f"local-{revision(STEP_AT)[:12]}/campaigns/selftest_c{STEP_AT}/report.html")
-    assert f"selftest_c{STEP_AT}" in page.inner_text("pre.report")
+    # the report rendered as HTML, not shown as Markdown: its heading, its table, its plots in place
+    assert f"selftest_c{STEP_AT}" in page.inner_text("article.report h1")
+    assert page.locator("article.report table th").first.inner_text() and "| ---" not in page.inner_text("body")
     assert page.evaluate("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
     assert errors == [] and failed == [], (errors, failed)
     print(f"screenshot: {shot}")
+
+
+# -- a report rendered safely ---------------------------------------------------------------------------
+def test_a_report_is_rendered_as_html_with_raw_html_and_unsafe_links_left_inert():
+    from omnibench_core.history.site_markdown import render
+
+    html = render("# Report\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![plot](report-plots/x.png)\n\n"
+                  "<script>alert(1)</script>\n\ntext <img src=x onerror=alert(2)> [a](javascript:alert(3)) "
+                  "[b](https://example.org/x) ![c](data:image/png;base64,AAAA)\n")
+    assert "<h1>Report</h1>" in html and "<td>1</td>" in html and '<img alt="plot" src="report-plots/x.png"' in html
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<img src=x" not in html
+    assert "javascript:" not in html and 'href="https://example.org/x"' in html and "data:image" not in html
 
 
 # -- the noxfile installs the browser ----------------------------------------------------------------

@@ -46,38 +46,80 @@ def _better(direction: str) -> str:
     return {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
 
 
+# A metric's unit from its name, first match wins: the runbook's and sglang-omni's suffixes.
+UNITS: tuple[tuple[str, str], ...] = (
+    ("_s_per_s", "seconds of audio per second"), ("tok_per_req_s", "tokens/s per request"),
+    ("output_throughput", "tokens/s"), ("_qps", "requests/s"), ("_ms", "milliseconds"), ("_s", "seconds"),
+    ("_j", "joules"), ("_w", "watts"), ("_pct", "%"), ("rtf", "real-time factor (compute s per audio s)"),
+    ("wer", "word error rate (fraction)"), ("utmos", "MOS (1 to 5)"), ("sim", "cosine similarity"),
+    ("accuracy", "fraction correct"), ("tokens", "tokens"), ("c100", "fraction"),
+    ("failed", "count"), ("skipped", "count"), ("n_above", "count"), ("files", "count"), ("stalls", "count"),
+    ("requests", "count"), ("empty_or_nan", "count"),
+)
+PLOT_SIZE_IN, PLOT_DPI = (8.0, 4.5), 90  # 720 x 405 pixels: reads on a laptop screen
+
+
+def unit_of(name: str) -> str:
+    """The unit of metric ``name`` for an axis label (``seconds``, ``requests/s``...), or
+    ``value`` when its name says none."""
+    leaf = name.rsplit(".", 1)[-1]
+    for key, unit in UNITS:
+        if leaf.endswith(key) if key.startswith("_") else key in leaf:
+            return unit
+    return "value"
+
+
+def constant(values: Sequence[float]) -> bool:
+    """Whether every value is the same: a plot of it says nothing the table does not."""
+    return len(set(values)) <= 1
+
+
+def _from_zero(ax, values: Sequence[float], unit: str) -> None:
+    """The y axis from zero when every value is >= 0, so a change of 0.1 % looks like one; the
+    label says when it cannot start there."""
+    if values and min(values) >= 0:
+        ax.set_ylim(bottom=0, top=max(values) * 1.1 or 1.0)
+        ax.set_ylabel(unit, fontsize=8)
+    else:
+        ax.set_ylabel(f"{unit} (axis not from zero: values below it)", fontsize=8)
+
+
 def metric_plot(path: Path, name: str, values: dict[str, float], mean: float, sd: float | None, direction: str) -> Path:
-    """One metric's value per run, with its mean and a band of one sample sd."""
+    """One metric's value per run, with its mean and a band of one sample sd; the axis in the
+    metric's unit, from zero."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.5, 3))
+    fig, ax = plt.subplots(figsize=PLOT_SIZE_IN)
     runs = list(values)
     ax.plot(runs, [values[r] for r in runs], "o", color="C0", label="run")
     ax.axhline(mean, color="C1", label="mean")
     if sd:
         ax.axhspan(mean - sd, mean + sd, color="C1", alpha=0.2, label="± 1 sd")
-    ax.set_title(f"{name}{_better(direction)}", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"{name}{_better(direction)}", fontsize=10)
+    ax.set_xlabel("measured run", fontsize=8)
+    _from_zero(ax, [*values.values(), mean + (sd or 0.0)], unit_of(name))
+    ax.legend(fontsize=8)
     _plain_numbers(ax)
-    return _save(plt, fig, path)
+    return _save(plt, fig, path, dpi=PLOT_DPI)
 
 
 CompareRow = tuple[str, list[float], list[float], str]  # metric, A's values, B's values, verdict
 SIDES = ("A: base", "B: candidate")  # the x labels of every panel
 
 
-def constant_zero(rows: Sequence[CompareRow]) -> list[str]:
-    """The metrics that are 0 in every run of both sides: a panel of them says nothing."""
-    return [name for name, va, vb, _ in rows if all(v == 0 for v in (*va, *vb))]
+def constant_rows(rows: Sequence[CompareRow]) -> list[str]:
+    """The metrics with one value in every run of both sides (0 failed requests, 8 of 8 matched):
+    a panel of them says nothing the table does not."""
+    return [name for name, va, vb, _ in rows if constant([*va, *vb])]
 
 
 def compare_figure(rows: Sequence[CompareRow], a: str, b: str):
-    """The figure of :func:`compare_plot` (without the constant-zero metrics), not yet saved."""
+    """The figure of :func:`compare_plot` (without the constant metrics), not yet saved."""
     plt = _pyplot()
-    zero = set(constant_zero(rows))
-    shown = [r for r in rows if r[0] not in zero]
+    same = set(constant_rows(rows))
+    shown = [r for r in rows if r[0] not in same]
     cols = min(4, max(1, len(shown)))
     nrows = math.ceil(max(1, len(shown)) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(cols * 3.2, nrows * 2.4 + 0.6), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(cols * 3.6, nrows * 3.0 + 0.6), squeeze=False)
     fig.suptitle(f"{SIDES[0]}: {a}\n{SIDES[1]}: {b}", fontsize=7)
     for ax, (name, va, vb, verdict) in zip(axes.flat, shown, strict=False):
         ax.plot([0] * len(va), va, "o", color="C0")
@@ -88,8 +130,9 @@ def compare_figure(rows: Sequence[CompareRow], a: str, b: str):
                 ax.plot([x - 0.2, x + 0.2], [m, m], color=color)
         ax.set_xticks([0, 1], list(SIDES), fontsize=6)
         ax.set_xlim(-0.5, 1.5)
-        ax.set_title(f"{name}\n{verdict}", fontsize=7)
-        ax.tick_params(axis="y", labelsize=6)
+        ax.set_title(f"{name}\n{verdict}", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        _from_zero(ax, [*va, *vb], unit_of(name))
         _plain_numbers(ax)
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
@@ -98,8 +141,9 @@ def compare_figure(rows: Sequence[CompareRow], a: str, b: str):
 
 def compare_plot(path: Path, rows: Sequence[CompareRow], a: str, b: str) -> Path:
     """Each metric's runs of A (the base) and B (the candidate) side by side, with each side's
-    mean; the title carries the verdict. Metrics that are 0 throughout on both sides are left out."""
-    return _save(_pyplot(), compare_figure(rows, a, b), path, dpi=80)
+    mean; the title carries the verdict; each axis in the metric's unit, from zero. Metrics with
+    one value throughout on both sides are left out."""
+    return _save(_pyplot(), compare_figure(rows, a, b), path, dpi=PLOT_DPI)
 
 
 def telemetry_plot(path: Path, csv_path: Path) -> Path:
@@ -136,5 +180,6 @@ def distribution_plot(path: Path, name: str, per_run: dict[str, list[float]], di
         ax.plot(spread, values, ".", color="C0", alpha=0.35, markersize=3)
     ax.set_xticks(range(1, len(runs) + 1), [f"{r}\n(n={len(per_run[r])})" for r in runs], fontsize=7)
     ax.set_title(f"{name} per request, by run{_better(direction)}", fontsize=9)
+    _from_zero(ax, [v for values in per_run.values() for v in values], unit_of(name))
     _plain_numbers(ax)
     return _save(plt, fig, path)

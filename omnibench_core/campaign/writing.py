@@ -131,9 +131,10 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
 def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, header: dict[str, Any]) -> Written:
     made: list[Path] = []
     note = ""
+    constant = [m.name for m in stats.metrics if m.mean is not None and plots.constant(m.numbers)]
     if plots.available():
         for m in stats.metrics:
-            if m.mean is not None:
+            if m.mean is not None and m.name not in constant:
                 made.append(plot_atomic(folder / f"{stem}-plots" / f"{_safe(m.name)}.png", functools.partial(
                     plots.metric_plot, name=m.name, values={r: float(v) for r, v in m.values.items()}, mean=m.mean,
                     sd=m.sd, direction=m.direction)))
@@ -169,6 +170,8 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
                  for name, runs in distributions.per_run(stats.run_dirs).items()]
     md += ["", "## Plots", ""]
     md += [f"![{p.stem}]({p.parent.name}/{p.name})" for p in made] if made else [note]
+    if made and constant:
+        md += ["", f"Not plotted, one value in every run: {t(', '.join(constant))}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     doc = {**header, "runs": list(stats.runs), "run_dirs": [str(d) for d in stats.run_dirs],
            "identity": stats.identity, "environment": stats.environment, "notes": list(stats.notes),
@@ -179,7 +182,7 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
            "telemetry": {"applies": tele.applies, "reason": tele.reason, "warnings": list(tele.warnings),
                          "workloads": {w: {"energy_j": e, "energy_per_request_j": r, "energy_per_speech_second_j": s}
                                        for w, e, r, s in tele.rows}},
-           "plots": [str(p) for p in made], "plots_note": note}
+           "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant": constant}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the report complete
     return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report", replaced)
 
@@ -230,7 +233,7 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
                             functools.partial(plots.compare_plot, rows=rows, a=c.a, b=c.b)),)
     else:
         note = plots.HOW_TO_GET
-    zero = plots.constant_zero(rows)
+    same = plots.constant_rows(rows)
     t = md_text  # every name a user gave (campaign, metric, revision): inert text
     md = [f"# Compare: A {t(c.a)} (base) vs B {t(c.b)}", "",
           f"- test: {c.test}; the family ({t(', '.join(m.name for m in c.metrics if m.in_family) or 'none')}) held "
@@ -247,13 +250,13 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     if c.notes:
         md += ["", "## Notes", ""] + [f"- {t(n)}" for n in c.notes]
     md += ["", "## Plot", ""] + ([f"![A vs B]({p.parent.name}/{p.name})" for p in made] or [note])
-    if made and zero:
-        md += ["", f"Not plotted, 0 in every run of both: {t(', '.join(zero))}."]
+    if made and same:
+        md += ["", f"Not plotted, one value in every run of both: {t(', '.join(same))}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
     summary = pr.text(c, folder / f"{stem}.md") if pr else ""
     summary_md = write_atomic(folder / f"{pr.stem(stem)}.md", summary) if pr else None
     doc = {**dataclasses.asdict(c), "values": {k: {"a": a, "b": b} for k, (a, b) in values.items()},
-           "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant_zero": zero}
+           "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant": same}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the comparison complete
     step_summary = pr.publish(summary) if pr else None  # once the comparison is complete
     return Written(folder / f"{stem}.md", json_path, made, note, stem != "compare", replaced, summary_md, step_summary)

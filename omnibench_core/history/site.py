@@ -291,10 +291,10 @@ table { border-collapse: collapse; margin: .5em 0 1.5em; }
 th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
 .about, .none, .missing { color: #666; }
 .worse { color: #c62828; } .better { color: #2e7d32; } .changed { color: #6d6d6d; }
-pre.report { white-space: pre-wrap; background: #f7f7f7; padding: 1em; }
-figure img { max-width: 100%; }
+article.report img, figure img { max-width: 100%; }
+article.report table { font-size: 13px; } article.report code { background: #f3f3f3; padding: 0 .2em; }
 svg.series-plot { max-width: 100%; height: auto; background: #fff; }
-svg .grid { stroke: #eee; } svg .axis { stroke: #999; }
+svg .grid { stroke: #eee; } svg .axis { stroke: #999; } svg .yunit { fill: #555; font-size: 12px; }
 svg .band { fill: #1565c0; fill-opacity: .10; stroke: none; }
 svg .line { fill: none; stroke: #1565c0; stroke-opacity: .5; }
 svg .interval, svg .cap { stroke: #1565c0; stroke-width: 1.5; }

@@ -10,16 +10,15 @@ it), as is anything that is not a regular file."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 from .series import Point
+from .site_markdown import render
 
 REPORTS = "reports"  # the site's folder of copied reports
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")  # the report's plots: ![name](report-plots/x.png)
 
 
 @dataclass(frozen=True)
@@ -126,11 +125,10 @@ def campaign_page(point: Point, campaign_json: str, json_name: str, make_report:
 
 
 def report_page(markdown: str, md_name: str, to_root: str) -> str:
-    """A report's Markdown as a page: the text as written, and its plots shown below it."""
-    images = "\n".join(f'<figure><img src="{escape(src)}" alt="{escape(alt)}"><figcaption>{escape(alt)}</figcaption>'
-                       "</figure>" for alt, src in _IMAGE.findall(markdown) if not src.startswith(("http:", "https:")))
+    """A report's Markdown as a page: rendered as HTML (tables, headings, its plots in place;
+    :mod:`.site_markdown` keeps it safe), with a link to the Markdown as written."""
     title = next((line[2:] for line in markdown.splitlines() if line.startswith("# ")), md_name)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f'<link rel="stylesheet" href="{to_root}style.css"></head><body>\n'
             f'<nav><a href="{to_root}index.html">all series</a> · <a href="{escape(md_name)}">{escape(md_name)}</a></nav>\n'
-            f'<pre class="report">{escape(markdown)}</pre>\n{images}\n</body></html>\n')
+            f'<article class="report">\n{render(markdown)}\n</article>\n</body></html>\n')

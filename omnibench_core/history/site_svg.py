@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
+from ..campaign.plots import unit_of
 from .series import ChangePoint, Point, Series
 
 WIDTH, HEIGHT = 960, 360
@@ -83,6 +84,10 @@ def plot(series: Series, *, confidence: float, link: Callable[[Point], str | Non
         out.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
                    f'<text class="ylabel" x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{num(tick)}</text>')
     out.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + inner_h}"/>')
+    # the unit, and that the axis is zoomed to the series (a step between commits must show)
+    unit = unit_of(series.metric) + (" (axis not from zero)" if y_low > 0 else "")
+    out.append(f'<text class="yunit" transform="translate(14,{TOP + inner_h / 2:.1f}) rotate(-90)" '
+               f'text-anchor="middle">{escape(unit)}</text>')
     if n > 1:  # the band of the intervals, commit to commit
         upper = " ".join(f"{x(i):.1f},{y(p.high):.1f}" for i, p in enumerate(points))
         lower = " ".join(f"{x(i):.1f},{y(p.low):.1f}" for i, p in reversed(list(enumerate(points))))
