@@ -5,12 +5,21 @@ proc_helpers, scale_helpers)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from run_helpers import REPO, free_port
+
+# A suite started as a background job of a shell without job control (`nohup ... &`, a CI script)
+# inherits SIGINT ignored, and so would every `invoke` a test starts and then Ctrl-C's: those tests
+# would test the shell's choice, not omnibench. A handler (not SIG_IGN) is reset to the default at
+# each child's exec, as in a terminal. (omnibench's own workers obey SIGINT either way:
+# tests/test_scale_interrupt.py starts a driver ignoring it.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
 from ..jsonio import read_json
+from ..process.processes import obey_ctrl_c
 from ..records import PHASES, Phase
 from ..settings import Settings
 from ..store import experiment_file  # the module, not its names: it imports this package's records
@@ -79,6 +80,7 @@ def _failure(status: SideStatus, exc: BaseException) -> SideReport:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m omnibench_core.ab.worker SPEC.json OUT.json``."""
+    obey_ctrl_c()  # the driver stops a side with SIGINT, even when it was itself started ignoring it
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
         print("usage: python -m omnibench_core.ab.worker SPEC.json OUT.json", file=sys.stderr)

@@ -346,6 +346,18 @@ class GroupProcess:
         return record
 
 
+def obey_ctrl_c() -> None:
+    """Make SIGINT raise KeyboardInterrupt here even when this process started with SIGINT ignored.
+
+    A shell without job control starts a background job (``nohup invoke matrix ... &``, a CI
+    script) with SIGINT ignored, and its children inherit that. A campaign or A/B worker is stopped
+    by its driver with SIGINT: ignored, the stop was lost and the worker measured on after the
+    driver had exited 130. Only omnibench's own workers call this; the command a user starts keeps
+    the disposition the user's shell gave it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def start_group(
     argv: Sequence[str],
     *,

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated, UnsupportedOption
 from ..jsonio import read_json, write_json
+from ..process.processes import obey_ctrl_c
 from ..settings import Settings
 from ..store.statuses import JobStatus
 from . import campaigns, revisions
@@ -90,6 +91,7 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m omnibench_core.scale.worker JOB.json OUT.json``."""
+    obey_ctrl_c()  # the driver stops a campaign with SIGINT, even when it was itself started ignoring it
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
         print("usage: python -m omnibench_core.scale.worker JOB.json OUT.json", file=sys.stderr)
