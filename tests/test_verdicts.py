@@ -274,6 +274,31 @@ def test_invoke_compare_of_an_a_a_pair_calls_nothing_better_or_worse(campaigns):
         assert "runs a side would resolve it" in done.stdout
 
 
+def _stats(title: str, ready: list[float], noisy: tuple[str, ...]):
+    from statistics import mean, stdev
+
+    from omnibench_core.campaign.summary import MetricStats, RunSetStats
+
+    values = {f"run{i + 1}": v for i, v in enumerate(ready)}
+    m = MetricStats("selftest.server_ready_s", values, mean(ready), stdev(ready), "lower", None)
+    return RunSetStats(title, tuple(values), (), {}, (m,), noisy=noisy)
+
+
+@pytest.mark.parametrize("noisy, verdict", [((), "better"), (("run2: selftest.client: 88% of the slot's CPU",), "inconclusive")])
+def test_a_server_start_moved_on_a_busy_host_is_not_called_the_codes(noisy, verdict):
+    """An A/A pair on a host with two CPU hogs read server_ready_s 1.83 s against 1.32 s (-28 %,
+    "better"): load that came and went between the two campaigns. With the noise guard's evidence
+    of a busy host the start's verdict is inconclusive, saying why; on a quiet host it is judged."""
+    from omnibench_core.campaign.compare import compare
+
+    a = _stats("A", [1.70, 1.83, 1.97], noisy)
+    b = _stats("B", [1.30, 1.32, 1.33], ())
+    (row,) = compare(a, b).metrics
+    assert row.verdict == verdict
+    if noisy:
+        assert "noise guard found the host busy" in row.why and "invoke ab" in row.why
+
+
 def test_matrix_column_names_what_moved_what_is_unclear_and_otherwise_equivalent():
     moved = MetricVerdict("w.latency_mean_s", 1.0, 2.0, 1.0, "worse", "", 0.8, 1.2, True, 0.05)
     unclear = _scale_verdict("inconclusive", needed=9)

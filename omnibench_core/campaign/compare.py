@@ -5,15 +5,17 @@ noise is not called a change and a wide interval reads ``inconclusive``."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import defaults
 from ..errors import OmnibenchError
+from ..run.collection import SERVER_READY
 from . import telemetry_view
 from .summary import RunSetStats
-from .verdict import CORRECTION, VERDICTS, Design, Samples, Verdict, judge
+from .verdict import CORRECTION, VERDICTS, Design, MetricVerdict, Samples, Verdict, judge
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "NOT_COMPARABLE", "VERDICTS", "WORSE", "Comparison",
            "MetricComparison", "NotComparable", "SetupDifference", "compare"]
@@ -164,6 +166,7 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, mi
              and ma.mean is not None and mb.mean is not None]
     judged = judge([Samples(ma.name, ma.direction, tuple(ma.numbers), tuple(mb.numbers)) for ma, mb in pairs],
                    Design.UNPAIRED, alpha=alpha, min_effect=min_effect)
+    judged = tuple(_start_on_a_busy_host(v, a, b) for v in judged)
     by_name = {ma.name: MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean, mb.sd,
                                          (mb.mean or 0.0) - (ma.mean or 0.0), v.change if v.relative else None, v.p,
                                          v.verdict, v.why, v.low, v.high, v.relative, v.level, v.method, v.needed,
@@ -191,6 +194,22 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, mi
         notes += [f"{side} {n}" for n in stats.noisy]
     return Comparison(a.title, b.title, TEST, alpha, min_effect, tuple(rows), tuple(diffs),
                       bool(diffs), tuple(notes))
+
+
+def _start_on_a_busy_host(v: MetricVerdict, a: RunSetStats, b: RunSetStats) -> MetricVerdict:
+    """A server's start time better or worse between two campaigns whose runs the noise guard
+    found disturbed is the host's as likely as the code's: no timed window guards a start (it is
+    spawn to READY, mostly imports and loading, CPU- and disk-bound), and two campaigns are
+    measured at different times, so load that came or went between them moves it (an A/A pair
+    on a busy host once read -28 %). Inconclusive then, saying why; ``ab``'s paired rounds and a
+    quiet host judge it."""
+    if not v.metric.endswith(f".{SERVER_READY}") or v.verdict not in (Verdict.BETTER, Verdict.WORSE) \
+            or not (a.noisy or b.noisy):
+        return v
+    return dataclasses.replace(v, verdict=Verdict.INCONCLUSIVE, needed=None, why=(
+        f"{v.why}; but the noise guard found the host busy in {len(a.noisy)} of A's and {len(b.noisy)} of B's "
+        "timed windows, and a server's start is measured outside any window: this difference may be the host's "
+        "(measure on a quiet host, or with invoke ab's paired rounds)"))
 
 
 def _length_notes(rows: list[MetricComparison], min_effect: float) -> list[str]:
