@@ -157,6 +157,8 @@ def test_a_name_that_is_no_sweep_is_not_compared_as_one(tmp_path):
     settings = Settings.of(results=str(tmp_path / "results"))
     assert not compare.is_sweep(settings, "nothing-here")
     assert not compare.is_sweep(settings, "../../etc")  # outside the results root: never a sweep
+    (tmp_path / "results" / "local-x" / "sweeps").mkdir(parents=True)
+    assert not compare.is_sweep(settings, "local-x/..")  # ".." is no sweep's name
     (tmp_path / "results" / "local-x" / "sweeps" / "s" / "c1_c4").mkdir(parents=True)
     with pytest.raises(OmnibenchError, match="no sweep 'local-x/s'") as caught:
         compare.find_sweep(settings, "local-x/s")
@@ -172,10 +174,11 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
     sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 2, "points": []}))
     with pytest.raises(RunFileError, match="format 2"):
         sweep_file.load(tmp_path)
-    sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "points": [{"label": "c1"}]}))
-    with pytest.raises(RunFileError, match="must each name their campaign") as caught:
-        sweep_file.load(tmp_path)
-    assert caught.value.evidence["field"] == "points"
+    for point in ({"label": "c1"}, {"label": "c1", "campaign": "../../../etc/x"}):
+        sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "points": [point]}))
+        with pytest.raises(RunFileError, match="must each name their campaign") as caught:
+            sweep_file.load(tmp_path)
+        assert caught.value.evidence["field"] == "points"
 
 
 # -- the docs' commands, as written --------------------------------------------------------------------

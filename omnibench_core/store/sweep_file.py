@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import RunFileError
 from ..jsonio import write_json
 from . import versions
+from .names import name_problem
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # none yet: format 1 is the only one
@@ -44,9 +45,11 @@ def load(folder: Path) -> dict[str, Any]:
     data = versions.read_object(path, "sweep record", reads=FORMAT, migrations=MIGRATIONS, hint=HINT)
     points = data.get("points")
     if not isinstance(points, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("campaign"), str) and p["campaign"] for p in points):
-        raise RunFileError(f"the sweep record {path} is not valid: its points must each name their campaign",
-                           evidence={"file": str(path), "field": "points"}, hint=HINT)
+            isinstance(p, dict) and isinstance(p.get("campaign"), str) and not name_problem(p["campaign"])
+            for p in points):
+        raise RunFileError(f"the sweep record {path} is not valid: its points must each name their campaign "
+                           "(a plain name in the revision folder)", evidence={"file": str(path), "field": "points"},
+                           hint=HINT)
     return data
 
 

@@ -24,7 +24,7 @@ from ..errors import OmnibenchError
 from ..jsonio import write_json
 from ..settings import Settings
 from ..store import campaign_file, sweep_file
-from ..store.names import under_root
+from ..store.names import check_name, under_root
 from ..tables import md_code, md_table, md_text, table
 from .curve import PointResult
 from .plots import Series, curve_plot
@@ -107,6 +107,8 @@ def _sweep_folder(settings: Settings, ref: str) -> tuple[Path, str, str]:
         raise OmnibenchError(f"cannot read the sweep reference {ref!r}", hint="write NAME, REVISION/NAME or "
                                                                               "REVISION/NAME/POINTS")
     name, points = parts[0], (parts[1] if len(parts) > 1 else "")
+    for part in (name, points) if points else (name,):
+        check_name(part, "sweep name")  # one folder entry each: no "..", "." or control characters
     folder = under_root(settings.run.results_root, sweep_file.sweeps_dir(revision) / name / points, "sweep folder")
     if not folder.is_dir():
         raise OmnibenchError(f"no sweep {ref!r}", evidence={"looked in": str(folder)})
