@@ -177,11 +177,8 @@ def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
-        spec = sweep.SweepSpec(workload, tuple(sweep.load_points(sweep.parse_concurrencies(concurrency) if concurrency
-                                                                 else [], sweep.parse_rates(request_rate)
-                                                                 if request_rate else [])),
-                               runs, tuple(opt or []), client, retries, scoring,
-                               sweep.parse_slo(slo) if slo else None, name)
+        spec = sweep.spec_from(workload, concurrency=concurrency, request_rate=request_rate, runs=runs,
+                               options=opt or [], client=client, retries=retries, scoring=scoring, slo=slo, name=name)
         result = sweep.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
             written = sweep.write_sweep(result, settings.run.results_root)

@@ -12,9 +12,9 @@ each point a campaign, and what the points say together.
 
 from .compare import compare_sweeps, is_sweep
 from .compare import compare_text as sweep_compare_text
-from .execute import SweepResult, SweepSpec, run_sweep
+from .execute import SweepResult, SweepSpec, run_sweep, spec_from
 from .points import load_points, parse_concurrencies, parse_rates, parse_slo
 from .writing import sweep_text, write_sweep
 
 __all__ = ["SweepResult", "SweepSpec", "compare_sweeps", "is_sweep", "load_points", "parse_concurrencies", "parse_rates", "parse_slo",
-           "run_sweep", "sweep_compare_text", "sweep_text", "write_sweep"]
+           "run_sweep", "spec_from", "sweep_compare_text", "sweep_text", "write_sweep"]

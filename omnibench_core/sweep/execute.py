@@ -10,7 +10,7 @@ each point is summarised from its runs' files (:mod:`.reading`) and the sweep is
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,16 @@ from ..errors import SettingsError
 from ..settings import Settings
 from ..store.names import check_name
 from .curve import PointResult
-from .points import CONCURRENCY_OPTION, RATE_OPTION, LoadPoint, Slo
+from .points import (
+    CONCURRENCY_OPTION,
+    RATE_OPTION,
+    LoadPoint,
+    Slo,
+    load_points,
+    parse_concurrencies,
+    parse_rates,
+    parse_slo,
+)
 from .reading import point_result
 
 
@@ -49,6 +58,15 @@ class SweepSpec:
     def campaign_name(self, point: LoadPoint) -> str:
         """``<sweep>.<label>``: the point's campaign."""
         return check_name(f"{self.sweep_name()}.{point.label}", "campaign name")
+
+
+def spec_from(workload: str, *, concurrency: str = "", request_rate: str = "", runs: int, options: Sequence[str] = (),
+              client: str | None = None, retries: int, scoring: str, slo: str = "", name: str = "") -> SweepSpec:
+    """The sweep ``invoke sweep``'s flags ask for, each checked (``""``: not given)."""
+    points = load_points(parse_concurrencies(concurrency) if concurrency else [],
+                         parse_rates(request_rate) if request_rate else [])
+    return SweepSpec(workload, tuple(points), runs, tuple(options), client, retries, scoring,
+                     parse_slo(slo) if slo else None, name)
 
 
 @dataclass(frozen=True)
