@@ -410,7 +410,8 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, 
 @task(iterable=["workload", "opt"], checks={
     **SCALE_CHECKS, "good": f.revision(), "bad": f.revision(), "metric": f.text(empty=False)}, help={
     **SCALE_HELP, "good": "a commit where the metric is good", "bad": "a later commit where it is worse",
-    "metric": "metric to judge, e.g. seedtts.throughput_qps"})
+    "metric": "metric to judge, e.g. seedtts.throughput_qps, or at a load point: seedtts@c16.throughput_qps "
+              "(measured with that point's options)"})
 def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RUNS, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
            port=None, results_transport=DEFAULT_TRANSPORT, checkout_url="", server_profile=None):
@@ -434,7 +435,8 @@ def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RU
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS), "threshold": f.threshold(), "port": f.port(),
     "min_effect": f.percent()},
     help={"min-effect": "smallest step that is a change point, in percent (default 5, as compare's)",
-          "metric": "only this metric, e.g. selftest.latency_mean_s (default every metric)",
+          "metric": "only this metric, e.g. selftest.latency_mean_s, or a metric at a load point of a sweep, e.g. "
+                    "seedtts@c16.throughput_qps (default every metric)",
           "workload": "only campaigns of this workload", "target": "only campaigns of this target",
           "revisions": "A..B or a branch of --checkout, in first-parent order (default HEAD; A..B leaves A out, as git)",
           "checkout": "the git repository whose first-parent order the series follow (default the checkout setting)",
@@ -474,7 +476,8 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
                   "... rounds and N, each look held to alpha / the number of looks, and stop at the first look that "
                   "decides every --decide metric (not with --rounds or --design sequential)",
     "decide": "with --max-rounds: the metrics to decide, comma-separated (default: every latency and throughput "
-              "metric with a better side, e.g. selftest.latency_mean_s)",
+              "metric with a better side, e.g. selftest.latency_mean_s); a metric at a load point, "
+              "seedtts@c16.throughput_qps, measures both sides at that point",
     "design": "auto (default: duet with two --slots, else interleaved), duet (A and B at once on two slots, "
               "swapped every round), interleaved (each round A and B one after the other in a seeded random order) "
               "or sequential (A's rounds, then B's)",
@@ -524,7 +527,7 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=None, design="auto", a_opt=No
               "metric": f.text(empty=False), "revisions": f.revision(), "results": f.text(), "checkout": f.text()},
       help={"out": "the site's folder (made, or replaced if it holds an earlier site; any other folder is refused)",
             "target": "only this target's series (default: every target)", "workload": "only this workload's series",
-            "metric": "only this metric, e.g. seedtts.throughput_qps", "revisions": "only A..B, or a branch",
+            "metric": "only this metric, e.g. seedtts.throughput_qps or seedtts@c16.throughput_qps", "revisions": "only A..B, or a branch",
             "results": "results root", "checkout": "sglang-omni checkout whose first-parent line orders the commits (default the checkout setting)"})
 def publish(c, out, target=None, workload=None, metric=None, revisions=None, results=None, checkout=None):
     """A static site of the history: per metric a plot over commits, change points, regressions, reports."""

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 from run_helpers import REPO, free_port
 
+from omnibench_core.ab import execute as ab_execute
 from omnibench_core.errors import OmnibenchError, SettingsError
+from omnibench_core.settings import Settings
 from omnibench_core.sweep import execute, load_points, parse_concurrencies, parse_rates, parse_slo
 from omnibench_core.sweep.curve import PointResult, best_within, curves, goodput, knee, pareto
-from omnibench_core.sweep.points import LoadPoint, Slo
+from omnibench_core.sweep.points import LoadPoint, Slo, at_point, parse_point_metric
 from omnibench_core.toolkit.arrivals import lateness_summary, planned_offsets
 
 # -- load points and targets --------------------------------------------------------------------------
@@ -62,6 +64,72 @@ def test_a_target_may_name_the_workload():
 def test_no_points_is_refused():
     with pytest.raises(SettingsError, match="needs load points"):
         load_points([], [])
+
+
+# -- a metric at a load point ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, options, canonical", [
+    ("seedtts@c16.throughput_qps", ["seedtts.max_concurrency=16"], "seedtts@c16.throughput_qps"),
+    ("seedtts@c4-r2.5.latency_p95_s", ["seedtts.max_concurrency=4", "seedtts.request_rate=2.5"], None),
+    ("seedtts@r2.latency_mean_s", ["seedtts.request_rate=2"], None),
+    ("seedtts@c4-rinf.latency_mean_s", ["seedtts.max_concurrency=4"], "seedtts@c4.latency_mean_s"),
+    ("seedtts@rinf.latency_mean_s", [], None),
+])
+def test_a_metric_at_a_point_names_the_points_options_and_the_plain_metric(name, options, canonical):
+    point = parse_point_metric(name)
+    assert point is not None and point.options() == options and point.name == (canonical or name)
+    assert point.metric == "seedtts." + name.rsplit(".", 1)[-1]  # a rate's fraction is not the metric's
+    assert parse_point_metric("seedtts.throughput_qps") is None  # a plain name stays plain
+
+
+@pytest.mark.parametrize("name", ["seedtts@x16.a", "seedtts@c0.a", "seedtts@c4", "seedtts@.a", "@c4.a",
+                                  "seedtts@c4.a b", "seedtts@r0.a"])
+def test_a_misspelt_point_metric_is_refused_with_the_form(name):
+    with pytest.raises(SettingsError) as refused:
+        parse_point_metric(name)
+    assert "seedtts@c16.throughput_qps" in refused.value.hint and "\n" not in refused.value.message
+
+
+def test_a_campaign_is_at_a_point_when_its_concurrency_and_rate_are_the_points():
+    c4 = parse_point_metric("seedtts@c4.latency_mean_s")
+    assert c4 is not None
+    assert c4.holds(["seedtts.max_concurrency=4", "seedtts.max_samples=8"])
+    assert c4.holds(["seedtts.max_concurrency=4.0", "seedtts.request_rate=inf"])  # all at once, written out
+    assert not c4.holds(["seedtts.max_concurrency=4", "seedtts.request_rate=2"])  # open loop: another point
+    assert not c4.holds(["seedtts.max_concurrency=8"]) and not c4.holds([])  # [] is the workload's default
+    assert not c4.holds(["other.max_concurrency=4"])
+
+
+def test_options_that_move_a_run_off_the_point_are_refused():
+    c16 = parse_point_metric("seedtts@c16.throughput_qps")
+    assert c16 is not None
+    assert at_point(["seedtts.max_samples=8"], c16) == ["seedtts.max_samples=8", "seedtts.max_concurrency=16"]
+    assert at_point(["seedtts.max_concurrency=16"], c16) == ["seedtts.max_concurrency=16"]
+    with pytest.raises(SettingsError, match="seedtts.max_concurrency=8"):
+        at_point(["seedtts.max_concurrency=8"], c16)
+
+
+def test_ab_deciding_a_metric_at_a_point_measures_both_sides_there(tmp_path):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    request = ab_execute.request_from(settings, ["seedtts"], aa=True, max_rounds=3, options=["seedtts.max_samples=8"],
+                                      decide=["seedtts@c4.latency_mean_s", "seedtts@c4.throughput_qps"])
+    for side in (request.identity.a, request.identity.b):
+        assert side.options == ("seedtts.max_concurrency=4", "seedtts.max_samples=8")
+    assert request.sequential is not None
+    assert request.sequential.decide == ("seedtts.latency_mean_s", "seedtts.throughput_qps")
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"decide": ["seedtts@c4.latency_mean_s", "seedtts@c8.throughput_qps"]}, "names 2 load points"),
+    ({"decide": ["selftest@c4.latency_mean_s"]}, "selftest is not a workload of this experiment"),
+    ({"decide": ["seedtts@c4.latency_mean_s"], "b_opts": ["seedtts.max_concurrency=8"]}, "seedtts.max_concurrency=8"),
+])
+def test_ab_refuses_points_it_cannot_measure_in_one_line(tmp_path, kwargs, words):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    with pytest.raises(SettingsError) as refused:
+        ab_execute.request_from(settings, ["seedtts"], aa=True, max_rounds=3, **kwargs)
+    assert words in refused.value.message and "\n" not in refused.value.message and refused.value.hint
 
 
 # -- the knee, the front, goodput ---------------------------------------------------------------------
@@ -169,7 +237,8 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
     from omnibench_core.errors import RunFileError
     from omnibench_core.store import sweep_file
 
-    sweep_file.save(tmp_path, {"points": [{"label": "c1", "campaign": "s.c1"}]})
+    sweep_file.save(tmp_path, {"workload": "seedtts", "points": [{"label": "c1", "campaign": "s.c1",
+                                                                    "concurrency": 1, "request_rate": None}]})
     assert sweep_file.load(tmp_path)["format"] == sweep_file.FORMAT
     sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 2, "points": []}))
     with pytest.raises(RunFileError, match="format 2"):
@@ -179,6 +248,17 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
         with pytest.raises(RunFileError, match="must each name their campaign") as caught:
             sweep_file.load(tmp_path)
         assert caught.value.evidence["field"] == "points"
+    good = {"label": "c1", "campaign": "s.c1"}
+    for record, field in (({"points": [{**good, "concurrency": 0}]}, "points[0].concurrency"),
+                          ({"points": [{**good, "concurrency": True}]}, "points[0].concurrency"),
+                          ({"points": [good, {**good, "request_rate": "fast"}]}, "points[1].request_rate"),
+                          ({"points": [{**good, "request_rate": -1}]}, "points[0].request_rate"),
+                          ({"points": [good], "workload": 3}, "workload"),
+                          ({"points": [good], "slo": {"metric": "latency_p95_s", "bound_s": 0}}, "slo")):
+        sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "workload": "seedtts", **record}))
+        with pytest.raises(RunFileError, match="is not valid") as caught:
+            sweep_file.load(tmp_path)
+        assert caught.value.evidence["field"] == field and "\n" not in caught.value.message
 
 
 # -- the docs' commands, as written --------------------------------------------------------------------
@@ -186,6 +266,9 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
 CONCURRENCY_COMMAND = "invoke sweep --workload seedtts --concurrency 1,4 --runs 2 --opt seedtts.max_samples=8"
 RATE_COMMAND = ("invoke sweep --workload seedtts --concurrency 4 --request-rate 2,inf --runs 2 "
                 "--opt seedtts.max_samples=8 --slo latency_p95_s=2.0")
+HISTORY_COMMAND = "invoke history --metric seedtts@c4.throughput_qps"
+AB_COMMAND = ("invoke ab --workload seedtts --aa --max-rounds 3 --decide seedtts@c4.latency_mean_s "
+              "--opt seedtts.max_samples=8")
 
 
 def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
@@ -198,6 +281,7 @@ def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
 def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_path):
     page = (REPO / "docs" / "sweep.md").read_text()
     assert CONCURRENCY_COMMAND in page and RATE_COMMAND in page
+    assert CONCURRENCY_COMMAND in (REPO / "README.md").read_text()
     results = tmp_path / "results"
     done = _invoke(results, CONCURRENCY_COMMAND)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -237,11 +321,31 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     name = folder.parent.name
     done = _invoke(results, f"invoke compare {revision}/{name}/c1_c4 {revision}/{name}/c4-r2_c4")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "1 common load points" in done.stdout and "only in A (not compared): c1" in done.stdout
+    assert "1 common load point;" in done.stdout and "only in A (not compared): c1" in done.stdout
     assert "only in B (not compared): c4-r2" in done.stdout
     (compared,) = results.glob("comparisons/*__vs__*/sweep-compare.json")
     record = json.loads(compared.read_text())
     assert [p["label"] for p in record["points"]] == ["c4"]
     assert set(record["points"][0]["changes"].values()) == {0.0}  # one campaign against itself
     assert (compared.parent / "sweep-compare.png").is_file() and (compared.parent / "sweep-compare.md").is_file()
+
+    # a metric at a point: history's series is c4's campaign only, not c4-r2's (it sets a rate)
+    assert HISTORY_COMMAND in page and AB_COMMAND in page
+    done = _invoke(results, HISTORY_COMMAND + f" --json {tmp_path / 'h.json'}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (series,) = json.loads((tmp_path / "h.json").read_text())["series"]
+    assert series["metric"] == "seedtts.throughput_qps" and "seedtts.max_concurrency=4" in series["workload"]
+    assert "request_rate" not in series["workload"] and len(series["points"][0]["values"]) == 2
+    done = _invoke(results, "invoke history --metric seedtts@c16.throughput_qps")
+    assert done.returncode == 1 and "no campaign of seedtts was measured at c16" in done.stderr
+    assert "seedtts.max_concurrency=4 seedtts.max_samples=8" in done.stderr and "Traceback" not in done.stderr
+
+    # ... and ab measures both sides at it, deciding the metric by its plain name
+    done = _invoke(results, AB_COMMAND)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (ab_record,) = results.glob("ab/*.json")
+    experiment = json.loads(ab_record.read_text())
+    for side in ("a", "b"):
+        assert experiment["identity"][side]["options"] == ["seedtts.max_concurrency=4", "seedtts.max_samples=8"]
+    assert experiment["sequential"]["decide"] == ["seedtts.latency_mean_s"]
 

@@ -38,6 +38,7 @@ from ..store import experiment_file
 from ..store import manifest as manifest_file
 from ..store.names import lock_path
 from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
+from ..sweep.points import at_point, parse_point_metric
 from . import duet, record, sequential
 from .analysis import analyse
 from .record import Attempt, Design, Experiment, Identity, Position, Sequential, Side
@@ -152,6 +153,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "--max-rounds the rounds are fixed", hint="add --max-rounds N, or leave out --decide")
     if max_rounds is not None:
         _check_max_rounds(max_rounds, chosen, decide)
+    options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
         raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
@@ -176,6 +178,28 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed, max_rounds or 0)
     rule = Sequential(tuple(decide), alpha, min_effect) if max_rounds is not None else None
     return Request(identity, retries, scoring, name, rule)
+
+
+def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]], workloads: Sequence[str],
+                      decide: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``--decide seedtts@c16.throughput_qps``: both sides measured at the load point (its options
+    added to ``options``), the metric decided by its plain name. One experiment measures one load,
+    so every point named must be the same one, of a workload the experiment measures, and no
+    option of both sides or of one (``side_opts``) may set its concurrency or rate otherwise."""
+    points = {m: p for m in decide if (p := parse_point_metric(m)) is not None}
+    where = {(p.workload, p.point) for p in points.values()}
+    if len(where) > 1:
+        raise SettingsError(f"--decide {','.join(points)} names {len(where)} load points; an experiment measures one",
+                            hint="decide on metrics of one point, and run an experiment per point")
+    out = list(options)
+    for p in points.values():
+        if p.workload not in workloads:
+            raise SettingsError(f"--decide {p.name}: {p.workload} is not a workload of this experiment",
+                                evidence={"workloads": ", ".join(workloads)}, hint=f"add --workload {p.workload}")
+        for own in side_opts:  # a side's own option may not move it off the point either
+            at_point([*out, *own], p)
+        out = at_point(out, p)
+    return out, [points[m].metric if m in points else m for m in decide]
 
 
 def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..campaign.directions import direction, floor
 from ..campaign.estimators import t_quantile
 from ..errors import OmnibenchError, SettingsError
+from ..sweep.points import parse_point_metric
 from . import store as st
 from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
 from .rebuild import ensure
@@ -152,11 +153,24 @@ def _latest_per_commit(campaigns: Sequence[st.IndexedCampaign]) -> dict[str, st.
 def find(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,
          target: str | None = None, checkout: Path | None = None, git: str = "git",
          min_effect: float = MIN_EFFECT) -> list[Found]:
-    """The series of :func:`history` with their identities (for ``--bisect``)."""
+    """The series of :func:`history` with their identities (for ``--bisect``). A ``metric`` at a
+    load point (``seedtts@c16.throughput_qps``) selects the campaigns measured at that point."""
+    point = parse_point_metric(metric) if metric else None  # a misspelt name is refused before any work
     # the run directories are the truth: a missing or 0-byte database is made again
     ensure(results, git=git, checkouts=[str(checkout)] if checkout else [])
     with st.opened(results) as store:
         campaigns, bisects = store.campaigns(), store.bisects()
+    if point is not None:
+        at = [c for c in campaigns if point.workload in c.identity.workloads and point.holds(c.identity.options)]
+        if not at:
+            seen = sorted({" ".join(c.identity.options) or "(no options)" for c in campaigns
+                           if point.workload in c.identity.workloads})
+            raise UnknownMetric(f"no campaign of {point.workload} was measured at {point.point.label} ({point.name})",
+                                evidence={"at the point": " ".join(point.options()) or "(no load options)",
+                                          "options measured": "; ".join(seen[:20]) or "(none)"},
+                                hint="measure the point (invoke sweep, or invoke measure with those --opt), or name "
+                                     "a point that was measured")
+        campaigns, metric = at, point.metric
     if target:
         campaigns = [c for c in campaigns if c.identity.target == target]
     if workload:

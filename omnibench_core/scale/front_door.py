@@ -10,6 +10,7 @@ from ..errors import SettingsError
 from ..hooks import manager as plugin_manager
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
+from ..sweep.points import at_point, parse_point_metric
 from . import bisect as bisect_mod
 from . import revisions
 from .engine import Engine
@@ -96,9 +97,14 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
 def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: Sequence[str], engine: Engine,
            threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
            client: str | None = None, progress: Progress = print) -> bisect_mod.BisectResult:
-    """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``."""
+    """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``
+    (a metric at a load point, ``seedtts@c16.throughput_qps``, measured with the point's options)."""
     if settings.run.target == "local":
         raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")
+    point = parse_point_metric(metric)  # seedtts@c16.throughput_qps: the metric at the point's options
+    if point is not None:
+        options, metric = at_point(options, point), point.metric
+        workloads = workloads if point.workload in workloads else [*workloads, point.workload]
     commits = revisions.commits_between(Path(settings.run.checkout).expanduser(), good, bad, settings.tools.git)
     try:
         return bisect_mod.bisect(settings, commits, workloads=workloads, metric=metric, engine=engine,

@@ -8,6 +8,7 @@ Format 1 is every sweep file so far; a newer one is refused, naming the file.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,10 @@ def save(folder: Path, record: dict[str, Any]) -> Path:
 
 
 def load(folder: Path) -> dict[str, Any]:
-    """The folder's sweep record, checked: its ``points`` a list of objects each naming its
-    ``campaign``; else a RunFileError naming the file and field."""
+    """The folder's sweep record, checked: its ``workload`` a name; its ``points`` a list of
+    objects each naming its ``campaign``, with a ``concurrency`` (a whole number of at least 1, or
+    null) and a ``request_rate`` (a finite number above 0, or null); its ``slo`` null or a metric
+    with a bound above 0. Else a RunFileError naming the file and field."""
     path = record_path(folder)
     data = versions.read_object(path, "sweep record", reads=FORMAT, migrations=MIGRATIONS, hint=HINT)
     points = data.get("points")
@@ -50,7 +53,26 @@ def load(folder: Path) -> dict[str, Any]:
         raise RunFileError(f"the sweep record {path} is not valid: its points must each name their campaign "
                            "(a plain name in the revision folder)", evidence={"file": str(path), "field": "points"},
                            hint=HINT)
+    for i, point in enumerate(points):
+        for key, ok in (("concurrency", _whole), ("request_rate", _rate)):
+            if point.get(key) is not None and not ok(point[key]):
+                raise RunFileError(f"the sweep record {path} is not valid: point {i}'s {key} is {point[key]!r}",
+                                   evidence={"file": str(path), "field": f"points[{i}].{key}"}, hint=HINT)
+    slo = data.get("slo")
+    if not isinstance(data.get("workload"), str) or (slo is not None and not (
+            isinstance(slo, dict) and isinstance(slo.get("metric"), str) and _rate(slo.get("bound_s")))):
+        field = "workload" if not isinstance(data.get("workload"), str) else "slo"
+        raise RunFileError(f"the sweep record {path} is not valid: its {field} is {data.get(field)!r}",
+                           evidence={"file": str(path), "field": field}, hint=HINT)
     return data
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _rate(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def point_sets(base: Path) -> list[Path]:

@@ -147,8 +147,8 @@ def compare_sweeps(settings: Settings, a: str, b: str, *, alpha: float = default
     level = alpha / len(common)
     rows = []
     for label in common:
-        _, stats_a = campaign_stats(_campaign(sa, label))
-        _, stats_b = campaign_stats(_campaign(sb, label))
+        _, stats_a = campaign_stats(campaign_file.campaign_path(sa.revision_dir, pa[label].campaign))
+        _, stats_b = campaign_stats(campaign_file.campaign_path(sb.revision_dir, pb[label].campaign))
         rows.append(PointComparison(label, compare_stats(stats_a, stats_b, alpha=level, min_effect=min_effect,
                                                          force=force, metrics=judged)))
     folder = under_root(settings.run.results_root, settings.run.results_root / "comparisons" /
@@ -174,11 +174,6 @@ def _key(sweep: SweepOnDisk) -> str:
     return f"{sweep.revision_dir.name}.{sweep.record.get('sweep')}.{sweep.folder.name}"
 
 
-def _campaign(sweep: SweepOnDisk, label: str) -> Path:
-    (p,) = [p for p in sweep.record["points"] if LoadPoint(p.get("concurrency"), p.get("request_rate")).label == label]
-    return campaign_file.campaign_path(sweep.revision_dir, str(p["campaign"]))
-
-
 def rows(made: SweepComparison) -> list[list[str]]:
     """One row per point and judged metric."""
     out = []
@@ -200,7 +195,7 @@ def as_record(made: SweepComparison) -> dict[str, Any]:
 
 
 def _lines(made: SweepComparison) -> list[str]:
-    out = [f"A (base) {made.a.title} vs B {made.b.title}: {len(made.points)} common load points; each point's "
+    out = [f"A (base) {made.a.title} vs B {made.b.title}: {_count(len(made.points), 'common load point')}; each point's "
            f"{len(JUDGED)} metrics held to alpha {made.alpha:g} / {len(made.points)} (Holm within the point)"]
     out += [f"only in A (not compared): {', '.join(made.only_a)}"] if made.only_a else []
     out += [f"only in B (not compared): {', '.join(made.only_b)}"] if made.only_b else []
@@ -209,6 +204,10 @@ def _lines(made: SweepComparison) -> list[str]:
                 if str(m.verdict) == "inconclusive"]
         out += [f"{p.label}: SETUP DIFFERS (--force): {d}" for d in p.comparison.differences]
     return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def markdown(made: SweepComparison) -> str:

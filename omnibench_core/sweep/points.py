@@ -4,11 +4,15 @@ A point is a concurrency, a request rate, or both (every combination of ``--conc
 ``--request-rate``). Each point is one campaign of the sweep, named ``<sweep>.<label>`` (``c4``,
 ``r2``, ``c4-r2``, ``rinf``; see :attr:`LoadPoint.label`), measured with ``<workload>.max_concurrency`` and
 ``<workload>.request_rate`` set.
+
+A metric at a point is named ``<workload>@<label>.<metric>`` (``seedtts@c16.throughput_qps``):
+:func:`parse_point_metric` reads it, for ``history``, ``publish``, ``ab --decide`` and ``bisect``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +24,13 @@ RATE_OPTION = "request_rate"
 # The per-point statistics a target may bound (--slo KEY=VALUE): latencies, lower is better.
 SLO_METRICS = ("latency_mean_s", "latency_p95_s", "latency_p99_s", "latency_median_s")
 INF_WORDS = ("inf", "infinity")
+POINT_MARK = "@"
+# seedtts@c16.throughput_qps, seedtts@c4-r2.5.latency_p95_s, seedtts@rinf.latency_mean_s: a rate is
+# digits with an optional fraction, so the dot after it starts the metric.
+_RATE = r"(?:inf|\d+(?:\.\d+)?)"
+_POINT_METRIC = re.compile(rf"(?P<workload>[A-Za-z0-9_-]+)@(?:c(?P<c>\d+)(?:-r(?P<cr>{_RATE}))?|r(?P<r>{_RATE}))"
+                           r"\.(?P<metric>[A-Za-z0-9_.-]+)")
+POINT_METRIC_FORM = "WORKLOAD@POINT.METRIC, e.g. seedtts@c16.throughput_qps (points: c16, r2, c16-r2, rinf)"
 
 
 @dataclass(frozen=True, order=True)
@@ -46,6 +57,80 @@ class LoadPoint:
         if self.rate is not None:
             out.append(f"{workload}.{RATE_OPTION}={format_value(self.rate)}")
         return out
+
+
+@dataclass(frozen=True)
+class PointMetric:
+    """A metric at a load point: ``seedtts@c16.throughput_qps`` is ``seedtts.throughput_qps``
+    measured with ``seedtts.max_concurrency=16`` and no request rate (all at once)."""
+
+    workload: str
+    point: LoadPoint
+    metric: str  # the plain name the runs hold: seedtts.throughput_qps
+
+    @property
+    def name(self) -> str:
+        """The name as a user writes it, the point's label canonical (``c4-rinf`` is ``c4``)."""
+        return f"{self.workload}{POINT_MARK}{self.point.label}.{self.metric.split('.', 1)[1]}"
+
+    def options(self) -> list[str]:
+        """The ``--opt`` words that put a run at this point."""
+        return self.point.options(self.workload)
+
+    def holds(self, options: Sequence[str]) -> bool:
+        """Whether a campaign measured with ``options`` is at this point: the same concurrency and
+        rate, a missing one meaning the workload's default (no cap given; all at once)."""
+        given = dict(o.partition("=")[::2] for o in options)
+        want = {CONCURRENCY_OPTION: self.point.concurrency, RATE_OPTION: self.point.rate}
+        for key, value in want.items():
+            have = given.get(f"{self.workload}.{key}")
+            if key == RATE_OPTION and have is not None and have.strip().lower() in INF_WORDS:
+                have = None  # request_rate=inf is all at once, as leaving it out
+            if (have is None) != (value is None) or (have is not None and _number(have) != value):
+                return False
+        return True
+
+
+def parse_point_metric(name: str) -> PointMetric | None:
+    """``seedtts@c16.throughput_qps`` -> PointMetric; a name without ``@`` -> None (a plain metric);
+    a name with ``@`` that is not of the form -> SettingsError."""
+    if POINT_MARK not in name:
+        return None
+    m = _POINT_METRIC.fullmatch(name.strip())
+    if m is None:
+        raise SettingsError(f"cannot read the metric {name!r} as a metric at a load point",
+                            hint=f"write {POINT_METRIC_FORM}")
+    rate_text = m["cr"] or m["r"]
+    rate = None if rate_text in (None, "inf") else float(rate_text)
+    if (m["c"] is not None and int(m["c"]) < 1) or rate == 0:
+        raise SettingsError(f"the metric {name!r} names a load point of nothing (a concurrency or rate of 0)",
+                            hint=f"write {POINT_METRIC_FORM}")
+    point = LoadPoint(int(m["c"]) if m["c"] is not None else None, rate)
+    return PointMetric(m["workload"], point, f"{m['workload']}.{m['metric']}")
+
+
+def at_point(options: Sequence[str], point: PointMetric) -> list[str]:
+    """``options`` with the point's own added; an option that sets the concurrency or the rate
+    to another value than the point's is refused (one run measures one load)."""
+    out = list(options)
+    for word in point.options():
+        key, _, value = word.partition("=")
+        clash = [o for o in out if o.partition("=")[0] == key]
+        if any(_number(o.partition("=")[2]) != float(value) for o in clash):
+            raise SettingsError(f"{point.name} is measured with {word}, but the options give {', '.join(clash)}",
+                                evidence={"options": " ".join(options)},
+                                hint=f"leave {key} out of --opt (the metric's point sets it), or name the point "
+                                     "those options measure")
+        if not clash:
+            out.append(word)
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

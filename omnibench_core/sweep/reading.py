@@ -50,7 +50,8 @@ def _speed(path: Path) -> dict[str, Any] | None:
 
 
 def _summary(doc: dict[str, Any] | None, key: str) -> float | None:
-    value = (doc or {}).get("summary", {}).get(key) if isinstance((doc or {}).get("summary"), dict) else None
+    summary = (doc or {}).get("summary")
+    value = summary.get(key) if isinstance(summary, dict) else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
