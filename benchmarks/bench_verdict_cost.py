@@ -161,9 +161,14 @@ def prepare_worktrees(checkout: Path, commits: list[str], results: Path) -> None
 
 
 def ratios(outcomes: list[Outcome], mode: str) -> dict[str, float]:
-    """Each design's wall time over sequential's for one mode; with --max-rounds (no sequential
-    there, `invoke ab` refuses it) the duet's over interleaved's."""
+    """Each design's wall time over sequential's for one mode. With --max-rounds there is no
+    sequential (`invoke ab` refuses it): over interleaved's when that ran, else over the fixed
+    sequential experiment's (``/sequential (fixed)``: the same work when it stopped at its first
+    look, but another moment of the host)."""
     by = {o.design: o.seconds for o in outcomes if o.mode == mode}
+    fixed = {o.design: o.seconds for o in outcomes if o.mode == "rounds"}
+    if "sequential" not in by and "interleaved" not in by and "sequential" in fixed:
+        return {f"{d}/sequential (fixed)": s / fixed["sequential"] for d, s in by.items()}
     base = "sequential" if "sequential" in by else "interleaved"
     return {f"{d}/{base}": s / by[base] for d, s in by.items() if base in by and d != base}
 
