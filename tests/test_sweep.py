@@ -110,6 +110,33 @@ def test_options_that_move_a_run_off_the_point_are_refused():
         at_point(["seedtts.max_concurrency=8"], c16)
 
 
+@pytest.mark.parametrize("name, options", [
+    ("seedtts@c16.throughput_qps", ["seedtts.request_rate=2"]),  # c16 is all at once: a rate moves it
+    ("seedtts@r2.latency_mean_s", ["seedtts.max_concurrency=4"]),  # r2 is at the default concurrency
+    ("seedtts@rinf.latency_mean_s", ["seedtts.max_concurrency=4"]),
+    ("seedtts@c16.throughput_qps", ["seedtts.max_concurrency=16", "seedtts.max_concurrency=8"]),
+])
+def test_an_option_for_what_the_point_leaves_at_its_default_is_refused_too(name, options):
+    point = parse_point_metric(name)
+    assert point is not None
+    with pytest.raises(SettingsError, match="but the options give") as refused:
+        at_point(options, point)
+    assert "\n" not in refused.value.message and not point.holds([*options, *point.options()])
+
+
+def test_all_at_once_written_out_is_the_same_point_and_a_tiny_rate_reads_back():
+    c16 = parse_point_metric("seedtts@c16.throughput_qps")
+    assert c16 is not None
+    for rate in ("inf", "INF", ""):  # an empty rate is the option's "all at once" too
+        assert at_point([f"seedtts.request_rate={rate}"], c16)[-1] == "seedtts.max_concurrency=16"
+        assert c16.holds(["seedtts.max_concurrency=16", f"seedtts.request_rate={rate}"])
+    tiny = LoadPoint(None, 1e-05)
+    back = parse_point_metric(f"seedtts@{tiny.label}.latency_mean_s")
+    assert back is not None and back.point == tiny
+    with pytest.raises(SettingsError):
+        parse_point_metric("seedtts@r2.5")  # the metric forgotten: not rate 2 and a metric "5"
+
+
 def test_ab_deciding_a_metric_at_a_point_measures_both_sides_there(tmp_path):
     settings = Settings.from_mapping({"results": str(tmp_path)})
     request = ab_execute.request_from(settings, ["seedtts"], aa=True, max_rounds=3, options=["seedtts.max_samples=8"],
@@ -124,12 +151,24 @@ def test_ab_deciding_a_metric_at_a_point_measures_both_sides_there(tmp_path):
     ({"decide": ["seedtts@c4.latency_mean_s", "seedtts@c8.throughput_qps"]}, "names 2 load points"),
     ({"decide": ["selftest@c4.latency_mean_s"]}, "selftest is not a workload of this experiment"),
     ({"decide": ["seedtts@c4.latency_mean_s"], "b_opts": ["seedtts.max_concurrency=8"]}, "seedtts.max_concurrency=8"),
+    ({"decide": ["seedtts@c4.latency_mean_s"], "a_opts": ["seedtts.request_rate=2"]}, "seedtts.request_rate=2"),
+    ({"decide": ["seedtts@c4.latency_mean_s", "seedtts.latency_mean_s"]}, "names one metric twice"),
+    ({"decide": ["seedtts@c4.latency_mean_s", "seedtts@c4-rinf.latency_mean_s"]}, "names one metric twice"),
 ])
 def test_ab_refuses_points_it_cannot_measure_in_one_line(tmp_path, kwargs, words):
     settings = Settings.from_mapping({"results": str(tmp_path)})
     with pytest.raises(SettingsError) as refused:
         ab_execute.request_from(settings, ["seedtts"], aa=True, max_rounds=3, **kwargs)
     assert words in refused.value.message and "\n" not in refused.value.message and refused.value.hint
+
+
+def test_bisect_at_a_point_of_a_workload_it_does_not_measure_is_refused(tmp_path):
+    from omnibench_core.scale import front_door
+
+    settings = Settings.from_mapping({"results": str(tmp_path), "target": "sglang-omni", "checkout": str(tmp_path)})
+    with pytest.raises(SettingsError, match="seedtts is not a workload of this bisect"):
+        front_door.bisect(settings, good="a", bad="b", metric="seedtts@c16.throughput_qps", workloads=["selftest"],
+                          engine=None)  # type: ignore[arg-type]  # refused before any engine is used
 
 
 # -- the knee, the front, goodput ---------------------------------------------------------------------
@@ -253,6 +292,7 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
                           ({"points": [{**good, "concurrency": True}]}, "points[0].concurrency"),
                           ({"points": [good, {**good, "request_rate": "fast"}]}, "points[1].request_rate"),
                           ({"points": [{**good, "request_rate": -1}]}, "points[0].request_rate"),
+                          ({"points": [{**good, "request_rate": 10**400}]}, "points[0].request_rate"),
                           ({"points": [good], "workload": 3}, "workload"),
                           ({"points": [good], "slo": {"metric": "latency_p95_s", "bound_s": 0}}, "slo")):
         sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "workload": "seedtts", **record}))

@@ -199,7 +199,11 @@ def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]]
         for own in side_opts:  # a side's own option may not move it off the point either
             at_point([*out, *own], p)
         out = at_point(out, p)
-    return out, [points[m].metric if m in points else m for m in decide]
+    plain = [points[m].metric if m in points else m for m in decide]
+    if len(set(plain)) != len(plain):  # seedtts@c16.x and seedtts.x, or c16 and c16-rinf: one metric
+        raise SettingsError(f"--decide {','.join(decide)} names one metric twice (at the point and without it, or "
+                            "in two spellings)", hint="name each metric once")
+    return out, plain
 
 
 def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) -> None:

@@ -72,7 +72,12 @@ def _whole(value: Any) -> bool:
 
 
 def _rate(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an int beyond a float (10**400): no rate a client could send
+        return False
 
 
 def point_sets(base: Path) -> list[Path]:

@@ -26,10 +26,10 @@ SLO_METRICS = ("latency_mean_s", "latency_p95_s", "latency_p99_s", "latency_medi
 INF_WORDS = ("inf", "infinity")
 POINT_MARK = "@"
 # seedtts@c16.throughput_qps, seedtts@c4-r2.5.latency_p95_s, seedtts@rinf.latency_mean_s: a rate is
-# digits with an optional fraction, so the dot after it starts the metric.
-_RATE = r"(?:inf|\d+(?:\.\d+)?)"
+# digits with an optional fraction and exponent, so the dot after it starts the metric.
+_RATE = r"(?:inf|\d+(?:\.\d+)?(?:e[-+]?\d+)?)"  # 1e-05 as format_value writes it
 _POINT_METRIC = re.compile(rf"(?P<workload>[A-Za-z0-9_-]+)@(?:c(?P<c>\d+)(?:-r(?P<cr>{_RATE}))?|r(?P<r>{_RATE}))"
-                           r"\.(?P<metric>[A-Za-z0-9_.-]+)")
+                           r"\.(?P<metric>[A-Za-z_][A-Za-z0-9_.-]*)")  # a metric starts with a letter
 POINT_METRIC_FORM = "WORKLOAD@POINT.METRIC, e.g. seedtts@c16.throughput_qps (points: c16, r2, c16-r2, rinf)"
 
 
@@ -79,14 +79,14 @@ class PointMetric:
 
     def holds(self, options: Sequence[str]) -> bool:
         """Whether a campaign measured with ``options`` is at this point: the same concurrency and
-        rate, a missing one meaning the workload's default (no cap given; all at once)."""
-        given = dict(o.partition("=")[::2] for o in options)
+        rate, a missing one meaning the workload's default (no cap given; all at once, as a rate
+        of ``inf`` or an empty one). Every word that sets one must agree."""
         want = {CONCURRENCY_OPTION: self.point.concurrency, RATE_OPTION: self.point.rate}
         for key, value in want.items():
-            have = given.get(f"{self.workload}.{key}")
-            if key == RATE_OPTION and have is not None and have.strip().lower() in INF_WORDS:
-                have = None  # request_rate=inf is all at once, as leaving it out
-            if (have is None) != (value is None) or (have is not None and _number(have) != value):
+            given = [v for k, _, v in (o.partition("=") for o in options) if k == f"{self.workload}.{key}"]
+            if key == RATE_OPTION:
+                given = [v for v in given if v.strip().lower() not in (*INF_WORDS, "")]  # all at once: as left out
+            if (not given and value is not None) or any(_number(v) != value for v in given):
                 return False
         return True
 
@@ -102,27 +102,29 @@ def parse_point_metric(name: str) -> PointMetric | None:
                             hint=f"write {POINT_METRIC_FORM}")
     rate_text = m["cr"] or m["r"]
     rate = None if rate_text in (None, "inf") else float(rate_text)
-    if (m["c"] is not None and int(m["c"]) < 1) or rate == 0:
-        raise SettingsError(f"the metric {name!r} names a load point of nothing (a concurrency or rate of 0)",
+    if (m["c"] is not None and int(m["c"]) < 1) or (rate is not None and not (math.isfinite(rate) and rate > 0)):
+        raise SettingsError(f"the metric {name!r} names no load point (a concurrency of 0, a rate of 0 or beyond a float)",
                             hint=f"write {POINT_METRIC_FORM}")
     point = LoadPoint(int(m["c"]) if m["c"] is not None else None, rate)
     return PointMetric(m["workload"], point, f"{m['workload']}.{m['metric']}")
 
 
 def at_point(options: Sequence[str], point: PointMetric) -> list[str]:
-    """``options`` with the point's own added; an option that sets the concurrency or the rate
-    to another value than the point's is refused (one run measures one load)."""
-    out = list(options)
-    for word in point.options():
-        key, _, value = word.partition("=")
-        clash = [o for o in out if o.partition("=")[0] == key]
-        if any(_number(o.partition("=")[2]) != float(value) for o in clash):
-            raise SettingsError(f"{point.name} is measured with {word}, but the options give {', '.join(clash)}",
-                                evidence={"options": " ".join(options)},
-                                hint=f"leave {key} out of --opt (the metric's point sets it), or name the point "
-                                     "those options measure")
-        if not clash:
-            out.append(word)
+    """``options`` with the point's own added. Options that put a run elsewhere are refused (one
+    run measures one load): a concurrency or rate other than the point's, or one the point leaves
+    at the workload's default (``c16`` has no rate: every request at once)."""
+    given = {o.partition("=")[0] for o in options}
+    out = [*options, *(w for w in point.options() if w.partition("=")[0] not in given)]
+    if not point.holds(out):
+        keys = {f"{point.workload}.{k}" for k in (CONCURRENCY_OPTION, RATE_OPTION)}
+        clash = [o for o in options if o.partition("=")[0] in keys]
+        c, r = point.point.concurrency, point.point.rate
+        at = (f"{point.workload}.{CONCURRENCY_OPTION}={c}" if c is not None else "the workload's default concurrency") \
+            + (f" and {point.workload}.{RATE_OPTION}={format_value(r)}" if r is not None else ", every request at once")
+        raise SettingsError(f"{point.name} is measured at {at}, but the options give {', '.join(clash)}",
+                            evidence={"options": " ".join(options)},
+                            hint="leave the concurrency and the rate out of --opt (the metric's point sets them), "
+                                 "or name the point those options measure")
     return out
 
 
