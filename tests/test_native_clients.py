@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from omnibench_core.toolkit.audio import to_wav_bytes
 from omnibench_plugins.videoamme.answers import FALLBACK_SEED, choices_of, fallback_rng, parse_multi_choice_response
 
 RATE = 24000
+STANDIN_FILES = REPO / "omnibench_core" / "standin" / "files"  # the stand-in checkout's files
 
 
 def wav(seconds: float, level: float = 0.1) -> bytes:
@@ -314,3 +316,45 @@ def test_results_written_before_these_keys_still_collect(tmp_path):
     got = metrics.collect(tmp_path).metrics
     assert got["videoamme.accuracy"] == 0.5 and got["videoamme.failed"] == 1
     assert got["videoamme.throughput_qps"] == 0.25 and got["videoamme.latency_mean_s"] == 4.0
+
+
+# -- the stand-in's sweep, as upstream's run_sweep ---------------------------------------------------
+def run_standin_seedtts(meta: Path, port: int, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The stand-in checkout's seed-tts client, as sglang-omni's runs: ``python -m benchmarks.eval...``
+    from the checkout's root."""
+    argv = [sys.executable, "-m", "benchmarks.eval.benchmark_omni_seedtts", "--meta", str(meta), "--port", str(port),
+            "--output-dir", str(out), "--voice-clone", *extra]
+    return subprocess.run(argv, cwd=STANDIN_FILES, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{STANDIN_FILES}:{REPO}"})
+
+
+def test_the_standins_sweep_writes_upstreams_repeat_folders_and_sweep_json(serve, tmp_path):
+    """``--generate-only --concurrencies 1,2 --repeats 2`` against one server: four repeat folders
+    ``c<level>_r<repeat>`` with their own speed files, and ``sweep.json`` with upstream's keys
+    (stevejake007/sglang-omni ``run_sweep`` and ``aggregate_repeats`` at 8a6fc24)."""
+    meta = seedtts_meta(tmp_path, 3)
+    script = Server([(200, chat_reply("ok", wav(0.3)))])
+    done = run_standin_seedtts(meta, serve(script), tmp_path / "out", "--generate-only", "--warmup", "0",
+                               "--concurrencies", "1,2", "--repeats", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["c1_r1", "c1_r2", "c2_r1", "c2_r2"]
+    assert len(script.bodies) == 4 * 3  # every repeat sent every sample to the one server
+    report = json.loads((out / "sweep.json").read_text())
+    assert report["config"]["concurrencies"] == [1, 2] and report["config"]["repeats"] == 2
+    assert report["config"]["max_concurrency"] == 16  # the base config, as upstream's
+    level = {r["concurrency"]: r for r in report["results"]}
+    assert sorted(level) == [1, 2]
+    for c, r in level.items():
+        assert r["repeats"] == 2 and r["completed_requests"] == 6 and r["failed_requests"] == 0
+        assert set(r) >= {"throughput_qps", "latency_mean_s", "latency_p95_s", "audio_ttfp_mean_s", "per_repeat"}
+        assert r["throughput_qps"]["n"] == 2 and r["throughput_qps"]["min"] <= r["throughput_qps"]["mean"]
+        assert r["audio_ttfp_mean_s"] == {"mean": None, "min": None, "max": None, "n": 0}  # not streamed
+        assert [p["repeat"] for p in r["per_repeat"]] == [1, 2]
+        assert r["per_repeat"][0]["output_dir"] == str(out / f"c{c}_r1")
+        speed = json.loads((out / f"c{c}_r1" / "speed_results.json").read_text())
+        assert speed["config"]["max_concurrency"] == c
+    refused = run_standin_seedtts(meta, serve(script), tmp_path / "o2", "--concurrencies", "1,2")
+    assert refused.returncode == 2 and "--concurrencies and --repeats require --generate-only" in refused.stderr
+    bad = run_standin_seedtts(meta, serve(script), tmp_path / "o3", "--generate-only", "--concurrencies", "0,2")
+    assert bad.returncode == 2 and "concurrencies must be positive integers" in bad.stderr

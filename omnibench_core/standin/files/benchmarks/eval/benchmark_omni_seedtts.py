@@ -7,20 +7,46 @@ sglang-omni's client records, under its names), ``--transcribe-only`` (omnibench
 WER on the server at ``--port``: ``wer_results.json``), ``--similarity-only`` and ``--utmos-only``
 (omnibench's local SIM and UTMOS substitutes: ``similarity_results.json``, ``utmos_results.json``).
 ``--meta`` takes a ``meta.lst`` or a known Hugging Face id (see ``sglang_omni_standin.data``).
+
+With ``--generate-only``, ``--concurrencies 1,4`` and ``--repeats N`` sweep the one server at
+``--port`` as upstream's ``run_sweep`` does (stevejake007/sglang-omni
+``benchmarks/eval/benchmark_omni_seedtts.py`` and ``benchmarks/benchmarker/conditions.py`` at
+8a6fc24123ced2516b6d0acd9278f4771ab0e6b6): each level ``--repeats`` times into
+``<output-dir>/c<level>_r<repeat>/``, then ``<output-dir>/sweep.json`` with the base run's config
+(plus ``concurrencies`` and ``repeats``) and per level the counts summed and, per metric of
+:data:`SWEEP_METRIC_NAMES`, ``{mean, min, max, n}`` over the repeats, with every repeat's summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from sglang_omni_standin.data import UnknownDataSet, seedtts_meta
 
 ASR_MODEL = "Qwen/Qwen3-ASR-1.7B"
 DEFAULT_META = "zhaochenyang20/seed-tts-eval-arrow"
 REQUEST_TIMEOUT_S = 300  # upstream's fixed per-request timeout: it has no flag for it
+# upstream's SWEEP_METRIC_NAMES (benchmarks/benchmarker/conditions.py): aggregated per level
+SWEEP_METRIC_NAMES = ("throughput_qps", "audio_throughput_s_per_s", "latency_mean_s", "latency_median_s",
+                      "latency_p95_s", "latency_p99_s", "audio_ttfp_mean_s", "audio_ttfp_p95_s", "rtf_mean",
+                      "audio_duration_mean_s", "warmup")
+
+
+def parse_concurrencies(text: str) -> list[int]:
+    """``1,4`` -> [1, 4]; upstream's rule: positive whole numbers, at least one."""
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(level <= 0 for level in levels):
+        raise argparse.ArgumentTypeError(f"concurrencies must be positive integers, got {text!r}")
+    return levels
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-samples", type=int)
     p.add_argument("--warmup-meta", help="a separate seed-tts meta.lst for the warmup")
     p.add_argument("--request-rate", type=float, default=float("inf"), help="requests per second (inf = all at once)")
+    p.add_argument("--concurrencies", type=parse_concurrencies, default=None,
+                   help="comma-separated concurrency levels to sweep with --generate-only: each level --repeats "
+                        "times into <output-dir>/c<level>_r<repeat>, aggregates in <output-dir>/sweep.json")
+    p.add_argument("--repeats", type=int, default=1, help="runs per concurrency level in a sweep")
     p.add_argument("--stream", action="store_true",
                    help="streaming chat completions: per request audio_ttfp_s, inter_chunk_s, text_ttft_s")
     return p
@@ -83,6 +113,49 @@ def generate(a: argparse.Namespace, meta: Path) -> int:
     return 0
 
 
+def sweep(a: argparse.Namespace, meta: Path) -> int:
+    """``--generate-only --concurrencies ... --repeats N``: every level ``N`` times against the one
+    server, each repeat in ``c<level>_r<repeat>``, then ``sweep.json`` (upstream's ``run_sweep``)."""
+    if a.repeats < 1:
+        raise ValueError(f"repeats must be positive, got {a.repeats}")
+    levels = a.concurrencies or [a.max_concurrency]
+    aggregates, config = [], None
+    for level in levels:
+        summaries = []
+        for repeat in range(1, a.repeats + 1):
+            out = Path(a.output_dir) / f"c{level}_r{repeat}"
+            code = generate(argparse.Namespace(**{**vars(a), "max_concurrency": level, "output_dir": out}), meta)
+            if code:
+                return code
+            speed = json.loads((out / "speed_results.json").read_text())
+            config = config or speed["config"]
+            summaries.append({"repeat": repeat, "output_dir": str(out), **speed["summary"],
+                              "warmup": a.warmup if a.warmup is not None else level})
+        aggregates.append(_aggregate(level, summaries))
+    base_warmup = a.warmup if a.warmup is not None else a.max_concurrency
+    report = {"config": {**(config or {}), "max_concurrency": a.max_concurrency, "warmup": base_warmup,
+                         "concurrencies": levels, "repeats": a.repeats},
+              "results": aggregates}
+    (Path(a.output_dir) / "sweep.json").write_text(json.dumps(report, indent=2))
+    print(f"sweep: {len(levels)} levels x {a.repeats} repeats, {Path(a.output_dir) / 'sweep.json'}", flush=True)
+    return 0
+
+
+def _aggregate(level: int, summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One level as upstream's ``aggregate_repeats``: counts summed, each metric's mean, min, max
+    and count over the repeats that have it, and every repeat's summary."""
+    def numbers(name: str) -> dict[str, Any]:
+        present = [float(s[name]) for s in summaries if s.get(name) is not None]
+        if not present:
+            return {"mean": None, "min": None, "max": None, "n": 0}
+        return {"mean": statistics.mean(present), "min": min(present), "max": max(present), "n": len(present)}
+
+    return {"concurrency": level, "repeats": len(summaries),
+            "completed_requests": sum(s.get("completed_requests", 0) for s in summaries),
+            "failed_requests": sum(s.get("failed_requests", 0) for s in summaries),
+            **{name: numbers(name) for name in SWEEP_METRIC_NAMES}, "per_repeat": summaries}
+
+
 def transcribe(a: argparse.Namespace) -> int:
     """``--transcribe-only``: WER of ``generated.json``'s WAVs on the ASR server at ``--port``."""
     from omnibench_core.records import Endpoint
@@ -98,16 +171,20 @@ def transcribe(a: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one mode."""
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    a = parser.parse_args(argv)
     try:
         meta = seedtts_meta(a.meta)
     except UnknownDataSet as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if a.generate_only:
-        return generate(a, meta)
     if a.transcribe_only:
         return transcribe(a)
+    is_sweep = a.concurrencies is not None or a.repeats > 1  # checked after the scoring modes, as upstream
+    if is_sweep and not (a.generate_only or a.similarity_only or a.utmos_only):
+        parser.error("--concurrencies and --repeats require --generate-only")
+    if a.generate_only:
+        return sweep(a, meta) if is_sweep else generate(a, meta)
     if not (a.similarity_only or a.utmos_only):  # upstream's full pipeline: generate, then WER
         return generate(a, meta) or transcribe(a)
     from omnibench_plugins.seedtts import score
