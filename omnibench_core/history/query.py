@@ -154,14 +154,19 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
          target: str | None = None, checkout: Path | None = None, git: str = "git",
          min_effect: float = MIN_EFFECT) -> list[Found]:
     """The series of :func:`history` with their identities (for ``--bisect``). A ``metric`` at a
-    load point (``seedtts@c16.throughput_qps``) selects the campaigns measured at that point."""
+    load point (``seedtts@c16.throughput_qps``) selects the campaigns measured at that point (their
+    plain metric), and those whose runs hold it by that name (sglang-omni's own sweep)."""
     point = parse_point_metric(metric) if metric else None  # a misspelt name is refused before any work
     # the run directories are the truth: a missing or 0-byte database is made again
     ensure(results, git=git, checkouts=[str(checkout)] if checkout else [])
     with st.opened(results) as store:
         campaigns, bisects = store.campaigns(), store.bisects()
+    reads: dict[st.Identity, str] = {}  # with a point: which name each series reads from its runs
     if point is not None:
-        at = [c for c in campaigns if point.workload in c.identity.workloads and point.holds(c.identity.options)]
+        asked = str(metric)
+        at = [c for c in campaigns if _holds_name(c, asked)
+              or (point.workload in c.identity.workloads and point.holds(c.identity.options))]
+        reads = {c.identity: asked if _holds_name(c, asked) else point.metric for c in at}
         if not at:
             seen = sorted({" ".join(c.identity.options) or "(no options)" for c in campaigns
                            if point.workload in c.identity.workloads})
@@ -188,7 +193,7 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
     if line:
         campaigns = [c for c in campaigns if c.revision in order]
     names = sorted({m for c in campaigns for run in c.runs.values() for m in run})
-    if metric and metric not in names:
+    if metric and not ({metric, *reads.values()} & set(names)):
         close = difflib.get_close_matches(metric, names, n=5, cutoff=0.4)
         raise UnknownMetric(f"no metric {metric!r} in the selected campaigns",
                             evidence={"close names": ", ".join(close) or "(none)",
@@ -208,12 +213,17 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
             (ordered, series_line), source = stored, "stored"
         else:  # never a guessed order: shown by commit time, with no change point drawn
             ordered, series_line, source = sorted(per_commit, key=lambda c: (c.commit_time, c.completed)), (), "unknown"
-        for m in ([metric] if metric else sorted({m for c in ordered for run in c.runs.values() for m in run})):
+        for m in ([reads.get(identity, metric)] if metric else
+                  sorted({m for c in ordered for run in c.runs.values() for m in run})):
             series = _series(identity, m, ordered, by_rev, [b for b in bisects if b.series == identity.key()],
                              series_line, min_effect, source)
             if series is not None:
                 found.append(Found(identity, series, series_line))
     return found
+
+
+def _holds_name(c: st.IndexedCampaign, name: str) -> bool:
+    return any(name in run for run in c.runs.values())
 
 
 def _label(identity: st.Identity, metric: str) -> str:

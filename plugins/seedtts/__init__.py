@@ -123,8 +123,35 @@ def refuse_unreceived(options: Mapping[str, object]) -> None:
             hint="drop --opt seedtts.arrival_seed, or add --opt seedtts.client=native (omnibench's client takes it)")
 
 
-def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
-    """sglang-omni's own client, with the runbook's flags (others only when set away from default)."""
+def sweep_levels(options: Mapping[str, object]) -> list[int] | None:
+    """``concurrencies`` as levels (``"1,4"`` -> [1, 4]), or None when no sweep is asked for
+    (``repeats`` alone sweeps ``max_concurrency``, as upstream's ``--repeats`` does)."""
+    text = options.get("concurrencies")
+    if text is None:
+        return None if options.get("repeats", 1) == 1 else [int(str(options["max_concurrency"]))]
+    words = [w.strip() for w in str(text).split(",")]
+    if not all(w.isdigit() and int(w) >= 1 for w in words) or len(set(words)) != len(words):
+        raise SettingsError(f"seedtts.concurrencies={text!r}: not distinct whole numbers of at least 1",
+                            hint="write --opt seedtts.concurrencies=1,4,16")
+    return [int(w) for w in words]
+
+
+def _upstream_sweep(ctx: RunContext, max_samples: int | None, levels: list[int]) -> list[Step]:
+    """sglang-omni's own sweep: its client at every level on the one server, ``repeats`` times each,
+    generation only (its client refuses the sweep otherwise), ``sweep.json`` collected."""
+    if not ctx.target.facts.own_clients or client_kind(ctx) != "sglang":
+        raise SettingsError("seedtts.concurrencies is sglang-omni's own sweep (its seed-tts client, one server for "
+                            "every level): it needs that client on an sglang-omni checkout",
+                            hint="sweep with omnibench instead (invoke sweep --workload seedtts --concurrency 1,4: a "
+                                 "campaign per point, any client), or run on --target sglang-omni with "
+                                 "--opt seedtts.client=sglang")
+    sweep = ("--concurrencies", ",".join(map(str, levels)), "--repeats", format_value(ctx.options["repeats"]))
+    return _sglang_generate(ctx, max_samples, sweep)
+
+
+def _sglang_generate(ctx: RunContext, max_samples: int | None, sweep: tuple[str, ...] = ()) -> list[Step]:
+    """sglang-omni's own client, with the runbook's flags (others only when set away from default);
+    ``sweep``: its ``--concurrencies``/``--repeats``, whose record is ``sweep.json``."""
     o = ctx.options
     refuse_unreceived(o)
     # The count the client will read, from the checkout's own loader (the runbook's is 1088).
@@ -145,9 +172,11 @@ def _sglang_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
     if o["stream"]:  # the checkout's own streaming mode (sglang-omni #582); off, the runbook's argv exactly
         extra.append("--stream")
     client = _sglang_client(ctx, "generate-only", "--port", str(ctx.port), "--voice-clone", "--reference-audio-field",
-                            "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra)
+                            "audio.ref_audio", "--max-concurrency", format_value(o["max_concurrency"]), *extra,
+                            *sweep)
+    made = metrics.SWEEP_FILE if sweep else "speed_results.json"
     return [Step("dataset", Command(tuple(count)), outputs=(_rel(ctx, "dataset.json"),)),
-            Step("generate", client, server=_server(ctx), outputs=(_rel(ctx, "speed_results.json"),))]
+            Step("generate", client, server=_server(ctx), outputs=(_rel(ctx, made),))]
 
 
 def _staged_native_generate(ctx: RunContext, max_samples: int | None) -> list[Step]:
@@ -194,6 +223,9 @@ def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
 def plan(ctx: RunContext) -> list[Step]:
     """The seed-tts steps for this target and client."""
     max_samples = ctx.options["max_samples"]  # an int >= 1, or None for all (checked by the schema)
+    levels = sweep_levels(ctx.options)
+    if levels is not None:
+        return _upstream_sweep(ctx, max_samples, levels)
     kind = client_kind(ctx)
     if not ctx.target.facts.own_clients:
         return _own_steps(ctx, max_samples)
@@ -202,7 +234,11 @@ def plan(ctx: RunContext) -> list[Step]:
 
 
 def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
-    """The runbook's ``seedtts.*`` metrics and coverage rules (and the streaming ones with ``stream`` on)."""
+    """The runbook's ``seedtts.*`` metrics and coverage rules (and the streaming ones with ``stream`` on);
+    with ``concurrencies``, those of sglang-omni's own sweep (``seedtts@c<level>.*``)."""
+    levels = sweep_levels(options)
+    if levels is not None:
+        return metrics.collect_sweep(run_dir / NAME, NAME, levels, int(str(options.get("repeats", 1))))
     return metrics.collect(run_dir / NAME, NAME, stream=bool(options.get("stream")))
 
 

@@ -71,6 +71,40 @@ def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False) -
     return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes), samples)
 
 
+# sglang-omni's SWEEP_METRIC_NAMES less its warmup count (stevejake007/sglang-omni
+# benchmarks/benchmarker/conditions.py at 8a6fc24): each level's mean over its repeats is a metric.
+SWEEP_METRICS = ("throughput_qps", "audio_throughput_s_per_s", "latency_mean_s", "latency_median_s", "latency_p95_s",
+                 "latency_p99_s", "audio_ttfp_mean_s", "audio_ttfp_p95_s", "rtf_mean", "audio_duration_mean_s")
+SWEEP_FILE = "sweep.json"
+
+
+def collect_sweep(workload_dir: Path, prefix: str, levels: list[int], repeats: int) -> Collected:
+    """Metrics and rules of sglang-omni's own sweep (``--concurrencies``/``--repeats``): from its
+    ``sweep.json``, per level ``<prefix>@c<level>.<metric>`` (the mean over the level's repeats,
+    as upstream aggregates it) and ``<prefix>@c<level>.failed``; the rules: every level asked for
+    is there with every repeat, none failed, and each repeat completed the data set's samples."""
+    problems: list[RuleResult] = []
+    report = load_doc(workload_dir, SWEEP_FILE, problems)
+    samples = field(load_doc(workload_dir, FILES["dataset"], problems), "samples")
+    found = {r.get("concurrency"): r for r in _rows(field(report, "results"))}
+    metrics: dict[str, Any] = {}
+    rules: list[RuleResult] = []
+    for level in levels:
+        row = found.get(level)
+        head = f"{prefix}@c{level}"
+        for key in SWEEP_METRICS:
+            metrics[f"{head}.{key}"] = field(row, key, "mean")
+        metrics[f"{head}.failed"] = field(row, "failed_requests")
+        rules += [RuleResult(f"c{level} measured {repeats} times", field(row, "repeats") == repeats,
+                             f"repeats = {field(row, 'repeats')!r}"),
+                  zero(f"failed requests at c{level}", metrics[f"{head}.failed"], "failed_requests"),
+                  RuleResult(f"every sample completed at c{level}",
+                             type(samples) is int and field(row, "completed_requests") == samples * repeats,
+                             f"completed_requests = {field(row, 'completed_requests')!r}, {samples!r} samples x "
+                             f"{repeats} repeats")]
+    return Collected(metrics, frozenset(), tuple(problems + rules))
+
+
 def stream_part(speed: Any, rows: list[dict[str, Any]], prefix: str) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """The streaming metrics, from the summary a client wrote; a key its version does not write
     comes from its per-request fields by omnibench's definition (None when those are missing too)."""

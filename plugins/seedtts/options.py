@@ -17,6 +17,11 @@ OPTIONS = (
            unset="every request at once (sglang-omni's inf)"),
     Option("arrival_seed", int, DEFAULT_ARRIVAL_SEED, "seed of the arrival schedule with request_rate (native client "
            "only: sglang-omni's client draws an unseeded one)", min=0),
+    Option("concurrencies", str, None, "sglang-omni's own sweep, one server for every level: comma-separated "
+           "concurrency levels (e.g. 1,4,16), each run `repeats` times by its client (the sglang client on an "
+           "sglang-omni checkout; generation only, no WER, SIM or UTMOS); metrics seedtts@c<level>.<name>",
+           optional=True, unset="no sweep: one measurement at max_concurrency"),
+    Option("repeats", int, 1, "with concurrencies: runs of each level on the one server", min=1),
     Option("max_new_tokens", int, 256, "max_tokens of each request", min=1),
     Option("temperature", float, 0.7, "sampling temperature of each request", min=0),
     Option("seed", int, None, "seed sent with each request", min=0, optional=True, unset="no seed sent"),
