@@ -151,7 +151,7 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
 
 @task(iterable=["opt"], checks={
     **SETTING_CHECKS, "workload": f.text(empty=False), "runs": RUNS, "retries": f.whole(0),
-    "scoring": f.choice(SCORINGS), "name": f.name("sweep name", empty=True),
+    "scoring": f.choice(SCORINGS), "name": f.name("sweep name", empty=True), "upstream": f.SWITCH,
     # "" (the default) is none given: the sweep itself asks for at least one kind of point
     "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep.parse_concurrencies(v), v)[1]),
     "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep.parse_rates(v), v)[1]),
@@ -167,18 +167,22 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
             "NAME.POINT, and the same command resumes the sweep",
     "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
     "scoring": "deferred (default) or per-run, as measure",
+    "upstream": "sglang-omni's own sweep: one campaign whose every run hands its one server to the checkout's "
+                "seed-tts client, which runs every --concurrency level (needs --target sglang-omni and "
+                "--opt seedtts.client=sglang; at most one --request-rate)",
     **RUN_FLAGS_HELP, "workload": "the workload to sweep (one; it needs a max_concurrency option for --concurrency "
                                   "and a request_rate option for --request-rate: seedtts has both)"})
 def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.RUNS, opt=None, checkout=None,
                gpus=None, cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name="",
-               server_profile=None, concurrency="", request_rate="", slo=""):
+               server_profile=None, concurrency="", request_rate="", slo="", upstream=False):
     """A load sweep: the workload measured at each concurrency and/or request rate (each point a campaign), then
     a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
         spec = sweep.spec_from(workload, concurrency=concurrency, request_rate=request_rate, runs=runs,
-                               options=opt or [], client=client, retries=retries, scoring=scoring, slo=slo, name=name)
+                               options=opt or [], client=client, retries=retries, scoring=scoring, slo=slo, name=name,
+                               upstream=upstream)
         result = sweep.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
             written = sweep.write_sweep(result, settings.run.results_root)

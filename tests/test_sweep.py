@@ -251,6 +251,19 @@ def test_an_opt_that_sets_the_swept_option_is_refused():
         execute.check_spec(spec)
 
 
+@pytest.mark.parametrize("points, options, words", [
+    (load_points([], [2.0]), (), "concurrency levels at one request rate"),
+    (load_points([1, 4], [2.0, None]), (), "concurrency levels at one request rate"),
+    (load_points([1, 4], []), ("seedtts.concurrencies=1,2",), "sets what --upstream --concurrency sweeps"),
+])
+def test_an_upstream_sweep_it_cannot_hand_to_sglang_omnis_client_is_refused(points, options, words):
+    spec = execute.SweepSpec("seedtts", tuple(points), runs=2, options=options, upstream=True)
+    with pytest.raises(SettingsError, match=words):
+        execute.check_spec(spec)
+    assert execute.SweepSpec("seedtts", tuple(points), runs=2, upstream=True).sweep_name() != \
+        execute.SweepSpec("seedtts", tuple(points), runs=2).sweep_name()  # never the campaign-per-point sweep's
+
+
 def test_sweeps_of_other_options_get_other_names():
     a = execute.SweepSpec("seedtts", (), runs=2, options=("seedtts.max_samples=8",))
     b = execute.SweepSpec("seedtts", (), runs=2, options=("seedtts.max_samples=4",))
@@ -295,7 +308,8 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
                           ({"points": [{**good, "request_rate": -1}]}, "points[0].request_rate"),
                           ({"points": [{**good, "request_rate": 10**400}]}, "points[0].request_rate"),
                           ({"points": [good], "workload": 3}, "workload"),
-                          ({"points": [good], "slo": {"metric": "latency_p95_s", "bound_s": 0}}, "slo")):
+                          ({"points": [good], "slo": {"metric": "latency_p95_s", "bound_s": 0}}, "slo"),
+                          ({"points": [good], "upstream": "yes"}, "upstream")):
         sweep_file.record_path(tmp_path).write_text(json.dumps({"format": 1, "workload": "seedtts", **record}))
         with pytest.raises(RunFileError, match="is not valid") as caught:
             sweep_file.load(tmp_path)
@@ -397,12 +411,14 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
 UPSTREAM_COMMAND = ("invoke measure --target sglang-omni --checkout /sglang-omni --workload seedtts --runs 2 "
                     "--opt seedtts.client=sglang --opt seedtts.concurrencies=1,2 --opt seedtts.max_samples=2")
 UPSTREAM_HISTORY = "invoke history --target sglang-omni --checkout /sglang-omni --metric seedtts@c2.throughput_qps"
+UPSTREAM_SWEEP = ("invoke sweep --target sglang-omni --checkout /sglang-omni --workload seedtts --concurrency 1,2 "
+                  "--runs 2 --upstream --opt seedtts.client=sglang --opt seedtts.max_samples=2")
 
 
 @pytest.mark.slow
 def test_sglang_omnis_own_sweep_on_the_standin_gives_a_metric_per_level(tmp_path):
     page = (REPO / "docs" / "sweep.md").read_text()
-    assert UPSTREAM_COMMAND in page and UPSTREAM_HISTORY in page
+    assert UPSTREAM_COMMAND in page and UPSTREAM_HISTORY in page and UPSTREAM_SWEEP in page
     made = invoke_standin(tmp_path / "sglang-omni", "--fake-gpus", str(tmp_path / "fakegpu"))
     assert made.fake_gpus is not None
     results = tmp_path / "results"
@@ -432,6 +448,20 @@ def test_sglang_omnis_own_sweep_on_the_standin_gives_a_metric_per_level(tmp_path
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (series,) = json.loads((tmp_path / "h.json").read_text())["series"]
     assert series["metric"] == "seedtts@c2.throughput_qps" and len(series["points"][0]["values"]) == 2
+
+    # invoke sweep --upstream: one campaign, its runs sweeping both levels; a point per level
+    done = run(UPSTREAM_SWEEP)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = results.glob("*/sweeps/sweep-seedtts-*/c1_c2")
+    record = json.loads((folder / "sweep.json").read_text())
+    assert record["upstream"] is True and [p["label"] for p in record["points"]] == ["c1", "c2"]
+    (campaign,) = {p["campaign"] for p in record["points"]}
+    assert campaign.endswith(".upstream-c1_c2")
+    for p in record["points"]:
+        assert p["runs"] == 2 and p["throughput_qps"] > 0 and p["failed"] == 0
+        assert 0 < p["latency_mean_s"] <= p["latency_p95_s"]
+    assert (folder / "sweep.png").is_file() and "knee: " in done.stdout
+    assert "sglang-omni's own sweep" in done.stdout and "sglang-omni's own sweep" in (folder / "sweep.md").read_text()
 
     refused = _invoke(results, "invoke run --workload seedtts --opt seedtts.concurrencies=1,2")
     assert refused.returncode == 1 and "seedtts.concurrencies is sglang-omni's own sweep" in refused.stderr

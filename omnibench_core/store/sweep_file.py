@@ -43,7 +43,8 @@ def load(folder: Path) -> dict[str, Any]:
     """The folder's sweep record, checked: its ``workload`` a name; its ``points`` a list of
     objects each naming its ``campaign``, with a ``concurrency`` (a whole number of at least 1, or
     null) and a ``request_rate`` (a finite number above 0, or null); its ``slo`` null or a metric
-    with a bound above 0. Else a RunFileError naming the file and field."""
+    with a bound above 0; ``upstream`` a boolean where present. Else a RunFileError naming the file
+    and field."""
     path = record_path(folder)
     data = versions.read_object(path, "sweep record", reads=FORMAT, migrations=MIGRATIONS, hint=HINT)
     points = data.get("points")
@@ -59,9 +60,12 @@ def load(folder: Path) -> dict[str, Any]:
                 raise RunFileError(f"the sweep record {path} is not valid: point {i}'s {key} is {point[key]!r}",
                                    evidence={"file": str(path), "field": f"points[{i}].{key}"}, hint=HINT)
     slo = data.get("slo")
-    if not isinstance(data.get("workload"), str) or (slo is not None and not (
-            isinstance(slo, dict) and isinstance(slo.get("metric"), str) and _rate(slo.get("bound_s")))):
-        field = "workload" if not isinstance(data.get("workload"), str) else "slo"
+    bad = {"workload": not isinstance(data.get("workload"), str),
+           "slo": slo is not None and not (isinstance(slo, dict) and isinstance(slo.get("metric"), str)
+                                           and _rate(slo.get("bound_s"))),
+           "upstream": not isinstance(data.get("upstream", False), bool)}  # absent in sweeps before it
+    if any(bad.values()):
+        field = next(k for k, v in bad.items() if v)
         raise RunFileError(f"the sweep record {path} is not valid: its {field} is {data.get(field)!r}",
                            evidence={"file": str(path), "field": field}, hint=HINT)
     return data

@@ -124,7 +124,7 @@ def _points(sweep: SweepOnDisk) -> dict[str, PointResult]:
     for p in sweep.record["points"]:
         point = LoadPoint(p.get("concurrency"), p.get("request_rate"))
         path = campaign_file.campaign_path(sweep.revision_dir, str(p.get("campaign")))
-        out[point.label] = point_result(workload, point, path, slo)
+        out[point.label] = point_result(workload, point, path, slo, upstream=sweep.record.get("upstream") is True)
     return out
 
 

@@ -1,4 +1,5 @@
-"""``invoke sweep``: one workload measured at each load point, each point a campaign.
+"""``invoke sweep``: one workload measured at each load point, each point a campaign (or, with
+``upstream``, one campaign whose every run hands its server to sglang-omni's own sweep).
 
 A point's campaign is ``<sweep>.<label>`` in the revision folder, measured by the campaign layer
 as ``invoke measure`` would (warm-up run0, ``--runs`` measured runs, a fresh server per run), so
@@ -18,11 +19,13 @@ from .. import api
 from ..campaign import asked_from, measure
 from ..errors import SettingsError
 from ..settings import Settings
+from ..settings.option_schema import format_value
 from ..store.names import check_name
 from .curve import PointResult
 from .points import (
     CONCURRENCY_OPTION,
     RATE_OPTION,
+    UPSTREAM_OPTION,
     LoadPoint,
     Slo,
     load_points,
@@ -46,27 +49,34 @@ class SweepSpec:
     scoring: str = "deferred"
     slo: Slo | None = None
     name: str = ""  # "" : sweep-<workload>, with a digest of the options when there are some
+    upstream: bool = False  # sglang-omni's own sweep: every level in each run, on that run's one server
 
     def sweep_name(self) -> str:
-        """The sweep's name: given, or ``sweep-<workload>[-<digest of its options and client>]``."""
+        """The sweep's name: given, or ``sweep-<workload>[-<digest of its options, client and design>]``."""
         if self.name:
             return check_name(self.name, "sweep name")
-        extra = sorted(self.options) + ([f"client={self.client}"] if self.client else [])
+        extra = sorted(self.options) + ([f"client={self.client}"] if self.client else []) + \
+            (["upstream"] if self.upstream else [])
         digest = "-" + hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8] if extra else ""
         return f"sweep-{self.workload}{digest}"
 
     def campaign_name(self, point: LoadPoint) -> str:
-        """``<sweep>.<label>``: the point's campaign."""
+        """``<sweep>.<label>``: the point's campaign; with ``upstream`` every point's is the one
+        ``<sweep>.upstream-<labels>``."""
+        if self.upstream:
+            return check_name(f"{self.sweep_name()}.upstream-{'_'.join(p.label for p in self.points)}",
+                              "campaign name")
         return check_name(f"{self.sweep_name()}.{point.label}", "campaign name")
 
 
 def spec_from(workload: str, *, concurrency: str = "", request_rate: str = "", runs: int, options: Sequence[str] = (),
-              client: str | None = None, retries: int, scoring: str, slo: str = "", name: str = "") -> SweepSpec:
+              client: str | None = None, retries: int, scoring: str, slo: str = "", name: str = "",
+              upstream: bool = False) -> SweepSpec:
     """The sweep ``invoke sweep``'s flags ask for, each checked (``""``: not given)."""
     points = load_points(parse_concurrencies(concurrency) if concurrency else [],
                          parse_rates(request_rate) if request_rate else [])
     return SweepSpec(workload, tuple(points), runs, tuple(options), client, retries, scoring,
-                     parse_slo(slo) if slo else None, name)
+                     parse_slo(slo) if slo else None, name, upstream)
 
 
 @dataclass(frozen=True)
@@ -99,12 +109,34 @@ def check_spec(spec: SweepSpec) -> None:
         if used and clash:
             raise SettingsError(f"--opt {clash[0]} sets what {flag[option]} sweeps",
                                 hint=f"drop --opt {spec.workload}.{option}; {flag[option]} names its values")
+    if spec.upstream:
+        _check_upstream(spec, names)
+
+
+def _check_upstream(spec: SweepSpec, names: set[str]) -> None:
+    """sglang-omni's own sweep takes concurrency levels at one request rate (its ``--request-rate``
+    is the whole sweep's), through the workload's ``concurrencies`` option."""
+    if UPSTREAM_OPTION not in names:
+        raise SettingsError(f"workload {spec.workload!r} has no option {UPSTREAM_OPTION!r}: --upstream is "
+                            "sglang-omni's own sweep of seed-tts", hint="drop --upstream, or sweep --workload seedtts")
+    if any(p.concurrency is None for p in spec.points) or len({p.rate for p in spec.points}) > 1:
+        raise SettingsError("--upstream sweeps concurrency levels at one request rate (sglang-omni's client takes one "
+                            "--request-rate for its whole sweep)",
+                            evidence={"points": ", ".join(p.label for p in spec.points)},
+                            hint="give --concurrency 1,4,16 and at most one --request-rate")
+    clash = [o for o in spec.options if o.split("=", 1)[0].strip() in
+             (f"{spec.workload}.{UPSTREAM_OPTION}", f"{spec.workload}.max_concurrency")]
+    if clash:
+        raise SettingsError(f"--opt {clash[0]} sets what --upstream --concurrency sweeps",
+                            hint=f"drop --opt {clash[0].split('=', 1)[0]}")
 
 
 def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], None] = print) -> SweepResult:
     """Measure (or resume) every point's campaign in load order, then summarise each point."""
     check_spec(spec)
     revision = api.revision_dir(settings)
+    if spec.upstream:
+        return _run_upstream(settings, spec, revision, progress)
     paths: list[Path] = []
     for number, point in enumerate(spec.points, 1):
         name = spec.campaign_name(point)
@@ -115,6 +147,21 @@ def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], 
         paths.append(outcome.path)
     return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
                                              for point, path in zip(spec.points, paths, strict=True)), tuple(paths))
+
+
+def _run_upstream(settings: Settings, spec: SweepSpec, revision: Path,
+                  progress: Callable[[str], None]) -> SweepResult:
+    """One campaign (``upstream``), each run sweeping every level on its one server with
+    sglang-omni's client; each point read from that campaign's ``<workload>@c<level>.*`` metrics."""
+    w, rate = spec.workload, spec.points[0].rate
+    levels = ",".join(str(p.concurrency) for p in spec.points)
+    options = [*spec.options, f"{w}.{UPSTREAM_OPTION}={levels}",
+               *([f"{w}.{RATE_OPTION}={format_value(rate)}"] if rate is not None else [])]
+    asked = asked_from(settings, [w], options, spec.client, spec.runs, spec.retries, spec.scoring)
+    name = spec.campaign_name(spec.points[0])
+    outcome = measure(settings, asked, name=name, progress=_prefixed(progress, f"[sweep {levels}, one server a run] "))
+    results = tuple(point_result(w, p, outcome.path, spec.slo, upstream=True) for p in spec.points)
+    return SweepResult(spec, revision, results, (outcome.path,))
 
 
 def _prefixed(progress: Callable[[str], None], prefix: str) -> Callable[[str], None]:

@@ -21,6 +21,7 @@ from ..settings.option_schema import format_value
 
 CONCURRENCY_OPTION = "max_concurrency"
 RATE_OPTION = "request_rate"
+UPSTREAM_OPTION = "concurrencies"  # the workload option of sglang-omni's own sweep (invoke sweep --upstream)
 # The per-point statistics a target may bound (--slo KEY=VALUE): latencies, lower is better.
 SLO_METRICS = ("latency_mean_s", "latency_p95_s", "latency_p99_s", "latency_median_s")
 INF_WORDS = ("inf", "infinity")

@@ -21,11 +21,17 @@ from .points import SLO_METRICS, LoadPoint, Slo
 SPEED_FILE = "speed_results.json"
 
 
-def point_result(workload: str, point: LoadPoint, path: Path, slo: Slo | None) -> PointResult:
-    """The point's summary from its campaign file at ``path`` (``workload``'s metrics and files)."""
+def point_result(workload: str, point: LoadPoint, path: Path, slo: Slo | None, *,
+                 upstream: bool = False) -> PointResult:
+    """The point's summary from its campaign file at ``path`` (``workload``'s metrics and files).
+    ``upstream``: the campaign's runs each swept every level with sglang-omni's client, so the
+    point's metrics are ``<workload>@c<level>.*`` and its speed files those of each repeat,
+    ``<workload>/c<level>_r<repeat>/``."""
     _, stats = campaign_stats(path)
-    w = workload
-    speed = [_speed(run / w / SPEED_FILE) for run in stats.run_dirs]
+    w = f"{workload}@c{point.concurrency}" if upstream else workload
+    speed = [_speed(file) for run in stats.run_dirs for file in
+             (sorted((run / workload).glob(f"c{point.concurrency}_r*/{SPEED_FILE}")) if upstream
+              else [run / workload / SPEED_FILE])]
     rates = [_goodput(doc, slo.bound) for doc in speed] if slo else []
     lateness = [_summary(doc, "dispatch_lateness_mean_s") for doc in speed]
     late_max = [_summary(doc, "dispatch_lateness_max_s") for doc in speed]

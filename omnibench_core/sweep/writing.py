@@ -99,7 +99,7 @@ def as_record(result: SweepResult) -> dict[str, Any]:
     """``sweep.json``: what was asked, each point's numbers, and the findings."""
     spec = result.spec
     return {"sweep": spec.sweep_name(), "workload": spec.workload, "runs_per_point": spec.runs,
-            "options": list(spec.options), "client": spec.client,
+            "options": list(spec.options), "client": spec.client, "upstream": spec.upstream,
             "slo": {"metric": spec.slo.metric, "bound_s": spec.slo.bound} if spec.slo else None,
             "points": [_point(r) for r in result.results],
             "knees": [k.point.label for k in (knee(c) for c in curves(result.results)) if k is not None],
@@ -139,12 +139,16 @@ def title(result: SweepResult) -> str:
             f"{result.spec.runs} runs; " + (f"knee at {', '.join(knees)}" if knees else "no knee in the swept range"))
 
 
+# --upstream: what differs from a campaign per point, said wherever the sweep's numbers are shown
+DESIGN_NOTE = "; sglang-omni's own sweep: every level of a run measured on that run's one server"
+
+
 def markdown(result: SweepResult, plot: Path | None, plot_note: str) -> str:
     """``sweep.md``."""
     spec = result.spec
     lines = [f"# Sweep {md_text(spec.sweep_name())}", "",
              f"Workload {md_code(spec.workload)}, {len(result.results)} load points, {spec.runs} measured runs each "
-             f"(after a warm-up run0; a fresh server per run). Options: "
+             f"(after a warm-up run0; a fresh server per run{DESIGN_NOTE if spec.upstream else ''}). Options: "
              f"{', '.join(md_code(o) for o in spec.options) or 'defaults'}. Numbers are means over the runs.", ""]
     lines += [f"- {md_text(f)}" for f in findings(result)]
     lines += ["", *md_table(headers(result), rows(result)), ""]
@@ -158,7 +162,7 @@ def markdown(result: SweepResult, plot: Path | None, plot_note: str) -> str:
 def sweep_text(result: SweepResult, written: SweepWritten) -> str:
     """What ``invoke sweep`` prints."""
     lines = [f"sweep {result.spec.sweep_name()}: {result.spec.workload}, {len(result.results)} load points x "
-             f"{result.spec.runs} runs", table(rows(result), headers(result)), *findings(result),
+             f"{result.spec.runs} runs{DESIGN_NOTE if result.spec.upstream else ''}", table(rows(result), headers(result)), *findings(result),
              f"sweep: {written.markdown}", f"sweep data: {written.json}",
              f"plot: {written.plot}" if written.plot else written.plot_note]
     return "\n".join(lines)
