@@ -56,6 +56,7 @@ from .toolkit.clients import (
     token_count,
 )
 from .toolkit.datasets import build_once, dataset_folder, default_cache_dir, is_complete
+from .toolkit.point_names import at_concurrency
 from .toolkit.synthetic import LETTERS, PALETTE, SPEECH_RATE, Speaker, write_color_video
 
 __all__ = [
@@ -75,4 +76,6 @@ __all__ = [
     "speed_summary", "round_or_none", "mean", "median", "percentile",
     # open-loop arrivals at a request rate
     "DEFAULT_ARRIVAL_SEED", "planned_offsets", "lateness_summary",
+    # a metric at a load point: seedtts@c4.latency_p95_s
+    "at_concurrency",
 ]

@@ -193,9 +193,7 @@ def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]]
                             hint="decide on metrics of one point, and run an experiment per point")
     out = list(options)
     for p in points.values():
-        if p.workload not in workloads:
-            raise SettingsError(f"--decide {p.name}: {p.workload} is not a workload of this experiment",
-                                evidence={"workloads": ", ".join(workloads)}, hint=f"add --workload {p.workload}")
+        p.check_measured(workloads, "this experiment")
         for own in side_opts:  # a side's own option may not move it off the point either
             at_point([*out, *own], p)
         out = at_point(out, p)

@@ -103,9 +103,7 @@ def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: S
         raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")
     point = parse_point_metric(metric)  # seedtts@c16.throughput_qps: the metric at the point's options
     if point is not None:
-        if point.workload not in workloads:  # as ab: the metric names what is measured, not more
-            raise SettingsError(f"--metric {metric}: {point.workload} is not a workload of this bisect",
-                                evidence={"workloads": ", ".join(workloads)}, hint=f"add --workload {point.workload}")
+        point.check_measured(workloads, "this bisect")
         options, metric = at_point(options, point), point.metric
     commits = revisions.commits_between(Path(settings.run.checkout).expanduser(), good, bad, settings.tools.git)
     try:

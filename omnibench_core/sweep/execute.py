@@ -124,8 +124,7 @@ def _check_upstream(spec: SweepSpec, names: set[str]) -> None:
                             "--request-rate for its whole sweep)",
                             evidence={"points": ", ".join(p.label for p in spec.points)},
                             hint="give --concurrency 1,4,16 and at most one --request-rate")
-    clash = [o for o in spec.options if o.split("=", 1)[0].strip() in
-             (f"{spec.workload}.{UPSTREAM_OPTION}", f"{spec.workload}.max_concurrency")]
+    clash = [o for o in spec.options if o.split("=", 1)[0].strip() == f"{spec.workload}.{UPSTREAM_OPTION}"]
     if clash:
         raise SettingsError(f"--opt {clash[0]} sets what --upstream --concurrency sweeps",
                             hint=f"drop --opt {clash[0].split('=', 1)[0]}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import SettingsError
 from ..settings.option_schema import format_value
+from ..toolkit.point_names import POINT_MARK
 
 CONCURRENCY_OPTION = "max_concurrency"
 RATE_OPTION = "request_rate"
@@ -25,11 +26,10 @@ UPSTREAM_OPTION = "concurrencies"  # the workload option of sglang-omni's own sw
 # The per-point statistics a target may bound (--slo KEY=VALUE): latencies, lower is better.
 SLO_METRICS = ("latency_mean_s", "latency_p95_s", "latency_p99_s", "latency_median_s")
 INF_WORDS = ("inf", "infinity")
-POINT_MARK = "@"
 # seedtts@c16.throughput_qps, seedtts@c4-r2.5.latency_p95_s, seedtts@rinf.latency_mean_s: a rate is
 # digits with an optional fraction and exponent, so the dot after it starts the metric.
 _RATE = r"(?:inf|\d+(?:\.\d+)?(?:e[-+]?\d+)?)"  # 1e-05 as format_value writes it
-_POINT_METRIC = re.compile(rf"(?P<workload>[A-Za-z0-9_-]+)@(?:c(?P<c>\d+)(?:-r(?P<cr>{_RATE}))?|r(?P<r>{_RATE}))"
+_POINT_METRIC = re.compile(rf"(?P<workload>[A-Za-z0-9_-]+){re.escape(POINT_MARK)}(?:c(?P<c>\d+)(?:-r(?P<cr>{_RATE}))?|r(?P<r>{_RATE}))"
                            r"\.(?P<metric>[A-Za-z_][A-Za-z0-9_.-]*)")  # a metric starts with a letter
 POINT_METRIC_FORM = "WORKLOAD@POINT.METRIC, e.g. seedtts@c16.throughput_qps (points: c16, r2, c16-r2, rinf)"
 
@@ -77,6 +77,13 @@ class PointMetric:
     def options(self) -> list[str]:
         """The ``--opt`` words that put a run at this point."""
         return self.point.options(self.workload)
+
+    def check_measured(self, workloads: Sequence[str], what: str) -> None:
+        """Refuse a point of a workload that ``what`` (``this experiment``, ``this bisect``) does not
+        measure: the metric names what is measured, not more."""
+        if self.workload not in workloads:
+            raise SettingsError(f"{self.name}: {self.workload} is not a workload of {what}",
+                                evidence={"workloads": ", ".join(workloads)}, hint=f"add --workload {self.workload}")
 
     def holds(self, options: Sequence[str]) -> bool:
         """Whether a campaign measured with ``options`` is at this point: the same concurrency and

@@ -15,6 +15,7 @@ from typing import Any
 from ..campaign.summary import RunSetStats, campaign_stats
 from ..jsonio import read_json
 from ..scoring.percentiles import mean
+from ..toolkit.point_names import at_concurrency
 from .curve import PointResult, goodput
 from .points import SLO_METRICS, LoadPoint, Slo
 
@@ -28,7 +29,7 @@ def point_result(workload: str, point: LoadPoint, path: Path, slo: Slo | None, *
     point's metrics are ``<workload>@c<level>.*`` and its speed files those of each repeat,
     ``<workload>/c<level>_r<repeat>/``."""
     _, stats = campaign_stats(path)
-    w = f"{workload}@c{point.concurrency}" if upstream else workload
+    w = at_concurrency(workload, point.concurrency or 0) if upstream else workload
     speed = [_speed(file) for run in stats.run_dirs for file in
              (sorted((run / workload).glob(f"c{point.concurrency}_r*/{SPEED_FILE}")) if upstream
               else [run / workload / SPEED_FILE])]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omnibench_core.plugin import Collected, RuleResult, field, load_doc, sample_rules, zero
+from omnibench_core.plugin import Collected, RuleResult, at_concurrency, field, load_doc, sample_rules, zero
 from omnibench_plugins.common import SPEED_METRICS, WER_METRICS
 
 from . import playback
@@ -91,7 +91,7 @@ def collect_sweep(workload_dir: Path, prefix: str, levels: list[int], repeats: i
     rules: list[RuleResult] = []
     for level in levels:
         row = found.get(level)
-        head = f"{prefix}@c{level}"
+        head = at_concurrency(prefix, level)
         for key in SWEEP_METRICS:
             metrics[f"{head}.{key}"] = field(row, key, "mean")
         metrics[f"{head}.failed"] = field(row, "failed_requests")
