@@ -353,9 +353,11 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     scoring = [line for line in done.stdout.splitlines() if line.startswith("[scoring side ")]
     assert scoring and "~0s left" not in done.stdout, "\n".join(scoring[-5:])
     for side in "AB":
-        starts = [manifest_file.read(results / a["revision"] / a["run"]).slot["port"]
-                  for (s, _), a in sorted(kept.items()) if s == side]
-        assert len(set(starts)) == 2  # each side ran on both slots' ports
+        manifests = [manifest_file.read(results / a["revision"] / a["run"]) for (s, _), a in sorted(kept.items())
+                     if s == side]
+        assert len({m.slot["port"] for m in manifests}) == 2  # each side ran on both slots' ports
+        # one worker process ran all four of the side's runs: no interpreter started per round
+        assert len({m.owner["pid"] for m in manifests}) == 1, [m.owner for m in manifests]
     _counts_server_starts(rec)
 
 
@@ -383,6 +385,37 @@ def test_the_duet_worker_starts_with_no_runpy_warning():
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "usage: python -m omnibench_core.ab.worker" in done.stderr, done.stderr
     assert "RuntimeWarning" not in done.stderr
+
+
+def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path):
+    """`python -m omnibench_core.ab.worker --serve`: each input line is a run whose report it
+    writes before saying it is done; it takes the next line in the same process; end of input ends
+    it. (Runs that cannot start, so the test needs no server: a workload nobody registered.)"""
+    from omnibench_core.ab.spec import DONE, SERVE, Spec
+    from omnibench_core.settings import Settings
+
+    spec = Spec(Settings.from_mapping({"results": str(tmp_path / "results")}).flat(), ("nosuch",), (), None,
+                ("generate",))
+    proc = subprocess.Popen([sys.executable, "-m", "omnibench_core.ab.worker", SERVE], cwd=REPO, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for n in (1, 2):
+            out = tmp_path / f"out{n}.json"
+            proc.stdin.write(json.dumps({"spec": spec.as_dict(), "out": str(out)}) + "\n")
+            proc.stdin.flush()
+            lines = []
+            while (line := proc.stdout.readline().rstrip("\n")) != DONE:
+                assert line or proc.poll() is None, "\n".join(lines)
+                lines.append(line)
+            report = experiment_file.read_side_report(out, proc.poll())
+            assert report.status is SideStatus.ERROR and "nosuch" in report.error, report
+            assert proc.poll() is None  # alive, waiting for the next run
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @pytest.mark.slow

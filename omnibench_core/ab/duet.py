@@ -1,14 +1,22 @@
-"""A duet round: both sides' runs at the same time, one per slot, each in its own worker process;
-their timed windows are released together once both servers are READY (a barrier per timed
-step), so whatever else the host does hits both sides alike.
+"""A duet round: both sides' runs at the same time, one per slot, each in its side's worker
+process; their timed windows are released together once both servers are READY (a barrier per
+timed step), so whatever else the host does hits both sides alike.
+
+The two workers are started once per experiment (:class:`Duet`) and run every round's run of
+their side: a fresh interpreter and omnibench's imports cost a second a round on an idle 16-core
+host (benchmarks/results/2026-12-02-verdict-cost-h200), paid inside the round's wall time, where
+sequential's runs start in the driver's own process. A worker that died is started again for the
+next round. An idle worker waits on its standard input and uses no CPU, so it never counts as
+noise in the other side's timed window.
 
 Ctrl-C or SIGTERM of the driver goes to both workers once (each stops its servers and moves its
-run aside), then the interrupt is raised here. A worker that ends early (a failed gate) releases
-its partner, whose later windows then run alone; the attempt says so.
+run aside), then the interrupt is raised here. A worker that ends its run early (a failed gate)
+releases its partner, whose later windows then run alone; the attempt says so.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,24 +29,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Terminated
-from ..jsonio import write_json
 from ..run.runner import sigterm_as_exception
 from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..telemetry.hostload import ROOT_VAR
 from .record import SideReport
-from .spec import BARRIER, PARENT_VAR, Spec
+from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
 
 
 @dataclass
 class _Worker:
     side: str
     proc: subprocess.Popen[str]
-    out: Path
+    label: str = ""  # the progress prefix of its current run (the slot changes every round)
+    out: Path | None = None  # its current run's report
+    busy: bool = False  # a run handed to it has not reported yet
     waiting: str = ""  # the step it waits at, "" when running
     since: float = 0.0  # when it began to wait
     steps: list[str] = field(default_factory=list)  # the timed steps it was released into
     alone: bool = False  # released into a step without its partner
     reader: threading.Thread | None = None
+
+    def running(self) -> bool:
+        """Its run has not reported, and its process lives."""
+        return self.busy and self.proc.poll() is None
 
 
 @dataclass(frozen=True)
@@ -58,71 +71,116 @@ class PairOutcome:
     interrupted: bool
 
 
-def run_pair(specs: Mapping[str, Spec], *, progress: Callable[[str], None], labels: Mapping[str, str],
-             python: str = sys.executable, grace_s: float = 60.0, wait_s: float = 1860.0) -> PairOutcome:
-    """Run the sides' specs at once and wait for both. On Ctrl-C or SIGTERM each worker gets one
-    SIGINT (it stops its servers and moves its run aside) and the outcomes say so. A side that
-    waits at the barrier longer than ``wait_s`` (its partner's server never got READY, and did not
-    fail either) is released alone."""
-    with tempfile.TemporaryDirectory(prefix="omnibench-duet-") as tmp:
+class Duet:
+    """Both sides' worker processes for one experiment: ``with Duet(progress=...) as d:
+    d.run_pair(...)`` once a round; leaving the block ends them (end of input, then signals)."""
+
+    def __init__(self, *, progress: Callable[[str], None], python: str = sys.executable, grace_s: float = 60.0):
+        self._progress, self._python, self._grace_s = progress, python, grace_s
+        self._workers: dict[str, _Worker] = {}
+        self._tmp = tempfile.TemporaryDirectory(prefix="omnibench-duet-")
+
+    def __enter__(self) -> Duet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run_pair(self, specs: Mapping[str, Spec], *, labels: Mapping[str, str], wait_s: float = 1860.0) -> PairOutcome:
+        """Run the sides' specs at once and wait for both. On Ctrl-C or SIGTERM each worker gets one
+        SIGINT (it stops its servers and moves its run aside) and the outcomes say so. A side that
+        waits at the barrier longer than ``wait_s`` (its partner's server never got READY, and did not
+        fail either) is released alone."""
         workers: list[_Worker] = []
         interrupted = False
         with sigterm_as_exception():
             try:
                 for side, spec in specs.items():
-                    workers.append(_start(side, spec, Path(tmp), python, progress, labels[side]))
-                _barrier_loop(workers, progress, wait_s)
+                    workers.append(self._hand(side, spec, labels[side]))
+                _barrier_loop(workers, self._progress, wait_s)
             except (KeyboardInterrupt, Terminated):
                 interrupted = True
-                _stop(workers, grace_s)
+                _stop(list(self._workers.values()), self._grace_s)
         return PairOutcome({w.side: _outcome(w) for w in workers}, interrupted)
 
+    def close(self) -> None:
+        """End every worker: end of input (an idle one exits), then SIGINT, SIGTERM, SIGKILL."""
+        for w in self._workers.values():
+            _tell(w, None)
+        _stop(list(self._workers.values()), self._grace_s, first_wait_s=self._grace_s)
+        for w in self._workers.values():
+            if w.reader is not None:
+                w.reader.join(timeout=5)
+        self._workers.clear()
+        self._tmp.cleanup()
 
-def _start(side: str, spec: Spec, tmp: Path, python: str, progress: Callable[[str], None], label: str) -> _Worker:
-    spec_file, out = tmp / f"{side}.json", tmp / f"{side}.out.json"
-    write_json(spec_file, spec.as_dict())
-    # The worker sets its own parent-death signal (a preexec_fn here would run in a forked child of
-    # a threaded process); it is told the driver's pid to check, and whose tree the run's CPU is.
-    env = {**os.environ, PARENT_VAR: str(os.getpid()), ROOT_VAR: str(os.getpid())}
-    proc = subprocess.Popen([python, "-m", "omnibench_core.ab.worker", str(spec_file), str(out)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=env)  # the driver alone forwards Ctrl-C, once
-    worker = _Worker(side, proc, out)
+    def _hand(self, side: str, spec: Spec, label: str) -> _Worker:
+        """The side's worker (started now if it has none, or its last one died), given the run."""
+        worker = self._workers.get(side)
+        if worker is None or worker.proc.poll() is not None:
+            worker = self._workers[side] = self._start(side)
+        out = Path(self._tmp.name) / f"{side}.out.json"
+        out.unlink(missing_ok=True)  # a report left by the side's previous round is never read as this one's
+        worker.label, worker.out, worker.busy = label, out, True
+        worker.waiting, worker.steps, worker.alone = "", [], False
+        _tell(worker, json.dumps({"spec": spec.as_dict(), "out": str(out)}))
+        return worker
 
-    def forward() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            if line.startswith(BARRIER):
-                worker.since, worker.waiting = time.monotonic(), line[len(BARRIER):]
-                continue
-            try:
-                progress(f"[{label}] {line}")
-            except (BrokenPipeError, ValueError):
-                pass
+    def _start(self, side: str) -> _Worker:
+        # The worker sets its own parent-death signal (a preexec_fn here would run in a forked child of
+        # a threaded process); it is told the driver's pid to check, and whose tree the run's CPU is.
+        env = {**os.environ, PARENT_VAR: str(os.getpid()), ROOT_VAR: str(os.getpid())}
+        proc = subprocess.Popen([self._python, "-m", "omnibench_core.ab.worker", SERVE],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True, env=env)  # the driver alone forwards Ctrl-C, once
+        worker = _Worker(side, proc)
+        progress = self._progress
 
-    worker.reader = threading.Thread(target=forward, daemon=True, name=f"duet-{side}")
-    worker.reader.start()
-    return worker
+        def forward() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                if line.startswith(BARRIER):
+                    worker.since, worker.waiting = time.monotonic(), line[len(BARRIER):]
+                    continue
+                if line == DONE:
+                    worker.busy = False
+                    continue
+                try:
+                    progress(f"[{worker.label}] {line}")
+                except (BrokenPipeError, ValueError):
+                    pass
+
+        worker.reader = threading.Thread(target=forward, daemon=True, name=f"duet-{side}")
+        worker.reader.start()
+        return worker
+
+
+def _tell(worker: _Worker, line: str | None) -> None:
+    """One line to the worker's input (None: end of input); a worker gone is left to its outcome."""
+    try:
+        assert worker.proc.stdin is not None
+        if line is None:
+            worker.proc.stdin.close()
+        else:
+            worker.proc.stdin.write(line + "\n")
+            worker.proc.stdin.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
 
 
 def _release(worker: _Worker, alone: bool) -> None:
     worker.steps.append(worker.waiting)
     worker.alone = worker.alone or alone
     worker.waiting = ""
-    try:
-        assert worker.proc.stdin is not None
-        worker.proc.stdin.write("go\n")
-        worker.proc.stdin.flush()
-    except (BrokenPipeError, OSError):
-        pass
+    _tell(worker, "go")
 
 
 def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], wait_s: float) -> None:
     """Release waiting workers: together when both wait at the same step, alone when the other
-    has ended or has kept it waiting past ``wait_s``; until both ended."""
-    while any(w.proc.poll() is None for w in workers):
-        live = [w for w in workers if w.proc.poll() is None]
+    has ended its run or has kept it waiting past ``wait_s``; until both runs ended."""
+    while any(w.running() for w in workers):
+        live = [w for w in workers if w.running()]
         waiting = [w for w in live if w.waiting]
         overdue = [w for w in waiting if time.monotonic() - w.since > wait_s]
         if overdue and len(waiting) < len(live):
@@ -139,12 +197,15 @@ def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], w
         time.sleep(0.02)
 
 
-def _stop(workers: Sequence[_Worker], grace_s: float) -> None:
-    """SIGINT to every worker once (each stops its servers), then SIGTERM, then SIGKILL."""
-    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+def _stop(workers: Sequence[_Worker], grace_s: float, first_wait_s: float = 0.0) -> None:
+    """Wait ``first_wait_s`` for the workers to end by themselves, then SIGINT to every one once
+    (each stops its servers), then SIGTERM, then SIGKILL."""
+    steps: list[tuple[signal.Signals | None, float]] = [(None, first_wait_s)] if first_wait_s else []
+    for sig, wait in (*steps, (signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         alive = [w for w in workers if w.proc.poll() is None]
         for w in alive:
-            w.proc.send_signal(sig)
+            if sig is not None:
+                w.proc.send_signal(sig)
         deadline = time.monotonic() + wait
         while any(w.proc.poll() is None for w in alive) and time.monotonic() < deadline:
             try:
@@ -154,6 +215,7 @@ def _stop(workers: Sequence[_Worker], grace_s: float) -> None:
 
 
 def _outcome(w: _Worker) -> SideOutcome:
-    if w.reader is not None:
+    if w.proc.poll() is not None and w.reader is not None:  # its last lines forwarded before its outcome
         w.reader.join(timeout=5)
-    return SideOutcome(w.side, experiment_file.read_side_report(w.out, w.proc.returncode), w.alone)
+    assert w.out is not None
+    return SideOutcome(w.side, experiment_file.read_side_report(w.out, w.proc.poll()), w.alone)

@@ -313,6 +313,7 @@ class _Driver:
                                     for s in self.sides.values()) if t is not None), None) \
             if experiment.scoring == "deferred" else None
         self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run)
+        self._duet: duet.Duet | None = None  # the duet's two workers, while its rounds run
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
         if attempt is not None:
@@ -353,11 +354,12 @@ class _Driver:
                               f"record {self.path}")
             try:
                 if ident.design is Design.DUET:
-                    for r in range(ident.rounds + 1):
-                        if self._stopped_before(r):
-                            break
-                        self._fill_duet(r)
-                        self._look(r)
+                    with duet.Duet(progress=self.progress) as self._duet:
+                        for r in range(ident.rounds + 1):
+                            if self._stopped_before(r):
+                                break
+                            self._fill_duet(r)
+                            self._look(r)
                 else:
                     for k, position in enumerate(e.order, start=1):
                         if self._stopped_before(position.round):
@@ -481,10 +483,10 @@ class _Driver:
             attempts[side] = Attempt(side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
                                      record.now_iso(), where=placed[side].label, alone=len(pending) == 1)
             self.save(attempts[side])
+        assert self._duet is not None, "a duet round runs inside go()'s Duet"
         t0 = time.monotonic()
         wait_s = self.sides["A"].run.ready_timeout_s + 60  # the partner's server has READY's own limit
-        pair = duet.run_pair(specs, progress=self.progress, labels={s: f"{s} {placed[s].label}" for s in specs},
-                             wait_s=wait_s)
+        pair = self._duet.run_pair(specs, labels={s: f"{s} {placed[s].label}" for s in specs}, wait_s=wait_s)
         seconds = time.monotonic() - t0
         not_ready = ""
         for side, out in pair.sides.items():

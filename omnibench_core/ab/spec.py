@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 BARRIER = "@@omnibench-barrier "
+DONE = "@@omnibench-done"  # the worker's line once its run's report is written
+SERVE = "--serve"  # the worker's one argument: run what its input hands it, until end of input
 PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
 
 

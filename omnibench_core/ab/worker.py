@@ -1,15 +1,18 @@
-"""One side's run of a duet round, in its own process: ``python -m omnibench_core.ab.worker
-SPEC.json OUT.json``.
+"""One side's runs of a duet's rounds, in its own process: ``python -m omnibench_core.ab.worker
+--serve``.
 
 A process (not a thread) per side, because the run layer turns Ctrl-C and SIGTERM into a clean
-stop only in a main thread. Before each timed window the worker says so on its standard output
-(:data:`BARRIER`, the step's name) and waits for a line on its standard input: the driver
-releases both sides together once both servers are READY. Its outcome goes to OUT.json.
+stop only in a main thread. It lives for the whole experiment: each line of its standard input is
+one run, ``{"spec": SPEC, "out": PATH}``; the run's report goes to PATH, then it says
+:data:`DONE`. Before each timed window it says so on its standard output (:data:`BARRIER`, the
+step's name) and waits for a line on its standard input: the driver releases both sides together
+once both servers are READY. End of input while idle ends it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -17,14 +20,13 @@ from pathlib import Path
 
 from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
-from ..jsonio import read_json
 from ..process.processes import obey_ctrl_c
 from ..records import PHASES, Phase
 from ..settings import Settings
 from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..store.statuses import SideStatus
 from .record import SideReport
-from .spec import BARRIER, PARENT_VAR, Spec
+from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
 
 PR_SET_PDEATHSIG = 1
 
@@ -78,21 +80,37 @@ def _failure(status: SideStatus, exc: BaseException) -> SideReport:
     return SideReport(status, out.run, str(out.run_dir), error, str(out.moved_to or ""))
 
 
+def serve() -> int:
+    """Run each run handed on standard input, one at a time, until end of input (0) or an
+    interrupted run (130)."""
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        job = json.loads(line)
+        report = execute(Spec.from_dict(job["spec"]))
+        experiment_file.write_side_report(Path(job["out"]), report)
+        print(DONE, flush=True)
+        if report.status is SideStatus.INTERRUPTED:  # the driver stops the experiment: no next run
+            return 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m omnibench_core.ab.worker SPEC.json OUT.json``."""
+    """``python -m omnibench_core.ab.worker --serve``."""
     obey_ctrl_c()  # the driver stops a side with SIGINT, even when it was itself started ignoring it
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m omnibench_core.ab.worker SPEC.json OUT.json", file=sys.stderr)
+    if args != [SERVE]:
+        print(f"usage: python -m omnibench_core.ab.worker {SERVE}  (a duet's driver starts it; one run per input line)",
+              file=sys.stderr)
         return 2
     try:
         die_with_driver()
-    except RunInterrupted as exc:
-        experiment_file.write_side_report(Path(args[1]), _failure(SideStatus.INTERRUPTED, exc))
+        return serve()
+    except RunInterrupted as exc:  # the driver was gone before the first run: nothing to report to
+        print(f"omnibench duet worker: {exc.message}", file=sys.stderr)
         return 130
-    report = execute(Spec.from_dict(read_json(Path(args[0]))))
-    experiment_file.write_side_report(Path(args[1]), report)
-    return 130 if report.status is SideStatus.INTERRUPTED else 0
+    except KeyboardInterrupt:  # Ctrl-C while idle: no run to stop
+        return 130
 
 
 if __name__ == "__main__":
