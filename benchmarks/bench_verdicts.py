@@ -1,176 +1,413 @@
-"""How often `invoke ab`'s verdicts are right, per design: false alarms, detections, inconclusive
-verdicts and the wall time per verdict, on a quiet host and under a planted drift.
+"""How often `invoke ab`'s verdicts are right, and how many rounds they cost: false alarms,
+detections, inconclusive verdicts and rounds to a verdict, for fixed rounds (``--rounds R``) and
+rounds until decided (``--max-rounds N``), on a quiet host and under two kinds of drift (#30).
 
-Each experiment is a real `invoke ab` on the local target with the selftest workload, whose every
-request waits ``--base-delay-ms`` (the server's ``local_delay_ms``) and then does a little CPU
-work, so a run's latency is mostly that planted wait plus the host's noise. A/A experiments give
-both sides the base delay; A/B experiments give B ``--effect`` more (10 %: a +10 % latency
-regression). "drift" starts a CPU hog on every core of this host on a schedule (``--hog-on`` s
-on, ``--hog-off`` s off), so the host gets busier and quieter during an experiment, as a shared CI
-runner or GPU box does.
+Each experiment is a real `invoke ab` on the local target. Workloads:
 
-    python benchmarks/bench_verdicts.py [--experiments 10] [--rounds 4] [--designs duet,interleaved,sequential]
-                                        [--conditions quiet,drift] [--out verdicts.json]
-    python benchmarks/bench_verdicts.py --smoke      # one tiny experiment of each kind: the wiring, no figures
+- ``selftest``: every request waits ``--base-delay-ms`` (the server's ``local_delay_ms``) and does
+  a little CPU work, so a run's latency is mostly a planted wait (a side's spread under 1 %);
+- ``seedtts``: the local synthesizer (CPU-bound, a run-to-run spread of about 10 %) on
+  ``--seedtts-samples`` samples; B's planted delay is the effect times the latency a pilot run
+  measured first, on the lane's CPUs.
 
-Per design and condition it prints: the false-alarm rate (A/A experiments with any metric
-`better` or `worse`), the detection rate (A/B experiments that call latency `worse`), the
-inconclusive rate (of A/B latency verdicts), and the mean wall time per verdict.
+A/A experiments give both sides the same server (``--aa``); A/B experiments give B ``--effects``
+more latency (0.05,0.10: +5 % and +10 %). Conditions: ``quiet``; ``drift`` (a CPU hog on every
+core, ``--hog-on`` s on and ``--hog-off`` s off); ``slot-drift`` (the same schedule, a hog on each
+CPU of slot 0 of every lane's duet: one side's slot gets busy, then quiet, and the slots swap every
+round). Experiments run in ``--lanes`` parallel lanes of ``--lane-cpus`` CPUs each (every process
+of an experiment pinned to its lane; each lane its own results and ports), cells taken
+round-robin so a ``--budget-s`` cut leaves every cell about equally filled; each outcome is
+appended to ``--out`` (JSON lines) as it ends, so calls add up.
+
+    python benchmarks/bench_verdicts.py [--workloads selftest] [--modes fixed,sequential] [--designs duet]
+        [--conditions quiet,slot-drift] [--aa 30] [--ab 10] [--effects 0.05,0.10] [--rounds 4] [--max-rounds 12]
+        [--lanes 4] [--lane-cpus 4] [--budget-s 540] [--out verdicts.jsonl]
+    python benchmarks/bench_verdicts.py --summary verdicts.jsonl [more.jsonl ...]   # the tables of earlier calls
+    python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # one tiny experiment of each kind: the wiring
+
+Per workload, design, mode and condition it prints: A/A experiments and false alarms (any metric
+`better` or `worse`) with a one-sided 95 % upper bound on the rate (Clopper-Pearson), detection
+(latency `worse`) and inconclusive rates per effect, mean rounds to a verdict, and seconds per
+verdict; then the issue's goals, met or not: false alarms at most 5 %, +10 % detected at least 90
+% of the time, and the sequential mode reaching its verdict in at most half the rounds of the
+fixed mode that detects as often.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
-import signal
+import platform
+import queue
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LATENCY = "selftest.latency_mean_s"
+LATENCY = {"selftest": "selftest.latency_mean_s", "seedtts": "seedtts.latency_mean_s"}
+# Runs an argv with this process's CPU set replaced (the bench is threaded: no preexec_fn)
+PIN = "import os, sys; os.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(',')}); os.execv(sys.argv[2], sys.argv[2:])"
+HOG = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
+GOAL_FALSE_ALARMS, GOAL_DETECTION, GOAL_ROUNDS = 0.05, 0.90, 0.5
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one experiment measures."""
+
+    workload: str
+    design: str  # invoke ab --design
+    mode: str  # fixed (--rounds) or sequential (--max-rounds)
+    condition: str  # quiet, drift, slot-drift
+    effect: float  # B's planted extra latency, relative; 0 for an A/A experiment
+
+    @property
+    def kind(self) -> str:
+        """aa, or ab+5% and the like."""
+        return "aa" if not self.effect else f"ab+{self.effect * 100:g}%"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One experiment."""
+    """One experiment: one verdict."""
 
+    workload: str
     design: str
+    mode: str
     condition: str
-    kind: str  # aa or ab
+    effect: float
+    n: int
+    lane: int
     seconds: float
+    rounds: int  # the rounds the verdicts rest on
+    stop: str  # fixed, decided or max-rounds
     latency: str  # the latency row's verdict
+    change: float | None  # its change, relative
     any_change: bool  # some metric better or worse
     noisy_runs: int
+    load_1min: float
+    error: str = ""  # the experiment failed: its output's tail
 
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.workload, self.design, self.mode, self.condition, self.effect)
 
 
 class Hog:
-    """A CPU hog on every core, on and off on a schedule, while the drift condition runs."""
+    """One CPU hog per given CPU, each pinned there, on ``on_s`` and off ``off_s`` in turn."""
 
-    def __init__(self, on_s: float, off_s: float):
-        self.on_s, self.off_s = on_s, off_s
+    def __init__(self, cpus: Sequence[int], on_s: float, off_s: float):
+        self.cpus, self.on_s, self.off_s = list(cpus), on_s, off_s
         self._stop = threading.Event()
         self._procs: list[subprocess.Popen[bytes]] = []
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> Hog:
-        self._thread.start()
+        if self.cpus:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         self._kill()
 
     def _kill(self) -> None:
         for p in self._procs:
-            os.killpg(p.pid, signal.SIGKILL)
+            p.kill()
             p.wait()
         self._procs = []
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-                           for _ in range(os.cpu_count() or 2)]
+            self._procs = [subprocess.Popen([sys.executable, "-c", HOG, str(c)]) for c in self.cpus]
             if self._stop.wait(self.on_s):
                 return
             self._kill()
             self._stop.wait(self.off_s)
 
 
-def experiment(root: Path, design: str, condition: str, kind: str, args: argparse.Namespace, n: int) -> Outcome:
-    """One `invoke ab`; its verdicts from ab.json."""
-    base = args.base_delay_ms
-    sides = ["--aa", "--a-set", f"local_delay_ms={base}", "--b-set", f"local_delay_ms={base}"] if kind == "aa" else \
-        ["--a-set", f"local_delay_ms={base}", "--b-set", f"local_delay_ms={base * (1 + args.effect):g}"]
-    slots = ["--slots", "0,1", "--slot-cpus", args.slot_cpus] if design == "duet" else []
-    argv = [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", "--design", design, "--rounds",
-            str(args.rounds), "--port", str(free_port()), "--name", f"{design}-{condition}-{kind}-{n}",
-            "--opt", f"selftest.requests={args.requests}", "--opt", "selftest.delay=0.05", "--seed", str(n),
-            *slots, *sides]
-    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root / "results")}
-    t0 = time.monotonic()
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
-    seconds = time.monotonic() - t0
+def lanes_of(count: int, size: int) -> list[list[int]]:
+    """``count`` disjoint CPU sets of ``size`` from this process's own."""
+    mine = sorted(os.sched_getaffinity(0))
+    if count * size > len(mine):
+        raise SystemExit(f"--lanes {count} x --lane-cpus {size} needs {count * size} CPUs; this process may use {len(mine)}")
+    return [mine[k * size:(k + 1) * size] for k in range(count)]
+
+
+def slot0(cpus: Sequence[int]) -> list[int]:
+    """A duet's slot 0 on these CPUs (`--slot-cpus rule` on the local target: the larger half first)."""
+    return list(cpus[:(len(cpus) + 1) // 2])
+
+
+def pinned(cpus: Sequence[int], argv: Sequence[str]) -> list[str]:
+    return [sys.executable, "-c", PIN, ",".join(map(str, cpus)), *argv]
+
+
+def pilot_latency_ms(lane: Path, cpus: Sequence[int], args: argparse.Namespace) -> float:
+    """The seed-tts latency one plain run measures on the lane's CPUs: B's planted delay is a fraction of it."""
+    root = lane / "pilot"
+    done = subprocess.run(pinned(cpus, [sys.executable, "-m", "invoke", "run", "--workload", "seedtts",
+                                        "--opt", f"seedtts.max_samples={args.seedtts_samples}",
+                                        "--port", str(args.base_port + 90)]),
+                          cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)}, capture_output=True,
+                          text=True, timeout=3600)
     if done.returncode != 0:
-        raise SystemExit(f"invoke ab failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    result = json.loads(next((root / "results" / "ab" / f"{design}-{condition}-{kind}-{n}").glob("ab*.json"))
-                        .read_text())
-    verdicts = {v["metric"]: v["verdict"] for v in result["analysis"]["verdicts"]}
-    return Outcome(design, condition, kind, seconds, verdicts.get(LATENCY, "missing"),
-                   any(v in ("better", "worse") for v in verdicts.values()), len(result["analysis"]["noisy"]))
+        raise SystemExit(f"the seed-tts pilot run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    (metrics,) = root.glob("local-*/run*/metrics.json")
+    return float(json.loads(metrics.read_text())["metrics"][LATENCY["seedtts"]]) * 1000
 
 
-def summary(outcomes: list[Outcome]) -> list[dict[str, object]]:
-    """Rates per design and condition."""
+def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms: float) -> list[str]:
+    """The experiment's `invoke ab` command."""
+    if cell.workload == "selftest":
+        base = args.base_delay_ms
+        opts = ["--opt", f"selftest.requests={args.requests}", "--opt", "selftest.delay=0.05"]
+        sides = ["--a-set", f"local_delay_ms={base}", "--b-set", f"local_delay_ms={base * (1 + cell.effect):g}"]
+    else:
+        opts = ["--opt", f"seedtts.max_samples={args.seedtts_samples}"]
+        sides = ["--b-set", f"local_delay_ms={seedtts_ms * cell.effect:.3f}"] if cell.effect else []
+    rounds = ["--rounds", str(args.rounds)] if cell.mode == "fixed" else ["--max-rounds", str(args.max_rounds)]
+    slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
+    return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
+            "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind}-{n}",
+            "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides]
+
+
+def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
+               seedtts_ms: float) -> Outcome:
+    """One `invoke ab` on the lane's CPUs; its verdicts from ab.json."""
+    port = args.base_port + 10 * lane
+    argv = argv_of(cell, n, port, args, seedtts_ms)
+    t0 = time.monotonic()
+    done = subprocess.run(pinned(cpus, argv), cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)},
+                          capture_output=True, text=True, timeout=3600)
+    seconds = time.monotonic() - t0
+    base = dict(workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition,
+                effect=cell.effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0])
+    if done.returncode not in (0, 1):  # 1: a verdict that --fail-on would fail (none is asked) or a refusal
+        return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
+                       error=(done.stdout[-1500:] + done.stderr[-1500:]))
+    name = argv[argv.index("--name") + 1]
+    found = sorted((root / "ab" / name).glob("ab*.json"))
+    if not found:
+        return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
+                       error=f"exit {done.returncode}, no ab.json: " + (done.stdout[-1500:] + done.stderr[-1500:]))
+    result = json.loads(found[-1].read_text())
+    rows = {v["metric"]: v for v in result["analysis"]["verdicts"]}
+    latency = rows.get(LATENCY[cell.workload], {})
+    state = result["experiment"].get("sequential") or {}
+    return Outcome(**base, rounds=len(result["analysis"]["rounds"]), stop=str(state.get("stop") or "fixed"),
+                   latency=str(latency.get("verdict", "missing")), change=latency.get("change"),
+                   any_change=any(v["verdict"] in ("better", "worse") for v in rows.values()),
+                   noisy_runs=len(result["analysis"]["noisy"]))
+
+
+def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]:
+    """The condition's experiments, cells round-robin: every cell's n-th before any cell's (n+1)-th."""
+    out = []
+    for n in range(max(args.aa, args.ab)):
+        kinds = ([0.0] if n < args.aa else []) + (list(args.effects) if n < args.ab else [])
+        for workload in args.workloads:
+            for design in args.designs:
+                for mode in args.modes:
+                    out += [(Cell(workload, design, mode, condition, e), n) for e in kinds]
+    return out
+
+
+def run_condition(condition: str, lanes: list[list[int]], tmp: Path, args: argparse.Namespace,
+                  seedtts_ms: dict[int, float], budget_s: float, sink: Path | None) -> list[Outcome]:
+    """The condition's schedule over the lanes, its hog running, until done or ``budget_s`` is spent."""
+    todo: queue.Queue[tuple[Cell, int]] = queue.Queue()
+    for item in schedule(args, condition):
+        todo.put(item)
+    hog_cpus = {"quiet": [], "drift": sorted(os.sched_getaffinity(0)),
+                "slot-drift": [c for cpus in lanes for c in slot0(cpus)]}[condition]
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + budget_s
+
+    def lane_loop(k: int) -> None:
+        while time.monotonic() < deadline:
+            try:
+                cell, n = todo.get_nowait()
+            except queue.Empty:
+                return
+            o = experiment(cell, n, k, lanes[k], tmp / f"lane{k}", args, seedtts_ms.get(k, 0.0))
+            with lock:
+                outcomes.append(o)
+                if sink is not None:
+                    with sink.open("a") as handle:
+                        handle.write(json.dumps(asdict(o)) + "\n")
+                print(f"{o.condition} {o.workload} {o.design} {o.mode} {cell.kind} #{n} (lane {k}): latency "
+                      f"{o.latency}{'' if o.change is None else f' {o.change * 100:+.1f}%'}, {o.rounds} rounds "
+                      f"({o.stop}), any change {o.any_change}, {o.seconds:.1f} s, {o.noisy_runs} noisy runs"
+                      + (f"\n  ERROR: {o.error[-600:]}" if o.error else ""), flush=True)
+
+    with Hog(hog_cpus, args.hog_on, args.hog_off):
+        threads = [threading.Thread(target=lane_loop, args=(k,)) for k in range(len(lanes))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    left = todo.qsize()
+    if left:
+        print(f"{condition}: --budget-s spent, {left} experiments not started", flush=True)
+    return outcomes
+
+
+def upper_95(k: int, n: int) -> float:
+    """One-sided 95 % Clopper-Pearson upper bound of a rate seen k times in n."""
+    from scipy.special import betaincinv
+
+    return 1.0 if k >= n else float(betaincinv(k + 1, n - k, 0.95))
+
+
+def summary(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
+    """Per workload, design, mode and condition: the rates, the rounds, the seconds."""
     rows = []
-    for design in dict.fromkeys(o.design for o in outcomes):
-        for condition in dict.fromkeys(o.condition for o in outcomes):
-            aa = [o for o in outcomes if (o.design, o.condition, o.kind) == (design, condition, "aa")]
-            ab = [o for o in outcomes if (o.design, o.condition, o.kind) == (design, condition, "ab")]
-            both = aa + ab
-            rows.append({
-                "design": design, "condition": condition, "A/A": len(aa), "A/B": len(ab),
-                "false alarms": sum(o.any_change for o in aa) / len(aa) if aa else None,
-                "detected": sum(o.latency == "worse" for o in ab) / len(ab) if ab else None,
-                "inconclusive": sum(o.latency == "inconclusive" for o in ab) / len(ab) if ab else None,
-                "s per verdict": sum(o.seconds for o in both) / len(both) if both else None,
-                "noisy runs per experiment": sum(o.noisy_runs for o in both) / len(both) if both else None,
-            })
+    ok = [o for o in outcomes if not o.error]
+    keys = dict.fromkeys((o.workload, o.design, o.mode, o.condition) for o in ok)
+    for key in keys:
+        mine = [o for o in ok if (o.workload, o.design, o.mode, o.condition) == key]
+        aa = [o for o in mine if not o.effect]
+        alarms = sum(o.any_change for o in aa)
+        row: dict[str, object] = dict(zip(("workload", "design", "mode", "condition"), key, strict=True))
+        row |= {"A/A": len(aa), "false alarms": alarms, "rate ≤ (95 %)": round(upper_95(alarms, len(aa)), 3) if aa else None,
+                "A/A rounds": _mean(o.rounds for o in aa)}
+        for effect in sorted({o.effect for o in mine if o.effect}):
+            ab = [o for o in mine if o.effect == effect]
+            tag = f"+{effect * 100:g}%"
+            row |= {f"{tag} n": len(ab), f"{tag} detected": round(sum(o.latency == "worse" for o in ab) / len(ab), 3),
+                    f"{tag} inconclusive": round(sum(o.latency == "inconclusive" for o in ab) / len(ab), 3),
+                    f"{tag} rounds": _mean(o.rounds for o in ab)}
+        row |= {"s per verdict": _mean(o.seconds for o in mine), "errors": sum(1 for o in outcomes if o.error and
+                                                                             (o.workload, o.design, o.mode, o.condition) == key)}
+        rows.append(row)
     return rows
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    got = list(values)
+    return round(sum(got) / len(got), 2) if got else None
+
+
+def goals(rows: Sequence[dict[str, object]]) -> list[str]:
+    """The issue's goals per workload, design and condition, met or not, with the figures."""
+    lines = []
+    for row in rows:
+        where = f"{row['workload']} {row['design']} {row['mode']} {row['condition']}"
+        if row["A/A"]:
+            rate = int(row["false alarms"]) / int(row["A/A"])  # type: ignore[call-overload]
+            lines.append(f"{where}: false alarms {row['false alarms']} of {row['A/A']} "
+                         f"({'met' if rate <= GOAL_FALSE_ALARMS and int(row['A/A']) >= 30 else 'NOT met'}: at most 5 % of at least 30)")  # type: ignore[call-overload]
+        if row.get("+10% n"):
+            det = float(row["+10% detected"])  # type: ignore[arg-type]
+            lines.append(f"{where}: +10 % detected {det:.0%} of {row['+10% n']} ({'met' if det >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
+    for row in rows:  # sequential against the fixed mode of the same workload, design and condition
+        if row["mode"] != "sequential" or not row.get("+10% n"):
+            continue
+        fixed = next((r for r in rows if r["mode"] == "fixed" and r.get("+10% n") and all(
+            r[k] == row[k] for k in ("workload", "design", "condition"))), None)
+        if fixed is None:
+            continue
+        ratio = float(row["+10% rounds"]) / float(fixed["+10% rounds"])  # type: ignore[arg-type]
+        as_often = float(fixed["+10% detected"]) >= float(row["+10% detected"])  # type: ignore[arg-type]
+        lines.append(f"{row['workload']} {row['design']} {row['condition']}: sequential decided +10 % in "
+                     f"{row['+10% rounds']} rounds on average, fixed in {fixed['+10% rounds']}: {ratio:.2f} "
+                     f"({'met' if ratio <= GOAL_ROUNDS and as_often else 'NOT met'}: at most half, against a fixed "
+                     f"mode that detects as often; fixed detected {fixed['+10% detected']:.0%}, sequential "
+                     f"{row['+10% detected']:.0%})")
+    return lines
+
+
+def report(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
+    from tabulate import tabulate
+
+    rows = summary(outcomes)
+    if rows:
+        heads = list(dict.fromkeys(k for r in rows for k in r))
+        print(tabulate([[r.get(k, "") for k in heads] for r in rows], headers=heads))
+        print("\n".join(goals(rows)))
+    return rows
+
+
+def read_outcomes(paths: Sequence[Path]) -> list[Outcome]:
+    names = {f.name for f in fields(Outcome)}
+    out = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                data = json.loads(line)
+                if "host" not in data:
+                    out.append(Outcome(**{k: v for k, v in data.items() if k in names}))
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--experiments", type=int, default=10, help="A/A and A/B experiments each, per design and condition")
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--designs", default="duet,interleaved,sequential")
-    parser.add_argument("--conditions", default="quiet,drift")
-    parser.add_argument("--base-delay-ms", type=float, default=40.0)
-    parser.add_argument("--effect", type=float, default=0.10, help="B's planted extra latency, relative")
-    parser.add_argument("--requests", type=int, default=8)
-    parser.add_argument("--slot-cpus", default="rule", help="the duet's slots: rule (a CPU each) or shared")
+    parser.add_argument("--workloads", default="selftest", help="selftest, seedtts or both")
+    parser.add_argument("--modes", default="fixed,sequential", help="fixed (--rounds) and sequential (--max-rounds)")
+    parser.add_argument("--designs", default="duet", help="invoke ab --design: duet, interleaved, sequential")
+    parser.add_argument("--conditions", default="quiet,slot-drift", help="quiet, drift (all cores), slot-drift (slot 0's CPUs)")
+    parser.add_argument("--aa", type=int, default=30, help="A/A experiments per cell")
+    parser.add_argument("--ab", type=int, default=10, help="A/B experiments per cell and effect")
+    parser.add_argument("--effects", default="0.05,0.10", help="B's planted extra latency, relative")
+    parser.add_argument("--rounds", type=int, default=4, help="the fixed mode's rounds")
+    parser.add_argument("--max-rounds", type=int, default=12, help="the sequential mode's --max-rounds")
+    parser.add_argument("--base-delay-ms", type=float, default=40.0, help="selftest's planted wait per request")
+    parser.add_argument("--requests", type=int, default=8, help="selftest's requests a run")
+    parser.add_argument("--seedtts-samples", type=int, default=6, help="seed-tts samples a run")
+    cpus = len(os.sched_getaffinity(0))
+    parser.add_argument("--lane-cpus", type=int, default=min(4, cpus), help="CPUs per lane (a duet's two slots split them)")
+    parser.add_argument("--lanes", type=int, help="parallel lanes (default: as many as the CPUs hold)")
+    parser.add_argument("--base-port", type=int, default=41000, help="lane k serves on this + 10k (and + 1 for a duet)")
     parser.add_argument("--hog-on", type=float, default=20.0)
     parser.add_argument("--hog-off", type=float, default=20.0)
-    parser.add_argument("--out", type=Path, help="write the outcomes and the summary as JSON")
+    parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
+    parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
+    parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
     parser.add_argument("--smoke", action="store_true", help="one tiny experiment of each kind: the wiring, no figures")
     args = parser.parse_args()
-    if args.smoke:  # every code path (a duet and a one-slot design, A/A and A/B, the hog), in about a minute
-        args.experiments, args.rounds, args.requests, args.base_delay_ms = 1, 2, 2, 5.0
-        args.designs, args.conditions, args.hog_on, args.hog_off = "duet,sequential", "drift", 1.0, 1.0
-    outcomes: list[Outcome] = []
-    from contextlib import nullcontext
-
-    from tabulate import tabulate
-    with tempfile.TemporaryDirectory(prefix="omnibench-bench-verdicts-") as tmp:
-        for condition in args.conditions.split(","):
-            with Hog(args.hog_on, args.hog_off) if condition == "drift" else nullcontext():
-                for n in range(args.experiments):
-                    for design in args.designs.split(","):
-                        for kind in ("aa", "ab"):
-                            o = experiment(Path(tmp), design, condition, kind, args, n)
-                            outcomes.append(o)
-                            print(f"{condition} {design} {kind} #{n}: latency {o.latency}, any change {o.any_change}, "
-                                  f"{o.seconds:.1f} s, {o.noisy_runs} noisy runs", flush=True)
-    rows = summary(outcomes)
-    print(tabulate([[r[k] if not isinstance(r[k], float) else f"{r[k]:.2f}" for k in r] for r in rows],
-                   headers=list(rows[0])))
+    if args.summary:
+        report(read_outcomes(args.summary))
+        return 0
+    if args.smoke:  # every code path (both modes, A/A and A/B, a pinned hog, lanes), in a few minutes
+        args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, "0.5", 2, 3
+        args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, "slot-drift", 1.0, 1.0
+    args.effects = [float(e) for e in args.effects.split(",")]
+    for name in ("workloads", "modes", "designs", "conditions"):
+        setattr(args, name, getattr(args, name).split(","))
+    lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)
     if args.out:
-        args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)},
-                                        "outcomes": [asdict(o) for o in outcomes], "summary": rows}, indent=2))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        host = {"host": platform.node(), "cpus": cpus, "python": platform.python_version(), "lanes": lanes,
+                "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                         text=True).stdout.strip(), "args": {k: str(v) for k, v in vars(args).items()}}
+        with args.out.open("a") as handle:
+            handle.write(json.dumps(host) + "\n")
+    outcomes: list[Outcome] = []
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="omnibench-bench-verdicts-") as tmp:
+        seedtts_ms: dict[int, float] = {}
+        if "seedtts" in args.workloads:
+            for k, cpus_k in enumerate(lanes):
+                seedtts_ms[k] = pilot_latency_ms(Path(tmp) / f"lane{k}", cpus_k, args)
+                print(f"lane {k}: seed-tts pilot latency {seedtts_ms[k]:.1f} ms", flush=True)
+        for i, condition in enumerate(args.conditions):
+            left = args.budget_s - (time.monotonic() - t0)
+            share = left / (len(args.conditions) - i)  # each condition its share of what is left
+            outcomes += run_condition(condition, lanes, Path(tmp), args, seedtts_ms, share, args.out)
+    report(outcomes)
     return 0
 
 

@@ -104,13 +104,22 @@ def test_every_benchmark_script_has_a_smoke_test_here(script):
 
 
 @pytest.mark.slow
-def test_bench_verdicts_smoke_runs_a_duet_and_a_one_slot_design_under_the_hog(tmp_path):
-    out = tmp_path / "verdicts.json"
+def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_sums_up(tmp_path):
+    out = tmp_path / "verdicts.jsonl"
     _run("bench_verdicts.py", "--smoke", "--out", str(out), timeout=600)
-    got = json.loads(out.read_text())
-    assert [(r["design"], r["condition"], r["A/A"], r["A/B"]) for r in got["summary"]] == \
-        [("duet", "drift", 1, 1), ("sequential", "drift", 1, 1)]
-    assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    host, outcomes = lines[0], lines[1:]
+    assert host["lanes"] and "host" in host
+    assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed", 0.0), ("fixed", 0.5), ("sequential", 0.0),
+                                                                  ("sequential", 0.5)]
+    assert not [o["error"] for o in outcomes if o["error"]]
+    assert {o["latency"] for o in outcomes} <= {"better", "worse", "equivalent", "inconclusive"}
+    assert {o["condition"] for o in outcomes} == {"slot-drift"} and all(o["rounds"] >= 2 for o in outcomes)
+    assert {o["stop"] for o in outcomes if o["mode"] == "fixed"} == {"fixed"}
+    # calls add up: the summary of the file alone gives its cells and the goals' lines
+    done = _run("bench_verdicts.py", "--summary", str(out), str(out))
+    assert "false alarms 0 of 2" in done.stdout or "false alarms 1 of 2" in done.stdout or \
+        "false alarms 2 of 2" in done.stdout, done.stdout
 
 
 @pytest.mark.slow
