@@ -214,8 +214,9 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
 def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]:
     """The condition's experiments, cells round-robin: every cell's n-th before any cell's (n+1)-th."""
     out = []
-    for n in range(max(args.aa, args.ab)):
-        kinds = ([0.0] if n < args.aa else []) + (list(args.effects) if n < args.ab else [])
+    for i in range(max(args.aa, args.ab)):
+        n = args.first + i  # the experiment's number, its --seed: distinct across calls with --first
+        kinds = ([0.0] if i < args.aa else []) + (list(args.effects) if i < args.ab else [])
         for workload in args.workloads:
             for design in args.designs:
                 for mode in args.modes:
@@ -360,6 +361,7 @@ def main() -> int:
     parser.add_argument("--conditions", default="quiet,slot-drift", help="quiet, drift (all cores), slot-drift (slot 0's CPUs)")
     parser.add_argument("--aa", type=int, default=30, help="A/A experiments per cell")
     parser.add_argument("--ab", type=int, default=10, help="A/B experiments per cell and effect")
+    parser.add_argument("--first", type=int, default=0, help="number the experiments (and seed them) from this, so calls differ")
     parser.add_argument("--effects", default="0.05,0.10", help="B's planted extra latency, relative")
     parser.add_argument("--rounds", type=int, default=4, help="the fixed mode's rounds")
     parser.add_argument("--max-rounds", type=int, default=12, help="the sequential mode's --max-rounds")
