@@ -64,9 +64,10 @@ class Cell:
 
     workload: str
     design: str  # invoke ab --design
-    mode: str  # fixed (--rounds) or sequential (--max-rounds)
+    mode: str  # fixed-R (--rounds R) or sequential-N (--max-rounds N)
     condition: str  # quiet, drift, slot-drift
     effect: float  # B's planted extra latency, relative; 0 for an A/A experiment
+    min_effect: float  # invoke ab --min-effect, percent
 
     @property
     def kind(self) -> str:
@@ -94,10 +95,13 @@ class Outcome:
     noisy_runs: int
     load_1min: float
     error: str = ""  # the experiment failed: its output's tail
+    min_effect: float = 5.0  # invoke ab --min-effect, percent (ab's default, as outcome files before it say)
+    changed: tuple[str, ...] = ()  # "metric verdict change" of each metric called better or worse
 
     @property
-    def cell(self) -> Cell:
-        return Cell(self.workload, self.design, self.mode, self.condition, self.effect)
+    def key(self) -> tuple[str, str, str, str, float]:
+        """The summary's row: everything of the cell but the effect."""
+        return self.workload, self.design, self.mode, self.condition, self.min_effect
 
 
 class Hog:
@@ -135,6 +139,25 @@ class Hog:
             self._stop.wait(self.off_s)
 
 
+def free_pairs(count: int) -> list[int]:
+    """``count`` ports p, each with p + 1 free too (a duet's second slot), none shared: two
+    benchmarks (or a test beside one) on one host do not meet on a fixed port."""
+    import socket
+
+    found: list[int] = []
+    while len(found) < count:
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("127.0.0.1", 0))
+            p = a.getsockname()[1]
+            try:
+                b.bind(("127.0.0.1", p + 1))
+            except OSError:
+                continue
+        if p < 65535 and not {p, p + 1} & {q + d for q in found for d in (0, 1)}:
+            found.append(p)
+    return found
+
+
 def lanes_of(count: int, size: int) -> list[list[int]]:
     """``count`` disjoint CPU sets of ``size`` from this process's own."""
     mine = sorted(os.sched_getaffinity(0))
@@ -157,7 +180,7 @@ def pilot_latency_ms(lane: Path, cpus: Sequence[int], args: argparse.Namespace) 
     root = lane / "pilot"
     done = subprocess.run(pinned(cpus, [sys.executable, "-m", "invoke", "run", "--workload", "seedtts",
                                         "--opt", f"seedtts.max_samples={args.seedtts_samples}",
-                                        "--port", str(args.base_port + 90)]),
+                                        "--port", str(args.ports[0])]),
                           cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)}, capture_output=True,
                           text=True, timeout=3600)
     if done.returncode != 0:
@@ -175,24 +198,25 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     else:
         opts = ["--opt", f"seedtts.max_samples={args.seedtts_samples}"]
         sides = ["--b-set", f"local_delay_ms={seedtts_ms * cell.effect:.3f}"] if cell.effect else []
-    rounds = ["--rounds", str(args.rounds)] if cell.mode == "fixed" else ["--max-rounds", str(args.max_rounds)]
+    kind, _, count = cell.mode.partition("-")
+    rounds = ["--rounds", count] if kind == "fixed" else ["--max-rounds", count]
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
-            "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind}-{n}",
+            "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind}-{n}",
             "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides]
 
 
 def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
                seedtts_ms: float) -> Outcome:
     """One `invoke ab` on the lane's CPUs; its verdicts from ab.json."""
-    port = args.base_port + 10 * lane
+    port = args.ports[lane]
     argv = argv_of(cell, n, port, args, seedtts_ms)
     t0 = time.monotonic()
     done = subprocess.run(pinned(cpus, argv), cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)},
                           capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0
     base = dict(workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition,
-                effect=cell.effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0])
+                effect=cell.effect, min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0])
     if done.returncode not in (0, 1):  # 1: a verdict that --fail-on would fail (none is asked) or a refusal
         return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
                        error=(done.stdout[-1500:] + done.stderr[-1500:]))
@@ -208,6 +232,9 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
     return Outcome(**base, rounds=len(result["analysis"]["rounds"]), stop=str(state.get("stop") or "fixed"),
                    latency=str(latency.get("verdict", "missing")), change=latency.get("change"),
                    any_change=any(v["verdict"] in ("better", "worse") for v in rows.values()),
+                   changed=tuple(f"{m} {v['verdict']} " + ("" if v["change"] is None else f"{v['change'] * 100:+.1f}%")
+                                 for m, v in rows.items()
+                                 if v["verdict"] in ("better", "worse")),
                    noisy_runs=len(result["analysis"]["noisy"]))
 
 
@@ -219,8 +246,9 @@ def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]
         kinds = ([0.0] if i < args.aa else []) + (list(args.effects) if i < args.ab else [])
         for workload in args.workloads:
             for design in args.designs:
-                for mode in args.modes:
-                    out += [(Cell(workload, design, mode, condition, e), n) for e in kinds]
+                for mode in [f"fixed-{r}" for r in args.rounds] * ("fixed" in args.modes) + \
+                        [f"sequential-{args.max_rounds}"] * ("sequential" in args.modes):
+                    out += [(Cell(workload, design, mode, condition, e, args.min_effect), n) for e in kinds]
     return out
 
 
@@ -250,7 +278,7 @@ def run_condition(condition: str, lanes: list[list[int]], tmp: Path, args: argpa
                         handle.write(json.dumps(asdict(o)) + "\n")
                 print(f"{o.condition} {o.workload} {o.design} {o.mode} {cell.kind} #{n} (lane {k}): latency "
                       f"{o.latency}{'' if o.change is None else f' {o.change * 100:+.1f}%'}, {o.rounds} rounds "
-                      f"({o.stop}), any change {o.any_change}, {o.seconds:.1f} s, {o.noisy_runs} noisy runs"
+                      f"({o.stop}), changed: {', '.join(o.changed) or 'none'}, {o.seconds:.1f} s, {o.noisy_runs} noisy runs"
                       + (f"\n  ERROR: {o.error[-600:]}" if o.error else ""), flush=True)
 
     with Hog(hog_cpus, args.hog_on, args.hog_off):
@@ -276,12 +304,11 @@ def summary(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
     """Per workload, design, mode and condition: the rates, the rounds, the seconds."""
     rows = []
     ok = [o for o in outcomes if not o.error]
-    keys = dict.fromkeys((o.workload, o.design, o.mode, o.condition) for o in ok)
-    for key in keys:
-        mine = [o for o in ok if (o.workload, o.design, o.mode, o.condition) == key]
+    for key in dict.fromkeys(o.key for o in ok):
+        mine = [o for o in ok if o.key == key]
         aa = [o for o in mine if not o.effect]
         alarms = sum(o.any_change for o in aa)
-        row: dict[str, object] = dict(zip(("workload", "design", "mode", "condition"), key, strict=True))
+        row: dict[str, object] = dict(zip(("workload", "design", "mode", "condition", "min effect %"), key, strict=True))
         row |= {"A/A": len(aa), "false alarms": alarms, "rate ≤ (95 %)": round(upper_95(alarms, len(aa)), 3) if aa else None,
                 "A/A rounds": _mean(o.rounds for o in aa)}
         for effect in sorted({o.effect for o in mine if o.effect}):
@@ -290,8 +317,7 @@ def summary(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
             row |= {f"{tag} n": len(ab), f"{tag} detected": round(sum(o.latency == "worse" for o in ab) / len(ab), 3),
                     f"{tag} inconclusive": round(sum(o.latency == "inconclusive" for o in ab) / len(ab), 3),
                     f"{tag} rounds": _mean(o.rounds for o in ab)}
-        row |= {"s per verdict": _mean(o.seconds for o in mine), "errors": sum(1 for o in outcomes if o.error and
-                                                                             (o.workload, o.design, o.mode, o.condition) == key)}
+        row |= {"s per verdict": _mean(o.seconds for o in mine), "errors": sum(1 for o in outcomes if o.error and o.key == key)}
         rows.append(row)
     return rows
 
@@ -305,7 +331,7 @@ def goals(rows: Sequence[dict[str, object]]) -> list[str]:
     """The issue's goals per workload, design and condition, met or not, with the figures."""
     lines = []
     for row in rows:
-        where = f"{row['workload']} {row['design']} {row['mode']} {row['condition']}"
+        where = f"{row['workload']} {row['design']} {row['mode']} {row['condition']} (min effect {row['min effect %']:g} %)"
         if row["A/A"]:
             rate = int(row["false alarms"]) / int(row["A/A"])  # type: ignore[call-overload]
             lines.append(f"{where}: false alarms {row['false alarms']} of {row['A/A']} "
@@ -313,19 +339,21 @@ def goals(rows: Sequence[dict[str, object]]) -> list[str]:
         if row.get("+10% n"):
             det = float(row["+10% detected"])  # type: ignore[arg-type]
             lines.append(f"{where}: +10 % detected {det:.0%} of {row['+10% n']} ({'met' if det >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
-    for row in rows:  # sequential against the fixed mode of the same workload, design and condition
-        if row["mode"] != "sequential" or not row.get("+10% n"):
+    for row in rows:  # sequential against the fewest fixed rounds that detect as often, same everything else
+        if not str(row["mode"]).startswith("sequential") or not row.get("+10% n"):
             continue
-        fixed = next((r for r in rows if r["mode"] == "fixed" and r.get("+10% n") and all(
-            r[k] == row[k] for k in ("workload", "design", "condition"))), None)
-        if fixed is None:
+        same = [r for r in rows if str(r["mode"]).startswith("fixed") and r.get("+10% n") and all(
+            r[k] == row[k] for k in ("workload", "design", "condition", "min effect %"))]
+        if not same:
             continue
+        as_good = [r for r in same if float(r["+10% detected"]) >= float(row["+10% detected"])]  # type: ignore[arg-type]
+        fixed = min(as_good or same, key=lambda r: float(r["+10% rounds"]))  # type: ignore[arg-type]
         ratio = float(row["+10% rounds"]) / float(fixed["+10% rounds"])  # type: ignore[arg-type]
-        as_often = float(fixed["+10% detected"]) >= float(row["+10% detected"])  # type: ignore[arg-type]
-        lines.append(f"{row['workload']} {row['design']} {row['condition']}: sequential decided +10 % in "
+        as_often = bool(as_good)
+        lines.append(f"{row['workload']} {row['design']} {row['condition']} (min effect {row['min effect %']:g} %): sequential decided +10 % in "
                      f"{row['+10% rounds']} rounds on average, fixed in {fixed['+10% rounds']}: {ratio:.2f} "
-                     f"({'met' if ratio <= GOAL_ROUNDS and as_often else 'NOT met'}: at most half, against a fixed "
-                     f"mode that detects as often; fixed detected {fixed['+10% detected']:.0%}, sequential "
+                     f"({'met' if ratio <= GOAL_ROUNDS and as_often else 'NOT met'}: at most half, against the fewest "
+                     f"fixed rounds that detect as often{'' if as_often else ' (none measured did)'}; {fixed['mode']} detected {fixed['+10% detected']:.0%}, sequential "
                      f"{row['+10% detected']:.0%})")
     return lines
 
@@ -349,6 +377,9 @@ def read_outcomes(paths: Sequence[Path]) -> list[Outcome]:
             if line.strip():
                 data = json.loads(line)
                 if "host" not in data:
+                    data["changed"] = tuple(data.get("changed", ()))
+                    # files before fixed-R/sequential-N: the defaults they all ran with
+                    data["mode"] = {"fixed": "fixed-4", "sequential": "sequential-12"}.get(data["mode"], data["mode"])
                     out.append(Outcome(**{k: v for k, v in data.items() if k in names}))
     return out
 
@@ -363,7 +394,9 @@ def main() -> int:
     parser.add_argument("--ab", type=int, default=10, help="A/B experiments per cell and effect")
     parser.add_argument("--first", type=int, default=0, help="number the experiments (and seed them) from this, so calls differ")
     parser.add_argument("--effects", default="0.05,0.10", help="B's planted extra latency, relative")
-    parser.add_argument("--rounds", type=int, default=4, help="the fixed mode's rounds")
+    parser.add_argument("--min-effect", type=float, default=5.0, help="invoke ab --min-effect, percent (a +5 %% effect "
+                        "needs less than 5 to be called worse)")
+    parser.add_argument("--rounds", default="4", help="the fixed mode's rounds; several (4,8) are several fixed modes")
     parser.add_argument("--max-rounds", type=int, default=12, help="the sequential mode's --max-rounds")
     parser.add_argument("--base-delay-ms", type=float, default=40.0, help="selftest's planted wait per request")
     parser.add_argument("--requests", type=int, default=8, help="selftest's requests a run")
@@ -371,7 +404,8 @@ def main() -> int:
     cpus = len(os.sched_getaffinity(0))
     parser.add_argument("--lane-cpus", type=int, default=min(4, cpus), help="CPUs per lane (a duet's two slots split them)")
     parser.add_argument("--lanes", type=int, help="parallel lanes (default: as many as the CPUs hold)")
-    parser.add_argument("--base-port", type=int, default=41000, help="lane k serves on this + 10k (and + 1 for a duet)")
+    parser.add_argument("--base-port", type=int, help="lane k serves on this + 10k (and + 1 for a duet); default: "
+                        "free ports found at the start")
     parser.add_argument("--hog-on", type=float, default=20.0)
     parser.add_argument("--hog-off", type=float, default=20.0)
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
@@ -383,12 +417,14 @@ def main() -> int:
         report(read_outcomes(args.summary))
         return 0
     if args.smoke:  # every code path (both modes, A/A and A/B, a pinned hog, lanes), in a few minutes
-        args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, "0.5", 2, 3
+        args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, "0.5", "2", 3
         args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, "slot-drift", 1.0, 1.0
     args.effects = [float(e) for e in args.effects.split(",")]
+    args.rounds = [int(r) for r in args.rounds.split(",")]
     for name in ("workloads", "modes", "designs", "conditions"):
         setattr(args, name, getattr(args, name).split(","))
     lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)
+    args.ports = [args.base_port + 10 * k for k in range(len(lanes))] if args.base_port else free_pairs(len(lanes))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         host = {"host": platform.node(), "cpus": cpus, "python": platform.python_version(), "lanes": lanes,

@@ -110,12 +110,12 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     host, outcomes = lines[0], lines[1:]
     assert host["lanes"] and "host" in host
-    assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed", 0.0), ("fixed", 0.5), ("sequential", 0.0),
-                                                                  ("sequential", 0.5)]
+    assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("fixed-2", 0.5),
+                                                                  ("sequential-3", 0.0), ("sequential-3", 0.5)]
     assert not [o["error"] for o in outcomes if o["error"]]
     assert {o["latency"] for o in outcomes} <= {"better", "worse", "equivalent", "inconclusive"}
     assert {o["condition"] for o in outcomes} == {"slot-drift"} and all(o["rounds"] >= 2 for o in outcomes)
-    assert {o["stop"] for o in outcomes if o["mode"] == "fixed"} == {"fixed"}
+    assert {o["stop"] for o in outcomes if o["mode"] == "fixed-2"} == {"fixed"}
     # calls add up: the summary of the file alone gives its cells and the goals' lines
     done = _run("bench_verdicts.py", "--summary", str(out), str(out))
     assert "false alarms 0 of 2" in done.stdout or "false alarms 1 of 2" in done.stdout or \
