@@ -235,6 +235,20 @@ def test_missing_and_nan_audio_break_their_rules(full_run, tmp_path):
     assert "nan" in rules[1][2]
 
 
+def test_the_run_wide_audio_check_reads_the_repeat_folders_of_sglang_omnis_own_sweep(tmp_path):
+    """An upstream sweep's run has no seedtts/audio, only seedtts/c<level>_r<k>/audio (docs/sweep.md):
+    those WAVs are checked too; a warm-up set's are not the run's output."""
+    run = tmp_path / "run1"
+    good = np.full(2400, 0.1, dtype=np.float32)
+    for folder, name, data in (("c1_r1", "a.wav", good), ("c2_r1", "b.wav", np.array([0.1, np.nan], dtype=np.float32)),
+                               ("warmup", "w.wav", good)):
+        (run / "seedtts" / folder / "audio").mkdir(parents=True)
+        sf.write(run / "seedtts" / folder / "audio" / name, data, 24000, subtype="FLOAT")
+    figures, rates, rules = run_audio_summary(run)
+    assert figures == {"audio.files": 2, "audio.empty_or_nan": 1} and rates == (24000,)
+    assert rules[1][:2] == ("no empty or NaN audio", False) and rules[1][2].startswith("seedtts/c2_r1/b.wav: "), rules
+
+
 @pytest.mark.slow
 def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_cache):
     meta = ensure_local_set(data_cache / "seedtts-local-v1")

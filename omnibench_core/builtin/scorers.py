@@ -5,8 +5,9 @@
   shared by every workload of the run (equal server specs share a start). Parameters: those of
   :class:`~omnibench_core.scoring.asr_wer.WerJob`, plus ``step`` (the step's name, default
   ``wer``) and ``lang``; it reads the workload option ``asr_concurrency`` when there is one.
-- ``audio`` (check): every WAV of the run (``<run>/*/audio/*.wav``) exists, is readable and is
-  neither empty nor NaN; contributes ``audio.files``, ``audio.empty_or_nan`` and the rates.
+- ``audio`` (check): every WAV of the run (``<run>/*/audio/*.wav``, and an upstream sweep's
+  ``<run>/*/c*_r*/audio/*.wav``) exists, is readable and is neither empty nor NaN; contributes
+  ``audio.files``, ``audio.empty_or_nan`` and the rates.
 """
 
 from __future__ import annotations

@@ -61,17 +61,24 @@ def check_files(paths: Sequence[str | Path], workers: int = 8) -> AudioCheck:
     return AudioCheck(len(results), len(problems), rates, problems)
 
 
+# Where a run's WAVs are: each workload's ``audio`` folder, and the folder of each level and repeat
+# of sglang-omni's own sweep (``seedtts/c<level>_r<k>/audio``, docs/sweep.md), which has no other.
+AUDIO_FOLDERS = ("*/audio", "*/c*_r*/audio")
+
+
 def run_audio_summary(run_dir: Path) -> tuple[dict[str, int], tuple[int, ...], tuple[tuple[str, bool, str], ...]]:
-    """The runbook's run-wide audio figures over ``<run>/*/audio/*.wav``.
+    """The runbook's run-wide audio figures over the run's WAVs (:data:`AUDIO_FOLDERS`).
 
     Returns ``audio.files`` and ``audio.empty_or_nan``, the sample rates, and the rules
     (name, ok, detail): at least one file, and no empty or NaN audio. Empty when no workload
     of the run has an ``audio`` folder.
     """
-    if not any(p.is_dir() for p in run_dir.glob("*/audio")):
+    folders = sorted({d for pattern in AUDIO_FOLDERS for d in run_dir.glob(pattern) if d.is_dir()})
+    if not folders:
         return {}, (), ()
-    check = check_files(sorted(run_dir.glob("*/audio/*.wav")))
-    bad = "; ".join(f"{Path(p.path).parent.parent.name}/{Path(p.path).name}: {p.bad}" for p in check.problems[:5])
+    check = check_files(sorted(p for d in folders for p in d.glob("*.wav")))
+    bad = "; ".join(f"{Path(p.path).relative_to(run_dir).parent.parent}/{Path(p.path).name}: {p.bad}"
+                    for p in check.problems[:5])
     rules = (("speech files exist", check.files > 0, f"{check.files} WAVs"),
              ("no empty or NaN audio", check.empty_or_nan == 0, bad))
     return {"audio.files": check.files, "audio.empty_or_nan": check.empty_or_nan}, check.rates, rules
