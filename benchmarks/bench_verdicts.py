@@ -176,7 +176,7 @@ def pinned(cpus: Sequence[int], argv: Sequence[str]) -> list[str]:
 
 
 def pilot_latency_ms(lane: Path, cpus: Sequence[int], args: argparse.Namespace) -> float:
-    """The seed-tts latency one plain run measures on the lane's CPUs: B's planted delay is a fraction of it."""
+    """The seed-tts latency one plain run measures on ``cpus``: B's planted delay is a fraction of it."""
     root = lane / "pilot"
     done = subprocess.run(pinned(cpus, [sys.executable, "-m", "invoke", "run", "--workload", "seedtts",
                                         "--opt", f"seedtts.max_samples={args.seedtts_samples}",
@@ -439,7 +439,9 @@ def main() -> int:
         seedtts_ms: dict[int, float] = {}
         if "seedtts" in args.workloads:
             for k, cpus_k in enumerate(lanes):
-                seedtts_ms[k] = pilot_latency_ms(Path(tmp) / f"lane{k}", cpus_k, args)
+                # a duet's side has one slot's half of the lane: the pilot measures the latency it will have
+                seedtts_ms[k] = pilot_latency_ms(Path(tmp) / f"lane{k}", slot0(cpus_k) if "duet" in args.designs
+                                                 else cpus_k, args)
                 print(f"lane {k}: seed-tts pilot latency {seedtts_ms[k]:.1f} ms", flush=True)
         for i, condition in enumerate(args.conditions):
             left = args.budget_s - (time.monotonic() - t0)
