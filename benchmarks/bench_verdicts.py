@@ -350,8 +350,8 @@ def goals(rows: Sequence[dict[str, object]]) -> list[str]:
         fixed = min(as_good or same, key=lambda r: float(r["+10% rounds"]))  # type: ignore[arg-type]
         ratio = float(row["+10% rounds"]) / float(fixed["+10% rounds"])  # type: ignore[arg-type]
         as_often = bool(as_good)
-        lines.append(f"{row['workload']} {row['design']} {row['condition']} (min effect {row['min effect %']:g} %): sequential decided +10 % in "
-                     f"{row['+10% rounds']} rounds on average, fixed in {fixed['+10% rounds']}: {ratio:.2f} "
+        lines.append(f"{row['workload']} {row['design']} {row['condition']} (min effect {row['min effect %']:g} %): at +10 % sequential ran "
+                     f"{row['+10% rounds']} rounds on average (to its verdict, or to --max-rounds), fixed {fixed['+10% rounds']}: {ratio:.2f} "
                      f"({'met' if ratio <= GOAL_ROUNDS and as_often else 'NOT met'}: at most half, against the fewest "
                      f"fixed rounds that detect as often{'' if as_often else ' (none measured did)'}; {fixed['mode']} detected {fixed['+10% detected']:.0%}, sequential "
                      f"{row['+10% detected']:.0%})")
