@@ -399,13 +399,17 @@ def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "omnibench_core.ab.worker", SERVE], cwd=REPO, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdin is not None and proc.stdout is not None
+    import threading
+
+    hung = threading.Timer(300, proc.kill)  # a worker that hangs ends the test (EOF), not the suite
+    hung.start()
     try:
         for n in (1, 2):
             out = tmp_path / f"out{n}.json"
             proc.stdin.write(json.dumps({"spec": spec.as_dict(), "out": str(out)}) + "\n")
             proc.stdin.flush()
-            lines = []
-            while (line := proc.stdout.readline().rstrip("\n")) != DONE:
+            lines: list[str] = []
+            while (line := proc.stdout.readline().rstrip("\n")) != DONE:  # ends: DONE, or EOF once it exits
                 assert line or proc.poll() is None, "\n".join(lines)
                 lines.append(line)
             report = experiment_file.read_side_report(out, proc.poll())
@@ -414,6 +418,7 @@ def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0
     finally:
+        hung.cancel()
         if proc.poll() is None:
             proc.kill()
 

@@ -101,18 +101,23 @@ class Duet:
             except (KeyboardInterrupt, Terminated):
                 interrupted = True
                 _stop(list(self._workers.values()), self._grace_s)
+            except BaseException:  # e.g. the second worker could not start: the first's run stops now
+                _stop(list(self._workers.values()), self._grace_s)
+                raise
         return PairOutcome({w.side: _outcome(w) for w in workers}, interrupted)
 
     def close(self) -> None:
         """End every worker: end of input (an idle one exits), then SIGINT, SIGTERM, SIGKILL."""
-        for w in self._workers.values():
-            _tell(w, None)
-        _stop(list(self._workers.values()), self._grace_s, first_wait_s=self._grace_s)
-        for w in self._workers.values():
-            if w.reader is not None:
-                w.reader.join(timeout=5)
-        self._workers.clear()
-        self._tmp.cleanup()
+        try:
+            for w in self._workers.values():
+                _tell(w, None)
+            _stop(list(self._workers.values()), self._grace_s, first_wait_s=self._grace_s)
+            for w in self._workers.values():
+                if w.reader is not None:
+                    w.reader.join(timeout=5)
+        finally:  # a Ctrl-C in here still leaves no folder behind (the workers end with the driver)
+            self._workers.clear()
+            self._tmp.cleanup()
 
     def _hand(self, side: str, spec: Spec, label: str) -> _Worker:
         """The side's worker (started now if it has none, or its last one died), given the run."""

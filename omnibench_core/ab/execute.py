@@ -491,6 +491,8 @@ class _Driver:
         not_ready = ""
         for side, out in pair.sides.items():
             report, status = out.report, out.report.attempt_status()
+            if pair.interrupted and report.status is SideStatus.LOST:  # stopped before it could report: no retry spent
+                status = AttemptStatus.INTERRUPTED
             if status is AttemptStatus.NOT_READY:
                 not_ready = f"side {side} on {placed[side].label}: {report.error}"
             elif status is AttemptStatus.FAILED and not pair.interrupted:
