@@ -97,7 +97,8 @@ class Duet:
             try:
                 for side, spec in specs.items():
                     workers.append(self._hand(side, spec, labels[side]))
-                _barrier_loop(workers, self._progress, wait_s)
+                _barrier_loop(workers, self._progress, wait_s, idle=[w for side, w in self._workers.items()
+                                                                     if side not in specs])
             except (KeyboardInterrupt, Terminated):
                 interrupted = True
                 _stop(list(self._workers.values()), self._grace_s)
@@ -122,6 +123,8 @@ class Duet:
     def _hand(self, side: str, spec: Spec, label: str) -> _Worker:
         """The side's worker (started now if it has none, or its last one died), given the run."""
         worker = self._workers.get(side)
+        if worker is not None and worker.proc.poll() is not None:
+            self._progress(f"duet: side {side}'s worker had ended (exit {worker.proc.returncode}); starting another")
         if worker is None or worker.proc.poll() is not None:
             worker = self._workers[side] = self._start(side)
         out = Path(self._tmp.name) / f"{side}.out.json"
@@ -181,10 +184,15 @@ def _release(worker: _Worker, alone: bool) -> None:
     _tell(worker, "go")
 
 
-def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], wait_s: float) -> None:
+def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], wait_s: float,
+                  idle: Sequence[_Worker] = ()) -> None:
     """Release waiting workers: together when both wait at the same step, alone when the other
-    has ended its run or has kept it waiting past ``wait_s``; until both runs ended."""
+    has ended its run or has kept it waiting past ``wait_s``; until both runs ended. An ``idle``
+    worker (no run this round) that dies is reaped at once: a dead child left unreaped would drop
+    out of the run tree's CPU sums mid-window and make that window read noisy."""
     while any(w.running() for w in workers):
+        for w in idle:
+            w.proc.poll()
         live = [w for w in workers if w.running()]
         waiting = [w for w in live if w.waiting]
         overdue = [w for w in waiting if time.monotonic() - w.since > wait_s]
