@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -300,7 +300,52 @@ def upper_95(k: int, n: int) -> float:
     return 1.0 if k >= n else float(betaincinv(k + 1, n - k, 0.95))
 
 
-def summary(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class EffectRates:
+    """One planted effect of a summary row: how often it was called worse or left inconclusive."""
+
+    n: int
+    detected: float
+    inconclusive: float
+    rounds: float | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """A summary row: per workload, design, mode and condition, the rates, the rounds, the seconds."""
+
+    workload: str
+    design: str
+    mode: str
+    condition: str
+    min_effect: float
+    aa: int
+    false_alarms: int
+    alarm_bound: float | None  # one-sided 95 % upper bound of the false-alarm rate
+    aa_rounds: float | None
+    effects: dict[float, EffectRates]
+    seconds: float | None
+    errors: int
+
+    def same_cell_as(self, other: Row) -> bool:
+        """Same everything but the mode: the rows goals() sets side by side."""
+        return (self.workload, self.design, self.condition, self.min_effect) == \
+            (other.workload, other.design, other.condition, other.min_effect)
+
+    def table(self) -> dict[str, object]:
+        """The row as the printed table's columns."""
+        out: dict[str, object] = {"workload": self.workload, "design": self.design, "mode": self.mode,
+                                  "condition": self.condition, "min effect %": self.min_effect, "A/A": self.aa,
+                                  "false alarms": self.false_alarms, "rate ≤ (95 %)": self.alarm_bound,
+                                  "A/A rounds": self.aa_rounds}
+        for effect, rates in sorted(self.effects.items()):
+            tag = f"+{effect * 100:g}%"
+            out |= {f"{tag} n": rates.n, f"{tag} detected": rates.detected,
+                    f"{tag} inconclusive": rates.inconclusive, f"{tag} rounds": rates.rounds}
+        return out | {"s per verdict": self.seconds, "errors": self.errors}
+
+
+def summary(outcomes: Sequence[Outcome]) -> list[Row]:
     """Per workload, design, mode and condition: the rates, the rounds, the seconds."""
     rows = []
     ok = [o for o in outcomes if not o.error]
@@ -308,17 +353,17 @@ def summary(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
         mine = [o for o in ok if o.key == key]
         aa = [o for o in mine if not o.effect]
         alarms = sum(o.any_change for o in aa)
-        row: dict[str, object] = dict(zip(("workload", "design", "mode", "condition", "min effect %"), key, strict=True))
-        row |= {"A/A": len(aa), "false alarms": alarms, "rate ≤ (95 %)": round(upper_95(alarms, len(aa)), 3) if aa else None,
-                "A/A rounds": _mean(o.rounds for o in aa)}
+        effects = {}
         for effect in sorted({o.effect for o in mine if o.effect}):
             ab = [o for o in mine if o.effect == effect]
-            tag = f"+{effect * 100:g}%"
-            row |= {f"{tag} n": len(ab), f"{tag} detected": round(sum(o.latency == "worse" for o in ab) / len(ab), 3),
-                    f"{tag} inconclusive": round(sum(o.latency == "inconclusive" for o in ab) / len(ab), 3),
-                    f"{tag} rounds": _mean(o.rounds for o in ab)}
-        row |= {"s per verdict": _mean(o.seconds for o in mine), "errors": sum(1 for o in outcomes if o.error and o.key == key)}
-        rows.append(row)
+            effects[effect] = EffectRates(len(ab), round(sum(o.latency == "worse" for o in ab) / len(ab), 3),
+                                          round(sum(o.latency == "inconclusive" for o in ab) / len(ab), 3),
+                                          _mean(o.rounds for o in ab))
+        rows.append(Row(*key, aa=len(aa), false_alarms=alarms,
+                        alarm_bound=round(upper_95(alarms, len(aa)), 3) if aa else None,
+                        aa_rounds=_mean(o.rounds for o in aa), effects=effects,
+                        seconds=_mean(o.seconds for o in mine),
+                        errors=sum(1 for o in outcomes if o.error and o.key == key)))
     return rows
 
 
@@ -327,44 +372,49 @@ def _mean(values: Iterable[float]) -> float | None:
     return round(sum(got) / len(got), 2) if got else None
 
 
-def goals(rows: Sequence[dict[str, object]]) -> list[str]:
+GOAL_EFFECT = 0.10  # the effect the detection and rounds goals are about
+
+
+def goals(rows: Sequence[Row]) -> list[str]:
     """The issue's goals per workload, design and condition, met or not, with the figures."""
     lines = []
     for row in rows:
-        where = f"{row['workload']} {row['design']} {row['mode']} {row['condition']} (min effect {row['min effect %']:g} %)"
-        if row["A/A"]:
-            rate = int(row["false alarms"]) / int(row["A/A"])  # type: ignore[call-overload]
-            lines.append(f"{where}: false alarms {row['false alarms']} of {row['A/A']} "
-                         f"({'met' if rate <= GOAL_FALSE_ALARMS and int(row['A/A']) >= 30 else 'NOT met'}: at most 5 % of at least 30)")  # type: ignore[call-overload]
-        if row.get("+10% n"):
-            det = float(row["+10% detected"])  # type: ignore[arg-type]
-            lines.append(f"{where}: +10 % detected {det:.0%} of {row['+10% n']} ({'met' if det >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
+        where = f"{row.workload} {row.design} {row.mode} {row.condition} (min effect {row.min_effect:g} %)"
+        if row.aa:
+            met = row.false_alarms / row.aa <= GOAL_FALSE_ALARMS and row.aa >= 30
+            lines.append(f"{where}: false alarms {row.false_alarms} of {row.aa} "
+                         f"({'met' if met else 'NOT met'}: at most 5 % of at least 30)")
+        if (ten := row.effects.get(GOAL_EFFECT)) is not None:
+            lines.append(f"{where}: +10 % detected {ten.detected:.0%} of {ten.n} "
+                         f"({'met' if ten.detected >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
     for row in rows:  # sequential against the fewest fixed rounds that detect as often, same everything else
-        if not str(row["mode"]).startswith("sequential") or not row.get("+10% n"):
+        seq = row.effects.get(GOAL_EFFECT)
+        if not row.mode.startswith("sequential") or seq is None or seq.rounds is None:
             continue
-        same = [r for r in rows if str(r["mode"]).startswith("fixed") and r.get("+10% n") and all(
-            r[k] == row[k] for k in ("workload", "design", "condition", "min effect %"))]
+        same = [(r, r.effects[GOAL_EFFECT]) for r in rows if r.mode.startswith("fixed") and r.same_cell_as(row)
+                and GOAL_EFFECT in r.effects and r.effects[GOAL_EFFECT].rounds is not None]
         if not same:
             continue
-        as_good = [r for r in same if float(r["+10% detected"]) >= float(row["+10% detected"])]  # type: ignore[arg-type]
-        fixed = min(as_good or same, key=lambda r: float(r["+10% rounds"]))  # type: ignore[arg-type]
-        ratio = float(row["+10% rounds"]) / float(fixed["+10% rounds"])  # type: ignore[arg-type]
-        as_often = bool(as_good)
-        lines.append(f"{row['workload']} {row['design']} {row['condition']} (min effect {row['min effect %']:g} %): at +10 % sequential ran "
-                     f"{row['+10% rounds']} rounds on average (to its verdict, or to --max-rounds), fixed {fixed['+10% rounds']}: {ratio:.2f} "
-                     f"({'met' if ratio <= GOAL_ROUNDS and as_often else 'NOT met'}: at most half, against the fewest "
-                     f"fixed rounds that detect as often{'' if as_often else ' (none measured did)'}; {fixed['mode']} detected {fixed['+10% detected']:.0%}, sequential "
-                     f"{row['+10% detected']:.0%})")
+        as_good = [pair for pair in same if pair[1].detected >= seq.detected]
+        fixed_row, fixed = min(as_good or same, key=lambda pair: pair[1].rounds or 0.0)
+        ratio = seq.rounds / (fixed.rounds or 1.0)
+        lines.append(f"{row.workload} {row.design} {row.condition} (min effect {row.min_effect:g} %): at +10 % sequential ran "
+                     f"{seq.rounds} rounds on average (to its verdict, or to --max-rounds), fixed {fixed.rounds}: {ratio:.2f} "
+                     f"({'met' if ratio <= GOAL_ROUNDS and as_good else 'NOT met'}: at most half, against the fewest "
+                     f"fixed rounds that detect as often{'' if as_good else ' (none measured did)'}; {fixed_row.mode} "
+                     f"detected {fixed.detected:.0%}, sequential {seq.detected:.0%})")
     return lines
 
 
-def report(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
+def report(outcomes: Sequence[Outcome]) -> list[Row]:
+    """Print the summary table and the goals' lines; return the rows."""
     from tabulate import tabulate
 
     rows = summary(outcomes)
     if rows:
-        heads = list(dict.fromkeys(k for r in rows for k in r))
-        print(tabulate([[r.get(k, "") for k in heads] for r in rows], headers=heads))
+        tables = [r.table() for r in rows]
+        heads = list(dict.fromkeys(k for t in tables for k in t))
+        print(tabulate([[t.get(k, "") for k in heads] for t in tables], headers=heads))
         print("\n".join(goals(rows)))
     return rows
 
@@ -384,30 +434,62 @@ def read_outcomes(paths: Sequence[Path]) -> list[Outcome]:
     return out
 
 
+def listed(kind: type, low: float, *, choices: Sequence[str] = ()) -> Callable[[str], list]:
+    """An argparse type: a comma-separated list of ``kind`` values, each at least ``low`` (or one of
+    ``choices``), so a typo is a usage error before any experiment starts, not a traceback an hour in."""
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("give at least one value")
+        if choices:
+            wrong = [t for t in items if t not in choices]
+            if wrong:
+                raise argparse.ArgumentTypeError(f"{', '.join(wrong)}: not one of {', '.join(choices)}")
+            return items
+        try:
+            values = [kind(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not a list of {kind.__name__} values") from None
+        if any(v < low for v in values):
+            raise argparse.ArgumentTypeError(f"{text!r}: every value must be at least {low:g}")
+        return values
+    return parse
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: one whole number, at least ``low``."""
+    def parse(text: str) -> int:
+        values = listed(int, low)(text)
+        if len(values) != 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: one number, not a list")
+        return int(values[0])
+    return parse
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="selftest", help="selftest, seedtts or both")
-    parser.add_argument("--modes", default="fixed,sequential", help="fixed (--rounds) and sequential (--max-rounds)")
-    parser.add_argument("--designs", default="duet", help="invoke ab --design: duet, interleaved, sequential")
-    parser.add_argument("--conditions", default="quiet,slot-drift", help="quiet, drift (all cores), slot-drift (slot 0's CPUs)")
-    parser.add_argument("--aa", type=int, default=30, help="A/A experiments per cell")
-    parser.add_argument("--ab", type=int, default=10, help="A/B experiments per cell and effect")
-    parser.add_argument("--first", type=int, default=0, help="number the experiments (and seed them) from this, so calls differ")
-    parser.add_argument("--effects", default="0.05,0.10", help="B's planted extra latency, relative")
+    parser.add_argument("--workloads", default="selftest", type=listed(str, 0, choices=tuple(LATENCY)), help="selftest, seedtts or both")
+    parser.add_argument("--modes", default="fixed,sequential", type=listed(str, 0, choices=("fixed", "sequential")), help="fixed (--rounds) and sequential (--max-rounds)")
+    parser.add_argument("--designs", default="duet", type=listed(str, 0, choices=("duet", "interleaved", "sequential")), help="invoke ab --design: duet, interleaved, sequential")
+    parser.add_argument("--conditions", default="quiet,slot-drift", type=listed(str, 0, choices=("quiet", "drift", "slot-drift")), help="quiet, drift (all cores), slot-drift (slot 0's CPUs)")
+    parser.add_argument("--aa", type=at_least(0), default=30, help="A/A experiments per cell")
+    parser.add_argument("--ab", type=at_least(0), default=10, help="A/B experiments per cell and effect")
+    parser.add_argument("--first", type=at_least(0), default=0, help="number the experiments (and seed them) from this, so calls differ")
+    parser.add_argument("--effects", default="0.05,0.10", type=listed(float, 0.001), help="B's planted extra latency, relative")
     parser.add_argument("--min-effect", type=float, default=5.0, help="invoke ab --min-effect, percent (a +5 %% effect "
                         "needs less than 5 to be called worse)")
-    parser.add_argument("--rounds", default="4", help="the fixed mode's rounds; several (4,8) are several fixed modes")
-    parser.add_argument("--max-rounds", type=int, default=12, help="the sequential mode's --max-rounds")
+    parser.add_argument("--rounds", default="4", type=listed(int, 2), help="the fixed mode's rounds; several (4,8) are several fixed modes")
+    parser.add_argument("--max-rounds", type=at_least(3), default=12, help="the sequential mode's --max-rounds")
     parser.add_argument("--base-delay-ms", type=float, default=40.0, help="selftest's planted wait per request")
-    parser.add_argument("--requests", type=int, default=8, help="selftest's requests a run")
-    parser.add_argument("--seedtts-samples", type=int, default=6, help="seed-tts samples a run")
+    parser.add_argument("--requests", type=at_least(1), default=8, help="selftest's requests a run")
+    parser.add_argument("--seedtts-samples", type=at_least(1), default=6, help="seed-tts samples a run")
     cpus = len(os.sched_getaffinity(0))
-    parser.add_argument("--lane-cpus", type=int, default=min(4, cpus), help="CPUs per lane (a duet's two slots split them)")
-    parser.add_argument("--lanes", type=int, help="parallel lanes (default: as many as the CPUs hold)")
+    parser.add_argument("--lane-cpus", type=at_least(2), default=min(4, cpus), help="CPUs per lane (a duet's two slots split them)")
+    parser.add_argument("--lanes", type=at_least(1), help="parallel lanes (default: as many as the CPUs hold)")
     parser.add_argument("--base-port", type=int, help="lane k serves on this + 10k (and + 1 for a duet); default: "
                         "free ports found at the start")
-    parser.add_argument("--hog-on", type=float, default=20.0)
-    parser.add_argument("--hog-off", type=float, default=20.0)
+    parser.add_argument("--hog-on", type=float, default=20.0, help="seconds a drift hog runs before it pauses")
+    parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again")
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
     parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
     parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
@@ -417,12 +499,8 @@ def main() -> int:
         report(read_outcomes(args.summary))
         return 0
     if args.smoke:  # every code path (both modes, A/A and A/B, a pinned hog, lanes), in a few minutes
-        args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, "0.5", "2", 3
-        args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, "slot-drift", 1.0, 1.0
-    args.effects = [float(e) for e in args.effects.split(",")]
-    args.rounds = [int(r) for r in args.rounds.split(",")]
-    for name in ("workloads", "modes", "designs", "conditions"):
-        setattr(args, name, getattr(args, name).split(","))
+        args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, [0.5], [2], 3
+        args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, ["slot-drift"], 1.0, 1.0
     lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)
     args.ports = [args.base_port + 10 * k for k in range(len(lanes))] if args.base_port else free_pairs(len(lanes))
     if args.out:

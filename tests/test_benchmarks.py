@@ -122,6 +122,18 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
         "false alarms 2 of 2" in done.stdout, done.stdout
 
 
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--rounds", "1"], "argument --rounds: '1': every value must be at least 2"),
+    (["--workloads", "selftst"], "argument --workloads: selftst: not one of selftest, seedtts"),
+    (["--effects", "0.05,x"], "argument --effects: '0.05,x': not a list of float values"),
+    (["--aa", "3,4"], "argument --aa: '3,4': one number, not a list"),
+])
+def test_bench_verdicts_refuses_a_bad_flag_before_any_experiment(flags, said):
+    done = subprocess.run([sys.executable, str(BENCH / "bench_verdicts.py"), *flags], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and said in done.stderr and not done.stdout, done.stderr
+
+
 @pytest.mark.slow
 def test_bench_verdict_cost_smoke_gives_every_design_a_verdict(tmp_path):
     out = tmp_path / "cost.json"

@@ -87,7 +87,10 @@ def test_server_never_healthy_times_out(invoke, tmp_path, port):
                   env={"INVOKE_OMNIBENCH_READY_TIMEOUT_S": "1.5"})
     assert done.returncode == 1
     assert "was not healthy after 1.5 s" in done.stderr
-    assert "HTTP 503" in done.stderr and "unhealthy" in done.stderr
+    # What the last look saw depends on whether the server bound its port within 1.5 s (on a busy
+    # host it may not have); that it is said at all is the user's evidence. The 503 answer itself is
+    # tested at the gate, after the server is seen listening (test_gates).
+    assert "last answer: " in done.stderr
     (run,) = run_dirs(tmp_path / "results")
     assert run.name == "run0-incomplete"
     server = manifest_of(run).servers[0]

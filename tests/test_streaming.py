@@ -185,8 +185,9 @@ def test_a_broken_stream_is_a_failed_request_with_its_reason(scripted, meta, tmp
 
 def test_a_stalled_stream_is_cut_by_the_request_timeout(scripted, meta, tmp_path):
     script = Script([(0, event({"audio": {"data": wav_b64(0.2)}}))], hold=True)
-    row = only_row(run_client(meta, scripted(script), tmp_path / "out", timeout_s=1))
-    assert not row["is_success"] and "timed out after 1 s (1 audio chunk(s) had arrived)" in row["error"], row
+    # 5 s, not 1: the first chunk (sent at once) must arrive before the cut, even on a loaded host.
+    row = only_row(run_client(meta, scripted(script), tmp_path / "out", timeout_s=5))
+    assert not row["is_success"] and "timed out after 5 s (1 audio chunk(s) had arrived)" in row["error"], row
 
 
 # -- the local server: a delay planted on the first chunk -------------------------------------------
