@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from proc_helpers import listening
+from proc_helpers import listening, wait_for
 from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 
@@ -421,6 +421,42 @@ def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path
         hung.cancel()
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_duet_worker_killed_between_rounds_is_said_and_replaced(tmp_path):
+    """One idle worker is killed (-9) after round 1: round 2 says which side's worker had ended,
+    starts another for that side only, and both sides report again. (Runs that cannot start: a
+    workload nobody registered, so no server is needed.)"""
+    from omnibench_core.ab.duet import Duet
+    from omnibench_core.ab.spec import Spec
+    from omnibench_core.process.proctree import alive, cmdline, read_stat, snapshot
+    from omnibench_core.settings import Settings
+
+    spec = Spec(Settings.from_mapping({"results": str(tmp_path / "results")}).flat(), ("nosuch",), (), None,
+                ("generate",))
+    said: list[str] = []
+
+    def workers() -> set[int]:  # this process's children that are duet workers
+        return {pid for pid, info in snapshot().items() if info.ppid == os.getpid()
+                and "omnibench_core.ab.worker" in cmdline(pid) and info.state != "Z"}
+
+    with Duet(progress=said.append, grace_s=10) as duet:
+        for n in range(2):
+            if n == 1:  # between the rounds: both idle, one killed
+                before = workers()
+                victim, survivor = sorted(before)
+                os.kill(victim, signal.SIGKILL)
+                # dead and waitable (a zombie): its command line empties a moment before, while it dies
+                wait_for(lambda dead=victim: getattr(read_stat(dead), "state", "Z") == "Z",
+                         what="the killed worker to be a zombie")
+            pair = duet.run_pair({"A": spec, "B": spec}, labels={"A": "A", "B": "B"})
+            assert all(o.report.status is SideStatus.ERROR and "nosuch" in o.report.error
+                       for o in pair.sides.values()), (pair, said)
+        after = workers()
+    ended = [line for line in said if "worker had ended" in line]
+    assert len(ended) == 1 and "(exit -9); starting another" in ended[0], said
+    assert len(before) == 2 and len(after) == 2 and survivor in after and victim not in after
+    assert not any(alive(pid) for pid in after)  # leaving the block ended them
 
 
 @pytest.mark.slow
