@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 from functools import cache
+from pathlib import Path
 
 import pytest
 from run_helpers import REPO, load_tasks
@@ -75,13 +76,41 @@ def test_readme_is_short_and_links_every_page():
         assert f"docs/{page.name}" in readme, f"README does not link {page.name}"
 
 
+def anchors(page: Path) -> set[str]:
+    """The in-page anchors GitHub makes of a page's headings: lower case, punctuation but hyphens
+    dropped, spaces as hyphens; a repeated heading gets -1, -2, ..."""
+    seen: dict[str, int] = {}
+    out = set()
+    fenced = False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not re.match(r"#{1,6} ", line):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_relative_links_resolve(page):
-    for target in re.findall(r"\]\(([^)]+)\)", page.read_text()):
-        if re.match(r"[a-z]+://|#|mailto:", target):
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+        if re.match(r"[a-z]+://|mailto:", target):
             continue
-        path = (page.parent / target.split("#", 1)[0]).resolve()
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
         assert path.exists(), f"{page.name} links {target}, which does not exist"
+        if anchor and path.suffix == ".md":
+            assert anchor in anchors(path), f"{page.name} links {target}: {path.name} has no heading " \
+                                            f"#{anchor}; it has {sorted(anchors(path))}"
+
+
+def test_the_anchor_reader_makes_githubs_slugs(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# Rounds until the answer is known\n## `invoke ab`: A/B, paired\n```\n# not a heading\n```\n"
+                    "## Notes\n## Notes\n")
+    assert anchors(page) == {"rounds-until-the-answer-is-known", "invoke-ab-ab-paired", "notes", "notes-1"}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
