@@ -322,6 +322,7 @@ CONCURRENCY_COMMAND = "invoke sweep --workload seedtts --concurrency 1,4 --runs 
 RATE_COMMAND = ("invoke sweep --workload seedtts --concurrency 4 --request-rate 2,inf --runs 2 "
                 "--opt seedtts.max_samples=8 --slo latency_p95_s=2.0")
 HISTORY_COMMAND = "invoke history --metric seedtts@c4.throughput_qps"
+COMPARE_COMMAND = "invoke compare REVISION_A/SWEEP REVISION_B/SWEEP --fail-on worse"
 AB_COMMAND = ("invoke ab --workload seedtts --aa --max-rounds 3 --decide seedtts@c4.latency_mean_s "
               "--opt seedtts.max_samples=8")
 
@@ -374,11 +375,18 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     # the two sweeps compared point by point: c4 is their one common point (the same campaign)
     revision = folder.parent.parent.parent.name
     name = folder.parent.name
+    assert COMPARE_COMMAND in page and f"{revision}/sweeps/{name}/c4-r2_c4" in done.stdout  # as the page says
+    # the page's command, its names filled in from the `sweep data:` line: the sets written last
+    # (c4-r2_c4) on both sides, so every point is common and unchanged
+    filled = COMPARE_COMMAND.replace("REVISION_A", revision).replace("REVISION_B", revision).replace("SWEEP", name)
+    same = _invoke(results, filled)
+    assert same.returncode == 0 and "2 common load points;" in same.stdout, same.stdout[-3000:] + same.stderr[-3000:]
     done = _invoke(results, f"invoke compare {revision}/{name}/c1_c4 {revision}/{name}/c4-r2_c4")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "1 common load point;" in done.stdout and "only in A (not compared): c1" in done.stdout
     assert "only in B (not compared): c4-r2" in done.stdout
-    (compared,) = results.glob("comparisons/*__vs__*/sweep-compare.json")
+    (compared,) = {p for p in results.glob("comparisons/*__vs__*/sweep-compare.json")
+                   if "c1_c4" in p.parent.name}
     record = json.loads(compared.read_text())
     assert [p["label"] for p in record["points"]] == ["c4"]
     assert set(record["points"][0]["changes"].values()) == {0.0}  # one campaign against itself
