@@ -382,7 +382,7 @@ def test_the_duet_worker_starts_with_no_runpy_warning():
     """`python -m omnibench_core.ab.worker` (how a duet starts each side): the package's __init__
     imports nothing of the worker module, so runpy does not warn that it is already imported."""
     done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "omnibench_core.ab.worker"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "usage: python -m omnibench_core.ab.worker" in done.stderr, done.stderr
     assert "RuntimeWarning" not in done.stderr
 
@@ -416,7 +416,7 @@ def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path
             assert report.status is SideStatus.ERROR and "nosuch" in report.error, report
             assert proc.poll() is None  # alive, waiting for the next run
         proc.stdin.close()
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=600) == 0
     finally:
         hung.cancel()
         if proc.poll() is None:

@@ -134,7 +134,7 @@ def test_the_guard_names_each_difference_unless_forced(base, results):
     assert err.value.evidence["differences"] == "workload options: selftest.requests A 8, B 4"
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(settings.run.results_root)}
     done = subprocess.run([sys.executable, "-m", "invoke", "compare", outcome.campaign.name, other.campaign.name],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1 and "workload options: selftest.requests A 8, B 4" in done.stderr, done.stderr
     forced = campaign.compare(settings, outcome.campaign.name, other.campaign.name, force=True)
     assert forced.comparison.forced and any("workload options" in d for d in forced.comparison.differences)
@@ -151,7 +151,7 @@ def test_report_refuses_runs_of_different_measurements(tmp_path, port):
     assert err.value.evidence["differences"] == "run1 vs run0: options.selftest.requests: 8 != 4"
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "invoke", "report", "--runs", f"{a.run_dir.name},{b.run_dir.name}"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     # the hint names a command Invoke takes: `invoke report --name NAME`
     assert done.returncode == 1 and "options.selftest.requests: 8 != 4" in done.stderr
     assert "invoke report --name NAME" in done.stderr, done.stderr

@@ -444,7 +444,8 @@ HUNG_SMI = textwrap.dedent(f"""\
 @pytest.mark.slow
 def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path):
     """Every nvidia-smi call (the environment's, GPU_FREE's and the stray scan's after each stop)
-    hangs; each is killed after gpu_free_timeout_s (2 s), never after the 30 s default."""
+    hangs; each is killed after gpu_free_timeout_s (2 s, raised to the 5 s a call is always given),
+    never after the 30 s default."""
     co = tmp_path / "co"
     make_revisions_checkout(co, [0])
     subprocess.run(["sh", str(co / ".github" / "scripts" / "prepare_omni_venv.sh")], check=True, capture_output=True,
@@ -463,5 +464,5 @@ def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path
     (run,) = results.glob("*/run0-incomplete")
     servers = manifest_file.read(run).servers
     notes = [n for s in servers for n in (s.strays or {}).get("notes", [])]
-    assert notes and all("did not answer in 2 s" in n for n in notes), servers  # the stray scan's bound
+    assert notes and all("did not answer in 5 s" in n for n in notes), servers  # the stray scan's bound
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # every hung call was killed

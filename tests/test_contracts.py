@@ -244,7 +244,7 @@ def _standin_flags(program: str) -> dict[str, dict]:
         "videoamme": "from benchmarks.eval import benchmark_omni_videoamme as m\n"
                      "print(json.dumps(dump(m.add_video_eval_args(argparse.ArgumentParser(), repo_help=''))))",
     }[program]
-    done = subprocess.run([sys.executable, "-c", code], cwd=STANDIN_FILES, capture_output=True, text=True, timeout=60,
+    done = subprocess.run([sys.executable, "-c", code], cwd=STANDIN_FILES, capture_output=True, text=True, timeout=600,
                           env={"PYTHONPATH": str(STANDIN_FILES), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -280,7 +280,7 @@ def _standin_serve(args: list[str], tmp_path) -> subprocess.CompletedProcess:
             "a, engine = parse(sys.argv[1:])\nprint(json.dumps({'model_path': a.model_path, 'engine': engine, "
             "'media': a.allowed_local_media_path}))")
     return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, env={"PYTHONPATH": f"{STANDIN_FILES}:{Path.cwd()}", "PATH": "/usr/bin:/bin"})
+                          timeout=600, env={"PYTHONPATH": f"{STANDIN_FILES}:{Path.cwd()}", "PATH": "/usr/bin:/bin"})
 
 
 def test_standin_serve_takes_upstreams_flags_and_refuses_unknown_stage_keys(tmp_path):

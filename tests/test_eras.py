@@ -209,7 +209,7 @@ def test_a_checkout_without_the_flag_is_refused_before_any_server_starts(invoke,
     # the old commit's own client exits 2 on the flag, as upstream's old one does
     old = subprocess.run([str(made.venv / "bin" / "python"), "-m", "benchmarks.eval.benchmark_omni_seedtts",
                           "--generate-only", "--meta", "m", "--output-dir", str(tmp_path / "o"), ERA_FLAG, "audios"],
-                         cwd=made.root, capture_output=True, text=True, timeout=120)
+                         cwd=made.root, capture_output=True, text=True, timeout=600)
     assert old.returncode == 2 and "unrecognized arguments: --reference-audio-field" in old.stderr
     assert made.fake_gpus is not None
     port = free_port()
@@ -277,5 +277,5 @@ def test_matrix_and_bisect_across_two_eras_name_the_planted_commit(invoke, tmp_p
 
 def test_the_standin_task_offers_era_from():
     done = subprocess.run([sys.executable, "-m", "invoke", "--help", "standin"], cwd=Path(__file__).parent.parent,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=600)
     assert "--era-from" in done.stdout and "reference-audio-field" in done.stdout

@@ -258,11 +258,39 @@ def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
 
 def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
     smi = _hanging_nvidia_smi(tmp_path, hang_calls=1)
-    record = gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=60, interval_s=0, call_timeout_s=1)
+    # 10 s a call: the first (which sleeps 600 s) is cut then; the second, a Python start, answers
+    # well within it even on a loaded host
+    record = gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=600, interval_s=0, call_timeout_s=10)
     assert record.status == "passed"
     assert record.evidence["hung nvidia-smi calls"] == "1"
     hung = _hung_pids(tmp_path)
     wait_for(lambda: not any(alive(p) for p in hung), what="the hung call to end")
+
+
+def test_gpu_free_judges_by_the_last_answer_when_later_calls_hang(tmp_path):
+    """nvidia-smi answers 50000 MiB once, then hangs: at the deadline the GPU is not free (what the
+    last answer said), the hangs counted, not "hung until the deadline" (that is for no answer)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(textwrap.dedent(f"""\
+        #!{PY}
+        import pathlib, time
+        calls = pathlib.Path(__file__).with_name("calls")
+        first = not calls.exists()
+        calls.write_text("called")
+        if first:
+            print(50000)
+        else:
+            time.sleep(600)
+        """))
+    smi.chmod(0o755)
+    ticks = iter(range(10_000))
+    with pytest.raises(GpuNotFree) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=3, interval_s=0, call_timeout_s=1,
+                            clock=lambda: float(next(ticks)), holders=lambda: "nobody")
+    assert err.value.evidence["memory.used MiB"] == '{"0": 50000}'
+    assert err.value.evidence["hung nvidia-smi calls"].endswith("(the last one too)")
+    assert "nvidia-smi also hung" in err.value.hint
+    wait_for(lambda: not [p for p in snapshot() if str(smi) in cmdline(p)], what="the hung calls to end")
 
 
 def test_a_refused_first_run_leaves_no_empty_revision_folder(invoke, tmp_path, port):

@@ -31,7 +31,8 @@ from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri
 from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
 
 READ = "Please read the following text out loud in English: "
-IDLE_S = 1.5  # the test server's --idle-timeout and --body-timeout
+IDLE_S = 1.5  # the idle test's own server's --idle-timeout and --body-timeout (the shared one keeps its
+# defaults: a body a loaded host reads slowly must not get a 408 in a test about something else)
 
 
 def _wav(rate=16000, seconds=0.5, subtype="PCM_16", fill=None) -> bytes:
@@ -83,8 +84,7 @@ def server(tmp_path_factory, media):
     log = tmp_path_factory.mktemp("local") / "server.log"
     proc, port = _start(["--thinker.factory.max_seq_len", "300", "--talker.engine.mem_fraction_static", "0.15",
                          "--allowed-local-media-path", str(media), "--max-media-mb", "1",
-                         "--max-audio-seconds", "20", "--idle-timeout", str(IDLE_S), "--body-timeout", str(IDLE_S)],
-                        log)
+                         "--max-audio-seconds", "20"], log)  # idle/body timeouts: their own server's
     # While the engines load the port is closed: connection refused, not a 503.
     deadline = time.monotonic() + 600
     while "loading speech engines" not in log.read_text():
@@ -344,21 +344,25 @@ def test_read_aloud_prefix_is_a_flag(tmp_path):
 
 
 @pytest.mark.slow
-def test_idle_connections_and_stalled_bodies_are_closed(server):
-    url, _ = server
-    port = int(url.rsplit(":", 1)[1])
-    # The sockets wait far longer than the server's idle limit: an answer at all (b"", a 408) is the
-    # server's doing, whatever the load; a server that never closed would hang the test, not pass it.
-    with socket.create_connection(("127.0.0.1", port), timeout=600) as idle:
-        assert idle.recv(1) == b""  # closed by the server, having sent nothing
-    for path, content_type in (("/v1/chat/completions", "application/json"),
-                               ("/v1/audio/transcriptions", "multipart/form-data; boundary=x")):
-        with socket.create_connection(("127.0.0.1", port), timeout=600) as stalled:
-            stalled.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
-                            "Content-Length: 1000\r\n\r\n--x".encode())
-            head = stalled.recv(4096)
-            assert head.startswith(b"HTTP/1.1 408"), head
-    assert requests.get(f"{url}/health", timeout=600).status_code == 200
+def test_idle_connections_and_stalled_bodies_are_closed(tmp_path):
+    proc, port = _start(["--idle-timeout", str(IDLE_S), "--body-timeout", str(IDLE_S)], tmp_path / "server.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(proc, f"{url}/health", timeout_s=600)
+        # The sockets wait far longer than the server's idle limit: an answer at all (b"", a 408) is
+        # the server's doing, whatever the load; a server that never closed would hang the test.
+        with socket.create_connection(("127.0.0.1", port), timeout=600) as idle:
+            assert idle.recv(1) == b""  # closed by the server, having sent nothing
+        for path, content_type in (("/v1/chat/completions", "application/json"),
+                                   ("/v1/audio/transcriptions", "multipart/form-data; boundary=x")):
+            with socket.create_connection(("127.0.0.1", port), timeout=600) as stalled:
+                stalled.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
+                                "Content-Length: 1000\r\n\r\n--x".encode())
+                head = stalled.recv(4096)
+                assert head.startswith(b"HTTP/1.1 408"), head
+        assert requests.get(f"{url}/health", timeout=600).status_code == 200
+    finally:
+        proc.stop(10)
 
 
 def test_sixteen_concurrent_requests(server):
@@ -373,7 +377,7 @@ def test_sixteen_concurrent_requests(server):
 
 def _raw(path, data, content_type="application/json", method="POST"):
     return lambda url, media: requests.request(method, f"{url}{path}", data=data,
-                                               headers={"Content-Type": content_type}, timeout=30)
+                                               headers={"Content-Type": content_type}, timeout=600)
 
 
 def _chat(**fields):

@@ -108,7 +108,7 @@ def seedtts_meta(folder: Path, count: int, prefix: str = "s") -> Path:
 def run_seedtts(meta: Path, port: int, out: Path, *extra: str) -> dict:
     argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(meta), "--port", str(port),
             "--output-dir", str(out), "--voice-clone", *extra]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((out / "speed_results.json").read_text())
 
@@ -191,7 +191,7 @@ def test_a_warmup_set_smaller_than_the_warmup_stops_the_client_before_any_reques
     argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(measured), "--port",
             str(serve(script)), "--output-dir", str(tmp_path / "out"), "--voice-clone", "--warmup", "3",
             "--warmup-meta", str(measured)]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "3 warmup requests need 3 samples" in done.stderr and "holds 2" in done.stderr
     assert script.bodies == []
 
@@ -274,7 +274,7 @@ def test_videoamme_results_have_upstreams_keys_parsing_and_rounding(serve, tmp_p
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--port",
             str(serve(script)), "--output-dir", str(out), "--enable-audio", "--max-concurrency", "1"]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads((out / "videoamme_results.json").read_text())
     summary, rows = doc["summary"], doc["per_sample"]

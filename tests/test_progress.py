@@ -172,6 +172,6 @@ def test_a_step_outside_the_runs_says_what_it_does_then_beats_while_it_works():
             beat_seen.set()
 
     with working(emit, "comparing B with base A: reading their runs"):
-        assert beat_seen.wait(timeout=120)  # the step ends on the event, never on a time budget
+        assert beat_seen.wait(timeout=600)  # the step ends on the event, never on a time budget
     assert lines[0] == "comparing B with base A: reading their runs"
     assert "still busy" in lines[1] and "since: comparing B with base A" in lines[1]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from history_samples import COMMITS, STEP_AT, history, revision
+from proc_helpers import HUNG_S
 from run_helpers import REPO
 
 from omnibench_core.errors import StorageError
@@ -159,7 +160,10 @@ def browser():
 
     with sync_playwright() as pw:
         # --no-sandbox: the tests run as root (CI too), where Chromium's sandbox refuses to start
-        launched = pw.chromium.launch(executable_path=BROWSER, headless=True, args=["--no-sandbox"])
+        # Playwright's 30 s defaults are a time budget a loaded 2-core host can spend on a start or
+        # a render: the hung-test bound instead (a page that never loads still fails)
+        launched = pw.chromium.launch(executable_path=BROWSER, headless=True, args=["--no-sandbox"],
+                                      timeout=HUNG_S * 1000)
         try:
             yield launched
         finally:
@@ -174,6 +178,8 @@ def test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_re
     shutil.rmtree(results)
     shutil.rmtree(out)
     page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.set_default_timeout(HUNG_S * 1000)
+    page.set_default_navigation_timeout(HUNG_S * 1000)
     errors, failed = [], []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -413,7 +413,7 @@ def test_doctor_names_the_campaign_whose_run_holds_the_port(invoke, tmp_path):
         assert "campaign held (" in refused.stderr, refused.stderr
     finally:
         os.killpg(measure.pid, signal.SIGINT)
-        measure.communicate(timeout=120)
+        measure.communicate(timeout=600)
     free = invoke("doctor", "--port", str(port), env={"OMNIBENCH_LOCK_DIR": str(locks)})
     row = next(line for line in free.stdout.splitlines() if line.startswith(f"port {port} free"))
     assert " OK " in row and "free" in row  # the lock file stays; nobody holds it

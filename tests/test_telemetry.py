@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
+from proc_helpers import wait_for
 
 from omnibench_core import api
 from omnibench_core.builtin.targets import prepare_local
@@ -133,7 +133,7 @@ def test_telemetry_files_are_real_csv(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NVML_SCRIPT", str(path))
     sampler = Sampler(("0", "1"), tmp_path / "t" / "s.csv", interval_s=0.01, nvml_module="fake_nvml")
     assert sampler.start().available
-    time.sleep(0.2)
+    wait_for(lambda: sampler.result.samples >= 6, what="three samples of two GPUs")  # not a sleep: a late thread
     result = sampler.stop()
     assert result.samples >= 6 and result.samples % 2 == 0 and result.cpu_fraction is not None
     assert Path(result.csv).read_text().startswith(",".join(COLUMNS))

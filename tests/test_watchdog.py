@@ -89,7 +89,8 @@ def test_a_second_signal_cuts_the_grace_short_but_never_the_stop(tmp_path, port,
         assert record["how"] == "killed"
         assert record["shortened_by"] == sig.name
         kill = [s for s in record["signals"] if s["signal"] == "SIGKILL"]
-        assert kill and kill[0]["at_s"] < 60  # long before the 120 s grace ended
+        term = [s for s in record["signals"] if s["signal"] == "SIGTERM"]
+        assert kill and term and kill[0]["at_s"] < term[0]["at_s"] + 120  # before the grace would have ended
         assert record["leftover"] == []
         pids = {facts["leader"], kids["escapee"], kids["daemon"]}
         assert not leftovers(pids=pids, pgid=facts["leader"], token=facts["token"], port=port)

@@ -15,12 +15,16 @@ from ..errors import GpuQueryError, GpuQueryTimeout
 from .processes import run_bounded
 
 CALL_TIMEOUT_S = 30.0  # the longest one nvidia-smi call may take, when nothing shorter is configured
+# The least one call is given, even at a deadline: nvidia-smi on a busy host answers in seconds, and
+# a bound below that would call a slow answer a hung driver. A deadline may be passed by this much.
+MIN_CALL_S = 5.0
 
 
 def call_timeout(configured_s: float) -> float:
     """The bound of one nvidia-smi call under a configured time (``gpu_free_timeout_s``): never
-    longer than it, so a hung nvidia-smi cannot hold a run past what the user allowed."""
-    return min(CALL_TIMEOUT_S, max(configured_s, 0.5))
+    longer than it (but at least :data:`MIN_CALL_S`), so a hung nvidia-smi cannot hold a run
+    much past what the user allowed."""
+    return min(CALL_TIMEOUT_S, max(configured_s, MIN_CALL_S))
 
 
 def _run(argv: list[str], nvidia_smi: str, timeout_s: float) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import requests
 
 from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
-from ..process.gpu import CALL_TIMEOUT_S, describe_holders, query_memory_used
+from ..process.gpu import CALL_TIMEOUT_S, MIN_CALL_S, describe_holders, query_memory_used
 from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from ..process.processes import GroupProcess, log_tail
 from ..store.statuses import GateStatus
@@ -200,8 +200,8 @@ def wait_gpu_free(
 
     The deadline holds even when nvidia-smi hangs: each call may take at most the time left
     (and ``call_timeout_s``), a hung call is killed with its process group and retried, and at
-    the deadline the gate fails with :class:`GpuQueryTimeout` (the last call hung) or
-    :class:`GpuNotFree`. With no GPUs (a CPU target) the gate does not apply and says so.
+    the deadline the gate fails with :class:`GpuQueryTimeout` (no call ever answered) or
+    :class:`GpuNotFree` (the last answer, with the hangs counted). With no GPUs (a CPU target) the gate does not apply and says so.
     """
     if not gpus:
         return GateRecord("GPU_FREE", GateStatus.NOT_APPLICABLE, evidence={"reason": "the target uses no GPU"})
@@ -214,8 +214,8 @@ def wait_gpu_free(
     while True:
         left = timeout_s - (clock() - start)
         try:
-            # At least a moment per call, so a deadline already reached still gets one answer.
-            used = query_memory_used(gpus, nvidia_smi, timeout_s=min(call_timeout_s, max(left, 0.5)))
+            # At least MIN_CALL_S per call, so a deadline already reached still gets one answer.
+            used = query_memory_used(gpus, nvidia_smi, timeout_s=min(call_timeout_s, max(left, MIN_CALL_S)))
             hung = None
         except GpuQueryTimeout as exc:
             hung, hangs = exc, hangs + 1
@@ -225,7 +225,9 @@ def wait_gpu_free(
                 evidence["hung nvidia-smi calls"] = str(hangs)
             return GateRecord("GPU_FREE", GateStatus.PASSED, clock() - start, evidence)
         if clock() - start >= timeout_s:
-            if hung is not None:
+            # Hung only if no call ever answered; else the last answer decides (a call cut short by
+            # the deadline says nothing new about the memory), and the hangs are its evidence.
+            if used is None and hung is not None:
                 raise GpuQueryTimeout(
                     f"{nvidia_smi} hung until the GPU_FREE deadline ({timeout_s:g} s)",
                     evidence={**hung.evidence, "hung calls": str(hangs), "gpus": ",".join(gpus),
@@ -236,11 +238,12 @@ def wait_gpu_free(
             assert used is not None
             evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus), "held by": who()}
             if hangs:
-                evidence["hung nvidia-smi calls"] = str(hangs)
+                evidence["hung nvidia-smi calls"] = str(hangs) + (" (the last one too)" if hung else "")
             raise GpuNotFree(
                 f"GPU memory stayed at or above {threshold_mib} MiB for {timeout_s:g} s after the server stopped",
                 evidence=evidence,
-                hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run",
+                hint="find what holds the GPU (nvidia-smi), stop it, then repeat the run"
+                + ("; nvidia-smi also hung: check it by hand and dmesg" if hangs else ""),
             )
         if progress is not None and clock() - said >= say_every_s:
             said = clock()
