@@ -207,7 +207,9 @@ def test_the_local_server_plants_a_delay_on_the_first_chunk(meta, tmp_path):
     finally:
         proc.stop(10)
     assert row["is_success"] and row["streamed"] and row["audio_chunk_count"] >= 2, row
-    assert row["audio_ttfp_s"] - row["text_ttft_s"] > 0.35, row  # the planted 400 ms (a lower bound: safe)
+    # the planted 400 ms, from the request's start (a lower bound no load can break: a text read late
+    # would shrink a difference of the two), and the text first
+    assert row["audio_ttfp_s"] >= 0.4 and row["text_ttft_s"] < row["audio_ttfp_s"], row
 
 
 def test_a_bad_stream_delay_setting_is_refused_before_anything_starts(invoke):
