@@ -466,3 +466,47 @@ def test_a_hung_nvidia_smi_is_bounded_by_the_configured_time_everywhere(tmp_path
     notes = [n for s in servers for n in (s.strays or {}).get("notes", [])]
     assert notes and all("did not answer in 5 s" in n for n in notes), servers  # the stray scan's bound
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # every hung call was killed
+
+
+@pytest.mark.slow
+def test_a_commit_in_the_checkout_during_a_campaign_stops_it_and_going_back_finishes_it(tmp_path):
+    """The checkout gets a new commit while `invoke measure` runs: the campaign stops before it
+    measures the new code (it used to measure on forever, its runs landing in the new revision's
+    folder where it never found them); back on its commit, the same command finishes it."""
+    from gpu_helpers import write_fake_nvidia_smi
+
+    co = tmp_path / "co"
+    (first,) = make_revisions_checkout(co, [0])
+    subprocess.run(["sh", str(co / ".github" / "scripts" / "prepare_omni_venv.sh")], check=True, capture_output=True,
+                   env={**os.environ, "OMNI_CI_HOME": str(tmp_path / "ci")})
+    smi = write_fake_nvidia_smi(tmp_path / "bin", [10])
+    results = tmp_path / "results"
+    argv = _argv("measure", "-w", "selftest", "--runs", "3", "--name", "moving", "--target", "sglang-omni",
+                 "--checkout", str(co), "-p", str(free_port()), "-o", "selftest.serve_with_target=true",
+                 "-o", "selftest.children=0", "-o", "selftest.requests=2")
+    env = _env(results, INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi))
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        old = results / first[:7]
+        wait_for(lambda: (old / "run1").exists(), what="the campaign's second run to start")  # runs 2 and 3 to go
+        subprocess.run(["git", "-C", str(co), "commit", "-q", "--allow-empty", "-m", "moved on"], check=True)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out[-3000:] + err[-3000:]
+    new = subprocess.run(["git", "-C", str(co), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert f"the target's revision moved from {first[:7]} to {new}" in err and "Traceback" not in err, err
+    assert f"go back to {first[:7]}" in err
+    campaign = campaign_file.load(old / "campaigns" / "moving.json")
+    assert campaign.status.value == "stopped" and len(campaign.attempts) <= 4  # stopped, not looping
+    assert not list((results / new).glob("run*")) or len(list((results / new).glob("run*"))) == 1
+
+    # back on the campaign's commit, the same command finishes it with the runs it had
+    subprocess.run(["git", "-C", str(co), "checkout", "-q", first], check=True)
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    campaign = campaign_file.load(old / "campaigns" / "moving.json")
+    assert campaign.status.value == "complete" and len(campaign.measured()) == 3
+    assert all(a.run and (old / a.run).is_dir() for a in campaign.attempts if a.status.value == "complete")

@@ -37,6 +37,11 @@ class CampaignStopped(OmnibenchError):
     """A slot of the campaign missed its gates or coverage more often than ``--retries`` allows."""
 
 
+class RevisionMoved(CampaignStopped):
+    """The target's revision changed while the campaign measured (a commit, a checkout, a rebase):
+    its next run would measure other code, in another revision folder than the campaign's."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """Where a campaign stands after ``measure``."""
@@ -205,12 +210,35 @@ class _Driver:
         to_score = sum(not self._complete(s) for s in range(c.slots)) if c.asked.scoring == "deferred" else 0
         self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""), to_score)
         phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
+        self._check_revision(api.revision_dir(self.settings))
         attempt = Attempt(slot, "", AttemptStatus.RUNNING, record.now_iso())
         result = run_attempt(self.settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
                              phases=phases, progress=self.progress, label=label,
                              record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        if result is not None and result.run_dir.parent != self.revision:  # it moved while the run started
+            moved = result.run_dir.parent
+            # not this campaign's run: a name that means another run in the campaign's folder is dropped
+            self.save(replace(self.campaign.latest(slot) or attempt, run="", status=AttemptStatus.FAILED,
+                              error=f"measured {moved.name}, not the campaign's {self.revision.name}: kept there as "
+                                    f"{result.run_dir.name}"))
+            self._check_revision(moved)
         if result is not None and slot == 0 and not self.campaign.environment:
             self.save(environment=environment_of(result.run_dir))
+
+    def _check_revision(self, now: Path) -> None:
+        """Stop with :class:`RevisionMoved` when the runs would now go to ``now``, not the campaign's
+        revision folder: a campaign measures one revision's code, and its runs are found by name in
+        its own folder (measured elsewhere, they were never found, and it measured on forever)."""
+        if now == self.revision:
+            return
+        raise RevisionMoved(
+            f"the target's revision moved from {self.revision.name} to {now.name} while campaign "
+            f"{self.campaign.name!r} measured; its runs would measure other code",
+            evidence={"campaign": str(self.path), "campaign's revision": self.revision.name,
+                      "revision now": now.name},
+            hint=f"to finish this campaign, go back to {self.revision.name.rsplit('-', 1)[-1]} (git checkout) and "
+                 f"repeat the command: its runs are kept; to measure the new code, repeat it where you are: "
+                 f"a new campaign starts in {now.name}")
 
     def _score_generated(self) -> None:
         """Deferred scoring: every generated run of the campaign on one start of each scoring server."""
