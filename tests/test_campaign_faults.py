@@ -473,30 +473,11 @@ def test_a_commit_in_the_checkout_during_a_campaign_stops_it_and_going_back_fini
     """The checkout gets a new commit while `invoke measure` runs: the campaign stops before it
     measures the new code (it used to measure on forever, its runs landing in the new revision's
     folder where it never found them); back on its commit, the same command finishes it."""
-    from gpu_helpers import write_fake_nvidia_smi
-
-    co = tmp_path / "co"
-    (first,) = make_revisions_checkout(co, [0])
-    subprocess.run(["sh", str(co / ".github" / "scripts" / "prepare_omni_venv.sh")], check=True, capture_output=True,
-                   env={**os.environ, "OMNI_CI_HOME": str(tmp_path / "ci")})
-    smi = write_fake_nvidia_smi(tmp_path / "bin", [10])
+    co, first, env, flags = _standin_checkout(tmp_path)
     results = tmp_path / "results"
-    argv = _argv("measure", "-w", "selftest", "--runs", "3", "--name", "moving", "--target", "sglang-omni",
-                 "--checkout", str(co), "-p", str(free_port()), "-o", "selftest.serve_with_target=true",
-                 "-o", "selftest.children=0", "-o", "selftest.requests=2")
-    env = _env(results, INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi))
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        old = results / first[:7]
-        wait_for(lambda: (old / "run1").exists(), what="the campaign's second run to start")  # runs 2 and 3 to go
-        subprocess.run(["git", "-C", str(co), "commit", "-q", "--allow-empty", "-m", "moved on"], check=True)
-        out, err = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 1, out[-3000:] + err[-3000:]
-    new = subprocess.run(["git", "-C", str(co), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    argv = _argv("measure", "-w", "selftest", "--runs", "3", "--name", "moving", *flags, *STANDIN_SELFTEST)
+    old = results / first[:7]
+    out, err, new = _commit_when(argv, env, co, lambda: (old / "run1").exists())  # runs 2 and 3 to go
     assert f"the target's revision moved from {first[:7]} to {new}" in err and "Traceback" not in err, err
     assert f"go back to {first[:7]}" in err
     campaign = campaign_file.load(old / "campaigns" / "moving.json")
@@ -510,3 +491,53 @@ def test_a_commit_in_the_checkout_during_a_campaign_stops_it_and_going_back_fini
     campaign = campaign_file.load(old / "campaigns" / "moving.json")
     assert campaign.status.value == "complete" and len(campaign.measured()) == 3
     assert all(a.run and (old / a.run).is_dir() for a in campaign.attempts if a.status.value == "complete")
+
+
+@pytest.mark.slow
+def test_a_commit_in_the_checkout_during_an_ab_experiment_stops_it(tmp_path):
+    """The same for `invoke ab` (sides at the checkout's HEAD): its rounds after the commit would
+    measure other code than those before, so it stops, naming both revisions."""
+    co, first, env, flags = _standin_checkout(tmp_path)
+    results = tmp_path / "results"
+    argv = _argv("ab", "-w", "selftest", "--aa", "--rounds", "3", "--design", "sequential", *flags, *STANDIN_SELFTEST)
+    out, err, new = _commit_when(argv, env, co, lambda: (results / first[:7] / "run1").exists())
+    assert f"side A's revision moved from {first[:7]} to {new}" in err or \
+        f"side B's revision moved from {first[:7]} to {new}" in err, out[-3000:] + err[-3000:]
+    assert "Traceback" not in err
+    (path,) = results.glob("ab/*.json")
+    experiment = json.loads(path.read_text())
+    assert experiment["status"] == "stopped" and {a["revision"] for a in experiment["attempts"]} == {first[:7]}
+
+
+STANDIN_SELFTEST = ("-o", "selftest.serve_with_target=true", "-o", "selftest.children=0", "-o", "selftest.requests=2")
+
+
+def _standin_checkout(tmp_path: Path) -> tuple[Path, str, dict[str, str], tuple[str, ...]]:
+    """A stand-in checkout of one commit with its venv, a fake nvidia-smi with free GPUs, and the
+    environment and flags that measure it (results under tmp_path)."""
+    from gpu_helpers import write_fake_nvidia_smi
+
+    co = tmp_path / "co"
+    (first,) = make_revisions_checkout(co, [0])
+    subprocess.run(["sh", str(co / ".github" / "scripts" / "prepare_omni_venv.sh")], check=True, capture_output=True,
+                   env={**os.environ, "OMNI_CI_HOME": str(tmp_path / "ci")})
+    smi = write_fake_nvidia_smi(tmp_path / "bin", [10])
+    env = _env(tmp_path / "results", INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi))
+    return co, first, env, ("--target", "sglang-omni", "--checkout", str(co), "--port", str(free_port()))
+
+
+def _commit_when(argv: list[str], env: dict[str, str], co: Path, ready) -> tuple[str, str, str]:
+    """Start ``argv``; when ``ready()`` holds, commit in ``co``; wait for the command to fail.
+    Returns its output and the new commit's short name."""
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(ready, what="the measuring to be under way")
+        subprocess.run(["git", "-C", str(co), "commit", "-q", "--allow-empty", "-m", "moved on"], check=True)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out[-3000:] + err[-3000:]
+    new = subprocess.run(["git", "-C", str(co), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return out, err, new

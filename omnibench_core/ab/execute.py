@@ -480,7 +480,7 @@ class _Driver:
             settings = placed[side].settings_on(self.sides[side].flat())
             specs[side] = Spec(settings.flat(), e.identity.workloads, self.side(side).options, e.identity.client,
                                tuple(phases))
-            attempts[side] = Attempt(side, r, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
+            attempts[side] = Attempt(side, r, "", self._revision(side, settings), AttemptStatus.RUNNING,
                                      record.now_iso(), where=placed[side].label, alone=len(pending) == 1)
             self.save(attempts[side])
         assert self._duet is not None, "a duet round runs inside go()'s Duet"
@@ -508,14 +508,29 @@ class _Driver:
             raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
         self.progress.end_run(seconds)
 
+    def _revision(self, side: str, settings: Settings) -> str:
+        """The revision folder the side's next run goes to; :class:`ExperimentStopped` when it is not
+        the one its earlier runs went to (a commit or checkout in the measured tree mid-experiment:
+        the next runs would measure other code than the rounds before them)."""
+        now = api.revision_dir(settings).name
+        before = sorted({a.revision for a in self.experiment.attempts if a.side == side and a.revision} - {now})
+        if before:
+            raise ExperimentStopped(
+                f"side {side}'s revision moved from {before[-1]} to {now} while the experiment measured; its next "
+                f"runs would measure other code than its rounds so far",
+                evidence={"experiment": str(self.path), "side's revision": ", ".join(before), "revision now": now},
+                hint="to finish this experiment, go back to that commit (git checkout) and repeat the command: its "
+                     "rounds are kept; to measure the new code, pass --name for a new experiment")
+        return now
+
     def _attempt(self, k: int, position: Position, label: str) -> None:
         e = self.experiment
         settings = self.sides[position.side]
         tries = e.failures(position)
         self.progress.start_run(k, label + (f", retry {tries}" if tries else ""), self._to_score())
         phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
-        attempt = Attempt(position.side, position.round, "", api.revision_dir(settings).name, AttemptStatus.RUNNING,
-                          record.now_iso())
+        attempt = Attempt(position.side, position.round, "", self._revision(position.side, settings),
+                          AttemptStatus.RUNNING, record.now_iso())
         run_attempt(settings, e.identity.workloads, options=self.side(position.side).options,
                     client=e.identity.client, phases=phases, progress=self.progress, label=label,
                     record=lambda ended: self.save(replace(attempt, **ended.changes())))
