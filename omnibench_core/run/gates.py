@@ -201,7 +201,8 @@ def wait_gpu_free(
     The deadline holds even when nvidia-smi hangs: each call may take at most the time left
     (and ``call_timeout_s``), a hung call is killed with its process group and retried, and at
     the deadline the gate fails with :class:`GpuQueryTimeout` (no call ever answered) or
-    :class:`GpuNotFree` (the last answer, with the hangs counted). With no GPUs (a CPU target) the gate does not apply and says so.
+    :class:`GpuNotFree` (the last answer, with the hangs counted). With no GPUs (a CPU target)
+    the gate does not apply and says so.
     """
     if not gpus:
         return GateRecord("GPU_FREE", GateStatus.NOT_APPLICABLE, evidence={"reason": "the target uses no GPU"})
