@@ -429,7 +429,7 @@ def test_a_duet_worker_killed_between_rounds_is_said_and_replaced(tmp_path):
     workload nobody registered, so no server is needed.)"""
     from omnibench_core.ab.duet import Duet
     from omnibench_core.ab.spec import Spec
-    from omnibench_core.process.proctree import alive, cmdline, read_stat, snapshot
+    from omnibench_core.process.proctree import alive, cmdline, snapshot
     from omnibench_core.settings import Settings
 
     spec = Spec(Settings.from_mapping({"results": str(tmp_path / "results")}).flat(), ("nosuch",), (), None,
@@ -446,9 +446,10 @@ def test_a_duet_worker_killed_between_rounds_is_said_and_replaced(tmp_path):
                 before = workers()
                 victim, survivor = sorted(before)
                 os.kill(victim, signal.SIGKILL)
-                # dead and waitable (a zombie): its command line empties a moment before, while it dies
-                wait_for(lambda dead=victim: getattr(read_stat(dead), "state", "Z") == "Z",
-                         what="the killed worker to be a zombie")
+                # dead and waitable, asked without reaping it (the Duet's poll() must see it): /proc's "Z"
+                # is not enough, a main thread shows it while the other threads still exit
+                wait_for(lambda dead=victim: os.waitid(os.P_PID, dead, os.WEXITED | os.WNOHANG | os.WNOWAIT),
+                         what="the killed worker to be waitable")
             pair = duet.run_pair({"A": spec, "B": spec}, labels={"A": "A", "B": "B"})
             assert all(o.report.status is SideStatus.ERROR and "nosuch" in o.report.error
                        for o in pair.sides.values()), (pair, said)

@@ -509,7 +509,10 @@ def test_a_commit_in_the_checkout_during_an_ab_experiment_stops_it(tmp_path):
     assert experiment["status"] == "stopped" and {a["revision"] for a in experiment["attempts"]} == {first[:7]}
 
 
-STANDIN_SELFTEST = ("-o", "selftest.serve_with_target=true", "-o", "selftest.children=0", "-o", "selftest.requests=2")
+# selftest.delay: each server loads 1.5 s, so the runs after the one the tests wait for (during
+# which they commit) take seconds each: a commit is made long before the last run starts
+STANDIN_SELFTEST = ("-o", "selftest.serve_with_target=true", "-o", "selftest.children=0", "-o", "selftest.requests=2",
+                    "-o", "selftest.delay=1.5")
 
 
 def _standin_checkout(tmp_path: Path) -> tuple[Path, str, dict[str, str], tuple[str, ...]]:

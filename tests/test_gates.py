@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from gpu_helpers import fake_calls, write_fake_nvidia_smi
@@ -240,13 +239,8 @@ def _hung_pids(folder) -> set[int]:
 @pytest.mark.slow
 def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
     smi = _hanging_nvidia_smi(tmp_path)
-    begin = time.monotonic()
-    with pytest.raises(GpuQueryTimeout) as err:
+    with pytest.raises(GpuQueryTimeout) as err:  # returned at all: the call (600 s asleep) was cut
         gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=2, interval_s=0.1)
-    took = time.monotonic() - begin
-    # It returned while the fake's call still slept (600 s): the hung call was cut, not waited out.
-    # (Not a time budget: any load that made 2 s take 600 s would hang the suite first.)
-    assert took < 600
     assert err.value.gate == "GPU_FREE"
     assert int(err.value.evidence["hung calls"]) >= 1
     assert err.value.evidence["last memory.used MiB"] == "never answered"
@@ -285,7 +279,8 @@ def test_gpu_free_judges_by_the_last_answer_when_later_calls_hang(tmp_path):
     smi.chmod(0o755)
     ticks = iter(range(10_000))
     with pytest.raises(GpuNotFree) as err:
-        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=3, interval_s=0, call_timeout_s=1,
+        # 10 s a call: the first answer is a Python start, which a loaded host may take seconds for
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=3, interval_s=0, call_timeout_s=10,
                             clock=lambda: float(next(ticks)), holders=lambda: "nobody")
     assert err.value.evidence["memory.used MiB"] == '{"0": 50000}'
     assert err.value.evidence["hung nvidia-smi calls"].endswith("(the last one too)")
