@@ -288,6 +288,22 @@ def test_gpu_free_judges_by_the_last_answer_when_later_calls_hang(tmp_path):
     wait_for(lambda: not [p for p in snapshot() if str(smi) in cmdline(p)], what="the hung calls to end")
 
 
+@pytest.mark.slow
+def test_gpu_free_calls_nvidia_smi_hung_when_it_hangs_twice_after_its_answer(tmp_path):
+    """One answer, then every call hangs: more than the one call a deadline cuts short, so the
+    answer is stale and the gate says nvidia-smi hung, quoting that answer."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n[ -e \"$0.called\" ] && exec sleep 600\ntouch \"$0.called\"\necho 50000\n")
+    smi.chmod(0o755)
+    ticks = iter(range(10_000))
+    with pytest.raises(GpuQueryTimeout) as err:  # sh answers in ms; 3 s a call still leaves a loaded host room
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), timeout_s=8, interval_s=0, call_timeout_s=3,
+                            clock=lambda: float(next(ticks)), holders=lambda: "nobody")
+    assert int(err.value.evidence["hung calls"]) >= 2
+    assert err.value.evidence["last memory.used MiB"] == '{"0": 50000}'
+    wait_for(lambda: not [p for p in snapshot() if str(smi) in cmdline(p)], what="the hung calls to end")
+
+
 def test_a_refused_first_run_leaves_no_empty_revision_folder(invoke, tmp_path, port):
     """`invoke run --port P` on a port another program listens on is refused (RUN_READY) before
     anything runs, and leaves neither its runN nor an empty results/local-<commit> behind."""

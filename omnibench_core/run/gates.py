@@ -208,7 +208,7 @@ def wait_gpu_free(
         return GateRecord("GPU_FREE", GateStatus.NOT_APPLICABLE, evidence={"reason": "the target uses no GPU"})
     start = clock()
     hung: GpuQueryTimeout | None = None
-    hangs = 0
+    hangs = streak = 0  # all hung calls; those since the last answer
     used: dict[str, int] | None = None
     said = start
     who = holders or (lambda: describe_holders(gpus, nvidia_smi, timeout_s=min(call_timeout_s, 10.0)))
@@ -217,18 +217,18 @@ def wait_gpu_free(
         try:
             # At least MIN_CALL_S per call, so a deadline already reached still gets one answer.
             used = query_memory_used(gpus, nvidia_smi, timeout_s=min(call_timeout_s, max(left, MIN_CALL_S)))
-            hung = None
+            hung, streak = None, 0
         except GpuQueryTimeout as exc:
-            hung, hangs = exc, hangs + 1
+            hung, hangs, streak = exc, hangs + 1, streak + 1
         if hung is None and used is not None and all(v < threshold_mib for v in used.values()):
             evidence = {"memory.used MiB": json.dumps(used), "threshold MiB": str(threshold_mib)}
             if hangs:
                 evidence["hung nvidia-smi calls"] = str(hangs)
             return GateRecord("GPU_FREE", GateStatus.PASSED, clock() - start, evidence)
         if clock() - start >= timeout_s:
-            # Hung only if no call ever answered; else the last answer decides (a call cut short by
-            # the deadline says nothing new about the memory), and the hangs are its evidence.
-            if used is None and hung is not None:
+            # Hung when calls hung since the last answer (or none ever came): only the last one cut
+            # short by the deadline leaves the answer before it to decide, with the hangs as evidence.
+            if hung is not None and (streak > 1 or used is None):
                 raise GpuQueryTimeout(
                     f"{nvidia_smi} hung until the GPU_FREE deadline ({timeout_s:g} s)",
                     evidence={**hung.evidence, "hung calls": str(hangs), "gpus": ",".join(gpus),
@@ -237,7 +237,9 @@ def wait_gpu_free(
                     "before the next run",
                 )
             assert used is not None
-            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus), "held by": who()}
+            # who() asks nvidia-smi again: not after it just hung (that would pass the deadline further)
+            evidence = {"memory.used MiB": json.dumps(used), "gpus": ",".join(gpus),
+                        "held by": "not asked: nvidia-smi's last call hung" if hung else who()}
             if hangs:
                 evidence["hung nvidia-smi calls"] = str(hangs) + (" (the last one too)" if hung else "")
             raise GpuNotFree(
