@@ -544,3 +544,22 @@ def _commit_when(argv: list[str], env: dict[str, str], co: Path, ready) -> tuple
     new = subprocess.run(["git", "-C", str(co), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
                          check=True).stdout.strip()
     return out, err, new
+
+
+def test_a_sweep_point_measured_after_the_revision_moved_is_refused(tmp_path):
+    """What a sweep asks of each point's campaign (measure(..., expect=...)): the revision folder
+    it began on; the target's revision now being another, the point is refused before anything
+    runs, the error naming both and how to go on."""
+    from omnibench_core.campaign import asked_from, measure
+    from omnibench_core.campaign.execute import RevisionMoved
+    from omnibench_core.settings import Settings
+
+    settings = Settings.from_mapping({"results": str(tmp_path / "results")})
+    asked = asked_from(settings, ["selftest"], [], None, 2, 0, "deferred")
+    began = tmp_path / "results" / "local-0000000"
+    with pytest.raises(RevisionMoved) as err:
+        measure(settings, asked, name="p", progress=lambda line: None,
+                expect=(began, "sweep 'sweep-selftest'", began / "sweeps" / "sweep-selftest"))
+    assert "moved from local-0000000 to local-" in err.value.message and "while sweep 'sweep-selftest'" in err.value.message
+    assert "go back to 0000000" in err.value.hint
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("campaigns"))

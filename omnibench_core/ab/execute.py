@@ -27,7 +27,7 @@ from .. import api, defaults
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress, scoring_history
 from ..campaign.record import SCORINGS
-from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, Phase
 from ..run import ownership
@@ -378,7 +378,7 @@ class _Driver:
                 self.save(status=ExperimentStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"A/B experiment interrupted; the same command resumes it ({self.path})")
                 raise
-            except (ExperimentStopped, RunNotReady, DecideError) as exc:
+            except (ExperimentStopped, RunNotReady, DecideError, WrongRevision) as exc:
                 self.save(status=ExperimentStatus.STOPPED, reason=exc.message)
                 raise
             self.save(status=ExperimentStatus.COMPLETE, reason="")
@@ -475,12 +475,13 @@ class _Driver:
         self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}", self._to_score())
         phases = ("generate",) if e.scoring == "deferred" else PHASES
         specs, attempts = {}, {}
+        on = {p.side: placed[p.side].settings_on(self.sides[p.side].flat()) for p in pending}
+        revisions = {side: self._revision(side, settings) for side, settings in on.items()}  # both before either is saved
         for position in pending:
-            side = position.side
-            settings = placed[side].settings_on(self.sides[side].flat())
+            side, settings = position.side, on[position.side]
             specs[side] = Spec(settings.flat(), e.identity.workloads, self.side(side).options, e.identity.client,
                                tuple(phases))
-            attempts[side] = Attempt(side, r, "", self._revision(side, settings), AttemptStatus.RUNNING,
+            attempts[side] = Attempt(side, r, "", revisions[side], AttemptStatus.RUNNING,
                                      record.now_iso(), where=placed[side].label, alone=len(pending) == 1)
             self.save(attempts[side])
         assert self._duet is not None, "a duet round runs inside go()'s Duet"
@@ -500,12 +501,15 @@ class _Driver:
             ended = Ended(status, seconds, report.run, report.moved_to, report.error,
                           server_starts(Path(report.run_dir)) if report.run_dir else 0)
             a = attempts[side]
-            self.save(replace(a, **ended.changes(), alone=a.alone or out.alone))
+            self.save(self._moved_run(replace(a, **ended.changes(), alone=a.alone or out.alone),
+                                      Path(report.run_dir) if report.run_dir else None, on[side]))
         if pair.interrupted or any(o.report.status is SideStatus.INTERRUPTED for o in pair.sides.values()):
             raise RunInterrupted("the duet round was interrupted; both sides stopped their servers",
                                  hint="repeat the same command to resume the experiment")
         if not_ready:  # the slot's port or folder is not ready: a retry would miss the same way
             raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
+        for side, settings in on.items():
+            self._revision(side, settings)  # moved during the round: its runs were set aside above; stop
         self.progress.end_run(seconds)
 
     def _revision(self, side: str, settings: Settings) -> str:
@@ -523,6 +527,20 @@ class _Driver:
                      "rounds are kept; to measure the new code, pass --name for a new experiment")
         return now
 
+    def _moved_run(self, attempt: Attempt, run_dir: Path | None, settings: Settings) -> Attempt:
+        """``attempt`` as recorded once its run ended: unchanged, unless its run went to another
+        revision folder than it says (its name would find another run there) or the side's
+        revision moved during it (servers started after the move may have served the new code):
+        then not counted, interrupted (no retry spent); the caller's next ``_revision`` stops."""
+        if run_dir is not None and run_dir.parent.name != attempt.revision:
+            return replace(attempt, run="", status=AttemptStatus.INTERRUPTED,
+                           error=f"measured {run_dir.parent.name}, not {attempt.revision}: kept there as {run_dir.name}")
+        now = api.revision_dir(settings).name
+        if now != attempt.revision and attempt.status is not AttemptStatus.INTERRUPTED:
+            return replace(attempt, status=AttemptStatus.INTERRUPTED,
+                           error=f"the side's revision moved to {now} during this run: not counted")
+        return attempt
+
     def _attempt(self, k: int, position: Position, label: str) -> None:
         e = self.experiment
         settings = self.sides[position.side]
@@ -531,9 +549,20 @@ class _Driver:
         phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
         attempt = Attempt(position.side, position.round, "", self._revision(position.side, settings),
                           AttemptStatus.RUNNING, record.now_iso())
-        run_attempt(settings, e.identity.workloads, options=self.side(position.side).options,
-                    client=e.identity.client, phases=phases, progress=self.progress, label=label,
-                    record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        try:
+            result = run_attempt(settings, e.identity.workloads, options=self.side(position.side).options,
+                                 client=e.identity.client, phases=phases, progress=self.progress, label=label,
+                                 record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        except WrongRevision:  # REV_OK saw the tree move under the run: the move is what to say
+            latest = self.experiment.latest(position)
+            if latest is not None:
+                self.save(self._moved_run(latest, None, settings))
+            self._revision(position.side, settings)
+            raise
+        latest = self.experiment.latest(position)
+        if latest is not None:
+            self.save(self._moved_run(latest, result.run_dir if result is not None else None, settings))
+        self._revision(position.side, settings)
 
     def _score_generated(self) -> None:
         """Deferred scoring: each side's generated runs together, one start of each scoring server a side."""
@@ -542,6 +571,7 @@ class _Driver:
                        and (a := self.experiment.latest(p)) is not None and a.status is AttemptStatus.GENERATED]
             if not pending:
                 continue
+            self._revision(label, self.sides[label])  # scoring servers import the side's tree too
             self._score_side(label, pending)
 
     def _score_side(self, label: str, pending: Sequence[Attempt]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError
+from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, WrongRevision
 from ..identity import recorded_settings
 from ..process.cpus import check_cpus_here
 from ..records import PHASES, Phase
@@ -40,6 +40,17 @@ class CampaignStopped(OmnibenchError):
 class RevisionMoved(CampaignStopped):
     """The target's revision changed while the campaign measured (a commit, a checkout, a rebase):
     its next run would measure other code, in another revision folder than the campaign's."""
+
+
+def revision_moved(was: Path, now: Path, what: str, where: Path) -> RevisionMoved:
+    """The error for ``what`` (``campaign 'x'``, ``sweep 'y'``), recorded at ``where``, begun on
+    revision folder ``was`` when the target's runs would now go to ``now``."""
+    return RevisionMoved(
+        f"the target's revision moved from {was.name} to {now.name} while {what} measured; its runs would "
+        f"measure other code",
+        evidence={"record": str(where), "measured revision": was.name, "revision now": now.name},
+        hint=f"to finish it, go back to {was.name.rsplit('-', 1)[-1]} (git checkout) and repeat the command: its "
+             f"runs are kept; to measure the new code, repeat it where you are: it starts anew in {now.name}")
 
 
 @dataclass(frozen=True)
@@ -70,9 +81,11 @@ class CampaignBusy(OmnibenchError):
 
 
 def measure(settings: Settings, asked: Asked, *, name: str | None = None,
-            progress: Callable[[str], None] = print) -> Outcome:
+            progress: Callable[[str], None] = print, expect: tuple[Path, str, Path] | None = None) -> Outcome:
     """Run (or continue) the campaign; raises CampaignStopped, RunInterrupted, CampaignBusy,
-    StorageError or a setup error.
+    StorageError or a setup error. ``expect`` (revision folder, what, record): a caller measuring
+    several campaigns of one revision (a sweep) has :class:`RevisionMoved` raised when the target's
+    revision is no longer that one.
 
     The campaign is locked for the whole measurement: a second command for it at once (on
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
@@ -81,6 +94,8 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     # an option the checkout's era lacks is refused before the campaign file or any server exists
     api.check_supported(settings, asked.workloads, options=asked.options, client=asked.client, progress=progress)
     revision = api.revision_dir(settings)
+    if expect is not None and revision != expect[0]:
+        raise revision_moved(expect[0], revision, expect[1], expect[2])
     if name is not None:
         check_name(name, "campaign name")  # a given name: one folder entry (the flag checked it too)
     name = name or campaign_file.name_for(revision, asked.identity())
@@ -175,7 +190,7 @@ class _Driver:
                 self.save(status=CampaignStatus.INTERRUPTED, reason=exc.message)
                 self.progress.say(f"campaign interrupted; the same command resumes it ({self.path})")
                 raise
-            except (CampaignStopped, RunNotReady) as exc:  # not ready: a retry would miss the same way
+            except (CampaignStopped, RunNotReady, WrongRevision) as exc:  # a retry would miss the same way
                 self.save(status=CampaignStatus.STOPPED, reason=exc.message)
                 raise
             self.save(status=CampaignStatus.COMPLETE, reason="")
@@ -212,16 +227,20 @@ class _Driver:
         phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
         self._check_revision(api.revision_dir(self.settings))
         attempt = Attempt(slot, "", AttemptStatus.RUNNING, record.now_iso())
-        result = run_attempt(self.settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
-                             phases=phases, progress=self.progress, label=label,
-                             record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        try:
+            result = run_attempt(self.settings, c.asked.workloads, options=c.asked.options, client=c.asked.client,
+                                 phases=phases, progress=self.progress, label=label,
+                                 record=lambda ended: self.save(replace(attempt, **ended.changes())))
+        except WrongRevision:  # REV_OK saw the tree move under the run: the move, not a retry's worth
+            self._moved_during(slot, attempt)
+            raise
         if result is not None and result.run_dir.parent != self.revision:  # it moved while the run started
-            moved = result.run_dir.parent
             # not this campaign's run: a name that means another run in the campaign's folder is dropped
-            self.save(replace(self.campaign.latest(slot) or attempt, run="", status=AttemptStatus.FAILED,
-                              error=f"measured {moved.name}, not the campaign's {self.revision.name}: kept there as "
-                                    f"{result.run_dir.name}"))
-            self._check_revision(moved)
+            self.save(replace(self.campaign.latest(slot) or attempt, run="", status=AttemptStatus.INTERRUPTED,
+                              error=f"measured {result.run_dir.parent.name}, not the campaign's "
+                                    f"{self.revision.name}: kept there as {result.run_dir.name}"))
+            self._check_revision(result.run_dir.parent)
+        self._moved_during(slot, attempt)
         if result is not None and slot == 0 and not self.campaign.environment:
             self.save(environment=environment_of(result.run_dir))
 
@@ -229,16 +248,20 @@ class _Driver:
         """Stop with :class:`RevisionMoved` when the runs would now go to ``now``, not the campaign's
         revision folder: a campaign measures one revision's code, and its runs are found by name in
         its own folder (measured elsewhere, they were never found, and it measured on forever)."""
-        if now == self.revision:
-            return
-        raise RevisionMoved(
-            f"the target's revision moved from {self.revision.name} to {now.name} while campaign "
-            f"{self.campaign.name!r} measured; its runs would measure other code",
-            evidence={"campaign": str(self.path), "campaign's revision": self.revision.name,
-                      "revision now": now.name},
-            hint=f"to finish this campaign, go back to {self.revision.name.rsplit('-', 1)[-1]} (git checkout) and "
-                 f"repeat the command: its runs are kept; to measure the new code, repeat it where you are: "
-                 f"a new campaign starts in {now.name}")
+        if now != self.revision:
+            raise revision_moved(self.revision, now, f"campaign {self.campaign.name!r}", self.path)
+
+    def _moved_during(self, slot: int, attempt: Attempt) -> None:
+        """After a run (or its REV_OK failure): if the revision moved meanwhile, servers started after
+        the move may have served the new code, so the run is not counted (interrupted: no retry
+        spent) and the campaign stops."""
+        now = api.revision_dir(self.settings)
+        if now != self.revision:
+            latest = self.campaign.latest(slot)
+            if latest is not None and latest.started == attempt.started:
+                self.save(replace(latest, status=AttemptStatus.INTERRUPTED,
+                                  error=f"the target's revision moved to {now.name} during this run: not counted"))
+            self._check_revision(now)
 
     def _score_generated(self) -> None:
         """Deferred scoring: every generated run of the campaign on one start of each scoring server."""
@@ -246,6 +269,7 @@ class _Driver:
         pending = self._pending_generated()
         if not pending:
             return
+        self._check_revision(api.revision_dir(self.settings))  # scoring servers import the tree's code too
         self.progress.phase(f"scoring {len(pending)} generated runs together", len(pending))
         self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
         t0 = time.monotonic()

@@ -142,7 +142,9 @@ def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], 
         prefix = f"[sweep point {number} of {len(spec.points)}: {point.label}] "
         asked = asked_from(settings, [spec.workload], [*spec.options, *point.options(spec.workload)], spec.client,
                            spec.runs, spec.retries, spec.scoring)
-        outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix))
+        # every point measures the revision the sweep began on: a commit between points stops it
+        outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix),
+                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / "sweeps" / spec.sweep_name()))
         paths.append(outcome.path)
     return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
                                              for point, path in zip(spec.points, paths, strict=True)), tuple(paths))
