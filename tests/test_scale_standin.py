@@ -62,9 +62,19 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     assert not server_pids(tmp_path)
     # bisect over all three, on the default slot (--slots from the gpus setting: one GPU, so the pair
     # is GPU 0 alone); the two campaigns the matrix measured are reused, the good end is measured now
-    bisect = invoke("bisect", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--good", "HEAD~2", "--bad", "HEAD",
-                    "--metric", "selftest.latency_mean_s", "--runs", "2", "--threshold", "30%", "--slot-cpus", "shared",
-                    "--port", str(free_port()), env=env, timeout=600)
+    def bisect_at(runs: str) -> subprocess.CompletedProcess:
+        return invoke("bisect", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--good", "HEAD~2", "--bad",
+                      "HEAD", "--metric", "selftest.latency_mean_s", "--runs", runs, "--threshold", "30%",
+                      "--slot-cpus", "shared", "--port", str(free_port()), env=env, timeout=600)
+
+    bisect = first = bisect_at("2")
+    # A run a loaded host disturbed can leave a commit inconclusive at 2 runs: the bisect then stops
+    # and names the runs that would resolve it, and the user repeats it so (docs/scale.md)
+    for _ in range(2):
+        asked = re.search(r"repeat the command with --runs (\d+)", bisect.stderr)
+        if bisect.returncode != 1 or asked is None:
+            break
+        bisect = bisect_at(asked.group(1))
     assert bisect.returncode == 0, bisect.stdout[-4000:] + bisect.stderr[-2000:]
     assert f"first bad commit: {made.commits[2]}" in bisect.stdout
     # its numbers rounded (4 significant digits), its table without an unnamed column
@@ -73,8 +83,9 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     header = next(line for line in bisect.stdout.splitlines() if line.startswith("#  "))
     assert header.rstrip().endswith("against the good end") and "<- first bad" in bisect.stdout
     assert "GPU 0 alone: --slot-per pair got one GPU" in bisect.stdout
-    assert bisect.stdout.count("complete already, kept") == 2
-    assert [m.status for m in _manifests(results, made.commits[0])] == ["complete"] * 3
+    assert first.stdout.count("complete already, kept") == 2  # the matrix's two campaigns
+    ends = [m.status for m in _manifests(results, made.commits[0])]
+    assert len(ends) >= 3 and set(ends) == {"complete"}
     assert not server_pids(tmp_path)
 
 
