@@ -16,30 +16,40 @@ nox.options.default_venv_backend = "venv"
 HERE = Path(__file__).resolve().parent
 
 
-BROWSER = "chromium"  # Debian's package and its command: the site's browser test drives it headless
+BROWSER = "chromium"  # Debian's package and its command: the site's browser tests drive it headless
 BROWSER_INSTALL = (("apt-get", "update"), ("apt-get", "install", "-y", BROWSER))
+# Set to 1 to leave the browser out: nothing is installed, and the browser tests report a skip
+# that says why (tests/browser_helpers.py reads the same name).
+SKIP_BROWSER = "OMNIBENCH_SKIP_BROWSER"
 
 
 def browser_steps(which: Callable[[str], str | None] | None = None,
-                  euid: Callable[[], int] | None = None) -> tuple[tuple[str, ...], ...]:
-    """The commands that install the browser the tests drive: none when ``chromium`` is on PATH,
-    apt-get's as root; anyone else is told what to run (a RuntimeError with the commands).
-    ``which`` and ``euid`` default to ``shutil.which`` and ``os.geteuid``."""
-    if (which or shutil.which)(BROWSER):
+                  euid: Callable[[], int] | None = None,
+                  environ: dict[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
+    """The commands that install the browser the tests drive: none when ``chromium`` is on PATH or
+    ``OMNIBENCH_SKIP_BROWSER=1`` asks for no browser, apt-get's as root; anyone else is told what to
+    run (a RuntimeError with the commands and the way to skip). ``which``, ``euid`` and ``environ``
+    default to ``shutil.which``, ``os.geteuid`` and ``os.environ``."""
+    if (environ if environ is not None else os.environ).get(SKIP_BROWSER) == "1" or (which or shutil.which)(BROWSER):
         return ()
     if (euid or os.geteuid)() != 0:
-        raise RuntimeError(f"the browser test needs {BROWSER!r} on PATH and this user cannot install it; run as "
+        raise RuntimeError(f"the browser tests need {BROWSER!r} on PATH and this user cannot install it; run as "
                            "root: " + " && ".join(" ".join(step) for step in BROWSER_INSTALL)
-                           + " (or run nox as root)")
+                           + f" (or run nox as root), or skip the browser tests: {SKIP_BROWSER}=1 python3 -m nox -s tests")
     return BROWSER_INSTALL
 
 
 def install_browser(session: nox.Session) -> None:
-    """Install Debian's chromium with apt when it is missing (CI's fresh machine has none)."""
+    """Install Debian's chromium with apt when it is missing (CI's fresh machine has none), saying
+    first what will be installed and how to skip it."""
     try:
         steps = browser_steps()
     except RuntimeError as exc:
         session.error(str(exc))
+    if steps:
+        session.log(f"the site's browser tests drive {BROWSER!r}, which is not on PATH: installing Debian's package "
+                    f"now ({' && '.join(' '.join(step) for step in steps)}). To skip those tests instead (they then "
+                    f"report a skip): {SKIP_BROWSER}=1 python3 -m nox -s tests")
     for step in steps:
         session.run(*step, external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
 

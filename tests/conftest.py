@@ -48,6 +48,21 @@ LONGEST_FIRST = ("test_streaming.py", "test_campaign_faults.py", "test_benchmark
                  "test_videoamme.py", "test_scale_ray.py")  # by a full run's time per file, 2026-12-01
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """Whole test files to a worker, as ``--dist loadfile`` does (a module's fixtures are made
+    once), except tests marked ``xdist_group(NAME)``: each group is one unit of its own, so its
+    tests run one after another and never beside each other (the browser tests)."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FileOrGroup(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist's own test for a group's suffix
+                return "group " + nodeid.rsplit("@", 1)[-1]
+            return nodeid.split("::", 1)[0]
+
+    return FileOrGroup(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses a heavy fixture ``slow``; put the longest files first."""
     for item in items:

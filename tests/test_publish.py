@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from browser_helpers import browser_group, launched, new_page
 from history_samples import COMMITS, STEP_AT, history, revision
-from proc_helpers import HUNG_S
 from run_helpers import REPO
 
 from omnibench_core.errors import StorageError
 from omnibench_core.history import site
 from omnibench_core.history.series import ChangePoint, History, Series
-
-BROWSER = shutil.which("chromium")
 
 
 def _site(tmp_path: Path) -> tuple[Path, Path]:
@@ -153,36 +152,20 @@ def test_invoke_publish_refuses_a_folder_that_is_not_a_site_before_anything_else
 # -- in a real browser --------------------------------------------------------------------------
 @pytest.fixture
 def browser():
-    if BROWSER is None:
-        pytest.fail("chromium is not installed: `python3 -m nox -s tests` installs it (as root), or "
-                    "apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        # --no-sandbox: the tests run as root (CI too), where Chromium's sandbox refuses to start
-        # Playwright's 30 s defaults are a time budget a loaded 2-core host can spend on a start or
-        # a render: the hung-test bound instead (a page that never loads still fails)
-        launched = pw.chromium.launch(executable_path=BROWSER, headless=True, args=["--no-sandbox"],
-                                      timeout=HUNG_S * 1000)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched() as browser:
+        yield browser
 
 
 @pytest.mark.slow
+@browser_group
 def test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_resolve(tmp_path, browser):
     results, out = _site(tmp_path)
     alone = tmp_path / "elsewhere" / "site"
     shutil.copytree(out, alone)  # the folder opened alone: no results root beside it
     shutil.rmtree(results)
     shutil.rmtree(out)
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.set_default_timeout(HUNG_S * 1000)
-    page.set_default_navigation_timeout(HUNG_S * 1000)
     errors, failed = [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page = new_page(browser, errors)
     page.on("requestfailed", lambda r: failed.append(r.url))
     assert page.goto((alone / "index.html").as_uri()).ok
     page.click("text=selftest.latency_mean_s >> nth=0")  # the regressions list links the series
@@ -235,6 +218,10 @@ class _Session:
 
     def __init__(self):
         self.ran: list[tuple[tuple[str, ...], dict]] = []
+        self.said: list[tuple[str, int]] = []  # each log line, with how many commands had run before it
+
+    def log(self, message):
+        self.said.append((message, len(self.ran)))
 
     def run(self, *args, **kwargs):
         self.ran.append((args, kwargs))
@@ -256,9 +243,17 @@ def test_nox_installs_chromium_with_apt_when_it_is_missing_as_root_and_says_what
     nox_file.install_browser(session)
     assert [args for args, _ in session.ran] == list(steps)
     assert all(kw == {"external": True, "env": {"DEBIAN_FRONTEND": "noninteractive"}} for _, kw in session.ran)
+    # said before apt runs: what is installed, and how to skip the browser tests instead
+    ((said, before),) = session.said
+    assert before == 0 and "apt-get install -y chromium" in said and "OMNIBENCH_SKIP_BROWSER=1 python3 -m nox" in said
     monkeypatch.setattr(nox_file.os, "geteuid", lambda: 1000)
-    with pytest.raises(SystemExit, match="needs 'chromium' on PATH"):
+    with pytest.raises(SystemExit, match="need 'chromium' on PATH.*OMNIBENCH_SKIP_BROWSER=1"):
         nox_file.install_browser(_Session())
+    # asked to skip: nothing installed, nothing said, whoever runs it
+    monkeypatch.setenv("OMNIBENCH_SKIP_BROWSER", "1")
+    skipped = _Session()
+    nox_file.install_browser(skipped)
+    assert skipped.ran == [] and skipped.said == []
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == "python3 -m pip install nox && python3 -m nox -s tests"  # the README's command, unchanged
     assert "install_browser(session)" in (REPO / "noxfile.py").read_text().split("def tests(", 1)[1].split("\n@", 1)[0]
@@ -289,3 +284,18 @@ def test_a_link_in_a_reports_plots_copies_nothing_from_outside_the_results_root(
     assert (out / "reports" / three.relative_to(results) / "selftest.latency_mean_s.png").is_file()  # the real plots stay
     printed = publish_text(Published(out, 2, 1, tuple(skipped))).splitlines()
     assert printed[:3] == [f"skipped {line}" for line in skipped] and printed[3].startswith("site: ")
+
+
+def test_a_browser_test_asked_to_be_skipped_reports_a_skip_with_the_reason(tmp_path):
+    """OMNIBENCH_SKIP_BROWSER=1 (the noxfile's way to leave the browser out) makes the browser
+    tests skip, saying why, in a real pytest run: never a pass without a browser."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-rs", "-q",
+                           "--basetemp", str(tmp_path / "bt"), "tests/test_publish.py", "-k", "opened_alone"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMNIBENCH_SKIP_BROWSER": "1"})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "1 skipped" in done.stdout and "OMNIBENCH_SKIP_BROWSER=1: the browser tests were asked to be skipped" \
+        in done.stdout and "passed" not in done.stdout.splitlines()[-1]

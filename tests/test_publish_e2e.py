@@ -10,12 +10,12 @@ saying so; merged, it runs."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from browser_helpers import browser_group, chromium, launched, new_page
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
@@ -33,7 +33,9 @@ def _invoke(results: Path, *args: str, path: str) -> subprocess.CompletedProcess
 
 
 @pytest.mark.slow
+@browser_group
 def test_invoke_publish_of_a_measured_standin_history_opens_in_chromium(tmp_path):
+    chromium()  # skipped or failed before the matrix, not after it
     made = invoke_standin(tmp_path / "co", "--commits", "4", "--regress-at", "3", "--base-delay-ms", "50",
                           "--delay-ms", "100", "--fake-gpus", str(tmp_path / "fakegpu"))
     results, path = tmp_path / "results", path_without_nvidia_smi(made.fake_gpus)
@@ -44,28 +46,18 @@ def test_invoke_publish_of_a_measured_standin_history_opens_in_chromium(tmp_path
     done = _invoke(results, "publish", *common, "--out", str(out), path=path)
     assert f"site: {out / 'index.html'}" in done.stdout
     assert not server_pids(tmp_path)
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is not installed: `python3 -m nox -s tests` installs it (as root)"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            assert page.goto((out / "index.html").as_uri()).ok
-            page.click("text=selftest.latency_mean_s >> nth=0")
-            page.wait_for_selector("svg.series-plot")
-            assert page.locator("svg.series-plot circle.point").count() == 4
-            assert page.locator("svg.series-plot g.change-point.worse").count() == 1
-            page.screenshot(path=str(tmp_path / "series.png"), full_page=True)
-            with page.expect_navigation():
-                page.locator(f'a.point-link:has(circle[data-revision="{made.commits[2]}"])').click()
-            # a matrix's campaign has no report.md: the dot opens its campaign's page, with the command to make one
-            assert page.url.endswith(".html") and f"{made.commits[2][:7]}/campaigns/" in page.url
-            assert "No report was made" in page.content() and '"status": "complete"' in page.inner_text("pre.campaign")
-            assert errors == [], errors
-        finally:
-            browser.close()
+    with launched() as browser:
+        errors: list[str] = []
+        page = new_page(browser, errors)
+        assert page.goto((out / "index.html").as_uri()).ok
+        page.click("text=selftest.latency_mean_s >> nth=0")
+        page.wait_for_selector("svg.series-plot")
+        assert page.locator("svg.series-plot circle.point").count() == 4
+        assert page.locator("svg.series-plot g.change-point.worse").count() == 1
+        page.screenshot(path=str(tmp_path / "series.png"), full_page=True)
+        with page.expect_navigation():
+            page.locator(f'a.point-link:has(circle[data-revision="{made.commits[2]}"])').click()
+        # a matrix's campaign has no report.md: the dot opens its campaign's page, with the command to make one
+        assert page.url.endswith(".html") and f"{made.commits[2][:7]}/campaigns/" in page.url
+        assert "No report was made" in page.content() and '"status": "complete"' in page.inner_text("pre.campaign")
+        assert errors == [], errors
