@@ -80,6 +80,23 @@ def fast(session: nox.Session) -> None:
 
 
 @nox.session
+def coverage(session: nox.Session) -> None:
+    """Line and branch coverage of ``omnibench_core/`` and ``plugins/`` over the whole suite
+    (coverage.py; settings in pyproject.toml's ``[tool.coverage.*]``): every process the tests
+    start is measured too (servers, clients, ``invoke`` commands), and a table of the totals is
+    printed. docs/development.md keeps the figures, with the commit and the date."""
+    install_browser(session)
+    session.install("-e", ".[test]", "coverage>=7.10")  # 7.10: `patch = subprocess`
+    data = Path(session.create_tmp()).resolve() / ".coverage"
+    for old in data.parent.glob(".coverage*"):
+        old.unlink()
+    env = {"COVERAGE_FILE": str(data)}
+    session.run("coverage", "run", "-m", "pytest", *session.posargs, env=env)
+    session.run("coverage", "combine", "--quiet", env=env)
+    session.run("coverage", "report", "--precision=1", "--skip-covered", "--sort=cover", env=env)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks (not tests): gate latency, native client overhead, collection check.
 

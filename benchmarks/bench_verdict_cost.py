@@ -16,7 +16,7 @@ rounds used; sequential is not run that way, since `invoke ab` refuses it (no pa
 
     python benchmarks/bench_verdict_cost.py [--startup-s 20] [--rounds 3] [--max-rounds 6]
                                             [--designs duet,interleaved,sequential] [--out verdict_cost.json]
-    python benchmarks/bench_verdict_cost.py --smoke   # 1 s starts, 2 rounds, duet and sequential: the wiring
+    python benchmarks/bench_verdict_cost.py --smoke   # 0.3 s starts, 2 rounds, duet and sequential: the wiring
 
 The revisions' worktrees and venvs are prepared before the clock starts, so no design pays for
 them (the first would otherwise pay for all).
@@ -204,13 +204,12 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=40.0, help="commit 2's planted extra latency (+40 %% of 100)")
     parser.add_argument("--requests", type=int, default=4, help="requests a run")
     parser.add_argument("--out", type=Path, help="write the host, the arguments, the outcomes and the ratios as JSON")
-    parser.add_argument("--smoke", action="store_true", help="1 s starts, 2 rounds, the duet and sequential designs: the wiring, no figures")
+    parser.add_argument("--smoke", action="store_true", help="0.3 s starts, 2 rounds, the duet and sequential designs: the wiring, no figures")
     parser.add_argument("--keep", type=Path, help="work in this new folder and keep it (the stand-in, every run)")
     args = parser.parse_args()
-    if args.smoke:  # the wiring of both modes, in a few minutes: a two-slot and a one-slot design
-        args.startup_s, args.rounds, args.requests = 1.0, 2, 2
-        args.max_rounds = args.max_rounds or 3
-        args.designs = "duet,sequential"  # --max-rounds refuses sequential: the duet alone shows that mode
+    if args.smoke:  # the wiring: a two-slot and a one-slot design, fixed rounds (add --max-rounds 3 for that mode)
+        args.startup_s, args.rounds, args.requests = 0.3, 2, 2
+        args.designs = "duet,sequential"
     from tabulate import tabulate
 
     about = host()
