@@ -3,35 +3,22 @@ library (omnibench_core) does the work."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import invoke
 from invoke import Collection, Context, Exit
 from invoke import main as invoke_main
 
-from omnibench_core import ab as ab_layer
-from omnibench_core import api, campaign, defaults, sweep, tables
-from omnibench_core.campaign.compare import VERDICTS
-from omnibench_core.campaign.record import SCORINGS
+from omnibench_core import defaults
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.heartbeat import working
-from omnibench_core.history import front_door as history_layer
-from omnibench_core.history import inbox as history_inbox
-from omnibench_core.history import site_command as history_site
-from omnibench_core.history.query import check_revisions
-from omnibench_core.history.text import history_text as history_view
-from omnibench_core.hooks import manager as plugin_manager
-from omnibench_core.run.runner import interrupted_message, sigterm_as_exception
-from omnibench_core.scale import front_door as scale
-from omnibench_core.scale.bisect import bisect_text
-from omnibench_core.scale.matrix import matrix_text, parse_sweep
-from omnibench_core.scale.revisions import split_spec
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
-from omnibench_core.scale.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from omnibench_core.settings import Settings, config
 from omnibench_core.settings import flags as f
 from omnibench_core.setup import host as setup_host
@@ -39,6 +26,38 @@ from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make
 from omnibench_core.standin.stages import KINDS as CI_STAGES
 from omnibench_core.store.statuses import JobStatus
 from omnibench_core.tables import emit
+
+
+class _Lazy:
+    """A library module imported on its first use: `invoke --list`, `--help` and a task pay only
+    for the modules they use (issue 46: every command paid 0.7 s of CPU for all of them)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+ab_layer = _Lazy("omnibench_core.ab")
+api = _Lazy("omnibench_core.api")
+campaign = _Lazy("omnibench_core.campaign")
+sweep = _Lazy("omnibench_core.sweep")
+tables = _Lazy("omnibench_core.tables")
+compare_words = _Lazy("omnibench_core.campaign.compare")
+campaign_record = _Lazy("omnibench_core.campaign.record")
+history_layer = _Lazy("omnibench_core.history.front_door")
+history_inbox = _Lazy("omnibench_core.history.inbox")
+history_site = _Lazy("omnibench_core.history.site_command")
+history_query = _Lazy("omnibench_core.history.query")
+history_texts = _Lazy("omnibench_core.history.text")
+plugin_manager = _Lazy("omnibench_core.hooks.manager")
+runner = _Lazy("omnibench_core.run.runner")
+scale = _Lazy("omnibench_core.scale.front_door")
+scale_bisect = _Lazy("omnibench_core.scale.bisect")
+scale_matrix = _Lazy("omnibench_core.scale.matrix")
+scale_revisions = _Lazy("omnibench_core.scale.revisions")
+scale_transport = _Lazy("omnibench_core.scale.transport")
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
 # omnibench_core/settings/flags.py. tests/test_flags.py fails for a flag without a check.
@@ -50,14 +69,14 @@ def reported() -> Iterator[None]:
     """A typed omnibench error becomes a clean message and exit code; Ctrl-C and SIGTERM anywhere
     (a report being written, say) exit 130 with a message, as an interrupted run does."""
     try:
-        with sigterm_as_exception():
+        with runner.sigterm_as_exception():
             yield
     except RunInterrupted as exc:
         raise Exit(f"error: {exc}", code=130) from None
     except OmnibenchError as exc:
         raise Exit(f"error: {exc}", code=1) from None
     except (KeyboardInterrupt, Terminated) as exc:
-        raise Exit(f"error: {interrupted_message(exc)}", code=130) from None
+        raise Exit(f"error: {runner.interrupted_message(exc)}", code=130) from None
 
 
 def settings_from(c: Context, **flags: object) -> Settings:
@@ -126,7 +145,7 @@ RUN_FLAGS_HELP = {
 # The flags follow `run`'s order, so the short flags are the same as run's (-w -t -r -p -o -c -g -s -l);
 # so do sweep's, its own flags after them.
 @task(iterable=["workload", "opt"], checks={
-    **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("campaign name")}, help={
+    **SETTING_CHECKS, "runs": RUNS, "retries": f.whole(0), "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("campaign name")}, help={
     "workload": "workload to measure (repeat for several)",
     "runs": "measured runs after the warm-up run0 (default 3, as the runbook)",
     "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
@@ -151,7 +170,7 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
 
 @task(iterable=["opt"], checks={
     **SETTING_CHECKS, "workload": f.text(empty=False), "runs": RUNS, "retries": f.whole(0),
-    "scoring": f.choice(SCORINGS), "name": f.name("sweep name", empty=True), "upstream": f.SWITCH,
+    "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("sweep name", empty=True), "upstream": f.SWITCH,
     # "" (the default) is none given: the sweep itself asks for at least one kind of point
     "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep.parse_concurrencies(v), v)[1]),
     "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep.parse_rates(v), v)[1]),
@@ -208,7 +227,7 @@ def report_runs(c, name="", runs="", target=None, results=None, checkout=None):
 
 
 @task(checks={"a": f.text(empty=False), "b": f.text(empty=False), "force": f.SWITCH, "min_effect": f.percent(),
-              "alpha": f.fraction_open(0, 1, "0.05"), "fail_on": f.choice(VERDICTS, empty=True), "target": TARGET,
+              "alpha": f.fraction_open(0, 1, "0.05"), "fail_on": f.choice(lambda: compare_words.VERDICTS, empty=True), "target": TARGET,
               "results": f.text()},
       help={"a": "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file; or the base "
                  "sweep (NAME, REVISION/NAME or REVISION/NAME/POINTS): then every common load point is compared",
@@ -379,21 +398,21 @@ SCALE_HELP = {
 }
 SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: no --gpus, --cpus
     **{k: v for k, v in SETTING_CHECKS.items() if k not in ("gpus", "cpus")}, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
-    "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(scale.ENGINES), "address": f.text(empty=False),
-    "results_transport": f.choice(TRANSPORTS), "checkout_url": f.text(), "threshold": f.threshold()}
+    "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(lambda: scale.ENGINES), "address": f.text(empty=False),
+    "results_transport": f.choice(lambda: scale_transport.TRANSPORTS), "checkout_url": f.text(), "threshold": f.threshold()}
 
 
 @task(iterable=["workload", "sweep", "opt"], checks={
     **SCALE_CHECKS, "resume": f.SWITCH,
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
-    "revisions": f.library("A,B,C or A..B", lambda v: v if not v.strip() else (split_spec(v), v)[1]),
-    "sweep": f.Many(f.library("WORKLOAD.KEY=V1,V2,...", lambda v: (parse_sweep([v]), v)[1]))}, help={
+    "revisions": f.library("A,B,C or A..B", lambda v: v if not v.strip() else (scale_revisions.split_spec(v), v)[1]),
+    "sweep": f.Many(f.library("WORKLOAD.KEY=V1,V2,...", lambda v: (scale_matrix.parse_sweep([v]), v)[1]))}, help={
     **SCALE_HELP, "revisions": "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the checkout",
     "sweep": "WORKLOAD.KEY=V1,V2,... (repeatable): every combination is an option set",
     "resume": "keep complete campaigns and runs, continue the others"})
 def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", resume=False, threshold=THRESHOLD, client=None, target=None,
-           checkout=None, results=None, port=None, results_transport=DEFAULT_TRANSPORT, checkout_url="",
+           checkout=None, results=None, port=None, results_transport=defaults.TRANSPORT, checkout_url="",
            server_profile=None):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
@@ -405,7 +424,7 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, 
         result = scale.matrix(settings, revisions_spec=revisions, workloads=workload, sweep=sweep or [],
                               options=opt or [], runs=runs, client=client, engine=eng, resume=resume,
                               threshold=threshold, progress=emit)
-    emit(matrix_text(result))
+    emit(scale_matrix.matrix_text(result))
     # a commit whose era lacks an option is listed as not measurable: an answer, not a failure
     if any(o.status not in (JobStatus.COMPLETE, JobStatus.NOT_MEASURABLE) for o in result.outcomes.values()):
         raise Exit(code=1)
@@ -418,7 +437,7 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, 
               "(measured with that point's options)"})
 def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RUNS, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
-           port=None, results_transport=DEFAULT_TRANSPORT, checkout_url="", server_profile=None):
+           port=None, results_transport=defaults.TRANSPORT, checkout_url="", server_profile=None):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port,
@@ -429,12 +448,12 @@ def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RU
         result = scale.bisect(settings, good=good, bad=bad, metric=metric, workloads=workload,
                               threshold=threshold, runs=runs, options=opt or [],
                               client=client, engine=eng, progress=emit)
-    emit(bisect_text(result))
+    emit(scale_bisect.bisect_text(result))
 
 
 @task(checks={
     "metric": f.text(), "workload": f.text(), "target": TARGET,
-    "revisions": f.library("A..B or a branch (not starting with -)", check_revisions), "checkout": f.text(),
+    "revisions": f.library("A..B or a branch (not starting with -)", lambda v: history_query.check_revisions(v)), "checkout": f.text(),
     "results": f.text(), "json": f.text(), "summary": f.text(), "rebuild": f.SWITCH, "bisect": f.SWITCH, "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS), "threshold": f.threshold(), "port": f.port(),
     "min_effect": f.percent()},
@@ -462,16 +481,16 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
             checkout=checkout, rebuild=rebuild, bisect=bisect, json_out=json or None, min_effect=min_effect, progress=emit,
             summary_out=summary or None,
             slot_flags=history_layer.SlotFlags(slots, slot_per, slot_cpus, threshold))
-    emit(history_layer.outcome_text(done, history_view(done.history)))
+    emit(history_layer.outcome_text(done, history_texts.history_text(done.history)))
 
 
 @task(iterable=["workload", "opt", "a_opt", "b_opt", "a_set", "b_set"], checks={
     **SETTING_CHECKS, "a_rev": f.revision(), "b_rev": f.revision(), "rounds": f.whole(2),
     "max_rounds": f.whole(defaults.FIRST_LOOK), "decide": f.distinct_list("metric names"),
-    "design": f.choice(ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
+    "design": f.choice(lambda: ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
     "a_set": f.Many(f.text(empty=False)), "b_set": f.Many(f.text(empty=False)), "aa": f.SWITCH, "seed": f.whole(0),
-    "retries": f.whole(0), "scoring": f.choice(SCORINGS), "name": f.name("experiment name", empty=True), "alpha": f.fraction_open(0, 1, "0.05"),
-    "min_effect": f.percent(), "fail_on": f.choice(VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
+    "retries": f.whole(0), "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("experiment name", empty=True), "alpha": f.fraction_open(0, 1, "0.05"),
+    "min_effect": f.percent(), "fail_on": f.choice(lambda: compare_words.VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS)}, help={
     "workload": "workload both sides measure (repeat for several)",
     "rounds": f"rounds after the warm-ups; each round measures each side once (default {defaults.ROUNDS}, at least "

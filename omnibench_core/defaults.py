@@ -18,3 +18,6 @@ FIRST_LOOK = 3  # the fewest rounds a look judges (a paired t of 2 degrees of fr
 # model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
 SERVER_PROFILES = ("runbook", "ci")
 SERVER_PROFILE = "runbook"
+# How a matrix's runs reach the driver's results root (--results-transport): auto ships only from
+# nodes that do not see that root (omnibench_core/scale/transport.py).
+TRANSPORT = "auto"

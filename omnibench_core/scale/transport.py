@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import defaults
 from ..campaign.record import Campaign
 from ..errors import OmnibenchError, RunFileError, storage_error
 from ..identity import Identity
@@ -57,7 +58,7 @@ from ..store.names import CAMPAIGNS, RECORD_SUFFIX, check_name, under_root
 from ..store.statuses import AttemptStatus, CampaignStatus
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
-DEFAULT_TRANSPORT = "auto"  # ship only from nodes that do not see the driver's results root
+DEFAULT_TRANSPORT = defaults.TRANSPORT  # ship only from nodes that do not see the driver's results root
 SHIPPED = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)  # a run in one of these states is worth keeping at the driver
 NODE_ROOT_ENV = "OMNIBENCH_NODE_ROOT"  # a node's own folder for its campaigns, worktrees and checkouts
 
