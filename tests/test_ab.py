@@ -180,6 +180,7 @@ def test_a_second_command_for_the_same_experiment_is_refused_naming_the_holder(t
     assert f"pid {os.getpid()}" in done.stderr and not list(results.glob("local-*"))
 
 
+@pytest.mark.slow
 def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_path):
     import socket
 
@@ -370,6 +371,7 @@ def _counts_server_starts(rec: dict) -> None:
         assert sum(a["server_starts"] for a in latest.values()) == 4 + 1, side
 
 
+@pytest.mark.slow
 def test_a_duet_needs_two_slots(tmp_path):
     done = run_ab(tmp_path / "results", "--b-set", "local_delay_ms=5", "--design", "duet", timeout=600)
     assert done.returncode == 1 and "the duet design needs two slots" in done.stderr
@@ -423,6 +425,7 @@ def test_a_duet_worker_serves_one_run_per_input_line_until_end_of_input(tmp_path
             proc.kill()
 
 
+@pytest.mark.slow
 def test_a_duet_worker_killed_between_rounds_is_said_and_replaced(tmp_path):
     """One idle worker is killed (-9) after round 1: round 2 says which side's worker had ended,
     starts another for that side only, and both sides report again. (Runs that cannot start: a

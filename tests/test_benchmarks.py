@@ -33,11 +33,13 @@ def test_bench_campaign_smoke_runs_both_scorings():
     assert [(r["scoring"], r["server_starts"], r["runs"]) for r in rows] == [("per-run", 6, 3), ("deferred", 4, 3)]
 
 
+@pytest.mark.slow
 def test_bench_gates_smoke_times_both_gates():
     done = _run("bench_gates.py", "--smoke")
     assert "READY" in done.stdout and "GPU_FREE (fake)" in done.stdout and "round 1/1" in done.stdout
 
 
+@pytest.mark.slow
 def test_bench_seedtts_smoke_runs_both_clients_and_the_collection_check():
     done = _run("bench_seedtts.py", "--smoke")
     assert all(f"concurrency {c}: asyncio" in done.stdout for c in (1, 16, 64, 256))
@@ -66,6 +68,7 @@ def test_gpu_gate_check_dry_run_fails_while_held_and_passes_after_the_stop():
     assert "GPU gate check: OK" in done.stdout and '"type": "GpuNotFree"' in done.stdout
 
 
+@pytest.mark.slow
 def test_gpu_watchdog_check_dry_run_finds_the_escaped_child_and_the_watchdog_stops_all():
     done = _run("gpu_watchdog_check.py", "--dry-run")
     assert "WATCHDOG_GPU_CHECK OK" in done.stdout

@@ -147,6 +147,7 @@ def test_one_stage_with_retries(tmp_path):
     assert len(cleanups) == 2  # before the retry, and after the stage
 
 
+@pytest.mark.slow
 def test_ci_ready_fails_without_a_router(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     done = nox_ci(tmp_path, checkout, "ci_stages(stage='tts_ci')", extra_env={"FAKE_ROUTER_FAIL": "1"})
@@ -156,6 +157,7 @@ def test_ci_ready_fails_without_a_router(tmp_path):
     assert not (checkout / "order.log").exists()
 
 
+@pytest.mark.slow
 def test_no_checkout_is_said_once_in_a_few_lines(tmp_path):
     done = nox_ci(tmp_path, tmp_path / "no-checkout")
     out = done.stdout + done.stderr
@@ -166,6 +168,7 @@ def test_no_checkout_is_said_once_in_a_few_lines(tmp_path):
     assert len(out.splitlines()) < 60
 
 
+@pytest.mark.slow
 def test_ci_ready_refuses_an_existing_output_dir(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     (tmp_path / "taken").mkdir()

@@ -141,6 +141,7 @@ def test_the_checker_catches_a_wrong_flag_and_task():
     assert "nosuchtask" not in task_names() and "setup.cpus" in task_names()
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_every_page_in_its_menu(tmp_path):
     """mkdocs (the `test` extra) builds docs/ strictly: a broken link, a missing anchor or a page
     left out of mkdocs.yml's nav fails here, as it would fail the published site."""

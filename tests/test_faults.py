@@ -207,6 +207,7 @@ def test_a_planted_output_does_not_pass_for_the_steps_own(tmp_path, port):
     assert manifest_file.read(moved).status == "failed"
 
 
+@pytest.mark.slow
 def test_skipped_steps_need_this_runs_own_record(tmp_path, port):
     result = _run(tmp_path, port)
     manifest = manifest_file.read(result.run_dir)
@@ -233,6 +234,7 @@ def test_malformed_but_parseable_results_break_a_named_rule(tmp_path, speed):
 
 
 # -- files and output ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_metrics_and_manifest_are_readable_like_the_other_files(tmp_path, port):
     result = _run(tmp_path, port)
     for name in ("metrics.json", "manifest.json", "commit.txt"):
@@ -240,6 +242,7 @@ def test_metrics_and_manifest_are_readable_like_the_other_files(tmp_path, port):
         assert mode & 0o044 == 0o044, (name, oct(mode))
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_does_not_fail_the_run(tmp_path, port):
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "r")}
     reader = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--workload", "selftest", "--port", str(port)],
@@ -300,6 +303,7 @@ def test_kill_9_of_invoke_leaves_no_server_and_the_next_run_reclaims_it(tmp_path
     assert manifest_file.read(nxt.run_dir.parent / "run0-incomplete").status == "abandoned"
 
 
+@pytest.mark.slow
 def test_the_local_target_never_runs_nvidia_smi(tmp_path, port, monkeypatch):
     from gpu_helpers import fake_calls, write_fake_nvidia_smi
 

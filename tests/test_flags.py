@@ -103,6 +103,7 @@ def test_matrix_revisions_naming_none_says_no_revision_given(invoke, tmp_path):
     assert "no revision given" in err and "--revisions ',,'" in err
 
 
+@pytest.mark.slow
 def test_a_revision_that_is_a_git_option_never_reaches_git(invoke, tmp_path):
     checkout = make_fake_checkout(tmp_path / "co")
     planted = tmp_path / "FILE..HEAD"
@@ -158,6 +159,7 @@ def test_report_runs_must_be_distinct(invoke, tmp_path):
     assert "--runs 'run1,run1' refused (run1 given twice)" in err
 
 
+@pytest.mark.slow
 def test_port_abc_is_blamed_on_the_flag_and_a_bad_config_value_on_where_it_came_from(invoke, tmp_path, port):
     err = refused(invoke, tmp_path, "run", "-w", "selftest", "--port", "abc")
     assert "--port 'abc' refused" in err and "1 to 65535" in err and "invoke.yaml" not in err
@@ -274,6 +276,7 @@ def test_ab_and_run_names_are_held_to_the_same_rule(invoke, tmp_path, port, argv
     assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.lock").exists()
 
 
+@pytest.mark.slow
 def test_slot_cpus_this_host_does_not_have_are_refused_up_front_naming_them(invoke, tmp_path, port):
     """Issue 31, item 6: CPUs not on this host ended in "the watchdog for .../python exited with 1
     (log PATH)", PATH moved aside since. Now the flag (and a configured value, in measure before
@@ -294,6 +297,7 @@ def test_a_data_dir_that_is_the_file_systems_root_is_refused_naming_the_option(i
     assert not list((tmp_path / "results").rglob("run*"))  # refused while planning: no run folder left
 
 
+@pytest.mark.slow
 def test_invokes_bare_parse_errors_get_hints_that_lead_somewhere(invoke):
     """Invoke's "No idea what 'X' is!" on the user's command line gains a hint: a workload option
     given as a flag points to --opt, a misspelt flag or task to the close one, a campaign name

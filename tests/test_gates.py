@@ -250,6 +250,7 @@ def test_gpu_free_holds_its_deadline_when_nvidia_smi_hangs(tmp_path):
     assert not [p for p in snapshot() if str(smi) in cmdline(p)]  # process scan: nothing of it left
 
 
+@pytest.mark.slow
 def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
     smi = _hanging_nvidia_smi(tmp_path, hang_calls=1)
     # 10 s a call: the first (which sleeps 600 s) is cut then; the second, a Python start, answers
@@ -261,6 +262,7 @@ def test_gpu_free_retries_a_hung_call_and_passes(tmp_path):
     wait_for(lambda: not any(alive(p) for p in hung), what="the hung call to end")
 
 
+@pytest.mark.slow
 def test_gpu_free_judges_by_the_last_answer_when_later_calls_hang(tmp_path):
     """nvidia-smi answers 50000 MiB once, then hangs: at the deadline the GPU is not free (what the
     last answer said), the hangs counted, not "hung until the deadline" (that is for no answer)."""

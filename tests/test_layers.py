@@ -28,6 +28,7 @@ def _imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_core_module_imports_a_plugin():
     # standin/files/ are the files of another repository (the stand-in checkout, whose programs
     # run omnibench's clients as sglang-omni's would): package data, not modules of the library.

@@ -116,6 +116,7 @@ def transcribe(url, samples, rate, model="minicpmo"):
                          data={"model": model, "language": "en", "response_format": "json"}, timeout=600)
 
 
+@pytest.mark.slow
 def test_health_and_models(server):
     url, log = server
     health = requests.get(f"{url}/health", timeout=600)
@@ -278,6 +279,7 @@ def test_streaming_sends_text_audio_chunks_usage_and_done(server):
     assert events[-1]["usage"] == whole["usage"]
 
 
+@pytest.mark.slow
 def test_video_question_from_allowed_media(server, media):
     url, _ = server
     question = wav_of(chat(url, "What colour is it? A, blue. B, red.", temperature=0).json())
@@ -324,6 +326,7 @@ def test_a_fresh_wav_outside_the_allowed_folders_reads_as_missing(server, media,
         == detail(str(media / ".." / outside.parent.name / "fresh.wav")) == f"audios[0]: {REFUSED}"
 
 
+@pytest.mark.slow
 def test_read_aloud_prefix_is_a_flag(tmp_path):
     proc, port = _start(["--read-aloud-prefix", "Say:", "--read-aloud-prefix", "Repeat after me:"],
                         tmp_path / "server.log")

@@ -208,6 +208,7 @@ def test_invoke_run_refuses_a_bad_option_cleanly(invoke, tmp_path, args):
     assert not (tmp_path / "results").exists() and done.stdout.strip() == ""  # nothing ran
 
 
+@pytest.mark.slow
 def test_invoke_plugins_shows_every_option(invoke):
     done = invoke("plugins")
     assert done.returncode == 0, done.stderr
@@ -223,6 +224,7 @@ def test_invoke_plugins_shows_every_option(invoke):
     assert "invoke plugins" in invoke("--help", "run").stdout
 
 
+@pytest.mark.slow
 def test_invoke_plugins_shows_data_dir_under_omnibench_cache_when_it_is_set(invoke, tmp_path):
     """The local sets are made under $OMNIBENCH_CACHE when it is set, and `invoke plugins` says so."""
     cache = tmp_path / "cache"

@@ -44,6 +44,7 @@ def _history(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_history_json_and_summary_to_a_full_device_fail_typed_and_leave_it_a_device(tmp_path):
     dev = tmp_path / "dev"
     dev.mkdir()

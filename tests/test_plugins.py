@@ -186,6 +186,7 @@ def test_broken_third_party_plugin_names_its_distribution(invoke, tmp_path):
     assert "ModuleNotFoundError" in done.stderr
 
 
+@pytest.mark.slow
 def test_run_hooks_are_called_with_the_final_result(tmp_path, port):
     from omnibench_core import api
     from omnibench_core.settings import Settings
@@ -275,6 +276,7 @@ def test_a_generator_that_raises_names_its_plugin():
     assert "no config" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_path, port):
     """A target that is neither local nor sglang-omni: the workloads read its facts, not its name."""
     from dataclasses import replace

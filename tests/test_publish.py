@@ -138,6 +138,7 @@ def test_a_report_outside_the_results_root_is_not_copied(tmp_path):
     assert page.count('class="point-link"') == COMMITS - 1  # that point is not linked
 
 
+@pytest.mark.slow
 def test_invoke_publish_refuses_a_folder_that_is_not_a_site_before_anything_else(invoke, tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -286,6 +287,7 @@ def test_a_link_in_a_reports_plots_copies_nothing_from_outside_the_results_root(
     assert printed[:3] == [f"skipped {line}" for line in skipped] and printed[3].startswith("site: ")
 
 
+@pytest.mark.slow
 def test_a_browser_test_asked_to_be_skipped_reports_a_skip_with_the_reason(tmp_path):
     """OMNIBENCH_SKIP_BROWSER=1 (the noxfile's way to leave the browser out) makes the browser
     tests skip, saying why, in a real pytest run: never a pass without a browser."""

@@ -66,6 +66,7 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert [p.name for p in run_dirs(tmp_path / "results")] == ["run0", "run1"]
 
 
+@pytest.mark.slow
 def test_server_that_dies_during_startup_fails_with_log_tail(invoke, tmp_path, port):
     # The ready timeout is long: failing at all proves the exit was noticed, not a timeout.
     done = invoke("run", "--workload", "selftest", "--port", str(port), "--opt", "selftest.die=1",
@@ -154,6 +155,7 @@ def _assert_interrupted(proc: subprocess.Popen, tmp_path: Path, why: str) -> Non
     assert manifest.servers[0].stop in ("terminated", "killed")
 
 
+@pytest.mark.slow
 def test_sigint_while_client_runs_stops_everything(tmp_path, port):
     proc, run = _start_long_run(tmp_path, port)
     client_pgid = manifest_of(run).steps[0].pgid
@@ -163,6 +165,7 @@ def test_sigint_while_client_runs_stops_everything(tmp_path, port):
     assert not group_members(client_pgid)
 
 
+@pytest.mark.slow
 def test_sigterm_while_client_runs_stops_everything(tmp_path, port):
     proc, _ = _start_long_run(tmp_path, port)
     proc.send_signal(signal.SIGTERM)
@@ -198,6 +201,7 @@ def test_gpu_gate_waits_until_memory_drops(invoke, tmp_path, port):
     assert run.parent.name == short  # <results>/<short-sha>/run0 as in the runbook
 
 
+@pytest.mark.slow
 def test_gpu_gate_that_never_frees_fails_the_run(invoke, tmp_path, port):
     env = _gpu_env(tmp_path, [50000], INVOKE_OMNIBENCH_GPU_FREE_TIMEOUT_S="0.5")
     done = invoke("run", "--workload", "selftest", "--port", str(port), env=env)
@@ -211,12 +215,14 @@ def test_gpu_gate_that_never_frees_fails_the_run(invoke, tmp_path, port):
     assert [g["status"] for g in manifest.gates if g["gate"] == "GPU_FREE"] == ["failed"]
 
 
+@pytest.mark.slow
 def test_unknown_workload_lists_known_ones(invoke):
     done = invoke("run", "--workload", "nosuch")
     assert done.returncode == 1
     assert "no workload named 'nosuch'" in done.stderr and "selftest" in done.stderr
 
 
+@pytest.mark.slow
 def test_missing_checkout_names_the_setting(invoke, tmp_path):
     done = invoke("run", "--workload", "selftest", "--target", "sglang-omni", "--checkout", str(tmp_path / "none"))
     assert done.returncode == 1

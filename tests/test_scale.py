@@ -163,6 +163,7 @@ def test_kary_search_refuses_a_bad_end_that_is_not_worse():
         kary_search(5, 2, lambda batch: {i: False for i in batch})
 
 
+@pytest.mark.slow
 def test_revision_worktrees_share_a_venv_by_deps_hash(tmp_path):
     co = invoke_standin(tmp_path / "co", "--commits", "2").root
     # a third commit changes a dependency, as a developer's would: its venv must be rebuilt
@@ -344,6 +345,7 @@ def test_matrix_on_upstreams_layout_serves_each_commits_own_code_and_rev_ok_stop
     assert not server_pids(tmp_path)
 
 
+@pytest.mark.slow
 def test_matrix_task_is_thin_and_says_what_is_wrong(invoke):
     done = invoke("matrix", "--workload", "selftest", "--revisions", "HEAD", "--slots", "0", "--slot-per", "gpu", "--slot-cpus", "shared")
     assert done.returncode == 1 and "local target measures omnibench's own commit" in done.stderr

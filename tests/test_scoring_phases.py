@@ -30,6 +30,7 @@ def _generate_and_copy(settings, workloads, options, copies):
     return dirs
 
 
+@pytest.mark.slow
 def test_selftest_runs_scored_together_start_the_scorer_once(tmp_path, port):
     settings = Settings.of(results=str(tmp_path / "results"), port=port)
     alone, *together = _generate_and_copy(settings, ["selftest"], [], 2)

@@ -275,6 +275,7 @@ def test_a_request_failing_mid_run_is_counted_not_fatal(tmp_path, invoke, data_c
     assert "RUN_INCOMPLETE" in done.stdout and "BROKEN RULE 0 failed requests" in done.stdout
 
 
+@pytest.mark.slow
 def test_local_set_is_made_once_in_seedtts_format(tmp_path):
     folder = tmp_path / "set"
     meta = ensure_local_set(folder)

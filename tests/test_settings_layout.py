@@ -81,6 +81,7 @@ def test_cpu_lists_round_trip():
     assert parse_cpu_list("") == ()
 
 
+@pytest.mark.slow
 def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     (tmp_path / "cfg.yaml").write_text(f"omnibench:\n  port: {port}\n")
     done = invoke("-f", str(tmp_path / "cfg.yaml"), "run", "--workload", "selftest",
@@ -92,6 +93,7 @@ def test_invoke_configuration_reaches_the_run(invoke, tmp_path, port):
     assert data.options["selftest"]["requests"] == 3  # typed by the schema
 
 
+@pytest.mark.slow
 def test_bad_option_is_explained(invoke):
     done = invoke("run", "--workload", "selftest", "--opt", "selftest.nosuch=1")
     assert done.returncode == 1

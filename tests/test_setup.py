@@ -139,6 +139,7 @@ def test_container_command_is_the_runbooks():
     assert shlex.split(plan.shell_lines().splitlines()[1]) == shlex.split(RUNBOOK_DOCKER)
 
 
+@pytest.mark.slow
 def test_container_task_reads_ci_cpus_and_executes_docker(invoke, tmp_path):
     bench = tmp_path / "bench"
     bench.mkdir()
@@ -330,6 +331,7 @@ def test_doctor_prints_ok_and_fail_with_fixes(invoke, tmp_path):
     assert "3 check(s) failed" in done.stderr
 
 
+@pytest.mark.slow
 def test_doctor_on_the_local_target_marks_gpu_host_checks_not_needed(invoke, tmp_path):
     bin_dir, sysfs = fake_host(tmp_path, "h200x2-vm")
     env = setup_env(bin_dir, sysfs, INVOKE_OMNIBENCH_CHECKOUT=str(tmp_path / "nowhere"),
@@ -343,6 +345,7 @@ def test_doctor_on_the_local_target_marks_gpu_host_checks_not_needed(invoke, tmp
     assert " OK " in rows["python3"]
 
 
+@pytest.mark.slow
 def test_setup_all_on_the_host_skips_what_is_done(invoke, tmp_path):
     bin_dir, sysfs = fake_host(tmp_path, "h200x2-vm")
     state = tmp_path / "running"
@@ -364,6 +367,7 @@ def test_setup_all_on_the_host_skips_what_is_done(invoke, tmp_path):
     assert sum(line.startswith("run ") for line in (tmp_path / "docker.log").read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_setup_all_in_the_container_skips_what_is_done(invoke, tmp_path):
     checkout = venv_checkout(tmp_path)
     home = tmp_path / "omni_ci"

@@ -142,6 +142,7 @@ def _memory(fake_gpu: Path) -> int:
                                "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True).stdout)
 
 
+@pytest.mark.slow
 def test_sgl_omni_serve_honours_port_name_and_strict_port(standin, fake_gpu):
     port = free_port()
     serve = [str(standin.venv / "bin" / "sgl-omni"), "serve", "--model-path", "Qwen/Qwen3-ASR-1.7B",
@@ -200,6 +201,7 @@ def test_the_selftest_model_is_the_selftest_server_with_its_loading_delay(standi
     assert "loading for 0.2 s" in proc.stdout.read()
 
 
+@pytest.mark.slow
 def test_history_carries_a_planted_regression(invoke, tmp_path):
     made = invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "2", "--delay-ms", "40",
                           "--fail-stage", "mmsu_ci")
@@ -309,6 +311,7 @@ def test_a_planted_failing_stage_is_reported_with_its_exit_code(tmp_path, small_
     assert "Accuracy: 1.0000" in (out / "mmmu_ci.log").read_text()  # it answered; the pass mark is unreachable
 
 
+@pytest.mark.slow
 def test_setup_venv_and_doctor_against_the_standin(invoke, tmp_path, small_standin):
     fake = tmp_path / "fakegpu"
     write_fake_nvidia_smi(fake, small_standin.root)

@@ -58,6 +58,7 @@ def _sources() -> list[Path]:
     return [*core, *(REPO / "plugins").rglob("*.py"), REPO / "tasks.py"]
 
 
+@pytest.mark.slow
 def test_no_module_but_the_store_names_a_run_file():
     offenders = [hit for path in _sources() for hit in _file_names(path)]
     assert offenders == []

@@ -131,6 +131,7 @@ def test_the_player_starts_at_the_first_chunk_and_plays_at_the_audio_rate():
 
 
 # -- the native client against scripted servers ----------------------------------------------------
+@pytest.mark.slow
 def test_each_event_is_timed_as_it_arrives_not_when_the_body_ends(scripted, meta, tmp_path):
     """Chunks 1 s apart show gaps over 100 ms: the client timed each event as it came, not a
     buffer or the whole body. (1 s, not less: a busy machine that reads one event late shortens
@@ -150,6 +151,7 @@ def test_each_event_is_timed_as_it_arrives_not_when_the_body_ends(scripted, meta
     assert summary["playback_continuity_requests"] == 1 and results["config"]["stream"] is True
 
 
+@pytest.mark.slow
 def test_slow_chunks_are_underruns_and_stalls(scripted, meta, tmp_path):
     # 0.1 s chunks 1 s apart: each underrun is about 0.9 s; one event read late by a busy machine
     # shortens the next gap, and only a delay of over 0.6 s would bring it under the bound

@@ -97,6 +97,7 @@ def test_an_unreadable_gpu_is_recorded_not_fatal(tmp_path, port, monkeypatch):
     assert any("not available" in w for w in doc["warnings"])
 
 
+@pytest.mark.slow
 def test_the_local_target_says_telemetry_did_not_apply(tmp_path, port):
     result = api.run(Settings.of(results=str(tmp_path / "r"), port=port), ["selftest"], progress=lambda m: None)
     doc = json.loads((result.run_dir / "telemetry.json").read_text())
