@@ -3,15 +3,19 @@ from commit 6 on, `invoke matrix` measures them (2 runs each, local engine, two 
 each campaign is indexed as it completes; `invoke history` flags the step, `--bisect` names the
 commit when only every other one was measured, a driver change planted in one campaign's
 environment (a fake nvidia-smi that reports another driver) is reported at its step, and
-`--rebuild` after deleting the database gives the same history. Then bad input: an unknown
-metric, a range with one measured commit, a database of a newer omnibench or not a database, and
-two writers at once."""
+`--rebuild` after deleting the database gives the same history, and `invoke publish` of it opens
+in Chromium. Then bad input: an unknown metric, a range with one measured commit, a database of a
+newer omnibench or not a database, and two writers at once.
+
+The whole file is one unit of the browser's xdist group (tests/browser_helpers.py): its story is
+made once, and its browser never runs beside the other browser test."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from browser_helpers import browser_group, chromium, launched, new_page
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 from store_helpers import WRITER
@@ -35,6 +40,8 @@ SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "s
 # a busy host's one slow run left a 2-run Welch interval at about 1 degree of freedom that spans 0)
 SLOTS3 = ("--runs", "3", *SLOTS[2:])
 OLD_DRIVER, NEW_DRIVER = "0.0-standin", "999.1-planted"
+
+pytestmark = browser_group
 
 
 @dataclass(frozen=True)
@@ -353,3 +360,35 @@ def test_the_interval_of_a_metric_with_a_floor_stops_there():
     assert floor("videoamme.accuracy") is None and floor("seedtts.sim") is None
     mean, clipped, same_high = point_interval(values, least=floor("seedtts.wer_en"))
     assert clipped == 0.0 and same_high == high and mean == sum(values) / 3
+
+
+@pytest.mark.slow
+def test_invoke_publish_of_the_measured_history_opens_in_chromium(story, tmp_path):
+    """`invoke publish` on the user's path, once the history store is there: the site of the story's
+    results (every commit measured by `invoke matrix`) opened from disk: the plot has a dot per
+    commit, the step is marked, and a dot's link opens its campaign's page (a matrix makes no
+    report.md). It measured its own 4-commit stand-in until the story was shared with it."""
+    chromium()  # skipped or failed before anything else
+    results = tmp_path / "results"
+    # publish may index: a copy, so the story's root stays as it was (its worktrees are not read)
+    shutil.copytree(story.results, results, symlinks=True, ignore=shutil.ignore_patterns(".worktrees"))
+    out = tmp_path / "site"
+    done = _ok(_invoke(results, "publish", "--target", "sglang-omni", "--checkout", str(story.root), "--out", str(out),
+                       path=story.env["PATH"]))
+    assert f"site: {out / 'index.html'}" in done.stdout
+    assert not server_pids(tmp_path)
+    with launched() as browser:
+        errors: list[str] = []
+        page = new_page(browser, errors)
+        assert page.goto((out / "index.html").as_uri()).ok
+        page.click(f"text={METRIC} >> nth=0")
+        page.wait_for_selector("svg.series-plot")
+        assert page.locator("svg.series-plot circle.point").count() == len(story.commits)
+        assert page.locator("svg.series-plot g.change-point.worse").count() == 1
+        page.screenshot(path=str(tmp_path / "series.png"), full_page=True)
+        with page.expect_navigation():
+            page.locator(f'a.point-link:has(circle[data-revision="{story.commits[2]}"])').click()
+        # a matrix's campaign has no report.md: the dot opens its campaign's page, with the command to make one
+        assert page.url.endswith(".html") and f"{story.commits[2][:7]}/campaigns/" in page.url
+        assert "No report was made" in page.content() and '"status": "complete"' in page.inner_text("pre.campaign")
+        assert errors == [], errors
