@@ -318,13 +318,13 @@ def test_a_sweep_record_of_another_format_or_without_campaigns_is_refused_naming
 
 # -- the docs' commands, as written --------------------------------------------------------------------
 # docs/sweep.md: a concurrency sweep, then a rate sweep at c4 that shares the first one's c4 campaign
-CONCURRENCY_COMMAND = "invoke sweep --workload seedtts --concurrency 1,4 --runs 2 --opt seedtts.max_samples=8"
+CONCURRENCY_COMMAND = "invoke sweep --workload seedtts --concurrency 1,4 --runs 2 --opt seedtts.max_samples=4"
 RATE_COMMAND = ("invoke sweep --workload seedtts --concurrency 4 --request-rate 2,inf --runs 2 "
-                "--opt seedtts.max_samples=8 --slo latency_p95_s=2.0")
+                "--opt seedtts.max_samples=4 --slo latency_p95_s=2.0")
 HISTORY_COMMAND = "invoke history --metric seedtts@c4.throughput_qps"
 COMPARE_COMMAND = "invoke compare REVISION_A/SWEEP REVISION_B/SWEEP --fail-on worse"
 AB_COMMAND = ("invoke ab --workload seedtts --aa --max-rounds 3 --decide seedtts@c4.latency_mean_s "
-              "--opt seedtts.max_samples=8")
+              "--opt seedtts.max_samples=4")
 
 
 def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
@@ -401,7 +401,7 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert "request_rate" not in series["workload"] and len(series["points"][0]["values"]) == 2
     done = _invoke(results, "invoke history --metric seedtts@c16.throughput_qps")
     assert done.returncode == 1 and "no campaign of seedtts was measured at c16" in done.stderr
-    assert "seedtts.max_concurrency=4 seedtts.max_samples=8" in done.stderr and "Traceback" not in done.stderr
+    assert "seedtts.max_concurrency=4 seedtts.max_samples=4" in done.stderr and "Traceback" not in done.stderr
 
     # ... and ab measures both sides at it, deciding the metric by its plain name
     done = _invoke(results, AB_COMMAND)
@@ -409,7 +409,7 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     (ab_record,) = results.glob("ab/*.json")
     experiment = json.loads(ab_record.read_text())
     for side in ("a", "b"):
-        assert experiment["identity"][side]["options"] == ["seedtts.max_concurrency=4", "seedtts.max_samples=8"]
+        assert experiment["identity"][side]["options"] == ["seedtts.max_concurrency=4", "seedtts.max_samples=4"]
     assert experiment["sequential"]["decide"] == ["seedtts.latency_mean_s"]
 
 
