@@ -15,7 +15,7 @@ import invoke
 from invoke import Collection, Context, Exit
 from invoke import main as invoke_main
 
-from omnibench_core import defaults
+from omnibench_core import defaults, tables
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.heartbeat import working
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
@@ -43,7 +43,6 @@ ab_layer = _Lazy("omnibench_core.ab")
 api = _Lazy("omnibench_core.api")
 campaign = _Lazy("omnibench_core.campaign")
 sweep = _Lazy("omnibench_core.sweep")
-tables = _Lazy("omnibench_core.tables")
 compare_words = _Lazy("omnibench_core.campaign.compare")
 campaign_record = _Lazy("omnibench_core.campaign.record")
 history_layer = _Lazy("omnibench_core.history.front_door")
