@@ -1,5 +1,6 @@
-"""nox sessions: ``tests`` (the suite), ``bench`` (benchmarks), ``lint``, and ``ci_stages`` (the
-model-CI stages of an sglang-omni checkout, one parametrized session per stage)."""
+"""nox sessions: ``tests`` (the suite), ``fast`` (its fast tier), ``coverage``, ``bench`` (benchmarks),
+``lint``, and ``ci_stages`` (the model-CI stages of an sglang-omni checkout, one parametrized
+session per stage)."""
 
 from __future__ import annotations
 

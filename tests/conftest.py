@@ -52,7 +52,8 @@ LONGEST_FIRST = ("test_sweep.py", "test_benchmarks.py", "test_scale_ray_remote.p
 def pytest_xdist_make_scheduler(config, log):
     """Whole test files to a worker, as ``--dist loadfile`` does (a module's fixtures are made
     once), except tests marked ``xdist_group(NAME)``: each group is one unit of its own, so its
-    tests run one after another and never beside each other (the browser tests)."""
+    tests run one after another and never beside each other (the browser tests; the two Ray
+    files, whose local clusters hang when started at once)."""
     from xdist.scheduler import LoadGroupScheduling
 
     class FileOrGroup(LoadGroupScheduling):

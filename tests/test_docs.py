@@ -157,3 +157,20 @@ def test_the_site_builds_with_every_page_in_its_menu(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "ab" / "index.html").is_file()
+
+
+def test_every_nox_session_the_pages_show_is_one_the_noxfile_has():
+    """`nox -s NAME` (and `nox -R -s NAME`) in any page names a session `nox --list` shows:
+    a renamed session (or one a page invents) fails here, not in a reader's terminal."""
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-m", "nox", "--list"], cwd=REPO, capture_output=True, text=True,
+                            timeout=600)
+    assert listed.returncode == 0, listed.stderr
+    sessions = {m.group(1) for m in re.finditer(r"^[*-] (\w+)", listed.stdout, re.M)}
+    assert {"tests", "fast", "coverage", "lint", "bench"} <= sessions, listed.stdout
+    shown = {(page.name, m.group(1)) for page in PAGES
+             for m in re.finditer(r"\bnox(?: -R)? -s (\w+)", page.read_text())}
+    assert {name for _, name in shown} >= {"tests", "fast", "coverage"}
+    assert [(page, name) for page, name in shown if name not in sessions] == []
