@@ -16,10 +16,6 @@ from proc_helpers import HUNG_S
 
 SKIP_BROWSER = "OMNIBENCH_SKIP_BROWSER"
 
-# Every browser test runs on one xdist worker, one after another (tests/conftest.py's scheduler):
-# two Chromiums beside each other on two cores are what made a page load outlast its wait.
-browser_group = pytest.mark.xdist_group("browser")
-
 
 def chromium() -> str:
     """The chromium on PATH; a skip when the user asked for none; a failure that says how to get it

@@ -7,7 +7,7 @@ environment (a fake nvidia-smi that reports another driver) is reported at its s
 in Chromium. Then bad input: an unknown metric, a range with one measured commit, a database of a
 newer omnibench or not a database, and two writers at once.
 
-The whole file is one unit of the browser's xdist group (tests/browser_helpers.py): its story is
+The whole file is one unit of the browser's group (tests/conftest.py's XDIST_GROUPS): its story is
 made once, and its browser never runs beside the other browser test."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from browser_helpers import browser_group, chromium, launched, new_page
+from browser_helpers import chromium, launched, new_page
 from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 from store_helpers import WRITER
@@ -40,8 +40,6 @@ SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "s
 # a busy host's one slow run left a 2-run Welch interval at about 1 degree of freedom that spans 0)
 SLOTS3 = ("--runs", "3", *SLOTS[2:])
 OLD_DRIVER, NEW_DRIVER = "0.0-standin", "999.1-planted"
-
-pytestmark = browser_group
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser_helpers import browser_group, launched, new_page
+from browser_helpers import launched, new_page
 from history_samples import COMMITS, STEP_AT, history, revision
 from run_helpers import REPO
 
@@ -158,7 +158,6 @@ def browser():
 
 
 @pytest.mark.slow
-@browser_group
 def test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_resolve(tmp_path, browser):
     results, out = _site(tmp_path)
     alone = tmp_path / "elsewhere" / "site"

@@ -20,12 +20,6 @@ from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.scale import front_door as commands
 
-# Two local Ray clusters started on one host at once (they share Ray's temporary folder and its
-# default ports) hung both drivers in ray.init(): seen on 2026-12-04, both files' fixtures waited
-# at connect for 14 minutes when a new file order first ran them side by side. Both files are one
-# unit of the "ray" xdist group: one after the other, on one worker.
-pytestmark = pytest.mark.xdist_group("ray")
-
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")
 from ray.cluster_utils import Cluster  # noqa: E402

@@ -1,0 +1,44 @@
+"""The suite's scheduler (tests/conftest.py): files whole on a worker, a group's files together on
+one, in a real pytest run of two workers over stand-in files named as the Ray group's are."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import unit_of
+from run_helpers import REPO
+
+PROBE = '''import os
+def test_{name}():
+    with open(os.environ["WORKERS_FILE"], "a") as out:
+        out.write("{name} " + os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+'''
+
+
+def test_a_groups_tests_are_one_unit_and_other_files_their_own():
+    assert unit_of("tests/test_scale_ray.py::test_x") == unit_of("tests/test_scale_ray_remote.py::test_y[SIGINT]")
+    assert unit_of("tests/test_history.py::test_x") == unit_of(
+        "tests/test_publish.py::test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_resolve")
+    assert unit_of("tests/test_publish.py::test_other") == "tests/test_publish.py"
+    assert unit_of("tests/test_scale.py::test_x") == "tests/test_scale.py" != unit_of("tests/test_scale_ray.py::t")
+
+
+@pytest.mark.slow
+def test_two_files_of_one_group_run_on_one_worker_under_two(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for helper in ("conftest.py", "run_helpers.py"):
+        shutil.copy(REPO / "tests" / helper, tests / helper)
+    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())  # the suite's addopts
+    for name in ("scale_ray", "scale_ray_remote", "other_a", "other_b"):
+        (tests / f"test_{name}.py").write_text(PROBE.format(name=name))
+    workers = tmp_path / "workers.txt"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "WORKERS_FILE": str(workers)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    seen = dict(line.split() for line in workers.read_text().splitlines())
+    assert len(seen) == 4 and seen["scale_ray"] == seen["scale_ray_remote"], seen
