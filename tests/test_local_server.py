@@ -212,6 +212,24 @@ def test_speech_transcribes_back(server):
     assert len(words & {"quick", "brown", "fox", "over", "lazy", "dog"}) >= 4
 
 
+def test_an_asr_only_server_transcribes_and_refuses_chat_naming_the_flag(server, tmp_path):
+    url, _ = server
+    samples, rate = wav_of(chat(url, "The quick brown fox jumps over the lazy dog.").json())
+    log = tmp_path / "asr.log"
+    proc, port = _start(["--engines", "asr"], log)
+    try:
+        asr = f"http://127.0.0.1:{port}"
+        wait_ready(proc, f"{asr}/health", timeout_s=600)
+        assert "recogniser only (--engines asr)" in log.read_text()
+        heard = transcribe(asr, samples, rate)
+        assert heard.status_code == 200
+        assert heard.json()["text"] == transcribe(url, samples, rate).json()["text"]  # the same recogniser
+        refused = chat(asr)
+        assert refused.status_code == 400 and "--engines asr" in refused.text and "--engines speech" in refused.text
+    finally:
+        proc.stop(10)
+
+
 def test_any_model_name_is_answered_as_the_served_model_and_recorded(server):
     url, log = server
     reply = chat(url, "Any name will do.", model="gpt-4o", modalities=["text"])

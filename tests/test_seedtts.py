@@ -168,7 +168,7 @@ def asr_server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("asr") / "asr.log"
     proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "Qwen/Qwen3-ASR-1.7B",
-                        "--port", str(port)], log_path=log, env=dict(os.environ))
+                        "--port", str(port), "--engines", "asr"], log_path=log, env=dict(os.environ))
     wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
     yield port
     proc.stop(10)

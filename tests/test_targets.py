@@ -7,6 +7,7 @@ import sys
 import pytest
 from checkout_helpers import make_fake_checkout
 
+from omnibench_core.builtin.scorers import ASR_MODEL
 from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import ServeSpec
@@ -80,3 +81,6 @@ def test_local_target_uses_no_gpu_and_serves_with_the_same_flags():
     assert env.serve_argv(spec, 8123) == [
         sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
         "--model-name", "minicpmo", "--thinker.factory.max_seq_len", "8192", "--port", "8123"]
+    # the scoring ASR model only transcribes: its server loads the recogniser alone
+    asr = env.serve_argv(ServeSpec("asr", model_path=ASR_MODEL, model_name=ASR_MODEL), 8124)
+    assert asr[-2:] == ["--engines", "asr"]

@@ -20,6 +20,7 @@ from ..settings import STREAM_DELAYS, Settings
 from ..setup.checkout_layout import check_checkout, system_package, venv_env
 from ..setup.gitinfo import git_revision
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
+from .scorers import ASR_MODEL
 from .serve_flags import check_serve_args
 
 # The runbook's shell block: `unset ...; export ...`.
@@ -83,8 +84,10 @@ def prepare_local(settings: Settings) -> TargetEnv:
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
         # The same flags as `sgl-omni serve`; the local server ignores the GPU engine ones.
+        # The scoring ASR model only transcribes: its server loads the recogniser alone.
+        engines = ["--engines", "asr"] if spec.model_path == ASR_MODEL else []
         return [sys.executable, "-m", "omnibench_core.local", "serve", "--model-path", spec.model_path,
-                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port), *delay]
+                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port), *engines, *delay]
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"},

@@ -8,7 +8,8 @@ others are logged and ignored.
 Safety flags (the server is safe to leave running on a shared machine; see the README):
 ``--allowed-local-media-path DIR`` (repeatable; default the omnibench cache folder, where the
 local data sets live), ``--max-media-mb``, ``--max-audio-seconds``, ``--idle-timeout``,
-``--body-timeout``. ``--read-aloud-prefix TEXT`` (repeatable) replaces the prompt prefixes after
+``--body-timeout``. ``--engines asr`` loads the recogniser alone (the scoring ASR server).
+``--read-aloud-prefix TEXT`` (repeatable) replaces the prompt prefixes after
 which the reply is the text to read; the default is sglang-omni's seed-tts prompt.
 """
 
@@ -22,7 +23,7 @@ from aiohttp import web
 
 from ..toolkit.datasets import default_cache_dir
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
-from .server import DELAY_ON, ServerConfig, build_app
+from .server import DELAY_ON, ENGINES, ServerConfig, build_app
 from .speech import Recognizer, Synthesizer
 from .wav import AudioLimits
 
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-seq-len", "--thinker.factory.max_seq_len", dest="max_seq_len", type=int, default=8192)
     serve.add_argument("--workers", type=int, default=2, help="synthesis/recognition threads")
+    serve.add_argument("--engines", choices=ENGINES, default="speech",
+                       help="what to load before the port opens: 'speech' (the default: the synthesizer and the "
+                            "recogniser, for a model that answers chat) or 'asr' (the recogniser alone, for the ASR "
+                            "model of scoring: chat is refused with 400). An ASR server starts about half as costly")
     serve.add_argument("--read-aloud-prefix", action="append", metavar="TEXT",
                        help="a prompt starting with TEXT is answered with the rest (repeatable; replaces the "
                             f"default, sglang-omni's seed-tts prompt {DEFAULT_READ_ALOUD_PREFIXES[0]!r}; "
@@ -67,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ignoring sglang-omni engine flags: {' '.join(ignored)}", flush=True)
     t0 = time.monotonic()
     print(f"loading speech engines for {args.model_name!r} (model path {args.model_path or '-'})", flush=True)
-    synth, recog = Synthesizer(args.workers), Recognizer(args.workers)
-    print(f"engines loaded in {time.monotonic() - t0:.2f} s; voice pitch {synth.voice_f0:.0f} Hz", flush=True)
+    synth = Synthesizer(args.workers) if args.engines == "speech" else None
+    recog = Recognizer(args.workers)
+    voice = f"; voice pitch {synth.voice_f0:.0f} Hz" if synth is not None else "; recogniser only (--engines asr)"
+    print(f"engines loaded in {time.monotonic() - t0:.2f} s{voice}", flush=True)
     prefixes = DEFAULT_READ_ALOUD_PREFIXES if args.read_aloud_prefix is None else tuple(
         p for p in args.read_aloud_prefix if p.strip())
     roots = tuple(args.allowed_local_media_path or [str(default_cache_dir())])

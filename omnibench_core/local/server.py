@@ -25,6 +25,8 @@ from .wav import AudioLimits, decode_wav
 
 DelayOn = Literal["request", "first-chunk", "every-chunk"]
 DELAY_ON: tuple[DelayOn, ...] = ("request", "first-chunk", "every-chunk")
+# What a server loads: the synthesizer and the recogniser, or the recogniser alone (a scoring ASR server).
+ENGINES = ("speech", "asr")
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ async def _errors_as_json(request: web.Request, handler):
 class Handlers:
     """Route handlers; engines run in a thread pool so the event loop keeps accepting."""
 
-    def __init__(self, config: ServerConfig, synth: Synthesizer, recog: Recognizer):
+    def __init__(self, config: ServerConfig, synth: Synthesizer | None, recog: Recognizer):
         self.config = config
         self.synth = synth
         self.recog = recog
@@ -133,6 +135,10 @@ class Handlers:
             raise RequestError(400, "request body is not valid JSON: nested too deeply") from None
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        synth = self.synth
+        if synth is None:
+            raise RequestError(400, "this server loaded the recogniser alone (--engines asr): it answers "
+                                    "/v1/audio/transcriptions only; start it with --engines speech for chat")
         await self._delay()
         body = await self._json(request)
         cfg = self.config
@@ -148,14 +154,14 @@ class Handlers:
         seed = 0 if req.temperature == 0 and req.seed is None else req.seed
         factor = 1.0
         if req.wants_audio and reference is not None:
-            factor = await self._run(self.synth.match_factor, *reference)
+            factor = await self._run(synth.match_factor, *reference)
         base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": self.config.model_name}
         finish = "length" if cut else "stop"
         if req.stream:
-            return await self._stream(request, req, text, seed, factor, base, finish)
+            return await self._stream(request, req, text, seed, factor, base, finish, synth)
         audio = None
         if req.wants_audio and text:
-            audio = await self._run(self.synth.speak_like, text, factor, seed=seed)
+            audio = await self._run(synth.speak_like, text, factor, seed=seed)
             await self._delay("first-chunk")  # an answer that does not stream is one chunk
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if audio is not None:
@@ -170,7 +176,7 @@ class Handlers:
         return {"prompt_tokens": req.prompt_tokens, "completion_tokens": completion,
                 "total_tokens": req.prompt_tokens + completion}
 
-    async def _stream(self, request, req, text, seed, factor, base, finish) -> web.StreamResponse:
+    async def _stream(self, request, req, text, seed, factor, base, finish, synth: Synthesizer) -> web.StreamResponse:
         """Server-sent events: the text, then the answer's audio in pieces of ``stream_chunk_s``,
         then usage and ``[DONE]``. The audio is the one the same request without ``stream`` gets
         (synthesized whole, then cut), so streamed and non-streamed quality (WER, SIM, duration)
@@ -187,7 +193,7 @@ class Handlers:
         pieces: list[np.ndarray] = []
         if req.wants_audio and text:
             step = max(1, int(self.config.stream_chunk_s * TTS_RATE))
-            audio = await self._run(self.synth.speak_like, text, factor, seed=seed)
+            audio = await self._run(synth.speak_like, text, factor, seed=seed)
             for start in range(0, len(audio), step):
                 await self._delay("every-chunk" if pieces else "first-chunk")
                 piece = audio[start:start + step]
@@ -234,7 +240,7 @@ class Handlers:
         return web.json_response({"text": text})
 
 
-def build_app(config: ServerConfig, synth: Synthesizer, recog: Recognizer) -> web.Application:
+def build_app(config: ServerConfig, synth: Synthesizer | None, recog: Recognizer) -> web.Application:
     """The aiohttp application with sglang-omni's routes, and ``GET /local/stats``."""
     handlers = Handlers(config, synth, recog)
     app = web.Application(middlewares=[_errors_as_json], client_max_size=config.max_body_mb * 2**20)
