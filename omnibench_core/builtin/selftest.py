@@ -24,8 +24,6 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import requests
-
 from ..hooks.specs import hookimpl
 from ..jsonio import read_json, write_json
 from ..records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
@@ -136,6 +134,8 @@ def client(argv: list[str] | None = None) -> int:
         Path(args.fail_once).write_text("failed once\n")
         print(f"simulated client failure (once: {args.fail_once} now exists)", flush=True)
         return 1
+    import requests  # here, not at the top: the server needs none, and its start is most of a selftest run
+
     rows = []
     with requests.Session() as session:
         for i in range(args.requests):
@@ -190,6 +190,8 @@ def plan(ctx: RunContext) -> list[Step]:
 
 
 def _check_echoes(ctx: StepContext) -> None:
+    import requests  # as in client(): the server's start does without it
+
     rows = read_json(ctx.workload_dir / "client.json")["per_request"]
     results = []
     with requests.Session() as session:

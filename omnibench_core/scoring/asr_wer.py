@@ -20,8 +20,6 @@ from typing import Any, Literal
 
 from ..jsonio import read_json, write_json
 from ..records import Endpoint
-from . import wer
-from .asr_client import transcribe_files
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,11 @@ def _wav(output_dir: Path, row: Mapping[str, Any], id_field: str) -> Path | None
 def score(job: WerJob, output_dir: Path, *, endpoint: Endpoint, model: str, lang: str = "en",
           concurrency: int = 4, asr_label: str = "") -> dict[str, Any]:
     """Transcribe and score every row; write the job's files; return the summary."""
+    # Imported here, not at the top: every process that loads the plugins imports this module for
+    # WerJob (the asr-wer scorer's plan), and aiohttp and jiwer cost it about 0.13 CPU-s a start.
+    from . import wer
+    from .asr_client import transcribe_files
+
     doc = read_json(output_dir / job.rows)
     rows = doc[job.rows_key] if job.rows_key else doc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

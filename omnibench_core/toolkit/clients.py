@@ -9,9 +9,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+if TYPE_CHECKING:  # at run time imported by the coroutine that needs it: see post_chat
+    import aiohttp
 
 from ..heartbeat import PROGRESS_PREFIX, Ticker
 
@@ -135,6 +136,10 @@ class ChatReply:
 
 async def post_chat(session: aiohttp.ClientSession, url: str, body: dict[str, Any], timeout_s: float) -> ChatReply:
     """Send one chat request; an HTTP error, a timeout or a malformed reply becomes ``error``."""
+    # Imported here: every process that loads the plugins imports this module through the plugin
+    # face, and only a client sends requests (aiohttp costs a start about 0.1 CPU-s).
+    import aiohttp
+
     try:
         async with session.post(url, json=body) as response:
             if response.status != 200:
