@@ -39,10 +39,14 @@ class _Lazy:
         return getattr(importlib.import_module(self._name), attr)
 
 
-ab_layer = _Lazy("omnibench_core.ab")
+ab_layer = _Lazy("omnibench_core.ab.front_door")
 api = _Lazy("omnibench_core.api")
-campaign = _Lazy("omnibench_core.campaign")
-sweep = _Lazy("omnibench_core.sweep")
+campaign = _Lazy("omnibench_core.campaign.front_door")
+campaign_execute = _Lazy("omnibench_core.campaign.execute")
+sweep_compare = _Lazy("omnibench_core.sweep.compare")
+sweep_execute = _Lazy("omnibench_core.sweep.execute")
+sweep_points = _Lazy("omnibench_core.sweep.points")
+sweep_writing = _Lazy("omnibench_core.sweep.writing")
 compare_words = _Lazy("omnibench_core.campaign.compare")
 campaign_record = _Lazy("omnibench_core.campaign.record")
 history_layer = _Lazy("omnibench_core.history.front_door")
@@ -157,8 +161,8 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
-        asked = campaign.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
-        outcome = campaign.measure(settings, asked, name=name, progress=emit)
+        asked = campaign_execute.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
+        outcome = campaign_execute.measure(settings, asked, name=name, progress=emit)
         try:
             with working(emit, f"writing the report of campaign {outcome.campaign.name} (tables and plots)"):
                 made = campaign.report(settings, outcome.campaign.name)
@@ -171,9 +175,9 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
     **SETTING_CHECKS, "workload": f.text(empty=False), "runs": RUNS, "retries": f.whole(0),
     "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("sweep name", empty=True), "upstream": f.SWITCH,
     # "" (the default) is none given: the sweep itself asks for at least one kind of point
-    "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep.parse_concurrencies(v), v)[1]),
-    "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep.parse_rates(v), v)[1]),
-    "slo": f.library("latency_p95_s=2.0", lambda v: (v.strip() and sweep.parse_slo(v), v)[1])}, help={
+    "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep_points.parse_concurrencies(v), v)[1]),
+    "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep_points.parse_rates(v), v)[1]),
+    "slo": f.library("latency_p95_s=2.0", lambda v: (v.strip() and sweep_points.parse_slo(v), v)[1])}, help={
     "concurrency": "requests in flight at each point, comma-separated, e.g. 1,2,4,8,16",
     "request-rate": "requests per second at each point, comma-separated, inf for all at once, e.g. 1,2,4,inf "
                     "(arrivals on a seeded Poisson schedule; with --concurrency, every combination is a point)",
@@ -198,15 +202,15 @@ def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.
     with reported():
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
-        spec = sweep.spec_from(workload, concurrency=concurrency, request_rate=request_rate, runs=runs,
+        spec = sweep_execute.spec_from(workload, concurrency=concurrency, request_rate=request_rate, runs=runs,
                                options=opt or [], client=client, retries=retries, scoring=scoring, slo=slo, name=name,
                                upstream=upstream)
-        result = sweep.run_sweep(settings, spec, progress=emit)
+        result = sweep_execute.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
-            written = sweep.write_sweep(result, settings.run.results_root)
+            written = sweep_writing.write_sweep(result, settings.run.results_root)
         for path in result.campaign_files:  # each point is a series of its own there (its options differ)
             history_inbox.campaign_done(settings, path, progress=emit)
-    emit(sweep.sweep_text(result, written))
+    emit(sweep_writing.sweep_text(result, written))
 
 
 @task(checks={"name": f.text(), "runs": f.distinct_list("run names"), "target": TARGET, "results": f.text(),
@@ -240,10 +244,10 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
     """Compare two campaigns (A is the base): per metric better, worse, equivalent or inconclusive, with its interval."""
     with reported():
         settings = settings_from(c, target=target, results=results)
-        if sweep.is_sweep(settings, a) and sweep.is_sweep(settings, b):
+        if sweep_compare.is_sweep(settings, a) and sweep_compare.is_sweep(settings, b):
             with working(emit, f"comparing sweep {b} with base {a}, point by point"):
-                swept = sweep.compare_sweeps(settings, a, b, alpha=alpha, min_effect=min_effect, force=force)
-            emit(sweep.sweep_compare_text(swept))
+                swept = sweep_compare.compare_sweeps(settings, a, b, alpha=alpha, min_effect=min_effect, force=force)
+            emit(sweep_compare.compare_text(swept))
             failing = [f"{p.label} {x}" for p in swept.points for x in p.comparison.fail_on(fail_on)] if fail_on else []
             if failing:
                 raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)

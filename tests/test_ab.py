@@ -151,7 +151,7 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
 
 
 def test_a_metric_missing_in_a_run_is_not_compared_and_fails_fail_on_unless_it_is_context(tmp_path):
-    from omnibench_core.ab import Done, failing
+    from omnibench_core.ab.front_door import Done, failing
 
     e = _experiment()
     for i, (side, rnd) in enumerate([("A", 1), ("B", 1), ("A", 2), ("B", 2)]):

@@ -550,8 +550,7 @@ def test_a_sweep_point_measured_after_the_revision_moved_is_refused(tmp_path):
     """What a sweep asks of each point's campaign (measure(..., expect=...)): the revision folder
     it began on; the target's revision now being another, the point is refused before anything
     runs, the error naming both and how to go on."""
-    from omnibench_core.campaign import asked_from, measure
-    from omnibench_core.campaign.execute import RevisionMoved
+    from omnibench_core.campaign.execute import RevisionMoved, asked_from, measure
     from omnibench_core.settings import Settings
 
     settings = Settings.from_mapping({"results": str(tmp_path / "results")})

@@ -17,9 +17,18 @@ from scale_helpers import invoke_standin, path_without_nvidia_smi
 from omnibench_core.ab import execute as ab_execute
 from omnibench_core.errors import OmnibenchError, SettingsError
 from omnibench_core.settings import Settings
-from omnibench_core.sweep import execute, load_points, parse_concurrencies, parse_rates, parse_slo
+from omnibench_core.sweep import execute
 from omnibench_core.sweep.curve import PointResult, best_within, curves, goodput, knee, pareto
-from omnibench_core.sweep.points import LoadPoint, Slo, at_point, parse_point_metric
+from omnibench_core.sweep.points import (
+    LoadPoint,
+    Slo,
+    at_point,
+    load_points,
+    parse_concurrencies,
+    parse_point_metric,
+    parse_rates,
+    parse_slo,
+)
 from omnibench_core.toolkit.arrivals import lateness_summary, planned_offsets
 
 # -- load points and targets --------------------------------------------------------------------------

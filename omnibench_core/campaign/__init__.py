@@ -13,10 +13,8 @@ imports it.
 - :mod:`.compare`   two campaigns: comparability guard and verdicts
 - :mod:`.writing`   report.md/json, compare.md/json, never overwriting, written whole or not at all
 - :mod:`.plots`     PNG plots with the optional matplotlib extra
+- :mod:`.front_door` report and compare as the tasks call them
+
+Nothing is imported here: a module of the layer (the history's reading of campaign files, say)
+costs only its own imports, not the run layer's that ``execute`` brings.
 """
-
-from .execute import CampaignStopped, Outcome, asked_from, measure
-from .front_door import Compared, Reported, compare, compare_text, report, report_text
-
-__all__ = ["CampaignStopped", "Compared", "Outcome", "Reported", "asked_from", "compare", "compare_text", "measure",
-           "report", "report_text"]

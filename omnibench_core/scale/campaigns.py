@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import campaign as layer
 from ..campaign import record
 from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+from ..campaign.execute import asked_from, measure
+from ..campaign.front_door import compare as compare_campaigns
 from ..campaign.verdict import change_text, interval_text
 from ..errors import RunFileError
 from ..settings import Settings
@@ -94,8 +95,8 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     """Run (or continue) ``job``'s campaign with ``settings`` (port, GPUs, CPUs and checkout are the
     slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default."""
     t0 = time.monotonic()
-    asked = layer.asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
-    done = layer.measure(settings, asked, progress=progress)  # named by its identity, as measure names it
+    asked = asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
+    done = measure(settings, asked, progress=progress)  # named by its identity, as measure names it
     history().campaign_done(settings, done.path, progress)  # a matrix makes no report: indexed at once
     return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 
@@ -129,7 +130,7 @@ def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settin
     interval, the family Holm-held to alpha, a minimum effect of ``threshold``; its compare.md/json
     are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
     rather than refused."""
-    made = layer.compare(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
+    made = compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
                          summary=history().COMPARISON_SUMMARY)
     return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
                          m.needed) for m in made.comparison.metrics)

@@ -8,13 +8,7 @@ each point a campaign, and what the points say together.
 - :mod:`.plots`    latency against throughput, per curve and per sweep
 - :mod:`.writing`  sweep.json, sweep.md, sweep.png; the terminal text
 - :mod:`.compare`  two sweeps, point by point, and one plot with both curves
+
+Nothing is imported here: the history's reading of a point (``points``) costs only its own
+imports, not the run layer's that ``execute`` brings.
 """
-
-from .compare import compare_sweeps, is_sweep
-from .compare import compare_text as sweep_compare_text
-from .execute import SweepResult, SweepSpec, run_sweep, spec_from
-from .points import load_points, parse_concurrencies, parse_rates, parse_slo
-from .writing import sweep_text, write_sweep
-
-__all__ = ["SweepResult", "SweepSpec", "compare_sweeps", "is_sweep", "load_points", "parse_concurrencies", "parse_rates", "parse_slo",
-           "run_sweep", "spec_from", "sweep_compare_text", "sweep_text", "write_sweep"]

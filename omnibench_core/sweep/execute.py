@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import api
-from ..campaign import asked_from, measure
+from ..campaign.execute import asked_from, measure
 from ..errors import SettingsError
 from ..settings import Settings
 from ..settings.option_schema import format_value
