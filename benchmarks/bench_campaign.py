@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from omnibench_core import campaign
+from omnibench_core.campaign import execute as campaign
 from omnibench_core.settings import Settings
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 
-from omnibench_core import api, campaign
+from omnibench_core import api
+from omnibench_core.campaign import execute as campaign_execute
+from omnibench_core.campaign import front_door as campaign
 from omnibench_core.campaign import plots
 from omnibench_core.campaign.compare import NotComparable
 from omnibench_core.campaign.summary import MixedRuns
@@ -27,8 +29,8 @@ QUIET = lambda message: None  # noqa: E731
 
 
 def _measure(settings, *opts, runs=3, retries=2, scoring="deferred", name=None):
-    asked = campaign.asked_from(settings, ["selftest"], list(opts), None, runs, retries, scoring)
-    return campaign.measure(settings, asked, name=name, progress=QUIET)
+    asked = campaign_execute.asked_from(settings, ["selftest"], list(opts), None, runs, retries, scoring)
+    return campaign_execute.measure(settings, asked, name=name, progress=QUIET)
 
 
 def _sha(path: Path) -> str:
@@ -161,7 +163,7 @@ def test_report_refuses_runs_of_different_measurements(tmp_path, port):
 def test_a_run_that_fails_is_retried_and_retries_run_out(tmp_path, port):
     settings = Settings.of(results=str(tmp_path), port=port)
     flag = tmp_path / "failed-once"
-    with pytest.raises(campaign.CampaignStopped, match="--retries 0 is spent"):
+    with pytest.raises(campaign_execute.CampaignStopped, match="--retries 0 is spent"):
         _measure(settings, f"selftest.fail_once={flag}", runs=2, retries=0)
     stopped = campaign_file.load(next((tmp_path).glob("local-*/campaigns/*.json")))
     assert stopped.status == "stopped" and stopped.latest(0).status == "failed"

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from omnibench_core import api, campaign
+from omnibench_core import api
+from omnibench_core.campaign import front_door as campaign
 from omnibench_core.errors import RunNotReady
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
