@@ -40,16 +40,27 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
     root, results = str(made.root), tmp_path / "results"
     # the two newest commits side by side, one fake GPU each
-    matrix = invoke("matrix", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--revisions", "HEAD~1,HEAD",
-                    "--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared", "--threshold", "30%",
-                    "--port", str(free_port()), env=env, timeout=600)
+    def matrix_at(runs: str) -> subprocess.CompletedProcess:
+        return invoke("matrix", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--revisions", "HEAD~1,HEAD",
+                      "--runs", runs, "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared", "--threshold",
+                      "30%", "--port", str(free_port()), env=env, timeout=600)
+
+    matrix = matrix_at("2")
+    # A run a loaded host disturbed can leave the planted commit inconclusive at 2 runs (seen once on
+    # a loaded 2-core host, 2026-12-04): the row names the runs that would resolve it, and the user
+    # repeats the matrix so (its campaigns resume: only the runs added are measured)
+    for _ in range(2):
+        asked = re.search(r"selftest\.latency_mean_s \(~(\d+) runs\)", _rows(matrix.stdout).get(made.commits[2][:7], ""))
+        if matrix.returncode != 0 or asked is None:
+            break
+        matrix = matrix_at(asked.group(1))
     assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
     rows = _rows(matrix.stdout)
     assert "base" in rows[made.commits[1][:7]] and "selftest.latency_mean_s worse" in rows[made.commits[2][:7]]
     slots = set()
     for commit in made.commits[1:]:
         manifests = _manifests(results, commit)
-        assert [m.status for m in manifests] == ["complete"] * 3  # run0, run1, run2
+        assert len(manifests) >= 3 and {m.status for m in manifests} == {"complete"}  # run0, run1, run2 (, ...)
         slots |= {tuple(m.slot["gpus"]) for m in manifests}
         gates = [g for m in manifests for g in m.gates if g["gate"] == "GPU_FREE"]
         assert gates and all(g["status"] == "passed" for g in gates)
