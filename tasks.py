@@ -55,6 +55,7 @@ history_site = _Lazy("omnibench_core.history.site_command")
 history_query = _Lazy("omnibench_core.history.query")
 history_texts = _Lazy("omnibench_core.history.text")
 plugin_manager = _Lazy("omnibench_core.hooks.manager")
+records = _Lazy("omnibench_core.records")
 runner = _Lazy("omnibench_core.run.runner")
 scale = _Lazy("omnibench_core.scale.front_door")
 scale_bisect = _Lazy("omnibench_core.scale.bisect")
@@ -493,6 +494,7 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
     "design": f.choice(lambda: ab_layer.DESIGN_WORDS), "a_opt": f.Many(f.text(empty=False)), "b_opt": f.Many(f.text(empty=False)),
     "a_set": f.Many(f.text(empty=False)), "b_set": f.Many(f.text(empty=False)), "aa": f.SWITCH, "seed": f.whole(0),
     "retries": f.whole(0), "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("experiment name", empty=True), "alpha": f.fraction_open(0, 1, "0.05"),
+    "score": f.choice(lambda: records.SCORE_WORDS, empty=True),
     "min_effect": f.percent(), "fail_on": f.choice(lambda: compare_words.VERDICTS, empty=True), "slots": f.gpu_ids(empty=True),
     "slot_per": f.choice(SLOT_PER), "slot_cpus": f.choice(SLOT_CPUS)}, help={
     "workload": "workload both sides measure (repeat for several)",
@@ -520,13 +522,17 @@ def history(c, metric="", workload="", revisions="", target=None, checkout=None,
     "seed": "seed of the interleaved order (default 0; recorded)",
     "retries": "tries again of a run that misses a gate or coverage rule, inside its round (default 2)",
     "scoring": "deferred (default: every run generated, then each side scored together) or per-run",
+    "score": "which rounds are scored for quality (WER, SIM, UTMOS): last (the default: the last round a side, and "
+             "with --max-rounds each look's round; every round when a --decide metric is a quality one), "
+             "every-round, or none; warm-ups never. A speed verdict needs no scoring",
     "name": "experiment name (default: from the whole request; the same command resumes it)",
     "alpha": "the family's error rate, held with Holm's correction (default 0.05; above 0, below 1)",
     "min-effect": "smallest relative change that counts, in percent (default 5)",
     "fail-on": "exit 1 when any metric's verdict is this word (worse, better, inconclusive, ...), for CI",
     **RUN_FLAGS_HELP, "opt": "workload option WORKLOAD.KEY=VALUE of both sides (repeatable)"})
 def ab(c, workload, a_rev=None, b_rev=None, rounds=None, design="auto", a_opt=None, b_opt=None, a_set=None,
-       b_set=None, opt=None, aa=False, seed="0", retries=str(defaults.RETRIES), scoring=defaults.SCORING, name="",
+       b_set=None, opt=None, aa=False, seed="0", retries=str(defaults.RETRIES), scoring=defaults.SCORING, score="",
+       name="",
        alpha=ALPHA, min_effect=PERCENT, fail_on="", max_rounds=None, decide="",
        slots="", slot_per="pair", slot_cpus="rule", target=None, results=None, port=None, checkout=None, gpus=None,
        cpus=None, client=None, server_profile=None):
@@ -538,7 +544,8 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=None, design="auto", a_opt=No
         request = ab_layer.request_from(settings, workload, a_opts=a_opt or [], b_opts=b_opt or [], a_sets=a_set or [],
                                         b_sets=b_set or [], options=opt or [], client=client,
                                         design=ab_layer.design_for(design, on), a_rev=a_rev or "", b_rev=b_rev or "",
-                                        rounds=rounds, seed=seed, retries=retries, scoring=scoring, aa=aa, name=name,
+                                        rounds=rounds, seed=seed, retries=retries, scoring=scoring,
+                                        score=score or None, aa=aa, name=name,
                                         max_rounds=max_rounds, decide=decide, alpha=alpha, min_effect=min_effect)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=say)

@@ -12,7 +12,19 @@ from .hooks import manager as plugin_manager
 from .hooks.manager import PluginManager, Registry
 from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
-from .records import PHASES, OptionValue, Phase, RunCheck, RunContext, RunResult, Slot, Step, TargetEnv, Workload
+from .records import (
+    PHASES,
+    OptionValue,
+    Phase,
+    RunCheck,
+    RunContext,
+    RunResult,
+    ScorePolicy,
+    Slot,
+    Step,
+    TargetEnv,
+    Workload,
+)
 from .run import capabilities, environment, layout, ownership
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
@@ -62,6 +74,29 @@ def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Optio
     _, registry = plugin_manager.load(extra_plugins)
     return [OptionRow(*row) for name, reg in sorted(registry.table("workload").items())
             for row in workload_options.rows(name, reg.record.options)]
+
+
+def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Sequence[str],
+                 extra_plugins: Iterable[tuple[str, object]] = ()) -> ScorePolicy:
+    """Which runs a speed question (``invoke ab``, ``invoke sweep``) scores for quality: ``asked``
+    (``--score``), or when none was given ``last``, unless a ``decide`` metric is one only the
+    score phase makes (then every round is scored: a verdict on it needs every round's value) or
+    a workload cannot finish a run unscored. An asked policy those make impossible is refused."""
+    _, registry = plugin_manager.load(extra_plugins)
+    chosen: list[Workload] = [registry.get("workload", name) for name in workloads]
+    quality = [m for m in decide if any(w.is_quality(m) for w in chosen)]
+    fixed = [w.name for w in chosen if w.collect is not None and w.collect_unscored is None]
+    if asked is None:
+        return ScorePolicy.EVERY_ROUND if quality or fixed else ScorePolicy.LAST
+    if asked is not ScorePolicy.EVERY_ROUND and quality:
+        raise SettingsError(f"--decide {', '.join(quality)}: a quality metric, made only when a run is scored; "
+                            f"--score {asked.value} would leave most rounds without it",
+                            hint="leave out --score (a quality --decide scores every round), or pass --score every-round")
+    if asked is not ScorePolicy.EVERY_ROUND and fixed:
+        raise SettingsError(f"workload {', '.join(fixed)} cannot finish a run without scoring (its plugin has no "
+                            f"collect_unscored); --score {asked.value} needs that",
+                            hint="pass --score every-round, or leave out --score")
+    return asked
 
 
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
@@ -129,21 +164,24 @@ def score_runs(
     client: str | None = None,
     progress: Callable[[str], None] = print,
     extra_plugins: Iterable[tuple[str, object]] = (),
+    quality: bool = True,
 ) -> list[RunResult]:
     """Score and collect ``generated`` runs (made by :func:`run` with ``phases=("generate",)``)
-    together: each scoring server starts once for all of them (deferred scoring).
+    together: each scoring server starts once for all of them (deferred scoring). With
+    ``quality`` False they are collected without scoring (complete, the generation's metrics
+    only: rounds a speed question does not score); no scoring server starts.
 
     The runs must have been made with the same workloads, options and settings as given here.
     Returns one result per run that ended (complete, incomplete or failed), in order.
     """
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
     plans = [_plan(registry, settings, chosen, opts, target_env, slot, Path(d)) for d in run_dirs]
-    for plan in plans[:1]:  # the same steps for every run: one check
+    for plan in plans[:1] if quality else ():  # the same steps for every run: one check (unscored: none run)
         capabilities.check_plan(plan.steps, target_env, settings.run.results_root, progress=progress)
     with beating(progress) as beat:
         runners = [Runner(plan, progress=beat, on_start=manager.notify_run_start) for plan in plans]
         try:
-            return score_together(runners)
+            return score_together(runners, quality)
         finally:
             for runner in runners:
                 if runner.result is not None and runner.result.status is not RunStatus.GENERATED:

@@ -7,6 +7,7 @@ them. They hold data and callables only: no record reaches back into the runner.
 from __future__ import annotations
 
 import builtins
+import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,22 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 Phase = Literal["generate", "score", "collect"]
 PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
+# The phases a new run is made with: every one; generate alone (scored later, with others); generate
+# and collect (a run a speed question leaves unscored: the generation's metrics only).
+UNSCORED: tuple[Phase, ...] = ("generate", "collect")
+RUN_PHASES: tuple[tuple[Phase, ...], ...] = (PHASES, ("generate",), UNSCORED)
+
+
+class ScorePolicy(str, enum.Enum):
+    """Which runs of a speed question are scored for quality (``--score``; issue 43): scoring is
+    most of a seed-tts run's time, and a speed verdict needs none of it."""
+
+    LAST = "last"  # one round a side, the last (and, with --max-rounds, each look's: it may be the last)
+    EVERY_ROUND = "every-round"  # every measured round (what a --decide on a quality metric needs)
+    NONE = "none"  # no run: speed only
+
+
+SCORE_WORDS: tuple[str, ...] = tuple(p.value for p in ScorePolicy)
 
 
 OptionValue = int | float | str | bool | None
@@ -358,6 +375,12 @@ class Workload:
     metrics and coverage rules. ``options`` is its option schema, :class:`Option` records a user
     sets with ``--opt NAME.KEY=VALUE``; plans and ``collect`` receive the checked, typed values.
     ``targets`` lists the targets it supports (empty: any).
+
+    A speed question needs no quality scoring: ``invoke ab`` and ``invoke sweep`` score one round
+    (``--score last``) and finish the other runs without their score phase. ``collect_unscored``
+    reads such a run: the generation's metrics and rules only (None: the workload's runs are
+    always scored). ``quality_metrics`` names the metrics only its score phase makes (a name
+    ending in ``.`` is a prefix), so a ``--decide`` on one of them scores every round.
     """
 
     name: str
@@ -368,6 +391,12 @@ class Workload:
     options: Sequence[Option] = ()
     targets: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+    collect_unscored: Callable[[Path, Mapping[str, Any]], Collected] | None = None
+    quality_metrics: tuple[str, ...] = ()
+
+    def is_quality(self, metric: str) -> bool:
+        """``metric`` is made by the score phase (one of ``quality_metrics``, or under a prefix of them)."""
+        return any(metric == q or (q.endswith(".") and metric.startswith(q)) for q in self.quality_metrics)
 
     def __post_init__(self) -> None:
         # A {name: default} mapping (the form before option schemas) is refused: its values had no type.

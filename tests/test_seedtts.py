@@ -216,6 +216,22 @@ def test_missing_result_file_names_the_rule(full_run, tmp_path):
     assert collecting.collect(folder).metrics["seedtts.sim"] is None
 
 
+def test_a_run_left_unscored_is_complete_with_the_speed_metrics_and_no_quality_ones(full_run, tmp_path):
+    """`invoke ab --score last` finishes its other rounds without their score phase: no WER, SIM or
+    UTMOS file, and no rule or metric that needs one; the speed metrics are the scored run's own."""
+    folder = _copy_run(full_run, tmp_path)
+    for name in ("wer_results.json", "similarity_results.json", "utmos_results.json"):
+        (folder / name).unlink()
+    unscored = collecting.collect(folder, scored=False)
+    assert [r.name for r in unscored.rules if not r.ok] == []
+    assert not any(k.startswith(("seedtts.wer.", "seedtts.sim", "seedtts.utmos")) for k in unscored.metrics)
+    scored = collecting.collect(_copy_run(full_run, tmp_path / "again")).metrics
+    assert {k: v for k, v in scored.items() if k in unscored.metrics} == dict(unscored.metrics)
+    # and the workload's quality names are exactly what the unscored collection leaves out
+    workload = next(w for w in seedtts.omnibench_workloads() if w.name == "seedtts")
+    assert {k for k in scored if workload.is_quality(k)} == set(scored) - set(unscored.metrics)
+
+
 def test_corrupt_result_file_names_the_rule(full_run, tmp_path):
     folder = _copy_run(full_run, tmp_path)
     (folder / "wer_results.json").write_text('{"summary": {"wer_corpus": 0.1,')

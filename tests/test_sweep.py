@@ -420,6 +420,13 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     for side in ("a", "b"):
         assert experiment["identity"][side]["options"] == ["seedtts.max_concurrency=4", "seedtts.max_samples=4"]
     assert experiment["sequential"]["decide"] == ["seedtts.latency_mean_s"]
+    # a speed question: only the stopping look's round is transcribed and scored (issue 43), one run a side
+    ab_runs = [results / a["revision"] / a["run"] for a in experiment["attempts"] if a["status"] == "complete"]
+    scored = [r for r in ab_runs if (r / "seedtts" / "wer_results.json").is_file()]
+    last = experiment["sequential"]["rounds_run"]
+    assert len(scored) == 2 and {a["round"] for a in experiment["attempts"] if results / a["revision"] / a["run"]
+                                 in scored} == {last}, (scored, last)
+    assert f"quality: scored on round {last} only" in done.stdout
 
 
 

@@ -41,6 +41,7 @@ class NotCompared:
     metric: str
     direction: str
     why: str
+    unscored: bool = False  # a quality metric of rounds --score left unscored on purpose: not a gap
 
     def describe(self) -> str:
         """One line for the console and ab.md."""
@@ -63,6 +64,20 @@ class Analysis:
     alpha: float
     min_effect: float
     looks: tuple[str, ...] = ()  # --max-rounds: the rounds run, why it stopped, the rule and one line per look
+    score: str = "every-round"  # --score: which rounds were scored for quality
+    scored_rounds: tuple[int, ...] = ()  # of ``rounds``, those scored for quality
+
+    def scored_text(self) -> str:
+        """Which runs were scored for quality, in words for the console and ab.md."""
+        if self.score == "none":
+            return "quality: no run scored (--score none): the verdicts are on speed alone"
+        at = [i for i, r in enumerate(self.rounds) if r in self.scored_rounds]
+        runs = ", ".join(f"{side} {self.runs[side][i]}" for i in at for side in ("A", "B"))
+        if len(at) == len(self.rounds):
+            return f"quality: every round scored (--score {self.score}); warm-ups are never scored"
+        return (f"quality: scored on round {', '.join(str(self.rounds[i]) for i in at) or '(none)'} only ({runs or '-'}; "
+                f"--score {self.score}): the other rounds and the warm-ups were generated and timed, not scored; "
+                f"--score every-round scores every round")
 
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
@@ -99,12 +114,19 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
             for side, runs in (("A", a_runs), ("B", b_runs))}
     docs = {side: [_metrics(d) for d in ds] for side, ds in dirs.items()}
     names = list(dict.fromkeys(k for side in ("A", "B") for m in docs[side] for k in m))  # every metric, never dropped
+    looked = sequential.looks(experiment.identity.max_rounds) if experiment.identity.max_rounds else ()
+    scored = tuple(r for r in rounds if experiment.scores(r, looked))
     values, samples, not_compared = [], [], []
     for name in names:
-        missing = [f"{side} round {r}" for side in ("A", "B") for r, m in zip(rounds, docs[side], strict=True)
-                   if name not in m]
+        missing = [(side, r) for side in ("A", "B") for r, m in zip(rounds, docs[side], strict=True) if name not in m]
+        if missing and all(r not in scored for _, r in missing):  # a quality metric of the rounds not scored
+            not_compared.append(NotCompared(
+                name, meta.direction(name), f"scored on round {', '.join(map(str, scored)) or '(none)'} only "
+                f"(--score {experiment.score.value}); --score every-round judges it", unscored=True))
+            continue
         if missing:
-            not_compared.append(NotCompared(name, meta.direction(name), f"missing in {', '.join(missing)}"))
+            where = ", ".join(f"{side} round {r}" for side, r in missing)
+            not_compared.append(NotCompared(name, meta.direction(name), f"missing in {where}"))
             continue
         a = tuple(m[name] for m in docs["A"])
         b = tuple(m[name] for m in docs["B"])
@@ -123,7 +145,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
-                    tuple(not_compared), tuple(alone), tuple(noisy), alpha, min_effect)
+                    tuple(not_compared), tuple(alone), tuple(noisy), alpha, min_effect,
+                    score=experiment.score.value, scored_rounds=scored)
 
 
 def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,

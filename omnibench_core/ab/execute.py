@@ -29,7 +29,7 @@ from ..campaign.progress import CampaignProgress, scoring_history
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
-from ..records import PHASES, Phase
+from ..records import PHASES, SCORE_WORDS, UNSCORED, Phase, ScorePolicy
 from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
@@ -98,6 +98,8 @@ class Request:
     scoring: str
     name: str = ""
     sequential: Sequential | None = None  # --max-rounds: the stopping rule asked for (no looks yet)
+    score: ScorePolicy = ScorePolicy.LAST  # which rounds are scored for quality
+    score_given: bool = False  # --score was passed (a resumed experiment otherwise keeps its own)
 
     @property
     def experiment_name(self) -> str:
@@ -130,13 +132,15 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                  b_opts: Sequence[str] = (), a_sets: Sequence[str] = (), b_sets: Sequence[str] = (),
                  options: Sequence[str] = (), client: str | None = None, design: str = "interleaved",
                  rounds: int | None = None, seed: int = 0, retries: int = defaults.RETRIES,
-                 scoring: str = defaults.SCORING, aa: bool = False,
+                 scoring: str = defaults.SCORING, score: str | None = None, aa: bool = False,
                  name: str = "", a_rev: str = "", b_rev: str = "", max_rounds: int | None = None,
                  decide: Sequence[str] = (), alpha: float = defaults.ALPHA,
                  min_effect: float = defaults.MIN_EFFECT) -> Request:
     """The experiment's request, checked before anything starts. ``rounds`` None is the default
     (:data:`defaults.ROUNDS`); ``max_rounds`` runs rounds until every ``decide`` metric is decided
-    (at ``alpha`` and ``min_effect``), at most that many, in place of a fixed number."""
+    (at ``alpha`` and ``min_effect``), at most that many, in place of a fixed number. ``score``
+    (``--score``; None: ``last``, or every round for a quality ``decide``) says which rounds are
+    scored for quality (:func:`omnibench_core.api.score_policy`)."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     try:
@@ -162,6 +166,9 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
     if scoring not in SCORINGS:
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
+    if score is not None and score not in SCORE_WORDS:
+        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}")
+    policy = api.score_policy(workloads, ScorePolicy(score) if score is not None else None, decide)
     revs = sides_revisions(settings, a_rev, b_rev)
     a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
     b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])
@@ -177,7 +184,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     shared = counted_settings(recorded, AB_SHARED_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed, max_rounds or 0)
     rule = Sequential(tuple(decide), alpha, min_effect) if max_rounds is not None else None
-    return Request(identity, retries, scoring, name, rule)
+    return Request(identity, retries, scoring, name, rule, policy, score is not None)
 
 
 def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]], workloads: Sequence[str],
@@ -263,11 +270,19 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
                                 f"--scoring {request.scoring} would leave them unscored",
                                 hint=f"repeat with --scoring {experiment.scoring}")
-        experiment = replace(experiment, scoring=request.scoring,
+        score = request.score if request.score_given else experiment.score
+        if score is not experiment.score and any(a.run for a in experiment.attempts):
+            raise SettingsError(f"A/B experiment {experiment.name!r} began with --score {experiment.score.value}; "
+                                f"--score {score.value} would leave its rounds scored by two rules",
+                                evidence={"record": str(path)},
+                                hint=f"repeat it with --score {experiment.score.value} (or without --score), or pass "
+                                     "--name for a new experiment")
+        experiment = replace(experiment, scoring=request.scoring, score=score,
                              sequential=_rule_kept(experiment, request.sequential, path))
     else:
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
-                                record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential)
+                                record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential,
+                                score=request.score)
     experiment = experiment_file.save(path, experiment)
     return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
 
@@ -473,7 +488,7 @@ class _Driver:
                        free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
         what = " and ".join(f"{p.side} on {placed[p.side].label}" for p in pending)
         self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}", self._to_score())
-        phases = ("generate",) if e.scoring == "deferred" else PHASES
+        phases = self._phases(r)
         specs, attempts = {}, {}
         on = {p.side: placed[p.side].settings_on(self.sides[p.side].flat()) for p in pending}
         revisions = {side: self._revision(side, settings) for side, settings in on.items()}  # both before either is saved
@@ -546,7 +561,7 @@ class _Driver:
         settings = self.sides[position.side]
         tries = e.failures(position)
         self.progress.start_run(k, label + (f", retry {tries}" if tries else ""), self._to_score())
-        phases: tuple[Phase, ...] = ("generate",) if e.scoring == "deferred" else PHASES
+        phases = self._phases(position.round)
         attempt = Attempt(position.side, position.round, "", self._revision(position.side, settings),
                           AttemptStatus.RUNNING, record.now_iso())
         try:
@@ -564,33 +579,59 @@ class _Driver:
             self.save(self._moved_run(latest, result.run_dir if result is not None else None, settings))
         self._revision(position.side, settings)
 
+    # -- which runs are scored (--score) ------------------------------------------------------------
+    def _scores(self, round_: int) -> bool:
+        """Whether round ``round_``'s runs are scored for quality (never a warm-up's)."""
+        ident = self.experiment.identity
+        return self.experiment.scores(round_, sequential.looks(ident.max_rounds) if ident.max_rounds else ())
+
+    def _phases(self, round_: int) -> tuple[Phase, ...]:
+        """A new run's phases: generate alone with deferred scoring (scored, or finished unscored,
+        at the next look or the end); per-run scoring: every phase, or none of scoring's."""
+        if self.experiment.scoring == "deferred":
+            return ("generate",)
+        return PHASES if self._scores(round_) else UNSCORED
+
     def _score_generated(self) -> None:
-        """Deferred scoring: each side's generated runs together, one start of each scoring server a side."""
+        """Deferred scoring: each side's generated runs of rounds ``--score`` leaves unscored are
+        finished without scoring (no server starts), then the rest are scored together, one start
+        of each scoring server a side."""
         for label in record.SIDES:
             pending = [a for p in self.experiment.order if p.side == label
                        and (a := self.experiment.latest(p)) is not None and a.status is AttemptStatus.GENERATED]
             if not pending:
                 continue
             self._revision(label, self.sides[label])  # scoring servers import the side's tree too
-            self._score_side(label, pending)
+            unscored = [a for a in pending if not self._scores(a.round)]
+            if unscored:
+                self._score_side(label, unscored, quality=False)
+            scored = [a for a in pending if self._scores(a.round)]
+            if scored:
+                self._score_side(label, scored)
 
-    def _score_side(self, label: str, pending: Sequence[Attempt]) -> None:
+    def _score_side(self, label: str, pending: Sequence[Attempt], quality: bool = True) -> None:
         settings = self.sides[label]
-        self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score())
+        if quality:
+            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score())
+        else:
+            self.progress.say(f"side {label}: {', '.join(f'round {a.round} ({a.run})' for a in pending)} finished "
+                              f"without scoring (--score {self.experiment.score.value}: a speed verdict needs none)")
         by_dir = {settings.run.results_root / a.revision / a.run: a for a in pending}
         t0 = time.monotonic()
         count = score_generated(settings, self.experiment.identity.workloads, list(by_dir), options=self.side(label).options,
                         client=self.experiment.identity.client, progress=self.progress,
-                        record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())))
-        self.progress.scored(time.monotonic() - t0, count)
+                        record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())),
+                        quality=quality)
+        if quality:
+            self.progress.scored(time.monotonic() - t0, count)
 
     def _to_score(self) -> int:
         """Runs deferred scoring has still to score (0 with per-run scoring): every position not
-        complete yet, whose scoring is part of what is left."""
+        complete yet that ``--score`` scores, whose scoring is part of what is left."""
         if self.experiment.scoring != "deferred":
             return 0
         horizon = self._horizon()  # with --max-rounds, what the next look scores
-        return sum(not self._complete(p) for p in self.experiment.order if p.round <= horizon)
+        return sum(not self._complete(p) for p in self.experiment.order if p.round <= horizon and self._scores(p.round))
 
 
 def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -> Settings:

@@ -85,9 +85,11 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
 
 def failing(done: Done, verdict: str) -> list[str]:
     """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric that
-    could not be compared (it might hide that verdict; a CI gate must not pass it unseen)."""
+    could not be compared (it might hide that verdict; a CI gate must not pass it unseen), except
+    the quality metrics ``--score`` left unscored on purpose (ab.md says which runs were scored)."""
     return [f"{v.metric}: {v.verdict.value}" for v in done.analysis.verdicts if v.verdict.value == verdict] + \
-        [f"not compared: {n.describe()}" for n in done.analysis.not_compared if n.direction != "context"]
+        [f"not compared: {n.describe()}" for n in done.analysis.not_compared
+         if n.direction != "context" and not n.unscored]  # left unscored by --score: said in the report
 
 
 def ab_text(done: Done) -> str:
@@ -97,6 +99,7 @@ def ab_text(done: Done) -> str:
              f"B runs {', '.join(a.runs['B'])}",
              table(rows(a), HEADERS)]
     lines += list(a.looks)
+    lines.append(a.scored_text())
     state = done.experiment.sequential
     if state is not None and state.stop is StopReason.MAX_ROUNDS:  # why each undecided one is so, and what to do
         lines += [f"inconclusive {v.metric}: {v.why}" for v in a.verdicts

@@ -18,6 +18,7 @@ from typing import Any
 from .. import defaults
 from ..errors import RecordError
 from ..identity import differences
+from ..records import ScorePolicy
 from ..store.statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 SIDES = ("A", "B")
@@ -219,6 +220,22 @@ class Experiment:
     created: str = ""
     updated: str = ""
     sequential: Sequential | None = None  # with --max-rounds (identity.max_rounds); None for a fixed design
+    # which rounds are scored for quality; a file from before --score scored every round
+    score: ScorePolicy = ScorePolicy.EVERY_ROUND
+
+    def scores(self, round_: int, look_rounds: Sequence[int] = ()) -> bool:
+        """Whether the runs of ``round_`` are scored for quality: never a warm-up (round 0); with
+        ``last``, the schedule's last round, or with --max-rounds each round in ``look_rounds``
+        (each look may be where the experiment stops, and a run is scored before it completes)."""
+        if round_ == 0 or self.score is ScorePolicy.NONE:
+            return False
+        if self.score is ScorePolicy.EVERY_ROUND:
+            return True
+        return round_ in (look_rounds if self.identity.max_rounds else (self.identity.rounds,))
+
+    def scored_rounds(self, look_rounds: Sequence[int] = ()) -> tuple[int, ...]:
+        """The rounds :meth:`scores` scores, in order."""
+        return tuple(r for r in range(1, self.identity.rounds + 1) if self.scores(r, look_rounds))
 
     def latest(self, position: Position) -> Attempt | None:
         """The last attempt at ``position``."""
@@ -251,12 +268,15 @@ class Experiment:
         return out
 
     def as_record(self) -> dict[str, Any]:
-        """The JSON form (``sequential`` only with --max-rounds: a fixed design's file is as before)."""
+        """The JSON form (``sequential`` only with --max-rounds, ``score`` only when not every round: a
+        file of an experiment that could have been made before either is as it was)."""
         out = {"name": self.name, "identity": self.identity.as_record(),
                "retries": self.retries, "scoring": self.scoring,
                "order": [[p.side, p.round] for p in self.order],
                "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
                "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
+        if self.score is not ScorePolicy.EVERY_ROUND:  # every round: what a file without it means (before --score)
+            out["score"] = self.score.value
         if self.sequential is not None:
             out["sequential"] = self.sequential.as_record()
         return out

@@ -61,6 +61,7 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
           f"{analysis.alpha:g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
+          f"- {t(analysis.scored_text())}",
           f"- record: {t(record_path)}", ""]
     md += md_table(HEADERS, rows(analysis))
     if analysis.looks:  # --max-rounds: the rounds run, why it stopped, the rule, each look

@@ -211,34 +211,42 @@ def score_plan(ctx: RunContext) -> list[Step]:
     return [Step("echo-check", _check_echoes, phase="score", server=spec, outputs=(f"{ctx.workload}/score.json",))]
 
 
-def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
-    """Metrics and coverage rules of the self-test."""
+def collect(run_dir: Path, options: Mapping[str, object], scored: bool = True) -> Collected:
+    """Metrics and coverage rules of the self-test (``scored`` False: its echo check was skipped,
+    so no ``matched`` and no rule on it)."""
     wdir = run_dir / NAME
     rows = read_json(wdir / "client.json")["per_request"]
-    score = read_json(wdir / "score.json")
     ok = [r for r in rows if r["is_success"]]
     expected = options["requests"]
     metrics = {
         f"{NAME}.requests": len(rows),
         f"{NAME}.failed": len(rows) - len(ok),
         f"{NAME}.latency_mean_s": sum(r["latency_s"] for r in ok) / len(ok) if ok else None,
-        f"{NAME}.matched": score["matched"],
     }
-    rules = (
+    rules = [
         RuleResult("all requests sent", len(rows) == expected, f"{len(rows)} of {expected}"),
         RuleResult("0 failed requests", len(ok) == len(rows), f"{len(rows) - len(ok)} failed"),
         RuleResult("unique ids", len({r["id"] for r in rows}) == len(rows)),
-        RuleResult("every echo scored and matched", score["evaluated"] == score["matched"] == expected,
-                   f"{score['matched']} matched of {score['evaluated']} evaluated"),
-    )
-    return Collected(metrics, frozenset(), rules)
+    ]
+    if scored:
+        score = read_json(wdir / "score.json")
+        metrics[f"{NAME}.matched"] = score["matched"]
+        rules.append(RuleResult("every echo scored and matched", score["evaluated"] == score["matched"] == expected,
+                                f"{score['matched']} matched of {score['evaluated']} evaluated"))
+    return Collected(metrics, frozenset(), tuple(rules))
+
+
+def collect_unscored(run_dir: Path, options: Mapping[str, object]) -> Collected:
+    """:func:`collect` of a run whose echo check (its score phase) was skipped."""
+    return collect(run_dir, options, scored=False)
 
 
 @hookimpl
 def omnibench_workloads() -> list[Workload]:
     """The self-test workload."""
     return [Workload(NAME, "harness self-test: a loopback echo server, client, shared scoring server",
-                     plan, collect, scorers=("echo-check",), options=OPTIONS)]
+                     plan, collect, scorers=("echo-check",), options=OPTIONS, collect_unscored=collect_unscored,
+                     quality_metrics=(f"{NAME}.matched",))]
 
 
 @hookimpl

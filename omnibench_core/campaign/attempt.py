@@ -144,13 +144,15 @@ def scored(run_dir: Path, outcome: RunOutcome | None) -> Scored:
 
 def score_generated(settings: Settings, workloads: Sequence[str], run_dirs: Sequence[Path], *,
                     options: Sequence[str], client: str | None, progress: CampaignProgress,
-                    record: Callable[[Path, Scored], None]) -> int:
-    """Deferred scoring: the generated runs at ``run_dirs`` on one start of each scoring server;
-    ``record`` gets each run's attempt as the scoring left it, also after Ctrl-C (the runs it
-    reopened say where they are now). Returns how many runs it scored."""
+                    record: Callable[[Path, Scored], None], quality: bool = True) -> int:
+    """Deferred scoring: the generated runs at ``run_dirs`` on one start of each scoring server
+    (``quality`` False: collected without scoring); ``record`` gets each run's attempt as the
+    scoring left it, also after Ctrl-C (the runs it reopened say where they are now). Returns
+    how many runs it finished."""
     outcomes: dict[str, RunOutcome] = {}
     try:
-        results = api.score_runs(settings, workloads, run_dirs, options=options, client=client, progress=progress)
+        results = api.score_runs(settings, workloads, run_dirs, options=options, client=client, progress=progress,
+                                 quality=quality)
         outcomes = {r.outcome.run: r.outcome for r in results}
     except OmnibenchError as exc:
         outcomes = {o.run: o for o in exc.outcomes}

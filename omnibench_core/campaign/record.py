@@ -18,6 +18,7 @@ Scoring = Literal["deferred", "per-run"]
 SCORINGS: tuple[str, ...] = ("deferred", "per-run")
 
 
+
 def now_iso() -> str:
     """The current UTC time, ISO 8601 with microseconds: it also tells attempts apart (a retry
     can start within the second its failed attempt started)."""

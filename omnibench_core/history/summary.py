@@ -193,12 +193,15 @@ def from_analysis(a: Analysis, source: Path) -> Summary:
         rows.append((Row(v.metric, v.direction, change_text(v.change, v.relative),
                          interval_text(v.low, v.high, v.relative, v.method), v.verdict.value, detail),
                      _group(v.verdict.value)))
-    rows += [(Row(n.metric, n.direction, "-", "-", "not compared", n.why), "undecided") for n in a.not_compared]
+    # a quality metric --score left unscored on purpose is not a gap to look at: folded with the rest
+    rows += [(Row(n.metric, n.direction, "-", "-", "not scored" if n.unscored else "not compared", n.why),
+              "other" if n.unscored else "undecided") for n in a.not_compared]
     changed, undecided, other = _split(rows)
     facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
              f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
              "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
     facts += [md_text(line) for line in a.looks[:1]]  # --max-rounds: the rounds run and why it stopped
+    facts.append(md_text(a.scored_text()))
     facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
     return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)

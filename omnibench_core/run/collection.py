@@ -46,16 +46,27 @@ def _call(what: str, collect: Any, *args: Any) -> Collected:
     return collected
 
 
+UNSCORED_NOTE = ("quality not scored: this run's score phase was skipped (a speed question scores one round; "
+                 "--score every-round scores them all); its metrics are the generation's")
+
+
 def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[str, Mapping[str, Any]],
-                checks: Sequence[RunCheck]) -> Collection:
-    """Each workload's ``collect``, then each run-wide check once; metric names must not clash."""
+                checks: Sequence[RunCheck], scored: bool = True) -> Collection:
+    """Each workload's ``collect`` (``collect_unscored`` when the run's score phase was skipped),
+    then each run-wide check once; metric names must not clash."""
     metrics: dict[str, Any] = {}
     rates: set[int] = set()
     rules: list[RuleResult] = []
-    notes: list[str] = []
+    notes: list[str] = [] if scored else [UNSCORED_NOTE]
     samples: dict[str, Sequence[float]] = {}
-    parts = [(f"workload {w.name!r}", _call(f"workload {w.name!r}", w.collect, run_dir, options.get(w.name, {})))
-             for w in workloads if w.collect is not None]
+    parts = []
+    for w in workloads:
+        read = w.collect if scored else w.collect_unscored
+        if read is None and not scored and w.collect is not None:
+            raise PluginError(f"workload {w.name!r} cannot finish a run without scoring (it has no collect_unscored)",
+                              hint="score its runs (--score every-round), or give the workload a collect_unscored")
+        if read is not None:
+            parts.append((f"workload {w.name!r}", _call(f"workload {w.name!r}", read, run_dir, options.get(w.name, {}))))
     parts += [(f"check {c.name!r}", _call(f"check {c.name!r}", c.collect, run_dir)) for c in checks]
     for what, collected in parts:
         clash = set(metrics) & set(collected.metrics) | set(samples) & set(collected.samples)

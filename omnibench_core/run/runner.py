@@ -37,7 +37,20 @@ from ..process.gpu import call_timeout
 from ..process.ports import port_holder, port_in_use
 from ..process.processes import GroupProcess, build_env, start_group
 from ..process.strays import find_strays, stop_strays
-from ..records import PHASES, Command, Phase, RunCheck, RunInfo, RunResult, ServeSpec, Slot, Step, TargetEnv, Workload
+from ..records import (
+    PHASES,
+    RUN_PHASES,
+    Command,
+    Phase,
+    RunCheck,
+    RunInfo,
+    RunResult,
+    ServeSpec,
+    Slot,
+    Step,
+    TargetEnv,
+    Workload,
+)
 from ..settings import RunSettings, ToolSettings
 from ..store import manifest as manifest_file
 from ..store.manifest import Manifest, RunHeader, now_iso
@@ -146,19 +159,21 @@ class Runner:
         :class:`~omnibench_core.records.RunOutcome` (the ``-incomplete`` folder it was moved to).
 
         ``phases=("generate",)`` stops after the generate phase: the run is left ``generated``
-        (not moved aside) for :func:`score_together` to score later.
+        (not moved aside) for :func:`score_together` to score later. ``("generate", "collect")``
+        skips the score phase: the run is complete with the generation's metrics only (a round a
+        speed question does not score).
         """
         plan = self.plan
-        unknown = [p for p in phases if p not in PHASES]
-        if unknown or "generate" not in phases or ("collect" in phases) != ("score" in phases):
+        if tuple(phases) not in RUN_PHASES:
             raise SettingsError(f"cannot run the phases {', '.join(phases)}",
-                                hint="a new run does every phase, or generate alone (its scoring comes later)")
+                                hint="a new run does every phase, generate alone (its scoring comes later), or "
+                                     "generate and collect (no scoring)")
         try:
             groups = [g for g in order_steps(plan.steps) if g.phase in phases]
             with ownership.port_lock(plan.slot.port, run_dir=self.run_dir):
                 ready = gates.check_run_ready(self.run_dir, plan.slot.port, claimed=True)
                 self._start_manifest(ready)
-                return self._run(groups, collect="collect" in phases)
+                return self._run(groups, collect="collect" in phases, scored="score" in phases)
         except RunNotReady:
             _remove_if_empty(self.run_dir)  # nothing ran: release the claimed name
             raise
@@ -187,14 +202,14 @@ class Runner:
             raise error from exc
         self.say(f"RUN_READY {self.run_dir}")
 
-    def _run(self, groups: list[Group], collect: bool = True) -> RunResult:
+    def _run(self, groups: list[Group], collect: bool = True, scored: bool = True) -> RunResult:
         try:
             with sigterm_as_exception(), self._failures_recorded():
                 self.on_start(self.info)
                 self._rev_ok_clients(groups)
                 for group in groups:
                     self._run_group(group)
-                return self._collect() if collect else self._generated()
+                return self._collect(scored) if collect else self._generated()
         except (KeyboardInterrupt, Terminated) as exc:
             err = self._interrupted(exc)
             self._fail(RunStatus.INTERRUPTED, err)
@@ -564,18 +579,21 @@ class Runner:
         write_run_telemetry(self.run_dir, self.manifest.servers, applies=uses_gpu,
                             reason="" if uses_gpu else f"the {self.plan.target.target} target uses no GPU")
 
-    def _collect(self) -> RunResult:
+    def _collect(self, scored: bool = True) -> RunResult:
         assert self.manifest is not None
         plan = self.plan
-        collection = with_server_ready(collect_run(self.run_dir, plan.workloads, plan.options, plan.checks),
+        collection = with_server_ready(collect_run(self.run_dir, plan.workloads, plan.options, plan.checks, scored),
                                        self.manifest.servers)
         write_metrics(self.run_dir, collection, plan.target.target)
         self._write_telemetry()
         self.manifest.coverage(collection.rules)
         moved: Path | None = None
         if collection.complete:
-            self.say("RUN_COMPLETE")
-            self.manifest.finish(RunStatus.COMPLETE)
+            self.say("RUN_COMPLETE" + ("" if scored else " (not scored: the generation's metrics only)"))
+            if scored:
+                self.manifest.finish(RunStatus.COMPLETE)
+            else:
+                self.manifest.finish(RunStatus.COMPLETE, scored=False)
         else:
             for rule in collection.broken:
                 self.say(f"coverage rule broken: {rule.name}: {rule.detail}")
@@ -623,8 +641,9 @@ def _follow_move(error: OmnibenchError, old: Path, new: Path) -> None:
             error.evidence[key] = str(new) + value[len(str(old)):]
 
 
-def score_together(runners: Sequence[Runner]) -> list[RunResult]:
-    """The score and collect phases of several ``generated`` runs, one start per scoring server.
+def score_together(runners: Sequence[Runner], quality: bool = True) -> list[RunResult]:
+    """The score and collect phases of several ``generated`` runs, one start per scoring server;
+    with ``quality`` False the collect phase alone (the runs complete unscored, no server starts).
 
     Each runner's plan is its run's (re-planned on the run directory); all share one port.
     Scoring steps with equal :class:`ServeSpec` across the runs share one server start: the first
@@ -643,16 +662,17 @@ def score_together(runners: Sequence[Runner]) -> list[RunResult]:
         opened: list[Runner] = []
         try:
             for runner in runners:
-                runner._reopen(("score", "collect"))
+                runner._reopen(("score", "collect") if quality else ("collect",))
                 opened.append(runner)
-            _score_shared(opened)
+            if quality:
+                _score_shared(opened)
             for runner in opened:
                 if runner.result is None:
                     with contextlib.suppress(OmnibenchError), runner._failures_recorded():
                         for group in order_steps(runner.plan.steps):
-                            if group.phase != "generate" and not (group.phase == "score" and group.server):
+                            if group.phase == "collect" or (quality and group.phase == "score" and not group.server):
                                 runner._run_group(group)
-                        runner._collect()
+                        runner._collect(quality)
         except (KeyboardInterrupt, Terminated) as exc:
             err = opened[0]._interrupted(exc) if opened else RunInterrupted("interrupted before scoring began")
             for runner in opened:

@@ -37,6 +37,7 @@ from ..ab.record import (
 from ..ab.sequential import looks as schedule_of
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
+from ..records import ScorePolicy
 from . import versions
 from .fields import folder_problem, run_problem, seconds_problem
 from .names import experiment_path
@@ -211,7 +212,9 @@ def load(path: Path) -> Experiment:
         name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
         scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
         status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
-        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential)
+        created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential,
+        # a file from before --score scored every round
+        score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND)
 
 
 _VERDICT_WORDS = ("better", "worse", "equivalent", "inconclusive")

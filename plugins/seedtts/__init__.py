@@ -242,6 +242,15 @@ def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
     return metrics.collect(run_dir / NAME, NAME, stream=bool(options.get("stream")))
 
 
+def collect_unscored(run_dir: Path, options: Mapping[str, object]) -> Collected:
+    """:func:`collect` of a run whose score phase was skipped: the speed metrics and the
+    generation's rules (sglang-omni's own sweep scores nothing: its collection is the same)."""
+    levels = sweep_levels(options)
+    if levels is not None:
+        return collect(run_dir, options)
+    return metrics.collect(run_dir / NAME, NAME, stream=bool(options.get("stream")), scored=False)
+
+
 # sglang-omni's --transcribe-only files: wer_results.json with summary, config and per_sample.
 WER = ScorerUse("asr-wer", {"step": "transcribe", "rows": "generated.json", "reference_field": "target_text",
                             "output": "wer_results.json"})
@@ -251,4 +260,5 @@ WER = ScorerUse("asr-wer", {"step": "transcribe", "rows": "generated.json", "ref
 def omnibench_workloads() -> list[Workload]:
     """The seed-tts voice-clone workload."""
     return [Workload(NAME, "seed-tts voice clone: speech from text with a reference voice; WER, SIM, UTMOS",
-                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",))]
+                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",),
+                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY))]

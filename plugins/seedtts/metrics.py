@@ -25,45 +25,55 @@ FILES = {"speed": "speed_results.json", "wer": "wer_results.json", "sim": "simil
          "utmos": "utmos_results.json", "dataset": "dataset.json"}
 
 
-def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False) -> Collected:
+# What only the score phase makes (the workload's quality_metrics): a --decide on one scores every round.
+QUALITY = ("wer.", "sim", "sim_skipped", "utmos", "utmos_skipped")
+SCORED_FILES = ("wer", "sim", "utmos")
+
+
+def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False, scored: bool = True) -> Collected:
     """Metrics and RUN_COMPLETE rules for a seed-tts output folder.
 
     The expected sample count is the dataset's own (``dataset.json``), in place of the
     runbook's 1088. Empty or NaN audio is the run-wide ``audio`` check's rule. With ``stream``,
-    the streaming metrics and per-request samples too (:func:`stream_part`).
+    the streaming metrics and per-request samples too (:func:`stream_part`). ``scored`` False
+    (the run's score phase was skipped): the generation's metrics and rules only, no WER, SIM or
+    UTMOS file is read.
     """
     problems: list[RuleResult] = []
-    docs = {key: load_doc(workload_dir, name, problems) for key, name in FILES.items()}
-    speed, wer_doc, sim, ut = docs["speed"], docs["wer"], docs["sim"], docs["utmos"]
+    docs = {key: load_doc(workload_dir, name, problems) for key, name in FILES.items()
+            if scored or key not in SCORED_FILES}
+    speed = docs["speed"]
     per_request = _rows(field(speed, "per_request"))
     metrics: dict[str, Any] = {
         f"{prefix}.failed": field(speed, "summary", "failed_requests"),
-        f"{prefix}.sim": field(sim, "summary", "speaker_similarity_mean"),
-        f"{prefix}.sim_skipped": field(sim, "summary", "skipped"),
-        f"{prefix}.utmos": field(ut, "summary", "utmos_mean"),
-        f"{prefix}.utmos_skipped": field(ut, "summary", "skipped"),
         f"{prefix}.completion_tokens_sum": _token_sum(per_request) if speed else None,
     }
     for key in SPEED_METRICS:
         metrics[f"{prefix}.{key}"] = field(speed, "summary", key)
-    for key in WER_METRICS:
-        metrics[f"{prefix}.wer.{key}"] = field(wer_doc, "summary", key)
     wavs = list((workload_dir / "audio").glob("*.wav"))
-    counts = {"requests": len(per_request), "completed": field(speed, "summary", "completed_requests"),
-              "WER evaluated": field(wer_doc, "summary", "evaluated"), "SIM evaluated": field(sim, "summary", "evaluated"),
-              "UTMOS evaluated": field(ut, "summary", "evaluated")}
-    rules = [
-        zero("failed requests", metrics[f"{prefix}.failed"], "failed_requests"),
-        zero("skipped in WER", metrics[f"{prefix}.wer.skipped"], "skipped"),
-        zero("skipped in SIM", metrics[f"{prefix}.sim_skipped"], "skipped"),
-        zero("skipped in UTMOS", metrics[f"{prefix}.utmos_skipped"], "skipped"),
-        *sample_rules(samples=field(docs["dataset"], "samples"), ids=[r.get("id") for r in per_request],
-                      wav_count=len(wavs), counts=counts),
-    ]
-    notes = [f"{prefix}.{key}: {text}" for key, text in (("wer", field(wer_doc, "config", "asr")),
-                                                           ("sim", field(sim, "config", "method")),
-                                                           ("utmos", field(ut, "config", "method")))
-             if isinstance(text, str) and "substitute" in text]
+    counts = {"requests": len(per_request), "completed": field(speed, "summary", "completed_requests")}
+    rules = [zero("failed requests", metrics[f"{prefix}.failed"], "failed_requests")]
+    notes: list[str] = []
+    if scored:
+        wer_doc, sim, ut = docs["wer"], docs["sim"], docs["utmos"]
+        metrics |= {f"{prefix}.sim": field(sim, "summary", "speaker_similarity_mean"),
+                    f"{prefix}.sim_skipped": field(sim, "summary", "skipped"),
+                    f"{prefix}.utmos": field(ut, "summary", "utmos_mean"),
+                    f"{prefix}.utmos_skipped": field(ut, "summary", "skipped")}
+        for key in WER_METRICS:
+            metrics[f"{prefix}.wer.{key}"] = field(wer_doc, "summary", key)
+        counts |= {"WER evaluated": field(wer_doc, "summary", "evaluated"),
+                   "SIM evaluated": field(sim, "summary", "evaluated"), "UTMOS evaluated": field(ut, "summary", "evaluated")}
+        rules += [zero("skipped in WER", metrics[f"{prefix}.wer.skipped"], "skipped"),
+                  zero("skipped in SIM", metrics[f"{prefix}.sim_skipped"], "skipped"),
+                  zero("skipped in UTMOS", metrics[f"{prefix}.utmos_skipped"], "skipped")]
+        notes = [f"{prefix}.{key}: {text}" for key, text in (("wer", field(wer_doc, "config", "asr")),
+                                                               ("sim", field(sim, "config", "method")),
+                                                               ("utmos", field(ut, "config", "method")))
+                 if isinstance(text, str) and "substitute" in text]
+    rules += sample_rules(samples=field(docs["dataset"], "samples"), ids=[r.get("id") for r in per_request],
+                          wav_count=len(wavs), counts=counts,
+                          **({} if scored else {"scored_label": "every sample generated"}))
     samples: dict[str, list[float]] = {}
     if stream:
         more, samples = stream_part(speed, per_request, prefix)

@@ -165,6 +165,11 @@ def collect(run_dir: Path, options: Mapping[str, object]) -> Collected:
     return metrics.collect(run_dir / NAME, NAME)
 
 
+def collect_unscored(run_dir: Path, options: Mapping[str, object]) -> Collected:
+    """:func:`collect` of a run whose score phase was skipped: no WER."""
+    return metrics.collect(run_dir / NAME, NAME, scored=False)
+
+
 # The runbook's text-audio consistency WER files: the reference is the model's own text reply;
 # wer_summary.json holds the WER fields at top level, wer_per_sample.json the samples.
 WER = ScorerUse("asr-wer", {"rows": "videoamme_results.json", "rows_key": "per_sample",
@@ -177,4 +182,5 @@ WER = ScorerUse("asr-wer", {"rows": "videoamme_results.json", "rows_key": "per_s
 def omnibench_workloads() -> list[Workload]:
     """The Video-AMME Talker workload."""
     return [Workload(NAME, "Video-AMME Talker: video and a spoken question in, text and speech out; accuracy, WER",
-                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",))]
+                     plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",),
+                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY))]
