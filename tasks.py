@@ -175,6 +175,7 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
 @task(iterable=["opt"], checks={
     **SETTING_CHECKS, "workload": f.text(empty=False), "runs": RUNS, "retries": f.whole(0),
     "scoring": f.choice(lambda: campaign_record.SCORINGS), "name": f.name("sweep name", empty=True), "upstream": f.SWITCH,
+    "score": f.choice(lambda: records.SCORE_WORDS, empty=True),
     # "" (the default) is none given: the sweep itself asks for at least one kind of point
     "concurrency": f.library("1,2,4,8,16", lambda v: (v.strip() and sweep_points.parse_concurrencies(v), v)[1]),
     "request_rate": f.library("1,2,4,inf", lambda v: (v.strip() and sweep_points.parse_rates(v), v)[1]),
@@ -190,6 +191,9 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
             "NAME.POINT, and the same command resumes the sweep",
     "retries": "tries again of a run that misses a gate or coverage rule (default 2)",
     "scoring": "deferred (default) or per-run, as measure",
+    "score": "which runs of each point are scored for quality (WER, SIM, UTMOS): last (the default, where the "
+             "workload can leave runs unscored: the point's last run; its warm-up and other runs are generated and "
+             "timed only), every-round (every run, as measure), or none. A load curve is speed: it needs no scoring",
     "upstream": "sglang-omni's own sweep: one campaign whose every run hands its one server to the checkout's "
                 "seed-tts client, which runs every --concurrency level (needs --target sglang-omni and "
                 "--opt seedtts.client=sglang; at most one --request-rate)",
@@ -197,7 +201,7 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
                                   "and a request_rate option for --request-rate: seedtts has both)"})
 def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.RUNS, opt=None, checkout=None,
                gpus=None, cpus=None, client=None, retries=defaults.RETRIES, scoring=defaults.SCORING, name="",
-               server_profile=None, concurrency="", request_rate="", slo="", upstream=False):
+               server_profile=None, concurrency="", request_rate="", slo="", upstream=False, score=""):
     """A load sweep: the workload measured at each concurrency and/or request rate (each point a campaign), then
     a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
     with reported():
@@ -205,7 +209,7 @@ def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.
                                  server_profile=server_profile)
         spec = sweep_execute.spec_from(workload, concurrency=concurrency, request_rate=request_rate, runs=runs,
                                options=opt or [], client=client, retries=retries, scoring=scoring, slo=slo, name=name,
-                               upstream=upstream)
+                               upstream=upstream, score=score)
         result = sweep_execute.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
             written = sweep_writing.write_sweep(result, settings.run.results_root)

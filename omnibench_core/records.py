@@ -27,6 +27,9 @@ PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
 # and collect (a run a speed question leaves unscored: the generation's metrics only).
 UNSCORED: tuple[Phase, ...] = ("generate", "collect")
 RUN_PHASES: tuple[tuple[Phase, ...], ...] = (PHASES, ("generate",), UNSCORED)
+# The note metrics.json of such a run carries (reports tell its missing quality metrics by it).
+UNSCORED_NOTE = ("quality not scored: this run's score phase was skipped (a speed question scores one run; "
+                 "--score every-round scores them all); its metrics are the generation's")
 
 
 class ScorePolicy(str, enum.Enum):

@@ -1,7 +1,8 @@
-"""`invoke ab --score` (issue 43, item 1): a speed question scores one round a side, never a
-warm-up; the other rounds' runs are complete with the generation's metrics only. Real A/B
-experiments of the self-test on the local target (its echo check is a real score phase on a
-shared scoring server), read back through the runs' manifests and metrics."""
+"""`--score` (issue 43, item 1): a speed question scores one round a side (`invoke ab`) or one run
+a load point (`invoke sweep`), never a warm-up; the other runs are complete with the generation's
+metrics only. Real A/B experiments of the self-test on the local target (its echo check is a real
+score phase on a shared scoring server), read back through the runs' manifests and metrics; the
+sweep's own story is test_sweep.py's docs sweeps."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from run_helpers import REPO, free_port
 
 from omnibench_core import api
 from omnibench_core.ab.record import Design, Experiment, Identity, Side
+from omnibench_core.campaign.record import Asked, Campaign
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import ScorePolicy
+from omnibench_core.store import campaign_file
 
 
 def _experiment(score: ScorePolicy, rounds: int = 4, max_rounds: int = 0) -> Experiment:
@@ -32,6 +35,19 @@ def test_which_rounds_each_policy_scores():
     # --max-rounds: each look's round may be where it stops, so each is scored before it is judged
     assert _experiment(ScorePolicy.LAST, 8, 8).scored_rounds((3, 4, 6, 8)) == (3, 4, 6, 8)
     assert not any(_experiment(p).scores(0) for p in ScorePolicy)  # a warm-up never
+
+
+def test_a_sweep_points_campaign_scores_its_last_run_and_keeps_the_rule_in_its_file(tmp_path):
+    last = Asked(("seedtts",), (), None, {}, runs=3, score=ScorePolicy.LAST)
+    assert [last.scores(slot) for slot in range(4)] == [False, False, False, True]  # slot 0: run0
+    assert all(Asked(("seedtts",), (), None, {}, runs=3).scores(slot) for slot in range(4))  # measure: every run
+    path = tmp_path / "local-x" / "campaigns" / "c.json"
+    path.parent.mkdir(parents=True)
+    campaign_file.save(path, Campaign(name="c", revision="local-x", asked=last))
+    assert json.loads(path.read_text())["asked"]["score"] == "last"
+    assert campaign_file.load(path).asked.score is ScorePolicy.LAST
+    campaign_file.save(path, Campaign(name="c", revision="local-x", asked=Asked(("seedtts",), (), None, {}, runs=3)))
+    assert "score" not in json.loads(path.read_text())["asked"]  # every run: the file reads as before --score
 
 
 def test_the_policy_is_last_unless_a_quality_metric_decides():

@@ -361,6 +361,14 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert "| c1 |" in md and "| c4 |" in md and "![latency against throughput](sweep.png)" in md
     assert "sweep data: " in done.stdout and "knee: " in done.stdout
     c4_runs = sorted(p.name for p in results.glob("local-*/run*"))
+    # a load curve is speed: each point's last run is scored for quality, its run0 and run1 are not (issue 43)
+    for point in ("c1", "c4"):
+        (campaign,) = results.glob(f"local-*/campaigns/sweep-seedtts-*.{point}.json")
+        attempts = {a["slot"]: a["run"] for a in json.loads(campaign.read_text())["attempts"] if a["status"] == "complete"}
+        scored = {slot for slot, run in attempts.items()
+                  if (campaign.parent.parent / run / "seedtts" / "wer_results.json").is_file()}
+        assert scored == {2} and set(attempts) == {0, 1, 2}, (point, attempts, scored)
+    assert "finished without scoring (--score last" in done.stdout
 
     done = _invoke(results, RATE_COMMAND)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -16,7 +16,7 @@ from .. import api
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, WrongRevision
 from ..identity import recorded_settings
 from ..process.cpus import check_cpus_here
-from ..records import PHASES, Phase
+from ..records import PHASES, UNSCORED, Phase, ScorePolicy
 from ..run import ownership
 from ..settings import Settings
 from ..store import campaign_file
@@ -62,8 +62,9 @@ class Outcome:
 
 
 def asked_from(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,
-               runs: int, retries: int, scoring: str) -> Asked:
-    """The campaign's request, checked."""
+               runs: int, retries: int, scoring: str, score: ScorePolicy = ScorePolicy.EVERY_ROUND) -> Asked:
+    """The campaign's request, checked. ``score``: which runs are scored for quality (every one
+    for ``invoke measure``; a sweep point's last, by default)."""
     if runs < 2:
         raise SettingsError("--runs must be at least 2 for a spread", hint="the runbook uses 3")
     if retries < 0:
@@ -73,7 +74,7 @@ def asked_from(settings: Settings, workloads: Sequence[str], options: Sequence[s
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     return Asked(tuple(workloads), record.sorted_options(options), client, recorded_settings(settings), runs, retries,
-                 scoring)
+                 scoring, score)
 
 
 class CampaignBusy(OmnibenchError):
@@ -105,6 +106,12 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
         if path.exists():
             campaign = campaign_file.load(path)
             record.check_same(campaign, asked)
+            if campaign.asked.score is not asked.score and any(a.run for a in campaign.attempts):
+                raise SettingsError(f"campaign {name!r} began with --score {campaign.asked.score.value}; this command "
+                                    f"asks --score {asked.score.value}, which would leave its runs scored by two rules",
+                                    evidence={"campaign": str(path)},
+                                    hint=f"repeat it with --score {campaign.asked.score.value}, or pass --name for a "
+                                         "new campaign")
             campaign = replace(campaign, asked=asked, status=CampaignStatus.RUNNING, reason="", attempts=tuple(
                 _dead(a) if a.status == AttemptStatus.RUNNING else a for a in campaign.attempts))
         else:
@@ -222,9 +229,11 @@ class _Driver:
     def _attempt(self, slot: int, label: str) -> None:
         c = self.campaign
         tries = self.campaign.failures(slot)
-        to_score = sum(not self._complete(s) for s in range(c.slots)) if c.asked.scoring == "deferred" else 0
+        to_score = sum(not self._complete(s) and c.asked.scores(s) for s in range(c.slots)) \
+            if c.asked.scoring == "deferred" else 0
         self.progress.start_run(slot + 1, label + (f", retry {tries}" if tries else ""), to_score)
-        phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else PHASES
+        phases: tuple[Phase, ...] = ("generate",) if c.asked.scoring == "deferred" else \
+            PHASES if c.asked.scores(slot) else UNSCORED
         self._check_revision(api.revision_dir(self.settings))
         attempt = Attempt(slot, "", AttemptStatus.RUNNING, record.now_iso())
         try:
@@ -264,20 +273,35 @@ class _Driver:
             self._check_revision(now)
 
     def _score_generated(self) -> None:
-        """Deferred scoring: every generated run of the campaign on one start of each scoring server."""
+        """Deferred scoring: every generated run ``--score`` scores, on one start of each scoring
+        server; the others (a sweep point's runs but its last) finished without scoring."""
         c = self.campaign
         pending = self._pending_generated()
         if not pending:
             return
         self._check_revision(api.revision_dir(self.settings))  # scoring servers import the tree's code too
-        self.progress.phase(f"scoring {len(pending)} generated runs together", len(pending))
-        self.progress.say(f"scoring {', '.join(a.run for a in pending)} with one start of each scoring server")
+        unscored = [a for a in pending if not c.asked.scores(a.slot)]
+        if unscored:
+            self.progress.say(f"{', '.join(a.run for a in unscored)} finished without scoring "
+                              f"(--score {c.asked.score.value}: quality is scored on the last run)")
+            self._finish(unscored, quality=False)
+        scored = [a for a in pending if c.asked.scores(a.slot)]
+        if not scored:
+            return
+        self.progress.phase(f"scoring {len(scored)} generated runs together", len(scored))
+        self.progress.say(f"scoring {', '.join(a.run for a in scored)} with one start of each scoring server")
         t0 = time.monotonic()
-        by_dir = {self.revision / a.run: a for a in pending}
-        count = score_generated(self.settings, c.asked.workloads, list(by_dir), options=c.asked.options,
-                                client=c.asked.client, progress=self.progress,
-                                record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())))
+        count = self._finish(scored, quality=True)
         self.progress.scored(time.monotonic() - t0, count)
+
+    def _finish(self, pending: list[Attempt], quality: bool) -> int:
+        """Score (or with ``quality`` False, collect unscored) the generated runs of ``pending``."""
+        c = self.campaign
+        by_dir = {self.revision / a.run: a for a in pending}
+        return score_generated(self.settings, c.asked.workloads, list(by_dir), options=c.asked.options,
+                               client=c.asked.client, progress=self.progress,
+                               record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())),
+                               quality=quality)
 
     def _pending_generated(self) -> list[Attempt]:
         """The latest attempt of each slot whose run is left generated (to be scored)."""

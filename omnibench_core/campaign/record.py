@@ -12,6 +12,7 @@ from typing import Any, Literal
 from .. import defaults
 from ..errors import SettingsError
 from ..identity import Identity
+from ..records import ScorePolicy
 from ..store.statuses import AttemptStatus, CampaignStatus
 
 Scoring = Literal["deferred", "per-run"]
@@ -37,6 +38,14 @@ class Asked:
     runs: int = defaults.RUNS
     retries: int = defaults.RETRIES
     scoring: str = defaults.SCORING
+    # which runs are scored for quality: every one (measure, the runbook's), or a sweep point's last
+    score: ScorePolicy = ScorePolicy.EVERY_ROUND
+
+    def scores(self, slot: int) -> bool:
+        """Whether the run of ``slot`` (0: run0, the warm-up) is scored for quality: every run
+        with ``every-round`` (run0 too, as the runbook scores it), the last measured run with
+        ``last``, none with ``none``."""
+        return self.score is ScorePolicy.EVERY_ROUND or (self.score is ScorePolicy.LAST and slot == self.runs)
 
     def identity(self) -> Identity:
         """What must match for a command to continue this campaign (see :mod:`omnibench_core.identity`:
@@ -117,6 +126,10 @@ class Campaign:
         data["asked"]["workloads"] = list(self.asked.workloads)
         data["asked"]["options"] = list(self.asked.options)
         data["server_starts"] = self.server_starts
+        if self.asked.score is ScorePolicy.EVERY_ROUND:  # what a file without it means (before --score)
+            del data["asked"]["score"]
+        else:
+            data["asked"]["score"] = self.asked.score.value
         return data
 
 

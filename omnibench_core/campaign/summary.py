@@ -13,6 +13,7 @@ from typing import Any
 from ..defaults import SERVER_PROFILE
 from ..errors import OmnibenchError, RunFileError
 from ..identity import differences
+from ..records import UNSCORED_NOTE
 from ..setup.pins import load_pins
 from ..store import campaign_file
 from ..store import manifest as manifest_file
@@ -122,13 +123,19 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         raise OmnibenchError("a run is incomplete", evidence={"runs": ", ".join(incomplete)},
                              hint="repeat those runs; incomplete runs are moved aside as runN-incomplete")
     names = [d.name for d in run_dirs]
+    # runs left unscored (a sweep point's runs but its last: --score last) lack the quality metrics;
+    # those are listed with the scored runs' values, without a mean or spread
+    unscored = {n for n, doc in zip(names, docs, strict=True) if UNSCORED_NOTE in doc.notes}
     rows, numeric = [], {}
-    for key in docs[0].metrics:
+    for key in dict.fromkeys(k for doc in docs for k in doc.metrics):
+        present = {n: doc.metrics[key] for n, doc in zip(names, docs, strict=True) if key in doc.metrics}
         values: dict[str, Any] = {n: doc.metrics.get(key) for n, doc in zip(names, docs, strict=True)}
         mean: float | None
         sd: float | None
         rel: float | None
         problem = value_problem(key, values)
+        if problem and set(names) - set(present) <= unscored and not value_problem(key, present):
+            problem = f"{key}: scored in {', '.join(present)} only (the other runs were left unscored, --score)"
         if not problem:
             mean, sd = mean_sd([float(v) for v in values.values()])
             rel = sd / abs(mean) if sd is not None and mean else (0.0 if sd == 0 else None)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PluginError, StepFailed
-from ..records import Collected, Phase, RuleResult, RunCheck, Workload
+from ..records import UNSCORED_NOTE, Collected, Phase, RuleResult, RunCheck, Workload
 from ..store import metrics as metrics_file
 from ..store.run_entries import ServerEntry
 
@@ -44,10 +44,6 @@ def _call(what: str, collect: Any, *args: Any) -> Collected:
     if not isinstance(collected, Collected):
         raise PluginError(f"{what} collect returned {type(collected).__name__}, not Collected")
     return collected
-
-
-UNSCORED_NOTE = ("quality not scored: this run's score phase was skipped (a speed question scores one round; "
-                 "--score every-round scores them all); its metrics are the generation's")
 
 
 def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[str, Mapping[str, Any]],

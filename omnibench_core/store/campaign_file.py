@@ -19,6 +19,7 @@ from ..campaign.record import SCORINGS, Asked, Attempt, Campaign, now_iso
 from ..errors import CampaignFileError, storage_error
 from ..identity import Identity
 from ..jsonio import loads, read_json, write_json
+from ..records import SCORE_WORDS, ScorePolicy
 from . import versions
 from .fields import run_problem, seconds_problem
 from .names import campaign_files, campaign_path, name_problem
@@ -127,7 +128,8 @@ def _asked_from(r: _Reader) -> Asked:
     if not workloads:
         r.fail("workloads", "is empty")
     return Asked(workloads, r.strings("options"), client, settings, r.integer("runs", least=1),
-                 r.integer("retries"), r.text("scoring", choices=SCORINGS))
+                 r.integer("retries"), r.text("scoring", choices=SCORINGS),
+                 ScorePolicy(r.text("score", ScorePolicy.EVERY_ROUND.value, choices=SCORE_WORDS)))
 
 
 def _attempt_from(r: _Reader) -> Attempt:

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import api
 from ..campaign.execute import asked_from, measure
 from ..errors import SettingsError
+from ..records import SCORE_WORDS, ScorePolicy
 from ..settings import Settings
 from ..settings.option_schema import format_value
 from ..store.names import check_name
@@ -50,6 +51,7 @@ class SweepSpec:
     slo: Slo | None = None
     name: str = ""  # "" : sweep-<workload>, with a digest of the options when there are some
     upstream: bool = False  # sglang-omni's own sweep: every level in each run, on that run's one server
+    score: ScorePolicy | None = None  # which runs of a point are scored for quality (None: last, where it can)
 
     def sweep_name(self) -> str:
         """The sweep's name: given, or ``sweep-<workload>[-<digest of its options, client and design>]``."""
@@ -71,12 +73,15 @@ class SweepSpec:
 
 def spec_from(workload: str, *, concurrency: str = "", request_rate: str = "", runs: int, options: Sequence[str] = (),
               client: str | None = None, retries: int, scoring: str, slo: str = "", name: str = "",
-              upstream: bool = False) -> SweepSpec:
-    """The sweep ``invoke sweep``'s flags ask for, each checked (``""``: not given)."""
+              upstream: bool = False, score: str = "") -> SweepSpec:
+    """The sweep ``invoke sweep``'s flags ask for, each checked (``""``: not given; ``score`` not
+    given is ``last`` where the workload can leave a run unscored, else every run)."""
+    if score and score not in SCORE_WORDS:
+        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}")
     points = load_points(parse_concurrencies(concurrency) if concurrency else [],
                          parse_rates(request_rate) if request_rate else [])
     return SweepSpec(workload, tuple(points), runs, tuple(options), client, retries, scoring,
-                     parse_slo(slo) if slo else None, name, upstream)
+                     parse_slo(slo) if slo else None, name, upstream, ScorePolicy(score) if score else None)
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,7 @@ def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], 
         name = spec.campaign_name(point)
         prefix = f"[sweep point {number} of {len(spec.points)}: {point.label}] "
         asked = asked_from(settings, [spec.workload], [*spec.options, *point.options(spec.workload)], spec.client,
-                           spec.runs, spec.retries, spec.scoring)
+                           spec.runs, spec.retries, spec.scoring, api.score_policy([spec.workload], spec.score, ()))
         # every point measures the revision the sweep began on: a commit between points stops it
         outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix),
                           expect=(revision, f"sweep {spec.sweep_name()!r}", revision / "sweeps" / spec.sweep_name()))
@@ -158,7 +163,8 @@ def _run_upstream(settings: Settings, spec: SweepSpec, revision: Path,
     levels = ",".join(str(p.concurrency) for p in spec.points)
     options = [*spec.options, f"{w}.{UPSTREAM_OPTION}={levels}",
                *([f"{w}.{RATE_OPTION}={format_value(rate)}"] if rate is not None else [])]
-    asked = asked_from(settings, [w], options, spec.client, spec.runs, spec.retries, spec.scoring)
+    asked = asked_from(settings, [w], options, spec.client, spec.runs, spec.retries, spec.scoring,
+                       api.score_policy([w], spec.score, ()))
     name = spec.campaign_name(spec.points[0])
     outcome = measure(settings, asked, name=name, progress=_prefixed(progress, f"[sweep {levels}, one server a run] "))
     results = tuple(point_result(w, p, outcome.path, spec.slo, upstream=True) for p in spec.points)
