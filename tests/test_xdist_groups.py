@@ -26,6 +26,19 @@ def test_a_groups_tests_are_one_unit_and_other_files_their_own():
     assert unit_of("tests/test_scale.py::test_x") == "tests/test_scale.py" != unit_of("tests/test_scale_ray.py::t")
 
 
+def test_every_unit_the_groups_name_is_a_test_of_the_suite():
+    """A renamed file or test would leave its group in silence: each prefix names a file that exists
+    and, where it names a test, a test function defined in that file."""
+    from conftest import XDIST_GROUPS
+
+    for group, prefixes in XDIST_GROUPS.items():
+        for prefix in prefixes:
+            path, _, test = prefix.partition("::")
+            assert (REPO / path).is_file(), f"group {group}: {path} is not a file of the suite"
+            if test:
+                assert f"def {test}(" in (REPO / path).read_text(), f"group {group}: no {test} in {path}"
+
+
 @pytest.mark.slow
 def test_two_files_of_one_group_run_on_one_worker_under_two(tmp_path):
     tests = tmp_path / "tests"
