@@ -41,6 +41,7 @@ class MetricStats:
     rel_spread: float | None  # sd / |mean|
     flags: tuple[str, ...] = ()
     problem: str = ""  # why it has no mean: a value that is not a finite number, named with its run
+    unscored: bool = False  # a quality metric the campaign's --score left out of most runs on purpose
 
     @property
     def numbers(self) -> list[float]:
@@ -134,7 +135,8 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         sd: float | None
         rel: float | None
         problem = value_problem(key, values)
-        if problem and set(names) - set(present) <= unscored and not value_problem(key, present):
+        left_out = bool(problem) and set(names) - set(present) <= unscored and not value_problem(key, present)
+        if left_out:
             problem = f"{key}: scored in {', '.join(present)} only (the other runs were left unscored, --score)"
         if not problem:
             mean, sd = mean_sd([float(v) for v in values.values()])
@@ -143,7 +145,7 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         else:
             mean = sd = rel = None
             notes = [*notes, f"{problem}: no mean or spread, and it cannot be compared"]
-        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel, problem=problem))
+        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel, problem=problem, unscored=left_out))
     flagged: dict[str, list[str]] = {}
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
