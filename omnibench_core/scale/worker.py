@@ -11,8 +11,14 @@ its outcome (the local engine's subprocesses).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
+
+if __name__ == "__main__":
+    # Stopped by its driver (SIGINT) while still importing the library: end as interrupted (130)
+    # without a traceback in the matrix's output; main() puts Ctrl-C's usual handling back.
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -91,6 +97,7 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m omnibench_core.scale.worker JOB.json OUT.json``."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt again, not the import-time exit
     obey_ctrl_c()  # the driver stops a campaign with SIGINT, even when it was itself started ignoring it
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
