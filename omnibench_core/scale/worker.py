@@ -26,7 +26,6 @@ from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated, UnsupportedOption
 from ..jsonio import read_json, write_json
-from ..process.processes import obey_ctrl_c
 from ..settings import Settings
 from ..store.statuses import JobStatus
 from . import campaigns, revisions
@@ -97,8 +96,9 @@ def execute(spec: WorkerSpec, progress: Callable[[str], None] = print) -> Campai
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m omnibench_core.scale.worker JOB.json OUT.json``."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt again, not the import-time exit
-    obey_ctrl_c()  # the driver stops a campaign with SIGINT, even when it was itself started ignoring it
+    # KeyboardInterrupt again (not the import-time exit), also when the worker was started with SIGINT
+    # ignored: the driver stops a campaign with SIGINT (what obey_ctrl_c does for the other workers)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
         print("usage: python -m omnibench_core.scale.worker JOB.json OUT.json", file=sys.stderr)
