@@ -43,19 +43,29 @@ OLD_DRIVER, NEW_DRIVER = "0.0-standin", "999.1-planted"
 
 
 @dataclass(frozen=True)
-class Story:
-    """What the module fixture measured and what `invoke history` printed at each stage."""
+class Half:
+    """The story's first half: every other commit measured, what `invoke history` printed then."""
 
     root: Path  # the stand-in checkout
     commits: tuple[str, ...]  # oldest first: commits[5] is commit 6, the planted one
     results: Path
     env: dict[str, str]
+    fake_gpus: Path
     indexed_after_matrix: int  # campaigns in the database right after the first matrix, no rebuild
     every_other: subprocess.CompletedProcess  # history with commits 1, 3, 5, 7 measured
     bisected: subprocess.CompletedProcess  # history --bisect
+
+
+@dataclass(frozen=True)
+class Story:
+    """The whole story: every commit measured, what `invoke history` printed at the end."""
+
+    root: Path
+    commits: tuple[str, ...]
+    results: Path
+    env: dict[str, str]
     full: subprocess.CompletedProcess  # history with all 8 measured, --json
     saved: Path  # that --json
-    driver: subprocess.CompletedProcess  # history of commits 5 (old driver), 6 and 7 (new driver), elsewhere
     no_checkout: subprocess.CompletedProcess  # history of all 8, no --checkout: the stored first-parent lines
 
 
@@ -81,8 +91,10 @@ def _driver_wrapper(folder: Path, fake: Path) -> Path:
     return folder
 
 
+# The story in three module fixtures, each under a minute (issue 40): the first half, then the rest of
+# the commits on the same results root, and the driver change on another one.
 @pytest.fixture(scope="module")
-def story(tmp_path_factory) -> Story:
+def half(tmp_path_factory) -> Half:
     tmp = tmp_path_factory.mktemp("history")
     # 100 ms a request on every commit, 300 from commit 6 on: a busy machine's noise stays far below it
     # with 2 runs (at 50 ms a loaded 2-core machine once made a second, false step among 5 commits)
@@ -91,33 +103,47 @@ def story(tmp_path_factory) -> Story:
     assert made.fake_gpus is not None and len(made.commits) == 8
     results, root, c = tmp / "results", str(made.root), made.commits
     old = path_without_nvidia_smi(made.fake_gpus)
-    new = path_without_nvidia_smi(_driver_wrapper(tmp / "newdriver", made.fake_gpus))
-    common = ("--target", "sglang-omni", "--checkout", root)
-    history = ("history", *common, "--metric", METRIC)
+    history = ("history", "--target", "sglang-omni", "--checkout", root, "--metric", METRIC)
     # every other commit: 1, 3, 5, 7 (two campaigns at once on two slots: two writers of the store)
-    _ok(_invoke(results, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", ",".join(c[0:8:2]),
-                "--port", str(free_port()), path=old))
+    _ok(_invoke(results, "matrix", "--target", "sglang-omni", "--checkout", root, *SELFTEST, *SLOTS, "--revisions",
+                ",".join(c[0:8:2]), "--port", str(free_port()), path=old))
     with sqlite3.connect(results / DB_NAME) as db:
         indexed = db.execute("SELECT count(*) FROM campaigns").fetchone()[0]
     every_other = _ok(_invoke(results, *history, path=old))
     bisected = _ok(_invoke(results, *history, "--bisect", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus",
                            "shared", "--port", str(free_port()), path=old))
+    return Half(made.root, made.commits, results, {"PATH": old}, made.fake_gpus, indexed, every_other, bisected)
+
+
+@pytest.fixture(scope="module")
+def story(half) -> Story:
+    c, old = half.commits, half.env["PATH"]
+    common = ("--target", "sglang-omni", "--checkout", str(half.root))
     # the rest, on the old driver again: every commit measured
-    _ok(_invoke(results, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", ",".join((c[1], c[3], c[7])),
+    _ok(_invoke(half.results, "matrix", *common, *SELFTEST, *SLOTS, "--revisions", ",".join((c[1], c[3], c[7])),
                 "--port", str(free_port()), path=old))
-    saved = tmp / "full.json"
-    full = _ok(_invoke(results, *history, "--json", str(saved), path=old))
+    saved = half.results.parent / "full.json"
+    full = _ok(_invoke(half.results, "history", *common, "--metric", METRIC, "--json", str(saved), path=old))
     # the stand-in's commits share one commit time: without --checkout only the stored lines order them
-    no_checkout = _ok(_invoke(results, "history", "--target", "sglang-omni", "--metric", METRIC, path=old))
-    # another results root: commit 5 measured, then the host got a new driver, then commits 6 and 7
+    no_checkout = _ok(_invoke(half.results, "history", "--target", "sglang-omni", "--metric", METRIC, path=old))
+    assert not server_pids(half.results.parent)
+    return Story(half.root, c, half.results, half.env, full, saved, no_checkout)
+
+
+@pytest.fixture(scope="module")
+def driver(half) -> subprocess.CompletedProcess:
+    """Another results root: commit 5 measured, then the host got a new driver, then commits 6 and 7;
+    what `invoke history` printed."""
+    c, old, tmp = half.commits, half.env["PATH"], half.results.parent
+    new = path_without_nvidia_smi(_driver_wrapper(tmp / "newdriver", half.fake_gpus))
+    common = ("--target", "sglang-omni", "--checkout", str(half.root))
     moved = tmp / "results-driver"
     _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS3, "--revisions", c[4], "--port", str(free_port()), path=old))
     _ok(_invoke(moved, "matrix", *common, *SELFTEST, *SLOTS3, "--revisions", f"{c[5]},{c[6]}", "--port",
                 str(free_port()), path=new))
-    driver = _ok(_invoke(moved, *history, path=old))
-    assert not server_pids(tmp)
-    return Story(made.root, made.commits, results, {"PATH": old}, indexed, every_other, bisected, full, saved, driver,
-                 no_checkout)
+    done = _ok(_invoke(moved, "history", *common, "--metric", METRIC, path=old))
+    assert not server_pids(moved)
+    return done
 
 
 def _change_lines(text: str) -> list[str]:
@@ -132,21 +158,21 @@ def _one_change(text: str) -> str:
 
 
 @pytest.mark.slow
-def test_campaigns_are_indexed_as_they_complete_and_the_step_is_flagged_with_its_untested_commit(story):
-    c = story.commits
-    assert story.indexed_after_matrix == 4  # two slots completing together both got in
-    line = _one_change(story.every_other.stdout)
+def test_campaigns_are_indexed_as_they_complete_and_the_step_is_flagged_with_its_untested_commit(half):
+    c = half.commits
+    assert half.indexed_after_matrix == 4  # two slots completing together both got in
+    line = _one_change(half.every_other.stdout)
     assert line.startswith(f"change point {c[4][:7]}..{c[6][:7]} (1 untested: {c[5][:7]})"), line
     assert line.endswith("worse") and "environment" not in line
-    history = story.every_other.stdout
+    history = half.every_other.stdout
     assert [row.split()[0] for row in history.splitlines() if row[:7] in {x[:7] for x in c}] == \
         [x[:7] for x in c[0:8:2]]  # first-parent order
 
 
 @pytest.mark.slow
-def test_bisect_names_commit_6_and_the_history_keeps_it(story):
-    c = story.commits
-    out = story.bisected.stdout
+def test_bisect_names_commit_6_and_the_history_keeps_it(half):
+    c = half.commits
+    out = half.bisected.stdout
     assert f"{c[4][:7]}..{c[6][:7]}: bisect named {c[5]}" in out
     line = _one_change(out)
     assert line.startswith(f"change point {c[4][:7]}..{c[5][:7]} (adjacent"), line
@@ -154,9 +180,9 @@ def test_bisect_names_commit_6_and_the_history_keeps_it(story):
 
 
 @pytest.mark.slow
-def test_a_driver_change_at_a_step_is_reported_as_an_environment_step(story):
-    c = story.commits
-    line = _one_change(story.driver.stdout)
+def test_a_driver_change_at_a_step_is_reported_as_an_environment_step(half, driver):
+    c = half.commits
+    line = _one_change(driver.stdout)
     assert line.startswith(f"change point {c[4][:7]}..{c[5][:7]} (adjacent"), line
     assert line.endswith(f"worse; environment changed: gpu driver {OLD_DRIVER} -> {NEW_DRIVER}"), line
 

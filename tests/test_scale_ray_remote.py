@@ -18,19 +18,20 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
 from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
-from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
+from scale_helpers import MadeStandin, invoke_standin, path_without_nvidia_smi, server_pids
 
 from omnibench_core.errors import CampaignFileError
 from omnibench_core.history.store import opened
 from omnibench_core.scale import front_door as commands
 from omnibench_core.scale.local import LocalEngine
+from omnibench_core.scale.matrix import MatrixResult
 from omnibench_core.scale.slots import plan_slots
 from omnibench_core.settings import Settings
 from omnibench_core.store import campaign_file
@@ -108,26 +109,50 @@ def _started(results: Path) -> dict[str, str]:
             for p in results.glob("*/run*/manifest.json")}
 
 
-def test_matrix_ships_every_run_home_as_a_local_matrix_lays_it_out_and_resume_measures_nothing(cluster, tmp_path):
-    c, base, made, fake = cluster
-    results, lines = tmp_path / "results", []
-    settings = _settings(made, fake, results)
+@dataclass(frozen=True)
+class Shipped:
+    """The Ray matrix of the stand-in's three commits, every run shipped home to ``results``."""
+
+    made: MadeStandin
+    fake: Path
+    base: Path  # the nodes' folder
+    results: Path
+    settings: Settings
+    result: MatrixResult
+    lines: list[str]
+
+
+@pytest.fixture(scope="module")
+def shipped(cluster, tmp_path_factory) -> Shipped:
     # three runs a commit for the verdict: with two, one run slowed by a busy machine can leave the
     # planted 3x step inconclusive (Welch with about one degree of freedom)
+    c, base, made, fake = cluster
+    results, lines = tmp_path_factory.mktemp("shipped") / "results", []
+    settings = _settings(made, fake, results)
     result = _matrix(settings, made, _ray_engine(settings, lines), runs=3, progress=lines.append)
-    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(lines[-60:])
+    return Shipped(made, fake, base, results, settings, result, lines)
+
+
+# The story in three tests, each under a minute (issue 40): the Ray matrix, the same matrix on the local
+# engine laid out alike, and its resume.
+def test_a_ray_matrix_ships_every_run_home_and_finds_the_planted_step(shipped):
+    result, results = shipped.result, shipped.results
+    assert all(o.status == "complete" for o in result.outcomes.values()), "\n".join(shipped.lines[-60:])
     assert {x.metric: x.verdict for x in result.verdicts[result.jobs[2].key]}["selftest.latency_mean_s"] == "worse"
     # both nodes ran campaigns, each under its own folder, each with its own clone and worktrees
     for node in ("node-a", "node-b"):
-        assert list((base / node / "worktrees").glob("*/.git")), node
-        assert list((base / node / "checkouts").glob("*.git"))
+        assert list((shipped.base / node / "worktrees").glob("*/.git")), node
+        assert list((shipped.base / node / "checkouts").glob("*.git"))
     assert not (results / ".worktrees").exists()  # nothing was prepared under the driver's results root
     # every campaign's outcome names the driver's files
     for o in result.outcomes.values():
         assert Path(o.campaign).is_relative_to(results) and len(o.runs) == 3
-    # the same matrix on the local engine (2 slots of this host): the same files, name by name
+
+
+def test_the_same_matrix_on_the_local_engine_lays_out_the_same_files(shipped, tmp_path):
+    made, results, lines = shipped.made, shipped.results, shipped.lines
     local_results = tmp_path / "local"
-    local_settings = _settings(made, fake, local_results)
+    local_settings = _settings(made, shipped.fake, local_results)
     slots = plan_slots(["0", "1"], local_settings.run.port, per="gpu", cpus="shared")
     local = _matrix(local_settings, made, LocalEngine(slots, progress=lines.append), runs=3, progress=lines.append)
     assert all(o.status == "complete" for o in local.outcomes.values())
@@ -139,11 +164,15 @@ def test_matrix_ships_every_run_home_as_a_local_matrix_lays_it_out_and_resume_me
         assert there["asked"]["settings"]["checkout"] == str(local_results / ".worktrees" / commit)
         assert [(a["slot"], a["run"], a["status"]) for a in here["attempts"]] == \
             [(a["slot"], a["run"], a["status"]) for a in there["attempts"]]
+
+
+def test_resume_of_the_shipped_matrix_measures_nothing_again(shipped):
     # --resume from the driver's copy: every campaign kept, no run measured again
-    before = _started(results)
-    again = _matrix(settings, made, _ray_engine(settings, lines), runs=3, resume=True, progress=lines.append)
+    before = _started(shipped.results)
+    settings, lines = shipped.settings, shipped.lines
+    again = _matrix(settings, shipped.made, _ray_engine(settings, lines), runs=3, resume=True, progress=lines.append)
     assert all(o.reused and o.status == "complete" for o in again.outcomes.values())
-    assert _started(results) == before
+    assert _started(shipped.results) == before
 
 
 def test_resume_continues_the_campaign_the_driver_holds_under_an_older_name_and_history_has_its_commit(cluster, tmp_path):

@@ -262,21 +262,42 @@ def measure(results: Path, name: str, env: dict[str, str] | None = None) -> subp
                           env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **(env or {})})
 
 
+# The base campaign and the planted one are two module fixtures, the first test needing only the
+# first, so that neither test's setup takes over a minute (issue 40).
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    """Two small streaming campaigns, the second with 0.8 s planted before every audio chunk
-    (longer than a 0.5 s piece plays, so the player starves; far above the base's gaps, which a
-    busy machine stretches to a p95 of 0.2 s), and `invoke compare` of them."""
+def base(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A small streaming campaign on the local target: its results root and its output."""
     results = tmp_path_factory.mktemp("planted") / "results"
-    base = measure(results, "base")
-    assert base.returncode == 0, base.stdout + base.stderr
+    done = measure(results, "base")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return results, done
+
+
+@pytest.fixture(scope="module")
+def planted(base):
+    """A second campaign beside ``base``'s, with 0.8 s planted before every audio chunk (longer than a
+    0.5 s piece plays, so the player starves; far above the base's gaps, which a busy machine
+    stretches to a p95 of 0.2 s), and `invoke compare` of them."""
+    results, done = base
     cand = measure(results, "cand", {"INVOKE_OMNIBENCH_LOCAL_DELAY_MS": "800",
                                      "INVOKE_OMNIBENCH_LOCAL_STREAM_DELAY": "every"})
     assert cand.returncode == 0, cand.stdout + cand.stderr
     compared = subprocess.run([sys.executable, "-m", "invoke", "compare", "base", "cand", "--fail-on", "worse"],
                               cwd=REPO, capture_output=True, text=True, timeout=600,
                               env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
-    return results, base, compared
+    return results, done, compared
+
+
+@pytest.mark.slow
+def test_a_streaming_campaign_reports_distribution_plots(base):
+    results, done = base
+    assert "seedtts.audio_ttfp_mean_s" in done.stdout and "seedtts.c100" in done.stdout
+    report = json.loads(next(results.glob("*/campaigns/base/report.json")).read_text())
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["direction"] == "lower"
+    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["mean"] >= 0  # measured: a number, not a gap
+    pytest.importorskip("matplotlib")
+    names = {Path(p).name for p in report["plots"]}
+    assert {"distribution-seedtts.audio_ttfp_s.png", "distribution-seedtts.inter_chunk_s.png"} <= names
 
 
 @pytest.mark.slow
@@ -299,18 +320,6 @@ def test_a_planted_per_chunk_delay_is_found_worse(planted):
     # wide to call; it may say it cannot tell, never that nothing changed or it got better
     assert verdicts["seedtts.inter_chunk_p99_s"] in ("worse", "inconclusive"), compared.stdout
     assert verdicts["seedtts.wer.wer_corpus"] != "worse"  # the same speech, only later
-
-
-@pytest.mark.slow
-def test_a_streaming_campaign_reports_distribution_plots(planted):
-    results, base, _ = planted
-    assert "seedtts.audio_ttfp_mean_s" in base.stdout and "seedtts.c100" in base.stdout
-    report = json.loads(next(results.glob("*/campaigns/base/report.json")).read_text())
-    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["direction"] == "lower"
-    assert report["metrics"]["seedtts.max_playback_underrun_mean_s"]["mean"] >= 0  # measured (see above)
-    pytest.importorskip("matplotlib")
-    names = {Path(p).name for p in report["plots"]}
-    assert {"distribution-seedtts.audio_ttfp_s.png", "distribution-seedtts.inter_chunk_s.png"} <= names
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -343,15 +344,55 @@ def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=1200)
 
 
-@pytest.mark.slow
-def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_path):
-    page = (REPO / "docs" / "sweep.md").read_text()
-    assert CONCURRENCY_COMMAND in page and RATE_COMMAND in page
-    assert CONCURRENCY_COMMAND in (REPO / "README.md").read_text()
-    results = tmp_path / "results"
-    done = _invoke(results, CONCURRENCY_COMMAND)
+@dataclass(frozen=True)
+class Swept:
+    """A docs sweep as the module fixtures ran it: its results root, its output, and the runs there
+    were once it had finished."""
+
+    results: Path
+    done: subprocess.CompletedProcess
+    runs: tuple[str, ...]
+
+
+def _swept(results: Path, command: str) -> Swept:
+    done = _invoke(results, command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (folder,) = results.glob("local-*/sweeps/sweep-seedtts-*/c1_c4")
+    return Swept(results, done, tuple(sorted(p.name for p in results.glob("local-*/run*"))))
+
+
+# The page's commands one after another on one results root, as a reader runs them: each a module
+# fixture, and each test (under a minute, issue 40) asserts what one of them showed.
+@pytest.fixture(scope="module")
+def docs_results(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("docs-sweeps") / "results"
+
+
+@pytest.fixture(scope="module")
+def concurrency_swept(docs_results) -> Swept:
+    return _swept(docs_results, CONCURRENCY_COMMAND)
+
+
+@pytest.fixture(scope="module")
+def rate_swept(concurrency_swept) -> Swept:
+    return _swept(concurrency_swept.results, RATE_COMMAND)
+
+
+def _sweep_folder(results: Path, points: str) -> Path:
+    (folder,) = results.glob(f"local-*/sweeps/sweep-seedtts-*/{points}")
+    return folder
+
+
+def test_the_docs_show_the_commands_these_tests_run():
+    page = (REPO / "docs" / "sweep.md").read_text()
+    for command in (CONCURRENCY_COMMAND, RATE_COMMAND, COMPARE_COMMAND, HISTORY_COMMAND, AB_COMMAND):
+        assert command in page, command
+    assert CONCURRENCY_COMMAND in (REPO / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_docs_concurrency_sweep_writes_the_table_the_plot_and_the_knee(concurrency_swept):
+    results, done = concurrency_swept.results, concurrency_swept.done
+    folder = _sweep_folder(results, "c1_c4")
     record = json.loads((folder / "sweep.json").read_text())
     by = {p["label"]: p for p in record["points"]}
     assert list(by) == ["c1", "c4"] and all(p["runs"] == 2 and p["failed"] == 0 for p in by.values())
@@ -361,7 +402,6 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     md = (folder / "sweep.md").read_text()
     assert "| c1 |" in md and "| c4 |" in md and "![latency against throughput](sweep.png)" in md
     assert "sweep data: " in done.stdout and "knee: " in done.stdout
-    c4_runs = sorted(p.name for p in results.glob("local-*/run*"))
     # a load curve is speed: each point's last run is scored for quality, its run0 and run1 are not (issue 43)
     for point in ("c1", "c4"):
         (campaign,) = results.glob(f"local-*/campaigns/sweep-seedtts-*.{point}.json")
@@ -371,10 +411,11 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
         assert scored == {2} and set(attempts) == {0, 1, 2}, (point, attempts, scored)
     assert "finished without scoring (--score last" in done.stdout
 
-    done = _invoke(results, RATE_COMMAND)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (folder,) = results.glob("local-*/sweeps/sweep-seedtts-*/c4-r2_c4")
-    record = json.loads((folder / "sweep.json").read_text())
+
+@pytest.mark.slow
+def test_the_docs_rate_sweep_reads_c4_again_and_writes_each_runs_schedule(concurrency_swept, rate_swept):
+    results = rate_swept.results
+    record = json.loads((_sweep_folder(results, "c4-r2_c4") / "sweep.json").read_text())
     by = {p["label"]: p for p in record["points"]}
     assert record["slo"] == {"metric": "latency_p95_s", "bound_s": 2.0}
     assert by["c4-r2"]["request_rate"] == 2.0 and by["c4-r2"]["arrival_seed"] == 0
@@ -382,7 +423,7 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert by["c4"]["arrival_seed"] is None and by["c4"]["dispatch_lateness_mean_s"] is None
     assert any(f.startswith("goodput under latency_p95_s <= 2 s") for f in record["findings"])
     # c4 was the first sweep's campaign, read again: only c4-r2's run0 and two runs are new
-    assert len(sorted(p.name for p in results.glob("local-*/run*"))) == len(c4_runs) + 3
+    assert len(rate_swept.runs) == len(concurrency_swept.runs) + 3
     docs = [json.loads(p.read_text()) for p in results.glob("local-*/run*/seedtts/speed_results.json")]
     at_rate = [d for d in docs if d["config"].get("request_rate") == 2.0]
     assert len(at_rate) == 3  # run0 and two measured runs, each with its schedule's record
@@ -390,10 +431,14 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
         assert all(r["dispatch_lateness_s"] >= 0 for r in speed["per_request"])
         assert speed["summary"]["arrival_seed"] == 0 and "dispatch_lateness_p95_s" in speed["summary"]
 
+
+@pytest.mark.slow
+def test_the_docs_compare_of_the_two_sweeps_compares_their_common_points(rate_swept):
+    results, folder = rate_swept.results, _sweep_folder(rate_swept.results, "c4-r2_c4")
     # the two sweeps compared point by point: c4 is their one common point (the same campaign)
     revision = folder.parent.parent.parent.name
     name = folder.parent.name
-    assert COMPARE_COMMAND in page and f"{revision}/sweeps/{name}/c4-r2_c4" in done.stdout  # as the page says
+    assert f"{revision}/sweeps/{name}/c4-r2_c4" in rate_swept.done.stdout  # the names the page says to fill in
     # the page's command, its names filled in from the `sweep data:` line: the sets written last
     # (c4-r2_c4) on both sides, so every point is common and unchanged
     filled = COMPARE_COMMAND.replace("REVISION_A", revision).replace("REVISION_B", revision).replace("SWEEP", name)
@@ -416,8 +461,11 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert re.search(r"seedtts\.wer\.wer_corpus: scored in run\d+ only \(the other runs were left unscored, --score\)",
                      itself.stdout), itself.stdout[-3000:]
 
+
+@pytest.mark.slow
+def test_the_docs_history_at_a_point_is_that_points_campaigns_only(rate_swept, tmp_path):
     # a metric at a point: history's series is c4's campaign only, not c4-r2's (it sets a rate)
-    assert HISTORY_COMMAND in page and AB_COMMAND in page
+    results = rate_swept.results
     done = _invoke(results, HISTORY_COMMAND + f" --json {tmp_path / 'h.json'}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (series,) = json.loads((tmp_path / "h.json").read_text())["series"]
@@ -427,7 +475,11 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert done.returncode == 1 and "no campaign of seedtts was measured at c16" in done.stderr
     assert "seedtts.max_concurrency=4 seedtts.max_samples=4" in done.stderr and "Traceback" not in done.stderr
 
+
+@pytest.mark.slow
+def test_the_docs_ab_at_a_point_measures_both_sides_there(docs_results):
     # ... and ab measures both sides at it, deciding the metric by its plain name
+    results = docs_results
     done = _invoke(results, AB_COMMAND)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (ab_record,) = results.glob("ab/*.json")
@@ -442,7 +494,6 @@ def test_the_docs_sweeps_write_the_table_the_plot_the_knee_and_the_schedule(tmp_
     assert len(scored) == 2 and {a["round"] for a in experiment["attempts"] if results / a["revision"] / a["run"]
                                  in scored} == {last}, (scored, last)
     assert f"quality: scored on round {last} only" in done.stdout
-
 
 
 # -- sglang-omni's own sweep, on the stand-in ------------------------------------------------------------
