@@ -23,7 +23,7 @@ appended to ``--out`` (JSON lines) as it ends, so calls add up.
         [--conditions quiet,slot-drift] [--aa 30] [--ab 10] [--effects 0.05,0.10] [--rounds 4] [--max-rounds 12]
         [--lanes 4] [--lane-cpus 4] [--budget-s 540] [--out verdicts.jsonl]
     python benchmarks/bench_verdicts.py --summary verdicts.jsonl [more.jsonl ...]   # the tables of earlier calls
-    python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # one tiny experiment of each kind: the wiring
+    python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # two tiny experiments, A/A and A/B: the wiring
 
 Per workload, design, mode and condition it prints: A/A experiments and false alarms (any metric
 `better` or `worse`) with a one-sided 95 % upper bound on the rate (Clopper-Pearson), detection
@@ -248,7 +248,8 @@ def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]
             for design in args.designs:
                 for mode in [f"fixed-{r}" for r in args.rounds] * ("fixed" in args.modes) + \
                         [f"sequential-{args.max_rounds}"] * ("sequential" in args.modes):
-                    out += [(Cell(workload, design, mode, condition, e, args.min_effect), n) for e in kinds]
+                    out += [(Cell(workload, design, mode, condition, e, args.min_effect), n) for e in kinds
+                            if not args.smoke or (e == 0.0) == mode.startswith("fixed")]
     return out
 
 
@@ -493,12 +494,13 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
     parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
     parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
-    parser.add_argument("--smoke", action="store_true", help="one tiny experiment of each kind: the wiring, no figures")
+    parser.add_argument("--smoke", action="store_true", help="two tiny experiments (A/A fixed, A/B sequential): the wiring, no figures")
     args = parser.parse_args()
     if args.summary:
         report(read_outcomes(args.summary))
         return 0
-    if args.smoke:  # every code path (both modes, A/A and A/B, a pinned hog, lanes): the hog runs 0.2 s in 2.2, its wiring, not a load
+    if args.smoke:  # every code path (both modes, A/A and A/B, a pinned hog, lanes) in two experiments: A/A in the
+        # fixed mode, A/B in the sequential one (schedule()); the hog runs 0.2 s in 2.2, its wiring, not a load
         args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, [0.5], [2], 3
         args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, ["slot-drift"], 0.2, 2.0
     lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)

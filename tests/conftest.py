@@ -40,13 +40,14 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 
 # The files that take longest, first: xdist hands whole files to its workers in collection order,
 # so a long file collected last leaves one core idle at the end (the workers' count and its
-# measurement: pyproject.toml's pytest addopts). By the summed durations of each file's tests in
-# `python3 -m nox -s coverage -- --durations=0` on 4d1217e, 2026-12-04 (docs/development.md).
-LONGEST_FIRST = ("test_sweep.py", "test_benchmarks.py", "test_scale_ray_remote.py", "test_campaign_faults.py",
-                 "test_ab.py", "test_history.py", "test_streaming.py", "test_standin.py", "test_history_rebuild.py",
-                 "test_scale_standin.py", "test_scale.py", "test_eras.py", "test_flags.py", "test_campaign.py",
-                 "test_scale_ray.py", "test_seedtts.py", "test_pr_summary.py", "test_ab_sequential.py",
-                 "test_ci_stages.py", "test_scale_interrupt.py", "test_verdicts.py", "test_setup.py")
+# measurement: pyproject.toml's pytest addopts). By the summed wall time of each file's tests in a
+# whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md).
+LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_sweep.py", "test_campaign_faults.py", "test_benchmarks.py",
+                 "test_history.py", "test_standin.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
+                 "test_campaign.py", "test_eras.py", "test_scale.py", "test_scale_standin.py", "test_seedtts.py",
+                 "test_ci_stages.py", "test_pr_summary.py", "test_videoamme.py", "test_flags.py",
+                 "test_scale_interrupt.py", "test_ab_sequential.py", "test_scoring_phases.py", "test_verdicts.py",
+                 "test_ab_score.py", "test_gates.py", "test_scale_ray.py", "test_setup.py")
 
 
 # Tests that must not run beside each other, by node id prefix: each group is one unit of work,

@@ -7,6 +7,7 @@ timings mean nothing. The local benchmarks take ``--smoke`` (tiny sizes); the re
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,16 +114,15 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     host, outcomes = lines[0], lines[1:]
     assert host["lanes"] and "host" in host
-    assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("fixed-2", 0.5),
-                                                                  ("sequential-3", 0.0), ("sequential-3", 0.5)]
+    # the wiring in two experiments (issue 40): A/A in the fixed mode, A/B in the sequential one
+    assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("sequential-3", 0.5)]
     assert not [o["error"] for o in outcomes if o["error"]]
     assert {o["latency"] for o in outcomes} <= {"better", "worse", "equivalent", "inconclusive"}
     assert {o["condition"] for o in outcomes} == {"slot-drift"} and all(o["rounds"] >= 2 for o in outcomes)
     assert {o["stop"] for o in outcomes if o["mode"] == "fixed-2"} == {"fixed"}
     # calls add up: the summary of the file alone gives its cells and the goals' lines
     done = _run("bench_verdicts.py", "--summary", str(out), str(out))
-    assert "false alarms 0 of 2" in done.stdout or "false alarms 1 of 2" in done.stdout or \
-        "false alarms 2 of 2" in done.stdout, done.stdout
+    assert re.search(r"false alarms [012] of 2 ", done.stdout), done.stdout  # its one A/A, read twice
 
 
 @pytest.mark.parametrize(("flags", "said"), [
