@@ -69,7 +69,7 @@ def _watch_shell(script: str, env: dict[str, str]) -> tuple[subprocess.Popen, di
 def bench_ready(work: Path, delay_s: float, sleep_s: float = RUNBOOK_SLEEP_S) -> tuple[float, float]:
     port = free_port()
     ready_file = work / f"ready-{port}"
-    server = start_group([sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", str(port),
+    server = start_group([sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--port", str(port),
                           "--delay", f"{delay_s:.3f}", "--ready-file", str(ready_file)],
                          log_path=work / f"server-{port}.log", env=dict(os.environ))
     shell, shell_seen = _watch_shell(RUNBOOK_READY.format(port=port, sleep=sleep_s), dict(os.environ))

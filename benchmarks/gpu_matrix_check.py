@@ -107,7 +107,7 @@ SGL_OMNI = textwrap.dedent("""\
         if load.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"the GPU load did not start (exit {{load.poll()}})")
         time.sleep(0.05)
-    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", port,
+    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--port", port,
                               "--delay", delay, "--delay-ms", str(ms)])
     """)
 

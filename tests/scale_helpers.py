@@ -29,7 +29,7 @@ SGL_OMNI = textwrap.dedent(f"""\
     port = args[args.index("--port") + 1]
     delay = args[args.index("--delay") + 1] if "--delay" in args else "0.05"
     ms = json.loads((checkout / "standin.json").read_text()).get("delay_ms", 0)
-    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--port", port,
+    os.execv(sys.executable, [sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--port", port,
                               "--delay", delay, "--delay-ms", str(ms)])
     """)
 
@@ -89,7 +89,8 @@ def server_pids(root: Path) -> list[int]:
                 cwd = Path(os.readlink(entry / "cwd"))
             except OSError:
                 continue
-            if b"omnibench_core.builtin.selftest serve" in cmd and state != "Z" and (cwd == root or root in cwd.parents):
+            if (b"omnibench_core.builtin.selftest_programs serve" in cmd or b"omnibench_core.builtin.selftest serve" in cmd) \
+                    and state != "Z" and (cwd == root or root in cwd.parents):
                 out.append(int(entry.name))
     return out
 

@@ -86,7 +86,7 @@ def test_wait_ready_times_out_with_the_last_answer(tmp_path, port):
 def test_wait_ready_times_out_with_a_never_healthy_servers_answer(tmp_path, port):
     """A server that listens but answers 503 forever: the error quotes that answer, not a refusal."""
     log = tmp_path / "s.log"
-    proc = start_group([PY, "-m", "omnibench_core.builtin.selftest", "serve", "--port", str(port),
+    proc = start_group([PY, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--port", str(port),
                         "--delay", "0", "--never-healthy"], log_path=log, env=dict(os.environ))
     ticks = iter(range(1000))
     try:

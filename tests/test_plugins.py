@@ -128,7 +128,7 @@ def _client(ctx):
     (ctx.workload_dir / "echoes.json").write_text(json.dumps(out))
 
 def plan(ctx):
-    server = ServeSpec("acme", argv=(sys.executable, "-m", "omnibench_core.builtin.selftest", "serve",
+    server = ServeSpec("acme", argv=(sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve",
                                      "--port", str(ctx.port), "--delay", "0.1"))
     return [Step("client", _client, server=server, outputs=("acme-echo/echoes.json",))]
 

@@ -137,7 +137,7 @@ def _config_model_path(config: Path, parser: argparse.ArgumentParser) -> str:
 def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float) -> list[str]:
     """The server's argv for these flags: the selftest server for ``--model-path selftest``, else the local server."""
     if args.model_path == SELFTEST:
-        argv = [sys.executable, "-m", "omnibench_core.builtin.selftest", "serve", "--host", args.host, "--port", str(port)]
+        argv = [sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--host", args.host, "--port", str(port)]
         if args.delay is not None:
             argv += ["--delay", f"{args.delay:g}"]
         return argv + (["--delay-ms", f"{delay_ms:g}"] if delay_ms else [])
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     except BadSetting as exc:
         print(exc, file=sys.stderr, flush=True)
         return 2
-    if delay_ms and not _delay_supported("omnibench_core.builtin.selftest" if args.model_path == SELFTEST else
+    if delay_ms and not _delay_supported("omnibench_core.builtin.selftest_programs" if args.model_path == SELFTEST else
                                           "omnibench_core.local.__main__"):
         print(f"standin.json asks for {delay_ms:g} ms of added latency, but this omnibench's local server has "
               "no --delay-ms flag; update omnibench", file=sys.stderr, flush=True)
