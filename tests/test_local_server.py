@@ -23,7 +23,7 @@ import soundfile as sf
 from run_helpers import free_port
 
 from omnibench_core.local.media import REFUSED
-from omnibench_core.local.speech import TTS_RATE, estimate_f0
+from omnibench_core.local.speech import TTS_RATE, VOICE_F0_BY_VERSION, Synthesizer, estimate_f0
 from omnibench_core.local.vision import Sampling, summarize_video
 from omnibench_core.process.processes import start_group
 from omnibench_core.run.gates import wait_ready
@@ -145,6 +145,14 @@ def test_text_only_reply_has_no_audio(server):
     url, _ = server
     reply = chat(url, modalities=["text"]).json()
     assert "audio" not in reply["choices"][0]["message"]
+
+
+def test_the_voice_pitch_a_server_starts_with_is_the_one_it_would_measure():
+    """The table of voice pitches by hibari-tts version (a server start skips the calibration's
+    synthesis) holds the figure the installed version gives when measured."""
+    synth = Synthesizer(1)
+    assert synth.version in VOICE_F0_BY_VERSION, f"hibari-tts {synth.version}: add its measured voice pitch"
+    assert synth.voice_f0 == VOICE_F0_BY_VERSION[synth.version] == synth.measure_voice_f0()
 
 
 def test_voice_clone_reference_moves_the_voice(server):

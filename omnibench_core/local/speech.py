@@ -21,6 +21,12 @@ TTS_RATE = 24000  # MiniCPM-o's output rate too
 ASR_RATE = 16000
 VOICE_MATCH_RANGE = (0.8, 1.25)
 REFERENCE_PITCH_SECONDS = 60.0  # a median pitch needs no more; bounds the work a long reference costs
+CALIBRATION_TEXT = "This sentence calibrates the voice pitch."
+# The voice's median pitch (estimate_f0 of CALIBRATION_TEXT, seed 0) by hibari-tts version, measured
+# once: a lag of 79 samples at 16 kHz for the pinned 0.2.1. A server start skips that synthesis (0.23
+# of its 1.4 CPU-s on a 2-core host, 2026-12-05); another version measures it at start.
+# tests/test_local_server.py measures it again and holds this table to it.
+VOICE_F0_BY_VERSION = {"0.2.1": ASR_RATE / 79}
 
 
 def estimate_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
@@ -81,10 +87,15 @@ class Synthesizer:
     """hibari-tts voices, one per worker thread; 24 kHz float32 out."""
 
     def __init__(self, workers: int = 2):
-        from hibari import Hibari  # imported here: loading is the server's "model load"
+        import hibari  # imported here: loading is the server's "model load"
 
-        self._pool = _Pool(lambda: Hibari(threads=1), workers)
-        self.voice_f0 = estimate_f0(self.synthesize("This sentence calibrates the voice pitch.", seed=0), TTS_RATE) or 200.0
+        self._pool = _Pool(lambda: hibari.Hibari(threads=1), workers)
+        self.version = str(getattr(hibari, "__version__", "unknown"))
+        self.voice_f0 = VOICE_F0_BY_VERSION.get(self.version) or self.measure_voice_f0()
+
+    def measure_voice_f0(self) -> float:
+        """The voice's median pitch (Hz), measured on a calibration sentence (200 if none is found)."""
+        return estimate_f0(self.synthesize(CALIBRATION_TEXT, seed=0), TTS_RATE) or 200.0
 
     def synthesize(self, text: str, *, seed: int | None = None, speed: float = 1.0) -> np.ndarray:
         """Speech for ``text`` at ``speed`` (0.5..2.0); ``seed`` makes it reproducible."""
