@@ -13,6 +13,7 @@ import os
 import socket
 import sys
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -153,6 +154,25 @@ def test_the_voice_pitch_a_server_starts_with_is_the_one_it_would_measure():
     synth = Synthesizer(1)
     assert synth.version in VOICE_F0_BY_VERSION, f"hibari-tts {synth.version}: add its measured voice pitch"
     assert synth.voice_f0 == VOICE_F0_BY_VERSION[synth.version] == synth.measure_voice_f0()
+
+
+def test_every_pooled_voice_has_synthesized_once_before_the_port_opens(monkeypatch):
+    """A voice's first synthesis is 0.2 s of lazy loading: each pooled voice does it at start, so no
+    request pays it (the pool hands voices out in turn; only the first used to be warm)."""
+    made: list = []
+
+    class Voice:  # hibari's voice, counting its syntheses
+        def __init__(self, threads: int):
+            self.calls = 0
+            made.append(self)
+
+        def __call__(self, text: str, speed: float, seed: int | None) -> np.ndarray:
+            self.calls += 1
+            return np.zeros(TTS_RATE // 10, dtype=np.float32)
+
+    monkeypatch.setitem(sys.modules, "hibari", types.SimpleNamespace(Hibari=Voice, __version__="0.2.1"))
+    Synthesizer(3)
+    assert [voice.calls for voice in made] == [1, 1, 1]
 
 
 def test_voice_clone_reference_moves_the_voice(server):

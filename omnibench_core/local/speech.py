@@ -23,10 +23,11 @@ VOICE_MATCH_RANGE = (0.8, 1.25)
 REFERENCE_PITCH_SECONDS = 60.0  # a median pitch needs no more; bounds the work a long reference costs
 CALIBRATION_TEXT = "This sentence calibrates the voice pitch."
 # The voice's median pitch (estimate_f0 of CALIBRATION_TEXT, seed 0) by hibari-tts version, measured
-# once: a lag of 79 samples at 16 kHz for the pinned 0.2.1. A server start skips that synthesis (0.23
-# of its 1.4 CPU-s on a 2-core host, 2026-12-05); another version measures it at start.
-# tests/test_local_server.py measures it again and holds this table to it.
+# once: a lag of 79 samples at 16 kHz for the pinned 0.2.1, so a start does not synthesize it again;
+# another version measures it at start. tests/test_local_server.py measures it again and holds this
+# table to it.
 VOICE_F0_BY_VERSION = {"0.2.1": ASR_RATE / 79}
+WARM_UP_TEXT = "Ready."
 
 
 def estimate_f0(samples: np.ndarray, rate: int, fmin: float = 60.0, fmax: float = 400.0) -> float | None:
@@ -89,7 +90,17 @@ class Synthesizer:
     def __init__(self, workers: int = 2):
         import hibari  # imported here: loading is the server's "model load"
 
-        self._pool = _Pool(lambda: hibari.Hibari(threads=1), workers)
+        def voice() -> Any:
+            tts = hibari.Hibari(threads=1)
+            # A voice's first synthesis loads what it loads lazily (0.2 s, whatever the text; later ones
+            # take 0.01-0.02 s): done here, while the port is closed, for every pooled voice. When only
+            # the calibration warmed the first voice, the request that first reached the second paid
+            # 0.2 s: a timed one wherever no warm-up request took it first (seedtts.warmup=0, a
+            # workload without warm-up). Found 2026-12-05.
+            tts(WARM_UP_TEXT, speed=1.0, seed=0)
+            return tts
+
+        self._pool = _Pool(voice, workers)
         self.version = str(getattr(hibari, "__version__", "unknown"))
         self.voice_f0 = VOICE_F0_BY_VERSION.get(self.version) or self.measure_voice_f0()
 
