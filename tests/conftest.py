@@ -71,16 +71,37 @@ def unit_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+# A unit goes to a worker once the worker has at most this many tests left: the test it holds back
+# (an xdist worker runs a test only once it knows the next one, or that none comes). xdist's own rule
+# is 2, which queued a unit behind a worker's long last test while another worker ran dry.
+REFILL_AT = 1
+
+
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadfile`` (pyproject.toml's addopts): whole test files to a worker (a
-    module's fixtures are made once), except the tests of ``XDIST_GROUPS``, whose group is one unit."""
+    module's fixtures are made once), except the tests of ``XDIST_GROUPS``, whose group is one unit;
+    the units in collection order (``LONGEST_FIRST``), each to the first worker that runs dry."""
     if config.getvalue("dist") != "loadfile":
         return None  # another --dist given on the command line: xdist's own scheduler
     from xdist.scheduler import LoadScopeScheduling
 
+    # xdist (3.5 on) orders the units by their number of tests unless told not to, which put the
+    # long stories of few tests (Ray's, the eras', the streaming campaigns) last, on one worker,
+    # while the others had finished: longest first is the collection's order, kept.
+    config.option.loadscopereorder = False
+
     class FileOrGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= REFILL_AT:
+                self._assign_work_unit(node)
 
     return FileOrGroup(config, log)
 

@@ -55,3 +55,24 @@ def test_two_files_of_one_group_run_on_one_worker_under_two(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     seen = dict(line.split() for line in workers.read_text().splitlines())
     assert len(seen) == 4 and seen["scale_ray"] == seen["scale_ray_remote"], seen
+
+
+@pytest.mark.slow
+def test_units_go_out_longest_first_not_by_their_number_of_tests(tmp_path):
+    """LONGEST_FIRST's order, as collected: xdist reorders units by their number of tests unless told
+    not to, which sent the long stories of few tests out last (found 2026-12-05). One worker runs the
+    units in the order they are handed out."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for helper in ("conftest.py", "run_helpers.py"):
+        shutil.copy(REPO / "tests" / helper, tests / helper)
+    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())  # the suite's addopts
+    (tests / "test_streaming.py").write_text(PROBE.format(name="long_story"))  # first in LONGEST_FIRST, 1 test
+    (tests / "test_aaa_many.py").write_text("".join(PROBE.format(name=f"quick_{i}") for i in range(5)))
+    workers = tmp_path / "workers.txt"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "1", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "WORKERS_FILE": str(workers)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    order = [line.split()[0] for line in workers.read_text().splitlines()]
+    assert order == ["long_story", *(f"quick_{i}" for i in range(5))], order
