@@ -3,6 +3,7 @@ one, in a real pytest run of two workers over stand-in files named as the Ray gr
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -39,21 +40,28 @@ def test_every_unit_the_groups_name_is_a_test_of_the_suite():
                 assert f"def {test}(" in (REPO / path).read_text(), f"group {group}: no {test} in {path}"
 
 
-@pytest.mark.slow
-def test_two_files_of_one_group_run_on_one_worker_under_two(tmp_path):
+def _probe_suite(tmp_path, files: dict[str, str], workers: int) -> list[tuple[str, str]]:
+    """A real pytest run of ``workers`` workers over ``files`` (name -> source) beside the suite's
+    conftest and addopts: each probe test's name and worker, in the order they ran."""
     tests = tmp_path / "tests"
     tests.mkdir()
     for helper in ("conftest.py", "run_helpers.py"):
         shutil.copy(REPO / "tests" / helper, tests / helper)
     (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())  # the suite's addopts
-    for name in ("scale_ray", "scale_ray_remote", "other_a", "other_b"):
-        (tests / f"test_{name}.py").write_text(PROBE.format(name=name))
-    workers = tmp_path / "workers.txt"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "WORKERS_FILE": str(workers)})
+    for name, source in files.items():
+        (tests / name).write_text(source)
+    seen = tmp_path / "workers.txt"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", str(workers), "-p", "no:cacheprovider", "tests"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "WORKERS_FILE": str(seen)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    seen = dict(line.split() for line in workers.read_text().splitlines())
+    return [(line.split()[0], line.split()[1]) for line in seen.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_two_files_of_one_group_run_on_one_worker_under_two(tmp_path):
+    names = ("scale_ray", "scale_ray_remote", "other_a", "other_b")
+    seen = dict(_probe_suite(tmp_path, {f"test_{name}.py": PROBE.format(name=name) for name in names}, 2))
     assert len(seen) == 4 and seen["scale_ray"] == seen["scale_ray_remote"], seen
 
 
@@ -62,17 +70,7 @@ def test_units_go_out_longest_first_not_by_their_number_of_tests(tmp_path):
     """LONGEST_FIRST's order, as collected: xdist reorders units by their number of tests unless told
     not to, which sent the long stories of few tests out last (found 2026-12-05). One worker runs the
     units in the order they are handed out."""
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    for helper in ("conftest.py", "run_helpers.py"):
-        shutil.copy(REPO / "tests" / helper, tests / helper)
-    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())  # the suite's addopts
-    (tests / "test_streaming.py").write_text(PROBE.format(name="long_story"))  # first in LONGEST_FIRST, 1 test
-    (tests / "test_aaa_many.py").write_text("".join(PROBE.format(name=f"quick_{i}") for i in range(5)))
-    workers = tmp_path / "workers.txt"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "1", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "WORKERS_FILE": str(workers)})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    order = [line.split()[0] for line in workers.read_text().splitlines()]
+    files = {"test_streaming.py": PROBE.format(name="long_story"),  # first in LONGEST_FIRST, one test
+             "test_aaa_many.py": "".join(PROBE.format(name=f"quick_{i}") for i in range(5))}
+    order = [name for name, _ in _probe_suite(tmp_path, files, 1)]
     assert order == ["long_story", *(f"quick_{i}" for i in range(5))], order
