@@ -255,7 +255,7 @@ def test_nox_installs_chromium_with_apt_when_it_is_missing_as_root_and_says_what
     nox_file.install_browser(skipped)
     assert skipped.ran == [] and skipped.said == []
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert ci == "python3 -m pip install nox && python3 -m nox -s tests"  # the README's command, unchanged
+    assert ci == "python3 -m pip install 'nox[uv]' && python3 -m nox -s tests"  # the README's command, unchanged
     assert "install_browser(session)" in (REPO / "noxfile.py").read_text().split("def tests(", 1)[1].split("\n@", 1)[0]
 
 
