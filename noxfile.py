@@ -123,8 +123,8 @@ def lint(session: nox.Session) -> None:
 # by the python running nox: `python3 -m pip install -e .` installs both.
 try:
     from omnibench_core import ci as _ci
+    from omnibench_core.cli.config import load_settings
     from omnibench_core.errors import OmnibenchError
-    from omnibench_core.settings.config import load_settings
 
     _STAGES = {stage.name: stage for stage in _ci.stages()}
     _WHY_NOT = ""

@@ -16,15 +16,16 @@ from invoke import Collection, Context, Exit
 from invoke import main as invoke_main
 
 from omnibench_core import defaults, tables
+from omnibench_core.cli import config
+from omnibench_core.cli import flags as f
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.heartbeat import working
 from omnibench_core.scale.slots import SLOT_CPUS, SLOT_PER
-from omnibench_core.settings import Settings, config
-from omnibench_core.settings import flags as f
+from omnibench_core.settings import Settings
 from omnibench_core.setup import host as setup_host
 from omnibench_core.standin import DEFAULT_GPUS, StandinSpec, history_text, make_standin
 from omnibench_core.standin.stages import KINDS as CI_STAGES
-from omnibench_core.store.statuses import JobStatus
+from omnibench_core.statuses import JobStatus
 from omnibench_core.tables import emit
 
 
@@ -43,6 +44,7 @@ ab_layer = _Lazy("omnibench_core.ab.front_door")
 api = _Lazy("omnibench_core.api")
 campaign = _Lazy("omnibench_core.campaign.front_door")
 campaign_execute = _Lazy("omnibench_core.campaign.execute")
+campaign_summary = _Lazy("omnibench_core.campaign.pr_summary")
 sweep_compare = _Lazy("omnibench_core.sweep.compare")
 sweep_execute = _Lazy("omnibench_core.sweep.execute")
 sweep_points = _Lazy("omnibench_core.sweep.points")
@@ -50,11 +52,10 @@ sweep_writing = _Lazy("omnibench_core.sweep.writing")
 compare_words = _Lazy("omnibench_core.campaign.compare")
 campaign_record = _Lazy("omnibench_core.campaign.record")
 history_layer = _Lazy("omnibench_core.history.front_door")
-history_inbox = _Lazy("omnibench_core.history.inbox")
 history_site = _Lazy("omnibench_core.history.site_command")
 history_query = _Lazy("omnibench_core.history.query")
 history_texts = _Lazy("omnibench_core.history.text")
-plugin_manager = _Lazy("omnibench_core.hooks.manager")
+plugin_manager = _Lazy("omnibench_core.registry.manager")
 records = _Lazy("omnibench_core.records")
 runner = _Lazy("omnibench_core.run.runner")
 scale = _Lazy("omnibench_core.scale.front_door")
@@ -64,7 +65,7 @@ scale_revisions = _Lazy("omnibench_core.scale.revisions")
 scale_transport = _Lazy("omnibench_core.scale.transport")
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
-# omnibench_core/settings/flags.py. tests/test_flags.py fails for a flag without a check.
+# omnibench_core/cli/flags.py. tests/test_flags.py fails for a flag without a check.
 task = partial(invoke.task, klass=f.FlagTask)
 
 
@@ -163,12 +164,7 @@ def measure(c, workload, target=None, results=None, port=None, runs=defaults.RUN
         settings = settings_from(c, target=target, results=results, port=port, checkout=checkout, gpus=gpus, cpus=cpus,
                                  server_profile=server_profile)
         asked = campaign_execute.asked_from(settings, workload, opt or [], client, runs, retries, scoring)
-        outcome = campaign_execute.measure(settings, asked, name=name, progress=emit)
-        try:
-            with working(emit, f"writing the report of campaign {outcome.campaign.name} (tables and plots)"):
-                made = campaign.report(settings, outcome.campaign.name)
-        finally:  # the history is told once the report exists, so the site links it
-            history_inbox.campaign_done(settings, outcome.path, progress=emit)
+        made = campaign.measure(settings, asked, name=name, progress=emit)
     emit(campaign.report_text(made))
 
 
@@ -213,8 +209,6 @@ def sweep_load(c, workload, target=None, results=None, port=None, runs=defaults.
         result = sweep_execute.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
             written = sweep_writing.write_sweep(result, settings.run.results_root)
-        for path in result.campaign_files:  # each point is a series of its own there (its options differ)
-            history_inbox.campaign_done(settings, path, progress=emit)
     emit(sweep_writing.sweep_text(result, written))
 
 
@@ -260,7 +254,7 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
         with working(emit, f"comparing {b} with base {a}: reading their runs, judging each metric, writing "
                            "compare.md and its plot"):
             made = campaign.compare(settings, a, b, force=force, min_effect=min_effect, alpha=alpha,
-                                    summary=history_inbox.COMPARISON_SUMMARY)
+                                    summary=campaign_summary.COMPARISON_SUMMARY)
     emit(campaign.compare_text(made))
     failing = made.comparison.fail_on(fail_on) if fail_on else []
     if failing:
@@ -553,7 +547,6 @@ def ab(c, workload, a_rev=None, b_rev=None, rounds=None, design="auto", a_opt=No
                                         max_rounds=max_rounds, decide=decide, alpha=alpha, min_effect=min_effect)
         done = ab_layer.ab(settings, request, alpha=alpha, min_effect=min_effect, slots=on,
                            progress=say)
-        history_inbox.experiment_done(settings, done.record, progress=say)  # after its result, as measure
     emit(ab_layer.ab_text(done))
     failing = ab_layer.failing(done, fail_on) if fail_on else []
     if failing:

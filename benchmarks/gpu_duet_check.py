@@ -48,11 +48,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnibench_core.campaign import verdict
 from omnibench_core.errors import OmnibenchError
 from omnibench_core.jsonio import read_json
 from omnibench_core.scale.front_door import host_slots
 from omnibench_core.settings import Settings
+from omnibench_core.stats import verdict
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.telemetry.run_summary import run_warnings
 

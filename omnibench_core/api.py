@@ -8,8 +8,6 @@ from pathlib import Path
 
 from .errors import SettingsError, storage_error
 from .heartbeat import beating
-from .hooks import manager as plugin_manager
-from .hooks.manager import PluginManager, Registry
 from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
 from .records import (
@@ -25,13 +23,15 @@ from .records import (
     TargetEnv,
     Workload,
 )
+from .records import options as workload_options
+from .registry import manager as plugin_manager
+from .registry.manager import PluginManager, Registry
 from .run import capabilities, environment, layout, ownership
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
-from .settings import option_schema as workload_options
 from .setup import doctor
 from .setup.doctor import Check
-from .store.statuses import RunStatus
+from .statuses import RunStatus
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Se
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the
-    defaults (see :func:`omnibench_core.settings.option_schema.parse`); a bad one raises SettingsError."""
+    defaults (see :func:`omnibench_core.records.options.parse`); a bad one raises SettingsError."""
     return workload_options.parse(pairs, workloads, client)
 
 

@@ -230,6 +230,6 @@ class CiRun:
 
 def stages() -> list[CiStage]:
     """Every registered CI stage, in order."""
-    from .hooks.manager import load
+    from .registry.manager import load
 
     return load()[1].ordered_ci_stages()

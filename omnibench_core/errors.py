@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .store.statuses import RunOutcome
+from .statuses import RunOutcome
 
 
 class OmnibenchError(Exception):

@@ -3,7 +3,8 @@
 this list by a test) and the architecture page (``docs/architecture.md``) follow.
 
 A module may import its own layer and the layers below it, never one above: data flows one way,
-tasks -> studies -> front door -> plugins -> ... -> shared records.
+tasks -> cli -> studies -> front door -> plugins -> ... -> shared records. Each entry is a top-level
+module or a whole package: a package never straddles two layers (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer: the modules or packages it holds (dotted, under ``omnibench_core``), what it is
+    """One layer: the top-level modules and packages of ``omnibench_core`` it holds, what it is
     for, and whether mypy checks it strictly."""
 
     name: str
@@ -23,12 +24,13 @@ class Layer:
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer("studies", ("campaign", "ab", "scale", "sweep", "history", "ci", "store.campaign_file",
-                      "store.experiment_file"),
+    Layer("cli", ("cli",), "what tasks.py is built from: every flag's typed check, the shared flags declared once, "
+          "settings from Invoke's configuration", strict=True),
+    Layer("studies", ("campaign", "ab", "scale", "sweep", "history", "ci"),
           "many runs and what they say: campaigns, A/B experiments, matrices and bisect, load sweeps, history, "
           "CI stages"),
-    Layer("front door", ("api", "hooks.manager", "settings.config", "settings.flags"),
-          "what tasks.py calls: one run, plugins loaded once, settings and flag checks", strict=True),
+    Layer("front door", ("api", "registry"),
+          "what tasks.py calls: one run, plugins loaded once and their hooks called", strict=True),
     Layer("plugins", ("plugin", "builtin"),
           "the public plugin API and the built-in plugins (targets, scorers, selftest)", strict=True),
     Layer("toolkit", ("toolkit", "scoring", "local"),
@@ -40,7 +42,9 @@ LAYERS: tuple[Layer, ...] = (
           strict=True),
     Layer("process", ("process",),
           "programs: start under a watchdog, stop a whole tree, strays, ports, nvidia-smi", strict=True),
-    Layer("shared", ("records", "hooks", "settings", "identity", "defaults", "errors", "jsonio",
+    Layer("stats", ("stats",),
+          "statistics: percentiles, estimators, the verdict rule; nothing of the studies that call it", strict=True),
+    Layer("shared", ("records", "hooks", "settings", "identity", "defaults", "errors", "statuses", "jsonio",
                      "heartbeat", "tables", "layers", "store", "__init__"),
           "typed records and the hook contract, settings, which runs are the same measurement, the measurement "
           "defaults, errors, JSON files, progress lines, terminal tables",
@@ -50,17 +54,12 @@ LAYERS: tuple[Layer, ...] = (
 
 def layer_of(module: str) -> Layer | None:
     """The layer holding a dotted module name (``omnibench_core.run.runner`` -> run): the layer that
-    names its longest leading part. A package may name modules of its own in a higher layer (the
-    store's campaign file and A/B record stand on those layers' records; the rest is shared)."""
+    names its top-level module or package."""
     parts = module.split(".")
     if parts[0] != "omnibench_core":
         return None
-    rest = parts[1:] or ["__init__"]
-    for n in range(len(rest), 0, -1):
-        found = next((layer for layer in LAYERS if ".".join(rest[:n]) in layer.modules), None)
-        if found is not None:
-            return found
-    return None
+    top = parts[1] if len(parts) > 1 else "__init__"
+    return next((layer for layer in LAYERS if top in layer.modules), None)
 
 
 def rank(layer: Layer) -> int:

@@ -34,12 +34,12 @@ from .records import (
     TargetFacts,
     Workload,
 )
+from .records.options import add_argument, by_name, default_of, defaults, format_value
 from .scoring import voice
 from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
-from .scoring.percentiles import mean, median, percentile
 from .scoring.speed import round_or_none, speed_summary
-from .settings.option_schema import add_argument, by_name, default_of, defaults, format_value
+from .stats.percentiles import mean, median, percentile
 from .toolkit.arrivals import DEFAULT_ARRIVAL_SEED, lateness_summary, planned_offsets
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import (

@@ -18,12 +18,11 @@ from proc_helpers import listening, wait_for
 from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 
-from omnibench_core.ab import record
+from omnibench_core.ab import experiment_file, record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Position, Side, SideReport
-from omnibench_core.store import experiment_file
+from omnibench_core.statuses import AttemptStatus, ExperimentStatus, SideStatus
 from omnibench_core.store import manifest as manifest_file
-from omnibench_core.store.statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 # a duet record main d2456c2 wrote: every attempt status, where and alone, no server_starts yet

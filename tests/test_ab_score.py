@@ -17,10 +17,10 @@ from run_helpers import REPO, free_port
 
 from omnibench_core import api
 from omnibench_core.ab.record import Design, Experiment, Identity, Side
+from omnibench_core.campaign import campaign_file
 from omnibench_core.campaign.record import Asked, Campaign
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import ScorePolicy
-from omnibench_core.store import campaign_file
 
 
 def _experiment(score: ScorePolicy, rounds: int = 4, max_rounds: int = 0) -> Experiment:

@@ -20,17 +20,16 @@ from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 
 from omnibench_core import api, defaults
-from omnibench_core.ab import execute, record, sequential
+from omnibench_core.ab import execute, experiment_file, record, sequential
 from omnibench_core.ab.analysis import judged
 from omnibench_core.ab.record import Design, Look, Sequential, StopReason
 from omnibench_core.ab.sequential import DecideError, looks, run_looks
 from omnibench_core.campaign.attempt import Ended
-from omnibench_core.campaign.verdict import Design as Pairing
-from omnibench_core.campaign.verdict import Samples, judge
 from omnibench_core.errors import RunInterrupted, SettingsError
 from omnibench_core.settings import Settings
-from omnibench_core.store import experiment_file
-from omnibench_core.store.statuses import AttemptStatus, ExperimentStatus, RunStatus
+from omnibench_core.stats.verdict import Design as Pairing
+from omnibench_core.stats.verdict import Samples, judge
+from omnibench_core.statuses import AttemptStatus, ExperimentStatus, RunStatus
 
 LATENCY = "selftest.latency_mean_s"
 

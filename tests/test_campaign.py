@@ -16,13 +16,12 @@ import pytest
 from run_helpers import REPO, free_port
 
 from omnibench_core import api
+from omnibench_core.campaign import campaign_file, plots
 from omnibench_core.campaign import execute as campaign_execute
 from omnibench_core.campaign import front_door as campaign
-from omnibench_core.campaign import plots
 from omnibench_core.campaign.compare import NotComparable
 from omnibench_core.campaign.summary import MixedRuns
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUIET = lambda message: None  # noqa: E731

@@ -21,9 +21,9 @@ from proc_helpers import leftovers, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import make_revisions_checkout, server_pids
 
+from omnibench_core.campaign import campaign_file
 from omnibench_core.process.ports import port_in_use
 from omnibench_core.process.proctree import cmdline, snapshot
-from omnibench_core.store import campaign_file
 from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from omnibench_core.campaign import directions as metrics
-from omnibench_core.campaign import estimators as stats
+from omnibench_core.stats import estimators as stats
 
 
 @pytest.mark.parametrize(("t", "df", "p"), [

@@ -15,10 +15,10 @@ from run_helpers import REPO
 
 from omnibench_core.ci import parse_accuracy, prepare_env, taskset_cpu_list
 from omnibench_core.errors import PluginError
-from omnibench_core.hooks import manager as plugin_manager
 from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import CiStage
-from omnibench_plugins.ci_stages import STAGES
+from omnibench_core.registry import manager as plugin_manager
+from omnibench_plugins.ci_stages.hooks import STAGES
 
 BEHAVIOUR = {"mmmu_ci": "print('Accuracy: 0.7123')", "mmmu_talker_ci": "assert False, 'talker broke'",
              "mmsu_ci": "print('Overall accuracy: 55.5%')"}

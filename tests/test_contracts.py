@@ -25,7 +25,8 @@ from omnibench_core.builtin.targets import prepare_sglang_omni
 from omnibench_core.errors import SettingsError
 from omnibench_core.records import Command, Endpoint, RunContext, ServeSpec
 from omnibench_core.settings import RunSettings, Settings
-from omnibench_plugins import seedtts, videoamme
+from omnibench_plugins.seedtts import hooks as seedtts
+from omnibench_plugins.videoamme import hooks as videoamme
 
 STANDIN_FILES = Path(serve_flags.__file__).resolve().parents[1] / "standin" / "files"
 SEEDTTS, VIDEOAMME, SERVE = load("benchmark_omni_seedtts"), load("benchmark_omni_videoamme"), load("sgl-omni-serve")

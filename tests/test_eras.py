@@ -19,17 +19,17 @@ from scale_helpers import MadeStandin, invoke_standin, path_without_nvidia_smi, 
 from omnibench_core import api
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
 from omnibench_core.errors import OmnibenchError, SettingsError, UnsupportedOption
-from omnibench_core.hooks.manager import load
 from omnibench_core.records import Endpoint, RunContext, TargetEnv
+from omnibench_core.registry.manager import load
 from omnibench_core.run import capabilities as caps
 from omnibench_core.scale.bisect import kary_search
 from omnibench_core.scale.jobs import CampaignJob, CampaignOutcome
 from omnibench_core.scale.matrix import MatrixResult, matrix_text
 from omnibench_core.settings import Settings
 from omnibench_core.standin.repo import ERA_CLIENT, ERA_FLAG, FILES, StandinSpec, old_era_client
+from omnibench_core.statuses import JobStatus
 from omnibench_core.store import capabilities_file
 from omnibench_core.store.capabilities_file import Capabilities
-from omnibench_core.store.statuses import JobStatus
 
 COMMIT = "c0ffee" * 6 + "beef"
 SEEDTTS = "-m benchmarks.eval.benchmark_omni_seedtts"

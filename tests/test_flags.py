@@ -16,10 +16,10 @@ from run_helpers import load_tasks
 from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS
+from omnibench_core.cli import flags as f
+from omnibench_core.cli.flags import FlagTask
 from omnibench_core.errors import SettingsError
 from omnibench_core.scale import revisions
-from omnibench_core.settings import flags as f
-from omnibench_core.settings.flags import FlagTask
 from omnibench_core.setup.checkout import checkout_commit
 
 
@@ -211,7 +211,7 @@ def test_the_settings_of_a_task_keep_the_types_invoke_would_have_cast(tmp_path):
     """Invoke's defaults are text (so it never casts an INVOKE_OMNIBENCH_* variable itself);
     the settings still come out typed."""
     env = {**os.environ, "INVOKE_OMNIBENCH_PORT": "8123", "INVOKE_OMNIBENCH_STOP_GRACE_S": "2.5"}
-    code = f"from omnibench_core.settings.config import load_settings; s = load_settings({str(tmp_path)!r}); " \
+    code = f"from omnibench_core.cli.config import load_settings; s = load_settings({str(tmp_path)!r}); " \
            "print(repr(s.run.port), repr(s.run.stop_grace_s), repr(s.run.ready_timeout_s))"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["8123", "2.5", "1800.0"]
@@ -238,7 +238,7 @@ def test_a_matrix_of_two_long_option_sets_measures_both_under_their_own_names(in
 def test_a_bad_value_in_a_projects_invoke_yaml_is_blamed_on_that_file(tmp_path):
     """The noxfile's path (load_settings), which reads invoke.yaml the way `invoke` does."""
     (tmp_path / "invoke.yaml").write_text("omnibench:\n  gpu_free_mib: lots\n")
-    code = f"from omnibench_core.settings.config import load_settings; load_settings({str(tmp_path)!r})"
+    code = f"from omnibench_core.cli.config import load_settings; load_settings({str(tmp_path)!r})"
     env = {k: v for k, v in os.environ.items() if not k.startswith("INVOKE_OMNIBENCH_")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 1

@@ -16,9 +16,9 @@ from run_helpers import invoke_run_into
 from omnibench_core.campaign.summary import noisy_runs
 from omnibench_core.errors import SettingsError
 from omnibench_core.settings import Settings
+from omnibench_core.statuses import StepStatus
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store.run_entries import StepEntry
-from omnibench_core.store.statuses import StepStatus
 from omnibench_core.telemetry import hostload
 
 

@@ -14,7 +14,7 @@ from run_helpers import free_port, load_tasks
 from scale_helpers import invoke_standin, path_without_nvidia_smi, server_pids
 
 from omnibench_core import defaults
-from omnibench_core.campaign import record
+from omnibench_core.campaign import campaign_file, record
 from omnibench_core.campaign.compare import NotComparable, compare
 from omnibench_core.campaign.summary import MetricStats, RunSetStats
 from omnibench_core.identity import NAME_LIMIT, Identity, file_name, recorded_settings
@@ -22,7 +22,6 @@ from omnibench_core.records import Endpoint, Slot
 from omnibench_core.scale.jobs import CampaignJob
 from omnibench_core.scale.slots import HostSlot
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file
 from omnibench_plugins.seedtts.client import ClientConfig
 from omnibench_plugins.videoamme.client import VideoClientConfig
 

@@ -24,11 +24,11 @@ import soundfile as sf
 from run_helpers import free_port
 
 from omnibench_core.local.media import REFUSED
-from omnibench_core.local.speech import TTS_RATE, VOICE_F0_BY_VERSION, Synthesizer, estimate_f0
 from omnibench_core.local.vision import Sampling, summarize_video
 from omnibench_core.process.processes import start_group
 from omnibench_core.run.gates import wait_ready
 from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri
+from omnibench_core.toolkit.speech import TTS_RATE, VOICE_F0_BY_VERSION, Synthesizer, estimate_f0
 from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
 
 READ = "Please read the following text out loud in English: "
@@ -180,7 +180,7 @@ def test_voice_clone_reference_moves_the_voice(server):
     low = chat(url, "A short test sentence for the voice.", temperature=0).json()
     low_ref, rate = wav_of(low)
     # a higher-pitched reference made from the server's own speech, sped up by 1.2
-    from omnibench_core.local.speech import shift_pitch
+    from omnibench_core.toolkit.speech import shift_pitch
     high_ref = shift_pitch(low_ref, 1.2)
     cloned = chat(url, "A short test sentence for the voice.", temperature=0,
                   audio={"format": "wav", "ref_audio": wav_data_uri(to_wav_bytes(high_ref, rate))}).json()
@@ -199,7 +199,7 @@ def test_an_audios_voice_clone_reads_the_target_text_in_the_references_voice(ser
     url, _ = server
     ref_text, target = "Seven green apples sat on a wooden table.", "The quick brown fox jumps over the lazy dog."
     plain, rate = wav_of(chat(url, ref_text, temperature=0).json())
-    from omnibench_core.local.speech import shift_pitch
+    from omnibench_core.toolkit.speech import shift_pitch
     reference = media / "old-client-ref.wav"
     reference.write_bytes(to_wav_bytes(shift_pitch(plain, 1.2), rate))  # a higher voice reading ref_text
     body = {"model": "minicpmo", "messages": [{"role": "user", "content": OLD_CLONE.format(ref=ref_text, target=target)}],

@@ -17,13 +17,13 @@ import pytest
 from omnibench_core.ab import record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Side
-from omnibench_core.ab.writing import write_result
+from omnibench_core.ab.writing import summary_of, write_result
+from omnibench_core.campaign import pr_summary
 from omnibench_core.campaign.compare import compare
 from omnibench_core.campaign.summary import stats_of
 from omnibench_core.campaign.writing import write_compare, write_report
-from omnibench_core.history import summary as pr_summary
-from omnibench_core.history.inbox import COMPARISON_SUMMARY
-from omnibench_core.store.statuses import AttemptStatus
+from omnibench_core.campaign.pr_summary import COMPARISON_SUMMARY
+from omnibench_core.statuses import AttemptStatus
 from omnibench_core.tables import ZWSP, md_text
 
 # No "/" (a name with one is refused as a path): a relative link and image, a code span, HTML, a mention.
@@ -95,4 +95,4 @@ def test_ab_md_and_its_summary_render_the_names_as_text(tmp_path, name):
     md, summary, _ = write_result(e, analysis, tmp_path / "ab" / "x.json")
     assert_inert(md.read_text(), name, METRIC, HOSTILE)
     assert_inert(summary.read_text(), name, METRIC)
-    assert_inert(pr_summary.markdown(pr_summary.from_analysis(analysis, md)), name)
+    assert_inert(pr_summary.markdown(summary_of(analysis, md)), name)

@@ -11,11 +11,11 @@ import pytest
 from omnibench_core import api
 from omnibench_core.builtin import selftest as testing
 from omnibench_core.errors import PluginError, SettingsError
-from omnibench_core.hooks import manager as plugin_manager
 from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import Option, Target, Workload
+from omnibench_core.records import options as options
+from omnibench_core.registry import manager as plugin_manager
 from omnibench_core.settings import RunSettings, Settings
-from omnibench_core.settings import option_schema as options
 from omnibench_plugins.seedtts import client as seedtts_client
 from omnibench_plugins.seedtts.options import OPTIONS as SEEDTTS
 from omnibench_plugins.videoamme import client as videoamme_client
@@ -135,7 +135,7 @@ def test_a_plain_dict_of_options_is_refused_naming_the_option_records():
 def test_the_sglang_commands_get_the_typed_values_back_as_text(tmp_path):
     from omnibench_core.builtin.targets import prepare_local
     from omnibench_core.records import Endpoint, RunContext
-    from omnibench_plugins import videoamme
+    from omnibench_plugins.videoamme import hooks as videoamme
 
     w = Workload("videoamme", "", plan=videoamme.plan, options=VIDEOAMME)
     values = options.parse(["videoamme.video_fps=2.5", "videoamme.max_samples=3"], [w])["videoamme"]

@@ -14,9 +14,10 @@ import pytest
 from history_samples import history
 from run_helpers import REPO, free_port
 
+from omnibench_core.campaign import pr_summary as summary
 from omnibench_core.campaign.compare import Comparison, MetricComparison
-from omnibench_core.campaign.verdict import Verdict
-from omnibench_core.history import summary
+from omnibench_core.history.summary import from_history
+from omnibench_core.stats.verdict import Verdict
 
 QUICK = ("--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05")
 GITHUB_LIMIT = 65_536
@@ -93,7 +94,7 @@ def test_without_the_variable_nothing_is_appended_anywhere(tmp_path):
 
 
 def test_a_history_range_gets_its_change_points_first_worse_before_the_others(tmp_path):
-    text = summary.markdown(summary.from_history(history(tmp_path / "results")))
+    text = summary.markdown(from_history(history(tmp_path / "results")))
     head = text.split("<details>", 1)[0] if "<details>" in text else text
     rows = [line for line in head.splitlines() if line.startswith("| selftest.")]
     assert rows[0].startswith("| selftest.latency_mean_s (selftest, local) |") and "**WORSE**" in rows[0]

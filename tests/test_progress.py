@@ -13,9 +13,9 @@ import pytest
 
 from omnibench_core.campaign.progress import UNTIMED, CampaignProgress, Scoring, estimate_left, scoring_seconds
 from omnibench_core.heartbeat import Heartbeat, beating, unstamped, working
+from omnibench_core.statuses import RunStatus, StepStatus
 from omnibench_core.store.manifest import RunManifest
 from omnibench_core.store.run_entries import ServerEntry, StepEntry
-from omnibench_core.store.statuses import RunStatus, StepStatus
 from omnibench_core.toolkit.clients import Progress
 
 

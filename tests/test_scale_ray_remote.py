@@ -27,6 +27,7 @@ from proc_helpers import listening, wait_for
 from run_helpers import REPO, free_port
 from scale_helpers import MadeStandin, invoke_standin, path_without_nvidia_smi, server_pids
 
+from omnibench_core.campaign import campaign_file
 from omnibench_core.errors import CampaignFileError
 from omnibench_core.history.store import opened
 from omnibench_core.scale import front_door as commands
@@ -34,8 +35,7 @@ from omnibench_core.scale.local import LocalEngine
 from omnibench_core.scale.matrix import MatrixResult
 from omnibench_core.scale.slots import plan_slots
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file
-from omnibench_core.store.statuses import CampaignStatus
+from omnibench_core.statuses import CampaignStatus
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")

@@ -17,6 +17,7 @@ import pytest
 from run_helpers import free_port
 from scale_helpers import path_without_nvidia_smi, server_pids
 
+from omnibench_core.campaign import campaign_file
 from omnibench_core.campaign.record import Asked, Attempt, Campaign
 from omnibench_core.errors import BadName, CampaignFileError
 from omnibench_core.history.front_door import run_history
@@ -42,8 +43,7 @@ from omnibench_core.scale.transport import (
 )
 from omnibench_core.scale.worker import WorkerSpec
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file
-from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, JobStatus
+from omnibench_core.statuses import AttemptStatus, CampaignStatus, JobStatus
 
 REV = "abc1234"
 ASKED = Asked(("selftest",), ("selftest.requests=2",), None, {"target": "sglang-omni"}, runs=2)
@@ -262,7 +262,7 @@ def test_a_seed_finds_the_campaign_under_the_name_an_older_omnibench_gave_it(tmp
     _run(home, "run0", "complete")
     _campaign(home, [(0, "run0", "complete")], rel=legacy_rel)
     found = Receiver(str(home)).seed(REV, identity)
-    assert found.rel == legacy_rel  # the one the local engine would resume (store.campaign_file.name_for)
+    assert found.rel == legacy_rel  # the one the local engine would resume (campaign.campaign_file.name_for)
     assert _unpacked(found.data, tmp_path / "node") == {legacy_rel, f"{REV}/run0/manifest.json", f"{REV}/run0/metrics.json"}
     # nothing there yet: the name of now, and nothing to unpack
     assert Receiver(str(tmp_path / "empty")).seed(REV, identity).rel == f"{REV}/campaigns/{canonical}.json"

@@ -25,7 +25,7 @@ from omnibench_core.scoring.audio_check import run_audio_summary
 from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
-from omnibench_plugins import seedtts
+from omnibench_plugins.seedtts import hooks as seedtts
 from omnibench_plugins.seedtts import metrics as collecting
 from omnibench_plugins.seedtts.data import TARGET_SENTENCES, ensure_local_set, load_meta
 

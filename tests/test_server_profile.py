@@ -15,7 +15,8 @@ from omnibench_core.identity import Identity, planted
 from omnibench_core.records import Endpoint, RunContext
 from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.store import manifest as manifest_file
-from omnibench_plugins import seedtts, videoamme
+from omnibench_plugins.seedtts import hooks as seedtts
+from omnibench_plugins.videoamme import hooks as videoamme
 
 CI_FLAGS = "--code2wav.factory.max_batch_size 16 --code2wav.factory.max_batch_wait_ms 100"
 RUNBOOK_SERVERS = {

@@ -22,7 +22,7 @@ from test_ci_stages import nox_ci
 from omnibench_core.standin import write_fake_nvidia_smi
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
-from omnibench_plugins.ci_stages import STAGES
+from omnibench_plugins.ci_stages.hooks import STAGES
 
 TESTS = Path(__file__).resolve().parent
 RUNBOOK_KEYS = 30  # the runbook's metrics: 28 named fields, audio.files and audio.empty_or_nan

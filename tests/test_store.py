@@ -13,15 +13,15 @@ import pytest
 from run_helpers import REPO
 
 from omnibench_core import api
-from omnibench_core.campaign import telemetry_view
+from omnibench_core.ab import experiment_file
+from omnibench_core.campaign import campaign_file, telemetry_view
 from omnibench_core.errors import CampaignFileError, RecordError, RunFileError, StepFailed
-from omnibench_core.records import RunOutcome
 from omnibench_core.settings import Settings
-from omnibench_core.store import campaign_file, experiment_file, names, telemetry_file, versions
+from omnibench_core.statuses import AttemptStatus, CampaignStatus, GateStatus, RunOutcome, RunStatus, StepStatus
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
+from omnibench_core.store import names, telemetry_file, versions
 from omnibench_core.store.run_entries import OutputFile, ServerEntry, StepEntry
-from omnibench_core.store.statuses import AttemptStatus, CampaignStatus, GateStatus, RunStatus, StepStatus
 from omnibench_core.telemetry.run_summary import run_warnings
 
 FIXTURE = REPO / "tests" / "fixtures" / "campaign-format1-f844481.json"
@@ -301,7 +301,7 @@ def test_one_name_rule_and_every_path_built_from_a_name_stays_under_its_root(tmp
 def test_a_campaign_file_whose_name_or_revision_is_a_path_is_refused_naming_the_field(tmp_path):
     """A hand-edited campaign name `../../../x` would put its report (campaigns/<name>/) and its
     comparison folder outside the results root: the campaign file's owner refuses it on load."""
-    from omnibench_core.store import campaign_file as cf
+    from omnibench_core.campaign import campaign_file as cf
 
     good = json.loads((REPO / "tests" / "fixtures" / "campaign-format1-f844481.json").read_text())
     for field, bad in (("name", "../../../x"), ("revision", "/etc"), ("name", "a\nb")):

@@ -18,11 +18,11 @@ from omnibench_core.builtin.targets import prepare_local
 from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import Target, TargetFacts
 from omnibench_core.settings import Settings
+from omnibench_core.statuses import StepStatus
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.store import telemetry_file
 from omnibench_core.store.run_entries import ServerEntry, StepEntry
-from omnibench_core.store.statuses import StepStatus
 from omnibench_core.telemetry.hostload import LoadWindow, noisy_windows
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry

@@ -17,7 +17,10 @@ from run_helpers import REPO, free_port
 from scipy import stats as scipy_stats
 
 from omnibench_core.campaign.compare import VERDICTS as COMPARE_VERDICTS
-from omnibench_core.campaign.verdict import (
+from omnibench_core.scale import bisect
+from omnibench_core.scale.campaigns import Verdict as MetricVerdict
+from omnibench_core.scale.matrix import _verdict_text
+from omnibench_core.stats.verdict import (
     VERDICTS,
     Design,
     Samples,
@@ -27,9 +30,6 @@ from omnibench_core.campaign.verdict import (
     interval_text,
     judge,
 )
-from omnibench_core.scale import bisect
-from omnibench_core.scale.campaigns import Verdict as MetricVerdict
-from omnibench_core.scale.matrix import _verdict_text
 
 PAIRED, UNPAIRED = Design.PAIRED, Design.UNPAIRED
 

@@ -23,7 +23,7 @@ from omnibench_core.records import Command, Endpoint, RunContext
 from omnibench_core.run.gates import wait_ready
 from omnibench_core.settings import RunSettings, Settings
 from omnibench_core.standin import make_standin
-from omnibench_plugins import videoamme
+from omnibench_plugins.videoamme import hooks as videoamme
 from omnibench_plugins.videoamme.answers import choices_of, fallback_rng, parse_multi_choice_response
 from omnibench_plugins.videoamme.data import ensure_local_set, load_samples
 from omnibench_plugins.videoamme.prompt import OWN_COPY, read_request_text

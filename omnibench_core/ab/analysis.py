@@ -1,5 +1,5 @@
 """An A/B experiment's verdicts: per metric the rounds' paired values (B's run and A's run of the
-same round), judged by the verdict code every comparison uses (``campaign.verdict``), with the
+same round), judged by the verdict code every comparison uses (``stats.verdict``), with the
 noise guard's findings for the runs each verdict rests on."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 from .. import defaults
 from ..campaign import directions as meta
-from ..campaign import verdict
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunFileError
+from ..stats import verdict
 from ..store import metrics as metrics_file
 from . import sequential
 from .record import Experiment, runs_of

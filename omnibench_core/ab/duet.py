@@ -30,8 +30,8 @@ from pathlib import Path
 
 from ..errors import Terminated
 from ..run.runner import sigterm_as_exception
-from ..store import experiment_file  # the module, not its names: it imports this package's records
 from ..telemetry.hostload import ROOT_VAR
+from . import experiment_file
 from .record import SideReport
 from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
 

@@ -34,12 +34,11 @@ from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings
-from ..store import experiment_file
+from ..statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..store import manifest as manifest_file
 from ..store.names import lock_path
-from ..store.statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..sweep.points import at_point, parse_point_metric
-from . import duet, record, sequential
+from . import duet, experiment_file, record, sequential
 from .analysis import analyse
 from .record import Attempt, Design, Experiment, Identity, Position, Sequential, Side
 from .sequential import DecideError

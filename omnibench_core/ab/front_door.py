@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..campaign.verdict import Verdict
 from ..errors import SettingsError
+from ..registry import manager as plugin_manager
 from ..scale.front_door import host_slots
 from ..scale.slots import HostSlot
 from ..settings import Settings
+from ..stats.verdict import Verdict
 from ..tables import table
 from .analysis import HEADERS, Analysis, judged, rows
 from .execute import Request, experiment_lock, request_from, run_ab
@@ -80,6 +81,8 @@ def ab(settings: Settings, request: Request, *, alpha: float, min_effect: float,
                                   progress=progress)
         analysis = judged(experiment, settings.run.results_root, alpha=alpha, min_effect=min_effect)
         md, summary, js = write_result(experiment, analysis, path)
+    # after its result, as a campaign after its report: the history indexes the sides that measured a commit
+    plugin_manager.load()[0].experiment_done(settings, path, progress)
     return Done(path, experiment, analysis, md, js, summary)
 
 

@@ -1,7 +1,7 @@
 """The A/B record's typed records: the two sides, the design and its seed, the schedule (which
 run of which side ran in which order), every attempt with its run folder and, for rounds until
 the answer is known (``--max-rounds``), the stopping rule and what each look found.
-:mod:`omnibench_core.store.experiment_file` reads and writes them (``<results>/ab/<name>.json``).
+:mod:`omnibench_core.ab.experiment_file` reads and writes them (``<results>/ab/<name>.json``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .. import defaults
 from ..errors import RecordError
 from ..identity import differences
 from ..records import ScorePolicy
-from ..store.statuses import AttemptStatus, ExperimentStatus, SideStatus
+from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 SIDES = ("A", "B")
 

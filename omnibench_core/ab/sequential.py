@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .. import defaults
-from ..campaign import verdict
 from ..errors import SettingsError
+from ..stats import verdict
 from .record import Look, Sequential, StopReason
 
 DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Verdict.EQUIVALENT.value)

@@ -23,8 +23,8 @@ from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, Ste
 from ..process.processes import obey_ctrl_c
 from ..records import PHASES, Phase
 from ..settings import Settings
-from ..store import experiment_file  # the module, not its names: it imports this package's records
-from ..store.statuses import SideStatus
+from ..statuses import SideStatus
+from . import experiment_file
 from .record import SideReport
 from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
 

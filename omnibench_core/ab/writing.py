@@ -7,13 +7,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..campaign import pr_summary
+from ..campaign.pr_summary import Group, Row, Summary, group, split
 from ..errors import storage_error
-from ..history import summary as pr_summary
 from ..jsonio import strict
+from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
 from . import sequential
 from .analysis import HEADERS, Analysis, explanations, rows
@@ -86,7 +89,7 @@ def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) 
     try:
         folder.mkdir(parents=True, exist_ok=True)
         md = _publish(folder, "ab", ".md", markdown(experiment, analysis, record_path))
-        summary = pr_summary.markdown(pr_summary.from_analysis(analysis, md))
+        summary = pr_summary.markdown(summary_of(analysis, md))
         summary_md = _publish(folder, pr_summary.stem_beside(md.stem), ".md", summary)
         doc: dict[str, Any] = {
             "experiment": experiment.as_record(), "record": str(record_path),
@@ -97,3 +100,30 @@ def write_result(experiment: Experiment, analysis: Analysis, record_path: Path) 
         raise storage_error(f"writing the A/B result in {folder}", exc) from exc
     pr_summary.append_step_summary(summary)  # once the result is complete
     return md, summary_md, js
+
+
+def summary_of(a: Analysis, source: Path) -> Summary:
+    """``invoke ab``'s summary: per metric the paired change of B against A and its verdict."""
+    values = {v.metric: v for v in a.values}
+    rows: list[tuple[Row, Group]] = []
+    for v in a.verdicts:
+        vals = values.get(v.metric)
+        detail = (f"A mean {statistics.fmean(vals.a):.6g}, B mean {statistics.fmean(vals.b):.6g} over "
+                  f"{len(vals.rounds)} rounds") if vals is not None else ""
+        if v.verdict is Verdict.INCONCLUSIVE and v.needed:
+            detail += f"; about {v.needed} rounds would resolve it"
+        rows.append((Row(v.metric, v.direction, change_text(v.change, v.relative),
+                         interval_text(v.low, v.high, v.relative, v.method), v.verdict.value, detail),
+                     group(v.verdict.value)))
+    # a quality metric --score left unscored on purpose is not a gap to look at: folded with the rest
+    rows += [(Row(n.metric, n.direction, "-", "-", "not scored" if n.unscored else "not compared", n.why),
+              "other" if n.unscored else "undecided") for n in a.not_compared]
+    changed, undecided, other = split(rows)
+    facts = [f"design {a.design}; rounds {', '.join(map(str, a.rounds))}; paired, family held to alpha "
+             f"{a.alpha:g} (Holm); minimum effect {a.min_effect:.0%}",
+             "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
+    facts += [md_text(line) for line in a.looks[:1]]  # --max-rounds: the rounds run and why it stopped
+    facts.append(md_text(a.scored_text()))
+    facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
+                                                     if len(a.noisy) > 5 else [])
+    return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..hooks.specs import hookimpl
 from ..records import Collected, Command, RuleResult, RunCheck, RunContext, Scorer, ServeSpec, Step
+from ..records.options import format_value
 from ..scoring.asr_wer import WerJob
 from ..scoring.audio_check import run_audio_summary
-from ..settings.option_schema import format_value
 
 ASR_MODEL = "Qwen/Qwen3-ASR-1.7B"  # the runbook's ASR model for every WER
 # One spec for every WER step: equal specs share one ASR server start in a run.

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..hooks.specs import hookimpl
 from ..jsonio import read_json, write_json
 from ..records import Collected, Command, Option, RuleResult, RunContext, Scorer, ServeSpec, Step, StepContext, Workload
-from ..settings.option_schema import defaults, format_value
+from ..records.options import defaults, format_value
 
 NAME = "selftest"
 # The server and client programs, by module name: imported by the processes that run them, never here

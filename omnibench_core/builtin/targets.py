@@ -11,7 +11,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .. import __version__
 from ..defaults import SERVER_PROFILE
 from ..errors import SettingsError
 from ..hooks.specs import hookimpl
@@ -77,7 +76,8 @@ def prepare_local(settings: Settings) -> TargetEnv:
                                  "--target sglang-omni for CI's server")
     source = Path(__file__).resolve().parent.parent
     rev = git_revision(source, settings.tools.git)
-    revision, dirty = rev if rev else (f"omnibench-{__version__}", "")
+    version = omnibench_version()
+    revision, dirty = rev if rev else (f"omnibench-{version}", "")
     delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
     if delay and settings.run.local_stream_delay:
         delay += ["--delay-on", STREAM_DELAYS[settings.run.local_stream_delay]]
@@ -94,7 +94,17 @@ def prepare_local(settings: Settings) -> TargetEnv:
                      gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
                      # the repository whose commit names the folder: the history reads that commit's
                      # time and subject there (its "committed" and "subject" columns)
-                     details={"omnibench": __version__, "checkout": str(source.parent)})
+                     details={"omnibench": version, "checkout": str(source.parent)})
+
+
+def omnibench_version() -> str:
+    """The installed omnibench's version (pyproject.toml's, through its distribution's metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("omnibench")
+    except PackageNotFoundError:  # a source tree on sys.path, never installed
+        return "unknown"
 
 
 @hookimpl

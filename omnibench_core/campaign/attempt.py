@@ -19,11 +19,11 @@ from typing import Any
 
 from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, WrongRevision, storage_error
-from ..records import Phase, RunOutcome, RunResult
+from ..records import Phase, RunResult
 from ..run import ownership
 from ..settings import Settings
+from ..statuses import AttemptStatus, RunOutcome, RunStatus
 from ..store import manifest as manifest_file
-from ..store.statuses import AttemptStatus, RunStatus
 from .progress import CampaignProgress
 
 

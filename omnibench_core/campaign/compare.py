@@ -13,9 +13,9 @@ from typing import Any
 from .. import defaults
 from ..errors import OmnibenchError
 from ..run.collection import SERVER_READY
+from ..stats.verdict import CORRECTION, VERDICTS, Design, MetricVerdict, Samples, Verdict, judge
 from . import telemetry_view
 from .summary import RunSetStats
-from .verdict import CORRECTION, VERDICTS, Design, MetricVerdict, Samples, Verdict, judge
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "NOT_COMPARABLE", "VERDICTS", "WORSE", "Comparison",
            "MetricComparison", "NotComparable", "SetupDifference", "compare"]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .estimators import correlation
+from ..stats.estimators import correlation
 
 Direction = Literal["higher", "lower", "context"]
 

@@ -19,11 +19,10 @@ from ..process.cpus import check_cpus_here
 from ..records import PHASES, UNSCORED, Phase, ScorePolicy
 from ..run import ownership
 from ..settings import Settings
-from ..store import campaign_file
+from ..statuses import AttemptStatus, CampaignStatus, RunStatus
 from ..store import manifest as manifest_file
 from ..store.names import check_name, lock_path, under_root
-from ..store.statuses import AttemptStatus, CampaignStatus, RunStatus
-from . import record
+from . import campaign_file, record
 from .attempt import reclaim, run_attempt, score_generated
 from .progress import CampaignProgress, scoring_history
 from .record import Asked, Attempt, Campaign

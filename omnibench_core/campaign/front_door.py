@@ -1,24 +1,26 @@
-"""The campaign layer's front door, called by the Invoke tasks: report and compare (measure is in
-:mod:`.execute`). Each returns data; the ``*_text`` functions render it for the terminal."""
+"""The campaign layer's front door, called by the Invoke tasks: measure (then report, then tell the
+plugins: the history indexes the campaign), report and compare. Each returns data; the ``*_text``
+functions render it for the terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
 from ..errors import OmnibenchError
+from ..heartbeat import working
 from ..identity import RUN_SETTINGS
+from ..registry import manager as plugin_manager
 from ..settings import Settings
-from ..store import campaign_file
+from ..stats.verdict import Verdict
 from ..tables import table
-from . import record, references
+from . import campaign_file, execute, record, references
 from .compare import Comparison
 from .compare import compare as compare_stats
 from .summary import RunSetStats, campaign_stats, environment_of, stats_of
-from .verdict import Verdict
 from .writing import (
     COMPARE_HEADERS,
     REPORT_HEADERS,
@@ -46,6 +48,25 @@ class Compared:
 
     comparison: Comparison
     written: Written
+
+
+def measure(settings: Settings, asked: record.Asked, *, name: str | None = None,
+            progress: Callable[[str], None] = print) -> Reported:
+    """What ``invoke measure`` does: measure (or resume) the campaign, write its report, then tell
+    the plugins it was measured (the history indexes it and links the report; told when the
+    report failed too, the runs being on disk)."""
+    outcome = execute.measure(settings, asked, name=name, progress=progress)
+    try:
+        with working(progress, f"writing the report of campaign {outcome.campaign.name} (tables and plots)"):
+            return report(settings, outcome.campaign.name)
+    finally:
+        campaign_done(settings, outcome.path, progress)
+
+
+def campaign_done(settings: Settings, path: Path, progress: Callable[[str], None] = print) -> None:
+    """Tell every plugin that the campaign at ``path`` was measured (``omnibench_campaign_done``:
+    the history indexes it); a plugin that fails is said through ``progress``, never raised."""
+    plugin_manager.load()[0].campaign_done(settings, path, progress)
 
 
 def find_campaign(settings: Settings, ref: str | None) -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ..errors import RunFileError
 from ..heartbeat import QUIET_S, Heartbeat, fmt_seconds, unstamped
+from ..statuses import RunStatus, StepStatus
 from ..store import manifest as manifest_file
 from ..store.manifest import RunManifest
-from ..store.statuses import RunStatus, StepStatus
 
 UNTIMED = "scoring not timed yet"
 

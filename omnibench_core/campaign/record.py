@@ -1,5 +1,5 @@
 """The campaign file's typed records: what was asked, the environment it ran in, and every run
-attempt with its status and the server starts it took. :mod:`omnibench_core.store.campaign_file`
+attempt with its status and the server starts it took. :mod:`omnibench_core.campaign.campaign_file`
 reads and writes them (``<results>/<revision>/campaigns/<name>.json``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .. import defaults
 from ..errors import SettingsError
 from ..identity import Identity
 from ..records import ScorePolicy
-from ..store.statuses import AttemptStatus, CampaignStatus
+from ..statuses import AttemptStatus, CampaignStatus
 
 Scoring = Literal["deferred", "per-run"]
 SCORINGS: tuple[str, ...] = ("deferred", "per-run")

@@ -15,14 +15,13 @@ from ..errors import OmnibenchError, RunFileError
 from ..identity import differences
 from ..records import UNSCORED_NOTE
 from ..setup.pins import load_pins
-from ..store import campaign_file
+from ..stats.estimators import mean_sd
+from ..statuses import CampaignStatus
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
-from ..store.statuses import CampaignStatus
 from ..telemetry.hostload import noisy_windows
+from . import campaign_file, record
 from . import directions as meta
-from . import record
-from .estimators import mean_sd
 
 
 class MixedRuns(OmnibenchError):

@@ -19,12 +19,12 @@ from typing import Any
 
 from ..errors import storage_error
 from ..jsonio import write_json, write_text
+from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
 from .directions import direction
 from .summary import RunSetStats
-from .verdict import Verdict, change_text, interval_text
 
 
 @contextlib.contextmanager

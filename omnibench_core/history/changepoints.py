@@ -14,8 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..campaign.estimators import welch_t
 from ..defaults import MIN_EFFECT
+from ..stats.estimators import welch_t
 
 CONFIDENCE = 0.95
 # asv's own penalty (times this), 4 ln(n) / n a breakpoint: lower ones found more candidates, and the

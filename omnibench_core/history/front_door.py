@@ -8,16 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import defaults
+from ..campaign import pr_summary
 from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
 from . import inbox
 from . import rebuild as rebuild_store
-from . import summary as pr_summary
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
 from .query import Found, find
 from .series import History
+from .summary import from_history
 
 Progress = Callable[[str], None]
 
@@ -85,7 +86,7 @@ def run_history(settings: Settings, *, metric: str | None = None, workload: str 
             raise storage_error("writing --json", exc) from exc
     summary_path = step_summary = None
     if summary_out or revisions:
-        text = pr_summary.markdown(pr_summary.from_history(history, f"invoke history --revisions {revisions}"
+        text = pr_summary.markdown(from_history(history, f"invoke history --revisions {revisions}"
                                                            if revisions else "invoke history"))
         if summary_out:
             try:

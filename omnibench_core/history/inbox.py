@@ -1,27 +1,18 @@
-"""What the history is told, by the layers above the campaigns: a campaign measured (once its
-report exists: ``invoke measure`` tells it after the report, so the site links the report), an
-A/B experiment's sides, a bisect's named commit; and how a comparison's pull-request summary is
-written. The campaign layer imports nothing of the history: it is handed what it needs from here
-(:data:`COMPARISON_SUMMARY`), and whoever measured a campaign tells the history of it."""
+"""What the history is told: a campaign measured (once its report exists, so the site links the
+report), an A/B experiment's sides, a bisect's named commit. The measuring layers import nothing of
+the history: they call the plugin hooks its built-in plugin implements (:mod:`.hooks`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..campaign.writing import PullRequestSummary
 from ..errors import OmnibenchError
 from ..settings import Settings
 from . import store as st
-from . import summary as pr_summary
 from .rebuild import ensure
 
 Progress = Callable[[str], None]
-
-# A comparison's pull-request summary, as ``invoke compare`` and a matrix's comparisons write it.
-COMPARISON_SUMMARY = PullRequestSummary(lambda c, md: pr_summary.markdown(pr_summary.from_comparison(c, md)),
-                                        pr_summary.stem_beside, pr_summary.append_step_summary)
-
 
 def campaign_done(settings: Settings, campaign_file: Path, progress: Progress = print) -> bool:
     """Tell the history of a measured campaign (after its report, where one is made): indexed when

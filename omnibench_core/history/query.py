@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..campaign.directions import direction, floor
-from ..campaign.estimators import t_quantile
 from ..errors import OmnibenchError, SettingsError
+from ..stats.estimators import t_quantile
 from ..sweep.points import parse_point_metric
 from . import store as st
 from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps

@@ -26,15 +26,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..ab import experiment_file as experiment_files_io
+from ..campaign import campaign_file as campaign_files_io
 from ..campaign.summary import RunSetStats, campaign_stats, environment_of, stats_of
 from ..errors import OmnibenchError
 from ..identity import planted
 from ..jsonio import read_json
 from ..scale.revisions import WORKTREES
-from ..store import campaign_file as campaign_files_io
-from ..store import experiment_file as experiment_files_io
+from ..statuses import CampaignStatus, ExperimentStatus
 from ..store.names import AB_FOLDER, BISECTS, CAMPAIGNS, RECORD_SUFFIX
-from ..store.statuses import CampaignStatus, ExperimentStatus
 from .locks import BUSY_TIMEOUT_S, store_lock, writable
 
 DB_NAME = "history.sqlite"

@@ -1,2 +1,2 @@
-"""The plugin hooks: their contract (``specs``, shared by every layer) and the manager that loads
-plugins once per process and calls them (``manager``, the front door)."""
+"""The plugin hooks' contract (:mod:`.specs`), shared by every layer: what a plugin implements.
+The loader that calls them is :mod:`omnibench_core.registry`."""

@@ -13,12 +13,15 @@ words across all plugins.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
     from ..records import CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+    from ..settings import Settings
 
 PROJECT = "omnibench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -84,3 +87,34 @@ def omnibench_run_finish(run: RunInfo, result: RunResult) -> None:
 
     Exceptions here are reported but do not change the result.
     """
+
+
+# What happens after a campaign or an experiment: the history implements these (it is registered as
+# omnibench's built-in plugin ``history``), so whoever measures, a task, a matrix worker or a library
+# caller, has it indexed without importing the history. An exception in one of them is reported through
+# ``progress`` and never fails the measurement: the files are the truth (``invoke history --rebuild``).
+
+
+@hookspec
+def omnibench_campaign_done(settings: Settings, path: Path, progress: Callable[[str], None]) -> None:
+    """Called when a campaign has been measured, after its report where one is made (``invoke
+    measure``, each point of ``invoke sweep``, each campaign of a matrix or a bisect), with its
+    campaign file. Say what could not be done through ``progress``."""
+
+
+@hookspec
+def omnibench_experiment_done(settings: Settings, path: Path, progress: Callable[[str], None]) -> None:
+    """Called when an A/B experiment is complete and its result written, with its A/B file."""
+
+
+@hookspec
+def omnibench_results_opening(results: Path, checkouts: Sequence[str], progress: Callable[[str], None]) -> None:
+    """Called before many nodes send campaigns home into ``results`` (a Ray matrix): make here what
+    :func:`omnibench_campaign_arrived` only adds to, so no arrival waits on a whole rebuild."""
+
+
+@hookspec
+def omnibench_campaign_arrived(results: Path, path: Path, git: str, checkouts: Sequence[str]) -> None:
+    """Called when a complete campaign's file arrived home from a node (a Ray matrix's receiver):
+    quick work only, every node's next call waits on it. ``checkouts``: where its commit can be
+    looked up."""

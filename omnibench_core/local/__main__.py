@@ -22,9 +22,9 @@ import time
 from aiohttp import web
 
 from ..toolkit.datasets import default_cache_dir
+from ..toolkit.speech import Recognizer, Synthesizer
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
 from .server import DELAY_ON, ENGINES, ServerConfig, build_app
-from .speech import Recognizer, Synthesizer
 from .wav import AudioLimits
 
 

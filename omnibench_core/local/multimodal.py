@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..toolkit.speech import Recognizer
 from .errors import RequestError
 from .media import MediaPolicy, read_media
 from .protocol import ChatRequest, audio_tokens
-from .speech import Recognizer
 from .vision import TOKENS_PER_FRAME, Sampling, VideoError, choose_option, summarize_video
 from .wav import AudioLimits, decode_wav
 

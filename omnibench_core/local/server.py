@@ -16,11 +16,11 @@ import numpy as np
 from aiohttp import web
 
 from ..toolkit.audio import to_wav_bytes
+from ..toolkit.speech import TTS_RATE, Recognizer, Synthesizer
 from . import multimodal, protocol
 from .errors import RequestError
 from .media import MediaPolicy
 from .request_counts import ModelNames
-from .speech import TTS_RATE, Recognizer, Synthesizer
 from .wav import AudioLimits, decode_wav
 
 DelayOn = Literal["request", "first-chunk", "every-chunk"]

@@ -21,7 +21,7 @@ from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, 
 from ..process.gpu import CALL_TIMEOUT_S, MIN_CALL_S, describe_holders, query_memory_used
 from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from ..process.processes import GroupProcess, log_tail
-from ..store.statuses import GateStatus
+from ..statuses import GateStatus
 
 GPU_FREE_SAY_EVERY_S = 10.0  # while GPU_FREE waits, who holds the GPU is said at least this often
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFileError, RunNotReady, storage_error
+from ..statuses import RunStatus
 from ..store import manifest as manifest_file
 from ..store.names import check_name, under_root
-from ..store.statuses import RunStatus
 from .layout import move_aside, next_run_name
 
 

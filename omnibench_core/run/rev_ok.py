@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WrongRevision
-from ..store.statuses import GateStatus
+from ..statuses import GateStatus
 from .gates import GateRecord
 
 GATE = "REV_OK"

@@ -52,11 +52,11 @@ from ..records import (
     Workload,
 )
 from ..settings import RunSettings, ToolSettings
+from ..statuses import GateStatus, RunStatus, StepStatus
 from ..store import manifest as manifest_file
 from ..store.manifest import Manifest, RunHeader, now_iso
 from ..store.names import COMMIT_NAME, DIRTY_NAME
 from ..store.run_entries import OutputFile, ServerEntry, StepEntry
-from ..store.statuses import GateStatus, RunStatus, StepStatus
 from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from ..telemetry.sampler import Sampler

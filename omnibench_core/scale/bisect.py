@@ -27,8 +27,8 @@ from ..errors import OmnibenchError, SettingsError, UnsupportedOption
 from ..identity import file_name
 from ..jsonio import write_json
 from ..settings import Settings
+from ..statuses import JobStatus
 from ..store.names import BISECTS
-from ..store.statuses import JobStatus
 from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Verdict

@@ -1,6 +1,7 @@
 """The scale layer's adapter to the campaign layer: run one campaign on a slot, tell whether one is
 complete, and compare two on a metric. The only module of ``scale/`` that calls the campaign
-layer (``omnibench_core.campaign``), and the one that tells the history of a campaign it measured, so the two meet in one place and through data: the campaign
+layer (``omnibench_core.campaign``), and the one that tells the plugins (the history) of a campaign it
+measured, so the two meet in one place and through data: the campaign
 files under ``<results>/<revision>/campaigns/``, which ``invoke report`` and ``invoke compare``
 read as well.
 """
@@ -13,31 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..campaign import record
+from ..campaign import campaign_file, record
 from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from ..campaign.execute import asked_from, measure
+from ..campaign.front_door import campaign_done
 from ..campaign.front_door import compare as compare_campaigns
-from ..campaign.verdict import change_text, interval_text
+from ..campaign.pr_summary import COMPARISON_SUMMARY
 from ..errors import RunFileError
 from ..settings import Settings
-from ..store import campaign_file
+from ..stats.verdict import change_text, interval_text
+from ..statuses import CampaignStatus, JobStatus, RunStatus
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
-from ..store.statuses import CampaignStatus, JobStatus, RunStatus
 from .jobs import CampaignJob, CampaignOutcome
 
 __all__ = ["BETTER", "EQUIVALENT", "INCONCLUSIVE", "WORSE", "Verdict", "campaign_path", "compare", "compare_all",
            "is_complete", "outcome_of", "run_campaign"]
 
 Progress = Callable[[str], None]
-
-
-def history() -> Any:
-    """The history's inbox (:mod:`omnibench_core.history.inbox`), imported when first told: its
-    store reads A/B records, whose package's ``__init__`` imports this layer's front door."""
-    from ..history import inbox
-
-    return inbox
 
 
 def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
@@ -97,7 +91,7 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     t0 = time.monotonic()
     asked = asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
     done = measure(settings, asked, progress=progress)  # named by its identity, as measure names it
-    history().campaign_done(settings, done.path, progress)  # a matrix makes no report: indexed at once
+    campaign_done(settings, done.path, progress)  # a matrix makes no report: told at once
     return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 
 
@@ -109,7 +103,7 @@ class Verdict:
     a_mean: float | None
     b_mean: float | None
     pct: float | None
-    verdict: str  # one of campaign.verdict.VERDICTS, or "missing"
+    verdict: str  # one of stats.verdict.VERDICTS, or "missing"
     why: str = ""
     low: float | None = None  # the change's interval (fractions of A; B - A when not relative)
     high: float | None = None
@@ -131,7 +125,7 @@ def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settin
     are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
     rather than refused."""
     made = compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
-                         summary=history().COMPARISON_SUMMARY)
+                         summary=COMPARISON_SUMMARY)
     return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
                          m.needed) for m in made.comparison.metrics)
 

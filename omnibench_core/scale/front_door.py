@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import defaults
 from ..errors import SettingsError
-from ..hooks import manager as plugin_manager
+from ..registry import manager as plugin_manager
 from ..settings import Settings
 from ..setup.cpus import Topology, read_topology
 from ..sweep.points import at_point, parse_point_metric

@@ -10,7 +10,7 @@ from .. import defaults
 from ..identity import Identity
 from ..records import short_revision
 from ..settings import Settings
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..jsonio import read_json, write_json
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from .jobs import CampaignOutcome
 from .slots import HostSlot
 from .worker import WorkerSpec

@@ -16,7 +16,7 @@ from ..jsonio import read_json, write_json
 from ..records import short_revision
 from ..run.layout import revision_dir
 from ..settings import Settings
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from ..tables import table
 from . import campaigns
 from .campaigns import BETTER, INCONCLUSIVE, WORSE, Verdict

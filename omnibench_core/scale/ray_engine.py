@@ -39,7 +39,7 @@ from typing import Any, cast
 from ..errors import OmnibenchError, SettingsError, Terminated
 from ..identity import Identity
 from ..records import Slot
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from .jobs import CampaignOutcome
 from .remote import run_shipped
 from .slots import HostSlot, own_cpus
@@ -112,16 +112,13 @@ class _ActorHome:
 
 
 def make_history(results: Path, checkouts: Sequence[str], progress: Callable[[str], None]) -> None:
-    """The driver's history store, made here from the files when it is missing: the receiver
-    only adds to it (a whole rebuild in the receiver would hold every node's next call). One
-    that cannot be made costs only the index: that is said, and the matrix goes on."""
-    from ..history.rebuild import ensure  # the history reads campaigns: imported late
+    """Tell the plugins that many nodes are about to send campaigns home into ``results``: the
+    history makes its store from the files when it is missing, so the receiver only adds to it (a
+    whole rebuild there would hold every node's next call). A plugin that fails is said, and the
+    matrix goes on."""
+    from ..registry import manager as plugin_manager
 
-    try:
-        ensure(results, checkouts=checkouts, progress=progress)
-    except OmnibenchError as exc:
-        progress(f"history: {exc.message}; campaigns shipped home are indexed by the next "
-                 "`invoke history --rebuild`")
+    plugin_manager.load()[0].results_opening(results, checkouts, progress)
 
 
 @contextmanager

@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from ..campaign import campaign_file
 from ..errors import OmnibenchError, storage_error
 from ..identity import Identity
 from ..settings import Settings
-from ..store import campaign_file
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from .jobs import CampaignOutcome
 from .matrix import folder_of
 from .node_checkout import node_checkout

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import OmnibenchError, RunInterrupted, Terminated
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from .engine import Engine
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot

@@ -19,7 +19,7 @@ bytes of a tar, where :class:`Receiver` writes it into the results root atomical
   driver's copy on any node: the campaign the local engine would resume, found by the same
   function (:func:`.campaign_file.path_for`, an older omnibench's name for it included).
 
-Campaign files are read and written by their owner, :mod:`omnibench_core.store.campaign_file`,
+Campaign files are read and written by their owner, :mod:`omnibench_core.campaign.campaign_file`,
 on both ends: a file a node sends that the driver cannot trust is a typed error naming the task
 and the field, never written.
 
@@ -34,12 +34,12 @@ driver's :meth:`Receiver.seed` handed out, and a run must arrive as a folder. A 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
 import secrets
 import shutil
+import sys
 import tarfile
 import tempfile
 import threading
@@ -48,14 +48,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import defaults
+from ..campaign import campaign_file
 from ..campaign.record import Campaign
 from ..errors import OmnibenchError, RunFileError, storage_error
 from ..identity import Identity
-from ..store import campaign_file
+from ..statuses import AttemptStatus, CampaignStatus
 from ..store import manifest as manifest_file
 from ..store.manifest import run_status
 from ..store.names import CAMPAIGNS, RECORD_SUFFIX, check_name, under_root
-from ..store.statuses import AttemptStatus, CampaignStatus
 
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
 DEFAULT_TRANSPORT = defaults.TRANSPORT  # ship only from nodes that do not see the driver's results root
@@ -285,13 +285,12 @@ class Receiver:
     def _index(self, path: Path) -> None:
         """The complete campaign into the driver's history store; a store that cannot take it
         costs nothing but the index (``invoke history --rebuild`` makes it from the files)."""
-        from ..history.inbox import index_campaign  # the history reads campaigns: imported late
+        from ..registry import manager as plugin_manager  # the plugins load once, when the first campaign lands
 
-        # never a whole rebuild here, where every node's next call would wait behind it: the
-        # driver made the store before the matrix (:func:`.ray_engine.make_history`); one deleted since is
-        # made from every file, this one too, by the next query
-        with contextlib.suppress(OmnibenchError):
-            index_campaign(self.results, path, git=self.git, checkouts=self.checkouts, make_missing=False)
+        # quick work only, where every node's next call waits: the driver told the plugins before
+        # the matrix (:func:`.ray_engine.make_history`), so the history only adds this one
+        for failure in plugin_manager.load()[0].campaign_arrived(self.results, path, self.git, self.checkouts):
+            print(f"note: {failure}", file=sys.stderr)  # the driver's log: the campaign itself is written
 
     def renamed(self, task: str, folder: str) -> dict[str, str]:
         """The names the driver gave ``task``'s runs (node name -> name here)."""

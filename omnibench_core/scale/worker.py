@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import OmnibenchError, RunInterrupted, Terminated, UnsupportedOption
 from ..jsonio import read_json, write_json
 from ..settings import Settings
-from ..store.statuses import JobStatus
+from ..statuses import JobStatus
 from . import campaigns, revisions
 from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot, check_free

@@ -15,7 +15,7 @@ from typing import Any
 
 import jiwer
 
-from .percentiles import mean, median, percentile, std
+from ..stats.percentiles import mean, median, percentile, std
 
 # sglang-omni's WER summary (benchmarks/metrics/wer.py, calculate_wer_metrics), key for key.
 SUMMARY_KEYS = ("lang", "total_samples", "evaluated", "skipped", "wer_corpus", "wer_per_sample_mean",

@@ -20,6 +20,23 @@ from .gitinfo import git_revision
 _FLAGS = {"checkout": "--checkout (invoke run, measure, matrix, bisect, doctor)"}
 
 
+# What marks a stand-in checkout (``invoke standin``), which doctor and the host set-up judge for
+# what it is: its settings file at the root, and the folder git ignores (base python, its
+# OMNI_CI_HOME, pid files). The stand-in package writes them; this module only reads a checkout.
+STANDIN_SETTINGS = "standin.json"
+STANDIN_STATE = ".standin"
+
+
+def is_standin(root: Path) -> bool:
+    """Whether ``root`` is a stand-in checkout (or a worktree of one): its package and settings file."""
+    return (root / STANDIN_SETTINGS).is_file() and (root / "sglang_omni_standin" / "cli.py").is_file()
+
+
+def omni_ci_home(root: Path) -> Path:
+    """The stand-in's own ``OMNI_CI_HOME``, under its ignored state folder."""
+    return root / STANDIN_STATE / "omni_ci"
+
+
 def _setting_hint(name: str) -> str:
     hint = f"set omnibench.{name} in invoke.yaml or INVOKE_OMNIBENCH_{name.upper()} in the environment"
     return hint + (f", or pass {_FLAGS[name]}" if name in _FLAGS else "")

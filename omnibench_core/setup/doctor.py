@@ -21,9 +21,8 @@ from ..process.gpu import call_timeout, query_memory_used
 from ..process.ports import port_holder, port_in_use
 from ..run.ownership import port_lock_holder
 from ..settings import Settings
-from ..standin import is_standin, omni_ci_home
 from .checkout import check_venv
-from .checkout_layout import check_checkout
+from .checkout_layout import check_checkout, is_standin, omni_ci_home
 from .pins import load_pins, verify
 
 

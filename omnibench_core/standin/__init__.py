@@ -11,7 +11,6 @@ run on CPU through omnibench's local server, clients and scorers (``invoke stand
 from __future__ import annotations
 
 from .gpu import DEFAULT_GPUS, write_fake_nvidia_smi
-from .repo import Standin, StandinSpec, history_text, is_standin, make_standin, omni_ci_home, try_it
+from .repo import Standin, StandinSpec, history_text, make_standin, try_it
 
-__all__ = ["DEFAULT_GPUS", "Standin", "StandinSpec", "history_text", "is_standin", "make_standin", "omni_ci_home", "try_it",
-           "write_fake_nvidia_smi"]
+__all__ = ["DEFAULT_GPUS", "Standin", "StandinSpec", "history_text", "make_standin", "try_it", "write_fake_nvidia_smi"]

@@ -7,10 +7,10 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..setup.checkout_layout import STANDIN_STATE as STATE  # the folder git ignores
 from . import nvidia_smi
 
 DEFAULT_GPUS = 2  # a pair, as the runbook's host: `--slot-per pair` gets one slot
-STATE = ".standin"  # the stand-in's folder that git ignores (base python, its OMNI_CI_HOME, pid files)
 
 
 def state_dir(checkout: Path) -> Path:

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
 from ..setup.checkout import build_venv
-from .gpu import DEFAULT_GPUS, STATE, write_fake_nvidia_smi
+from ..setup.checkout_layout import STANDIN_SETTINGS as SETTINGS_FILE
+from ..setup.checkout_layout import STANDIN_STATE as STATE
+from ..setup.checkout_layout import omni_ci_home
+from .gpu import DEFAULT_GPUS, write_fake_nvidia_smi
 from .stages import KINDS, stage_files
 
 FILES = Path(__file__).with_name("files")
-SETTINGS_FILE = "standin.json"
 UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
 # The era boundary the stand-in can plant: upstream's seed-tts client gained --reference-audio-field
 # around 2026-08 (sgl-project/sglang-omni benchmarks/eval/benchmark_omni_seedtts.py at 12f259e44889
@@ -156,16 +158,6 @@ def old_era_client(text: str) -> str:
     indent, receiver = line[:len(line) - len(line.lstrip())], line.strip().split(".add_argument(")[0]
     old = f'{indent}{receiver}.set_defaults(reference_audio_field="{OLD_ERA_FIELD}")  # the old era: no {ERA_FLAG}\n'
     return "".join([*lines[:start], old, *lines[end + 1:]])
-
-
-def is_standin(root: Path) -> bool:
-    """Whether ``root`` is a stand-in checkout (or a worktree of one): its package and settings file."""
-    return (root / SETTINGS_FILE).is_file() and (root / "sglang_omni_standin" / "cli.py").is_file()
-
-
-def omni_ci_home(root: Path) -> Path:
-    """The stand-in's own ``OMNI_CI_HOME``, under its ignored state folder."""
-    return root / STATE / "omni_ci"
 
 
 def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git", bash: str = "bash",

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import RunFileError
 from ..jsonio import write_json
+from ..statuses import GateStatus, RunStatus, StepStatus, words
 from . import versions
 from .names import manifest_path, run_manifests
 from .run_entries import ServerEntry, StepEntry, invalid, servers_of, steps_of
-from .statuses import GateStatus, RunStatus, StepStatus, words
 
 if TYPE_CHECKING:
     from ..records import RuleResult

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFileError
+from ..statuses import StepStatus, words
 from .fields import seconds_problem
-from .statuses import StepStatus, words
 
 
 def invalid(path: Path, key: str, problem: str) -> RunFileError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
+from ..campaign import campaign_file
 from ..campaign import plots as campaign_plots
 from ..campaign.compare import Comparison
 from ..campaign.compare import compare as compare_stats
@@ -23,7 +24,7 @@ from ..campaign.writing import fmt, plot_atomic, write_atomic
 from ..errors import OmnibenchError
 from ..jsonio import write_json
 from ..settings import Settings
-from ..store import campaign_file, sweep_file
+from ..store import sweep_file
 from ..store.names import check_name, under_root
 from ..tables import md_code, md_table, md_text, table
 from .curve import PointResult

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from .. import api
 from ..campaign.execute import asked_from, measure
+from ..campaign.front_door import campaign_done
 from ..errors import SettingsError
 from ..records import SCORE_WORDS, ScorePolicy
+from ..records.options import format_value
 from ..settings import Settings
-from ..settings.option_schema import format_value
 from ..store.names import check_name
 from .curve import PointResult
 from .points import (
@@ -136,7 +137,16 @@ def _check_upstream(spec: SweepSpec, names: set[str]) -> None:
 
 
 def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], None] = print) -> SweepResult:
-    """Measure (or resume) every point's campaign in load order, then summarise each point."""
+    """Measure (or resume) every point's campaign in load order, then summarise each point; each
+    campaign is told to the plugins (the history indexes each point as a series of its own: its
+    options differ)."""
+    result = _measure(settings, spec, progress)
+    for path in result.campaign_files:
+        campaign_done(settings, path, progress)
+    return result
+
+
+def _measure(settings: Settings, spec: SweepSpec, progress: Callable[[str], None]) -> SweepResult:
     check_spec(spec)
     revision = api.revision_dir(settings)
     if spec.upstream:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import SettingsError
-from ..settings.option_schema import format_value
+from ..records.options import format_value
 from ..toolkit.point_names import POINT_MARK
 
 CONCURRENCY_OPTION = "max_concurrency"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..campaign.summary import RunSetStats, campaign_stats
 from ..jsonio import read_json
-from ..scoring.percentiles import mean
+from ..stats.percentiles import mean
 from ..toolkit.point_names import at_concurrency
 from .curve import PointResult, goodput
 from .points import SLO_METRICS, LoadPoint, Slo

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scoring.percentiles import mean, percentile
+from ..stats.percentiles import mean, percentile
 
 # The seed the native client uses when none is given: a run's arrivals are the same run to run,
 # so two campaigns at one rate differ by the code, not by the luck of the draw.

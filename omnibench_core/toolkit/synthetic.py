@@ -54,7 +54,7 @@ class Speaker:
     """
 
     def __init__(self) -> None:
-        from ..local.speech import Synthesizer  # the local speech stack, kept internal behind this class
+        from .speech import Synthesizer  # the CPU speech stack, kept internal behind this class
 
         self._synth = Synthesizer(workers=1)
 

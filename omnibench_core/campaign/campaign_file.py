@@ -15,15 +15,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..campaign.record import SCORINGS, Asked, Attempt, Campaign, now_iso
 from ..errors import CampaignFileError, storage_error
 from ..identity import Identity
 from ..jsonio import loads, read_json, write_json
 from ..records import SCORE_WORDS, ScorePolicy
-from . import versions
-from .fields import run_problem, seconds_problem
-from .names import campaign_files, campaign_path, name_problem
-from .statuses import AttemptStatus, CampaignStatus, words
+from ..statuses import AttemptStatus, CampaignStatus, words
+from ..store import versions
+from ..store.fields import run_problem, seconds_problem
+from ..store.names import campaign_files, campaign_path, name_problem
+from .record import SCORINGS, Asked, Attempt, Campaign, now_iso
 
 FORMAT = 1  # the campaign file's format; a newer one is refused, never guessed at
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet

@@ -1,8 +1,5 @@
-"""Typed records exchanged between plugins and the runner.
-
-Plugins return these from their hooks; the plugin manager validates them; the runner consumes
-them. They hold data and callables only: no record reaches back into the runner.
-"""
+"""What a run is made of: the workload, target, scorer and step records plugins return, and the
+contexts and results the runner hands back (the package's face re-exports them)."""
 
 from __future__ import annotations
 
@@ -14,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from .store.statuses import RunOutcome, RunStatus
+from ..statuses import RunOutcome, RunStatus
 
 if TYPE_CHECKING:
-    from .settings import RunSettings, Settings
+    from ..settings import RunSettings, Settings
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
@@ -56,7 +53,7 @@ class Option:
     option to those words. ``min``/``max`` bound a number (inclusive unless ``min_exclusive`` /
     ``max_exclusive``). ``optional``: the option may be unset (``None``, written as an empty
     value ``--opt w.seed=``); ``unset`` says in words what unset means. ``default`` is a typed
-    value (``None`` for an optional option left unset). :mod:`omnibench_core.settings.option_schema` checks
+    value (``None`` for an optional option left unset). :mod:`omnibench_core.records.options` checks
     values against this record; ``invoke plugins`` lists it.
     """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..toolkit.audio import change_length, resample
+from .audio import change_length, resample
 
 TTS_RATE = 24000  # MiniCPM-o's output rate too
 ASR_RATE = 16000

@@ -11,7 +11,7 @@ from typing import Any
 
 from invoke import Config
 
-from . import Settings
+from ..settings import Settings
 
 # Invoke's levels, highest first, and how a user names each. Invoke keeps them in private
 # attributes (``_env``, ``_project`` ...); tests/test_flags.py fails if that changes.

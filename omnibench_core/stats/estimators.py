@@ -97,7 +97,7 @@ def welch_t(a: Sequence[float], b: Sequence[float]) -> TEstimate:
 def exact_p_paired(rounds: int) -> float:
     """Two-sided p of the sign-flip permutation test when every round moved by the same nonzero
     amount: the observed mean is the most extreme of the 2^n sign patterns, and 2 of them reach it."""
-    return min(1.0, 2.0 / 2 ** rounds)
+    return min(1.0, 2.0 / 2.0 ** rounds)
 
 
 def exact_p_unpaired(n_a: int, n_b: int) -> float:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from ..errors import SettingsError
-from ..records import OPTION_TYPES, Option, OptionValue, Workload
+from .run import OPTION_TYPES, Option, OptionValue, Workload
 
 OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

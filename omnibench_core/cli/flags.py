@@ -20,9 +20,9 @@ from invoke import Argument, Exit, Task
 
 from ..errors import SettingsError
 from ..process.cpus import check_cpus_here
+from ..settings import parse_cpu_list
 from ..setup.gitinfo import OPTION_LIKE
 from ..store.names import name_problem
-from . import parse_cpu_list
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,

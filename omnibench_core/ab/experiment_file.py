@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import defaults
-from ..ab.record import (
+from ..errors import RecordError
+from ..jsonio import read_json, write_json
+from ..records import ScorePolicy
+from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
+from ..store import versions
+from ..store.fields import folder_problem, run_problem, seconds_problem
+from ..store.names import experiment_path
+from .record import (
     SIDES,
     Attempt,
     Design,
@@ -34,14 +41,7 @@ from ..ab.record import (
     now_iso,
     schedule,
 )
-from ..ab.sequential import looks as schedule_of
-from ..errors import RecordError
-from ..jsonio import read_json, write_json
-from ..records import ScorePolicy
-from . import versions
-from .fields import folder_problem, run_problem, seconds_problem
-from .names import experiment_path
-from .statuses import AttemptStatus, ExperimentStatus, SideStatus
+from .sequential import looks as schedule_of
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet

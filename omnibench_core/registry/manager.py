@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata as md
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from ..errors import PluginError
+from ..hooks import specs as hookspecs
 from ..records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
-from ..settings.option_schema import schema_problems
-from . import specs as hookspecs
+from ..records.options import schema_problems
+from ..settings import Settings
 
 OWN_DISTRIBUTION = "omnibench"
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -26,6 +28,10 @@ _KINDS: dict[str, tuple[str, type]] = {
     "check": ("omnibench_run_checks", RunCheck),
 }
 _REGISTRATION_HOOKS = {hook for hook, _ in _KINDS.values()}
+# Notification hooks whose failure is a message, never raised: a collector or the history must not
+# hide a run's result or fail a measurement that is already on disk.
+_REPORTING_HOOKS = {"omnibench_run_finish", "omnibench_campaign_done", "omnibench_experiment_done",
+                    "omnibench_results_opening", "omnibench_campaign_arrived"}
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ class PluginManager:
                 # leaves (a wrapper hookimpl would see only the combined answers).
                 if caller.name in _REGISTRATION_HOOKS:
                     impl.function = _tagging(impl.function, caller.name, provider)  # type: ignore[misc]
-                elif caller.name == "omnibench_run_finish":
+                elif caller.name in _REPORTING_HOOKS:
                     impl.function = _reporting(impl.function, name)  # type: ignore[misc]
 
     def load_entry_points(self, entry_points: Iterable[md.EntryPoint] | None = None) -> None:
@@ -192,13 +198,38 @@ class PluginManager:
         """Call ``omnibench_run_finish`` on every plugin; return the errors, never raise."""
         return [str(e) for e in self._pm.hook.omnibench_run_finish(run=run, result=result)]
 
+    def campaign_done(self, settings: Settings, path: Path, progress: Callable[[str], None]) -> None:
+        """Call ``omnibench_campaign_done`` on every plugin (the history indexes the campaign); a
+        plugin's failure is said through ``progress``, never raised."""
+        _say(self._pm.hook.omnibench_campaign_done(settings=settings, path=path, progress=progress), progress)
+
+    def experiment_done(self, settings: Settings, path: Path, progress: Callable[[str], None]) -> None:
+        """Call ``omnibench_experiment_done`` on every plugin; failures said, never raised."""
+        _say(self._pm.hook.omnibench_experiment_done(settings=settings, path=path, progress=progress), progress)
+
+    def results_opening(self, results: Path, checkouts: Sequence[str], progress: Callable[[str], None]) -> None:
+        """Call ``omnibench_results_opening`` on every plugin; failures said, never raised."""
+        _say(self._pm.hook.omnibench_results_opening(results=results, checkouts=checkouts, progress=progress),
+             progress)
+
+    def campaign_arrived(self, results: Path, path: Path, git: str, checkouts: Sequence[str]) -> list[str]:
+        """Call ``omnibench_campaign_arrived`` on every plugin; return the failures, never raise."""
+        return [str(e) for e in self._pm.hook.omnibench_campaign_arrived(results=results, path=path, git=git,
+                                                                          checkouts=checkouts) if e]
+
+
+def _say(failures: list[str | None], progress: Callable[[str], None]) -> None:
+    for failure in failures:
+        if failure:
+            progress(f"note: {failure}")
+
 
 def _dist_name(ep: md.EntryPoint) -> str:
     return (ep.dist.metadata["Name"] if ep.dist else "").lower()
 
 
 def _reporting(function: Callable[..., Any], plugin_name: str) -> Callable[..., Any]:
-    """Wrap a run-finish hookimpl: an exception becomes its message (None when it succeeded)."""
+    """Wrap a notification hookimpl: an exception becomes its message (None when it succeeded)."""
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> str | None:

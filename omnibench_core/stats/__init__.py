@@ -1,0 +1,7 @@
+"""Statistics, low in the house and importing nothing of omnibench's studies: what the campaign,
+A/B, history and bisect layers call to judge numbers.
+
+- :mod:`.percentiles`  mean, median, linear percentiles, sd (sglang-omni's conventions; None when empty)
+- :mod:`.estimators`   mean and sd, t quantiles (SciPy), paired and Welch t, exact permutation p, correlation
+- :mod:`.verdict`      better, worse, equivalent, inconclusive: intervals, Holm, the exact rule
+"""
