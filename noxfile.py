@@ -16,6 +16,9 @@ nox.options.sessions = ["tests"]
 # uv when nox was installed with it (the README's `nox[uv]`): it installs the test environment in a
 # fraction of pip's time (measured in docs/development.md); plain venv and pip otherwise.
 nox.options.default_venv_backend = "uv|venv"
+# uv compiles the installed modules' bytecode as pip does: otherwise the first import of each does
+# it (four xdist workers at once), and a dependency's old escape warns in the tests' output.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 HERE = Path(__file__).resolve().parent
 
 
