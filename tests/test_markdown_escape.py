@@ -20,9 +20,9 @@ from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Side
 from omnibench_core.ab.writing import summary_of, write_result
 from omnibench_core.campaign import pr_summary
 from omnibench_core.campaign.compare import compare
+from omnibench_core.campaign.pr_summary import COMPARISON_SUMMARY
 from omnibench_core.campaign.summary import stats_of
 from omnibench_core.campaign.writing import write_compare, write_report
-from omnibench_core.campaign.pr_summary import COMPARISON_SUMMARY
 from omnibench_core.statuses import AttemptStatus
 from omnibench_core.tables import ZWSP, md_text
 
