@@ -62,7 +62,6 @@ scale = _Lazy("omnibench_core.scale.front_door")
 scale_bisect = _Lazy("omnibench_core.scale.bisect")
 scale_matrix = _Lazy("omnibench_core.scale.matrix")
 scale_revisions = _Lazy("omnibench_core.scale.revisions")
-scale_transport = _Lazy("omnibench_core.scale.transport")
 
 # Every task checks each of its flags (`checks=`) before its body starts anything; see
 # omnibench_core/cli/flags.py. tests/test_flags.py fails for a flag without a check.
@@ -261,16 +260,20 @@ def compare(c, a, b, force=False, min_effect=PERCENT, alpha=ALPHA, fail_on="", t
         raise Exit(f"--fail-on {fail_on}: " + "; ".join(failing), code=1)
 
 
-@task(checks={"options": f.SWITCH}, help={"options": "list only the workload options (--opt WORKLOAD.KEY=VALUE)"})
+@task(checks={"options": f.SWITCH}, help={"options": "list only the options: each workload's (--opt WORKLOAD.KEY=VALUE), then each engine's"})
 def plugins(c, options=False):
-    """List every workload, target and scorer with who provides it, then each workload's options."""
+    """List every workload, target, scorer and engine with who provides it, then each workload's and
+    each engine's options."""
     with reported():
         rows = [] if options else api.list_plugins()
         option_rows = api.list_options()
+        engine_rows = api.list_engine_options()
     if rows:
         emit(tables.plugins_table(rows))
         emit("\nworkload options (--opt WORKLOAD.KEY=VALUE):")
     emit(tables.options_table(option_rows))
+    emit("\nengine options (--engine NAME --engine-opt KEY=VALUE):")
+    emit(tables.options_table(engine_rows, owner="engine"))
 
 
 @task(checks={"gpu_a": f.gpu_index(), "gpu_b": f.gpu_index(), "out": f.text(), "cores_per_gpu": f.positive_int(),
@@ -387,7 +390,9 @@ SCALE_HELP = {
     "slot-per": "pair (default: a slot is a GPU pair whose second GPU stays idle, as the runbook measures) or gpu",
     "slot-cpus": "rule (default: the GPU's CPU group, as `invoke setup.cpus`) or shared (every slot the process's "
                  "CPUs, for small hosts; the report says so)",
-    "engine": "local (this host's slots side by side) or ray (one Ray task per campaign; pip install -e '.[ray]')",
+    "engine": "local (default: this host's slots side by side), ray (one Ray task per campaign; pip install -e "
+              "'.[ray]'), or one a plugin registers (`invoke plugins` lists them; docs/engines.md)",
+    "engine-opt": "an option of the engine, KEY=VALUE (repeatable; `invoke plugins` lists each engine's options)",
     "address": "Ray cluster address (default auto: the cluster `ray start` made on this host)",
     "results-transport": "ray engine: auto (default: ship results home from nodes that do not see the results root), "
                          "ray (always ship them through Ray) or shared (every node sees the results root)",
@@ -400,11 +405,12 @@ SCALE_HELP = {
 }
 SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: no --gpus, --cpus
     **{k: v for k, v in SETTING_CHECKS.items() if k not in ("gpus", "cpus")}, "runs": RUNS, "slots": f.gpu_ids(empty=True), "slot_per": f.choice(SLOT_PER),
-    "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(lambda: scale.ENGINES), "address": f.text(empty=False),
-    "results_transport": f.choice(lambda: scale_transport.TRANSPORTS), "checkout_url": f.text(), "threshold": f.threshold()}
+    "slot_cpus": f.choice(SLOT_CPUS), "engine": f.choice(lambda: scale.engine_names()), "address": f.text(empty=False),
+    "engine_opt": f.Many(f.text(empty=False)),
+    "results_transport": f.choice(lambda: defaults.TRANSPORTS), "checkout_url": f.text(), "threshold": f.threshold()}
 
 
-@task(iterable=["workload", "sweep", "opt"], checks={
+@task(iterable=["workload", "sweep", "opt", "engine_opt"], checks={
     **SCALE_CHECKS, "resume": f.SWITCH,
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
     "revisions": f.library("A,B,C or A..B", lambda v: v if not v.strip() else (scale_revisions.split_spec(v), v)[1]),
@@ -415,14 +421,14 @@ SCALE_CHECKS: dict[str, f.AnyCheck] = {  # each slot has its own GPUs and CPUs: 
 def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", resume=False, threshold=THRESHOLD, client=None, target=None,
            checkout=None, results=None, port=None, results_transport=defaults.TRANSPORT, checkout_url="",
-           server_profile=None):
+           server_profile=None, engine_opt=None):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port,
                                  server_profile=server_profile)
+        ray = {"address": address, "results_transport": results_transport, "checkout_url": checkout_url}
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
-                                address=address, results_transport=results_transport, checkout_url=checkout_url,
-                                progress=emit)
+                                engine_opts=[*scale.ray_flag_options(engine, ray), *(engine_opt or [])], progress=emit)
         result = scale.matrix(settings, revisions_spec=revisions, workloads=workload, sweep=sweep or [],
                               options=opt or [], runs=runs, client=client, engine=eng, resume=resume,
                               threshold=threshold, progress=emit)
@@ -432,21 +438,21 @@ def matrix(c, workload, revisions="", sweep=None, opt=None, runs=defaults.RUNS, 
         raise Exit(code=1)
 
 
-@task(iterable=["workload", "opt"], checks={
+@task(iterable=["workload", "opt", "engine_opt"], checks={
     **SCALE_CHECKS, "good": f.revision(), "bad": f.revision(), "metric": f.text(empty=False)}, help={
     **SCALE_HELP, "good": "a commit where the metric is good", "bad": "a later commit where it is worse",
     "metric": "metric to judge, e.g. seedtts.throughput_qps, or at a load point: seedtts@c16.throughput_qps "
               "(measured with that point's options)"})
 def bisect(c, good, bad, metric, workload, threshold=THRESHOLD, runs=defaults.RUNS, opt=None, slots="", slot_per="pair",
            slot_cpus="rule", engine="local", address="auto", client=None, target=None, checkout=None, results=None,
-           port=None, results_transport=defaults.TRANSPORT, checkout_url="", server_profile=None):
+           port=None, results_transport=defaults.TRANSPORT, checkout_url="", server_profile=None, engine_opt=None):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
         settings = settings_from(c, target=target, checkout=checkout, results=results, port=port,
                                  server_profile=server_profile)
+        ray = {"address": address, "results_transport": results_transport, "checkout_url": checkout_url}
         eng = scale.make_engine(settings, engine=engine, slots=slots, slot_per=slot_per, slot_cpus=slot_cpus,
-                                address=address, results_transport=results_transport, checkout_url=checkout_url,
-                                progress=emit)
+                                engine_opts=[*scale.ray_flag_options(engine, ray), *(engine_opt or [])], progress=emit)
         result = scale.bisect(settings, good=good, bad=bad, metric=metric, workloads=workload,
                               threshold=threshold, runs=runs, options=opt or [],
                               client=client, engine=eng, progress=emit)

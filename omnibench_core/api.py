@@ -47,10 +47,11 @@ class PluginRow:
 
 
 def list_plugins(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[PluginRow]:
-    """Every workload, target and scorer with the plugin and distribution that provides it."""
+    """Every workload, target, scorer, check, CI stage and engine with the plugin and distribution
+    that provides it."""
     _, registry = plugin_manager.load(extra_plugins)
     rows = []
-    for kind in ("workload", "target", "scorer", "check", "ci-stage"):
+    for kind in ("workload", "target", "scorer", "check", "ci-stage", "engine"):
         for name, reg in sorted(registry.table(kind).items()):
             p = reg.provider
             rows.append(PluginRow(kind, name, reg.record.description, p.plugin, p.distribution or "-", p.version or "-"))
@@ -73,6 +74,13 @@ def list_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[Optio
     """Every workload's options with their type, default, range and help, by workload name."""
     _, registry = plugin_manager.load(extra_plugins)
     return [OptionRow(*row) for name, reg in sorted(registry.table("workload").items())
+            for row in workload_options.rows(name, reg.record.options)]
+
+
+def list_engine_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> list[OptionRow]:
+    """Every engine's options (``--engine-opt KEY=VALUE``), by engine name; the first column names the engine."""
+    _, registry = plugin_manager.load(extra_plugins)
+    return [OptionRow(*row) for name, reg in sorted(registry.table("engine").items())
             for row in workload_options.rows(name, reg.record.options)]
 
 

@@ -21,3 +21,4 @@ SERVER_PROFILE = "runbook"
 # How a matrix's runs reach the driver's results root (--results-transport): auto ships only from
 # nodes that do not see that root (omnibench_core/scale/transport.py).
 TRANSPORT = "auto"
+TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")  # auto, ship from every node, or a shared file system

@@ -20,6 +20,8 @@ from .records import (
     Collected,
     Command,
     Endpoint,
+    EngineKind,
+    EngineRequest,
     Option,
     RuleResult,
     RunCheck,
@@ -63,6 +65,7 @@ __all__ = [
     # the hook marker and the records hooks return or receive
     "hookimpl", "CiStage", "Collected", "Command", "Endpoint", "Option", "RuleResult", "RunCheck", "RunContext",
     "Scorer", "ScorerUse", "ServeSpec", "Step", "StepContext", "Target", "TargetEnv", "TargetFacts", "Workload",
+    "EngineKind", "EngineRequest",  # an engine plugin's records (docs/engines.md)
     # errors a plugin raises
     "OmnibenchError", "SettingsError",
     # workload options in client programs

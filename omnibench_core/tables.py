@@ -88,10 +88,10 @@ def plugins_table(rows: Iterable[Any]) -> str:
                  ("kind", "name", "description", "plugin", "distribution", "version"))
 
 
-def options_table(rows: Iterable[Any]) -> str:
-    """``invoke plugins``'s second table: each workload option (``api.OptionRow``)."""
+def options_table(rows: Iterable[Any], owner: str = "workload") -> str:
+    """``invoke plugins``'s option tables: each workload's (or engine's) option (``api.OptionRow``)."""
     return table(((o.workload, o.name, o.type, o.default, o.range, o.help) for o in rows),
-                 ("workload", "option", "type", "default", "range", "help"))
+                 (owner, "option", "type", "default", "range", "help"))
 
 
 def _fmt(value: object) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -64,3 +65,14 @@ def invoke_run_into(results: Path, *workloads: str, timeout: float = 900,
         argv += ["--workload", workload]
     return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
                           capture_output=True, text=True, timeout=timeout)
+
+
+def page_files(page: str) -> dict[str, str]:
+    """The files a docs page's example package is made of (docs/plugins.md, docs/engines.md): each
+    code block whose first line is a comment naming a file (``# acme_bench/client.py``), by that name."""
+    files = {}
+    for block in re.findall(r"```(?:python|toml)\n(.*?)```", page, flags=re.S):
+        first, _, rest = block.partition("\n")
+        if first.startswith("# ") and first[2:].strip().endswith((".py", ".toml")):
+            files[first[2:].strip()] = block
+    return files

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from run_helpers import REPO
+from run_helpers import REPO, page_files
 
 from omnibench_core.errors import PluginError
 from omnibench_core.hooks import specs as hookspecs
@@ -99,7 +98,7 @@ def test_registry_get_lists_known_names():
 def test_every_hook_has_a_docstring_and_is_documented():
     readme = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
     specs = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("omnibench_")]
-    assert len(specs) == 11  # the registration hooks, run start and finish, and the four after a campaign
+    assert len(specs) == 12  # the six registration hooks, run start and finish, and the four after a campaign
     for name in specs:
         assert (getattr(hookspecs, name).__doc__ or "").strip(), name
         assert name in readme, f"{name} is not in docs/plugins.md"
@@ -316,24 +315,13 @@ def test_a_third_party_target_gets_the_workloads_own_clients_by_its_facts(tmp_pa
     assert result.complete and result.run_dir.parent.name == "acme"
 
 
-def _page_files(page: str) -> dict[str, str]:
-    """The files docs/plugins.md's example is made of: each code block whose first line is a
-    comment naming a file (``# acme_bench/client.py``), by that name."""
-    files = {}
-    for block in re.findall(r"```(?:python|toml)\n(.*?)```", page, flags=re.S):
-        first, _, rest = block.partition("\n")
-        if first.startswith("# ") and first[2:].strip().endswith((".py", ".toml")):
-            files[first[2:].strip()] = block
-    return files
-
-
 @pytest.mark.slow
 def test_the_plugins_page_example_builds_installs_and_runs_as_written(invoke, tmp_path, port):
     """docs/plugins.md's example, taken from the page itself: built as a package with pip (its
     [build-system] and [project]), installed, listed by `invoke plugins`, and run with the page's
     command; its `samples` option reaches the client (as many requests as asked)."""
     page = (REPO / "docs" / "plugins.md").read_text()
-    files = _page_files(page)
+    files = page_files(page)
     assert sorted(files) == ["acme_bench/__init__.py", "acme_bench/client.py", "pyproject.toml"]
     project = tmp_path / "acme-bench"
     for name, text in files.items():

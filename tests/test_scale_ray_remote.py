@@ -97,7 +97,8 @@ def _matrix(settings: Settings, made, engine, runs: int = 2, **kwargs):
 
 def _ray_engine(settings: Settings, lines: list[str]) -> RayEngine:
     """The engine `invoke matrix --engine ray --results-transport ray` makes (Ray is connected already)."""
-    engine = commands.make_engine(settings, engine="ray", slot_per="gpu", slot_cpus="shared", results_transport="ray",
+    engine = commands.make_engine(settings, engine="ray", slot_per="gpu", slot_cpus="shared",
+                                  engine_opts=commands.ray_flag_options("ray", {"results_transport": "ray"}),
                                   progress=lines.append)
     assert isinstance(engine, RayEngine)
     return engine

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from ..errors import SettingsError
 from ..registry import manager as plugin_manager
-from ..scale.front_door import host_slots
-from ..scale.slots import HostSlot
+from ..scale.slots import HostSlot, host_slots
 from ..settings import Settings
 from ..stats.verdict import Verdict
 from ..tables import table

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from ..records import CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+    from ..records import CiStage, EngineKind, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
     from ..settings import Settings
 
 PROJECT = "omnibench"
@@ -70,6 +70,16 @@ def omnibench_ci_stages() -> list[CiStage]:
 
     A :class:`~omnibench_core.records.CiStage` names a pytest file of the sglang-omni checkout.
     Set ``replaces=True`` to take over a stage another plugin registered under the same name.
+    """
+
+
+@hookspec
+def omnibench_engines() -> list[EngineKind]:
+    """Return the engines this plugin provides: where ``invoke matrix`` and ``invoke bisect`` run
+    their campaigns (``--engine NAME``; built in: ``local`` and ``ray``).
+
+    An :class:`~omnibench_core.records.EngineKind` makes an engine from an ``EngineRequest``; the
+    engine has the methods of :class:`omnibench_core.scale.engine.Engine` (docs/engines.md).
     """
 
 

@@ -223,6 +223,22 @@ def parse(pairs: Sequence[str], workloads: Sequence[Workload], client: str | Non
     return values
 
 
+def parse_pairs(owner: str, schema: Sequence[Option], pairs: Sequence[str], flag: str) -> dict[str, OptionValue]:
+    """``["KEY=VALUE", ...]`` given with ``flag`` (``--engine-opt``) as checked, typed values over
+    ``schema``'s defaults, for the record named ``owner`` (an engine); a bad pair raises SettingsError."""
+    known = by_name(schema)
+    values = defaults(schema)
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SettingsError(f"cannot read {flag} {pair!r}", hint=f"write it as {flag} KEY=VALUE")
+        if key not in known:
+            raise SettingsError(f"{owner!r} has no option {key!r}",
+                                evidence={"known options": ", ".join(sorted(known)) or "none"}, hint=LISTED_BY)
+        values[key] = _read(owner, known[key], text, f"{flag} {pair}")
+    return values
+
 def _read(workload: str, opt: Option, text: str, given: str = "") -> OptionValue:
     try:
         return convert(opt, text)

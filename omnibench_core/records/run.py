@@ -460,3 +460,31 @@ class RunResult:
         """The run's :class:`RunOutcome`."""
         why = self.error or "; ".join(f"{r.name}: {r.detail}" for r in self.broken_rules)
         return RunOutcome(self.run or self.run_dir.name, RunStatus(self.status), self.run_dir, self.moved_to, why)
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What an engine is made from (``invoke matrix`` / ``invoke bisect --engine NAME``): the
+    settings, the slot flags as the user gave them (``--slots``, ``--slot-per``, ``--slot-cpus``),
+    the engine's own options (typed, checked against its schema; ``--engine-opt KEY=VALUE``) and
+    where its progress lines go."""
+
+    settings: Settings
+    slots: str = ""
+    slot_per: str = "pair"
+    slot_cpus: str = "rule"
+    options: Mapping[str, OptionValue] = field(default_factory=dict)
+    progress: Callable[[str], None] = print
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """An engine a plugin provides (``omnibench_engines``): where a matrix's or a bisect's
+    campaigns run. ``make`` builds one from an :class:`EngineRequest`; what it returns has the
+    methods of :class:`omnibench_core.scale.engine.Engine` (slots, start, wait, cancel_all, close).
+    ``options`` are declared and checked as a workload's are."""
+
+    name: str
+    description: str
+    make: Callable[[EngineRequest], Any]
+    options: tuple[Option, ...] = ()

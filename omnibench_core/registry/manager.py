@@ -13,7 +13,7 @@ import pluggy
 
 from ..errors import PluginError
 from ..hooks import specs as hookspecs
-from ..records import NAME_RE, CiStage, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
+from ..records import NAME_RE, CiStage, EngineKind, RunCheck, RunInfo, RunResult, Scorer, Target, Workload
 from ..records.options import schema_problems
 from ..settings import Settings
 
@@ -26,6 +26,7 @@ _KINDS: dict[str, tuple[str, type]] = {
     "scorer": ("omnibench_scorers", Scorer),
     "ci-stage": ("omnibench_ci_stages", CiStage),
     "check": ("omnibench_run_checks", RunCheck),
+    "engine": ("omnibench_engines", EngineKind),
 }
 _REGISTRATION_HOOKS = {hook for hook, _ in _KINDS.values()}
 # Notification hooks whose failure is a message, never raised: a collector or the history must not
@@ -58,18 +59,19 @@ class Registered:
 
 @dataclass
 class Registry:
-    """All workloads, targets and scorers by name."""
+    """All workloads, targets, scorers, CI stages, checks and engines by name."""
 
     workloads: dict[str, Registered] = field(default_factory=dict)
     targets: dict[str, Registered] = field(default_factory=dict)
     scorers: dict[str, Registered] = field(default_factory=dict)
     ci_stages: dict[str, Registered] = field(default_factory=dict)
     checks: dict[str, Registered] = field(default_factory=dict)
+    engines: dict[str, Registered] = field(default_factory=dict)
 
     def table(self, kind: str) -> dict[str, Registered]:
-        """The mapping for ``"workload"``, ``"target"``, ``"scorer"``, ``"ci-stage"`` or ``"check"``."""
+        """The mapping for ``"workload"``, ``"target"``, ``"scorer"``, ``"ci-stage"``, ``"check"`` or ``"engine"``."""
         return {"workload": self.workloads, "target": self.targets, "scorer": self.scorers,
-                "ci-stage": self.ci_stages, "check": self.checks}[kind]
+                "ci-stage": self.ci_stages, "check": self.checks, "engine": self.engines}[kind]
 
     def ordered_ci_stages(self) -> list[CiStage]:
         """The CI stages in run order."""
@@ -289,11 +291,11 @@ def _validate(record: Any, record_type: type, kind: str, provider: Provider) -> 
             f"plugin {provider} registers a {kind} with the invalid name {name!r}",
             hint="names are lower-case: a letter, then letters, digits, '_', '-' or '.'",
         )
-    if isinstance(record, Workload):
+    if isinstance(record, (Workload, EngineKind)):
         problems = schema_problems(record.options)
         if problems:
             raise PluginError(
-                f"plugin {provider} registers workload {record.name!r} with a broken option schema",
+                f"plugin {provider} registers {kind} {record.name!r} with a broken option schema",
                 evidence={"problems": "\n".join(problems)},
                 hint="declare options as omnibench_core.records.Option(name, type, default, help, min=..., ...)",
             )

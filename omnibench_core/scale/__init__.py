@@ -9,6 +9,8 @@ revision); nothing below imports it.
 - :mod:`.revisions`   revisions from a spec; a worktree and a venv per revision (VENV_OK rule)
 - :mod:`.campaigns`   adapter to the campaign layer: run one, is it complete, compare two
 - :mod:`.worker`      one campaign on one slot (what every engine runs)
+- :mod:`.engine`      what an engine is, and an engine author's surface (docs/engines.md)
+- :mod:`.engines`     the built-in engines, registered through the ``omnibench_engines`` hook
 - :mod:`.local`       engine: this host's slots side by side, one subprocess per campaign
 - :mod:`.ray_engine`  engine: one Ray task per campaign on an existing cluster
 - :mod:`.schedule`    jobs onto free slots through an engine; lost slots' jobs go elsewhere

@@ -1,13 +1,28 @@
-"""What an engine is: slots to run on, and campaigns started, waited for and cancelled there."""
+"""What an engine is, and the engine author's surface (docs/engines.md): slots to run on, and
+campaigns started, waited for and cancelled there.
+
+A plugin's engine (``omnibench_engines``) imports what it needs from here: the protocol, the
+records it is handed and returns (:class:`WorkerSpec`, :class:`HostSlot`, :class:`CampaignOutcome`,
+:class:`JobStatus`), this host's slots from the flags (:func:`host_slots`) and the command that
+runs one campaign (:func:`worker_argv`), as the built-in local engine does.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..records import EngineRequest
+from ..statuses import JobStatus
+from . import slots as _slots
 from .jobs import CampaignOutcome
 from .slots import HostSlot
-from .worker import WorkerSpec
+from .worker import WorkerSpec, worker_argv
+
+__all__ = ["ENGINE_METHODS", "CampaignOutcome", "Engine", "HostSlot", "JobStatus", "WorkerSpec", "host_slots",
+           "worker_argv"]
+
+ENGINE_METHODS = ("slots", "start", "wait", "cancel_all", "close")
 
 
 class Engine(Protocol):
@@ -36,3 +51,9 @@ class Engine(Protocol):
     def close(self) -> None:
         """Give back what the engine holds."""
         ...
+
+
+def host_slots(request: EngineRequest) -> list[HostSlot]:
+    """This host's slots from the request's flags (``--slots``, ``--slot-per``, ``--slot-cpus``),
+    planned as the local engine plans them; each slot's note is said once."""
+    return _slots.host_slots(request.settings, request.slots, request.slot_per, request.slot_cpus, request.progress)

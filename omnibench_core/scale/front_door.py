@@ -2,70 +2,66 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 from .. import defaults
-from ..errors import SettingsError
+from ..errors import PluginError, SettingsError
+from ..records import EngineKind, EngineRequest
+from ..records import options as engine_options
 from ..registry import manager as plugin_manager
 from ..settings import Settings
-from ..setup.cpus import Topology, read_topology
 from ..sweep.points import at_point, parse_point_metric
 from . import bisect as bisect_mod
 from . import revisions
-from .engine import Engine
-from .local import LocalEngine
+from .engine import ENGINE_METHODS, Engine
 from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
-from .slots import HostSlot, parse_gpu_ids, plan_slots
 from .transport import DEFAULT_TRANSPORT
 
 Progress = Callable[[str], None]
-ENGINES: tuple[str, ...] = ("local", "ray")
 
 
-def uses_gpu(settings: Settings) -> bool:
-    """Whether the configured target's servers use GPUs (its ``TargetFacts``): slots get GPUs and
-    SLOT_FREE asks nvidia-smi only then."""
+def engine_names() -> tuple[str, ...]:
+    """The engines the plugins register (``--engine``'s words; built in: local and ray)."""
     _, registry = plugin_manager.load()
-    return registry.get("target", settings.run.target).facts.uses_gpu
+    return tuple(sorted(registry.table("engine")))
 
 
-def host_slots(settings: Settings, slots: str, slot_per: str, slot_cpus: str, progress: Progress = print
-               ) -> list[HostSlot]:
-    """This host's slots from ``--slots`` (GPU ids; default the ``gpus`` setting; on a target whose
-    servers use no GPU each id names a slot of a port and CPUs only); each slot's note is said once."""
-    ids = parse_gpu_ids(slots or settings.run.gpus)
-    h = settings.host
+# The Ray engine's options that have flags of their own (``--address`` and the others), with the
+# flag's default: a flag left at it says nothing.
+RAY_FLAGS = {"address": "auto", "results_transport": DEFAULT_TRANSPORT, "checkout_url": ""}
 
-    def topo() -> Topology:
-        return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
 
-    skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
-    planned = plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
-                         cores_per_gpu=h.cores_per_gpu, skip_cores=skip, uses_gpu=uses_gpu(settings))
-    for slot in planned:
-        if slot.note:
-            progress(f"note: {slot.label}: {slot.note}")
-    return planned
+def ray_flag_options(engine: str, given: Mapping[str, str]) -> list[str]:
+    """The ``KEY=VALUE`` engine options the Ray engine's own flags (``--address``,
+    ``--results-transport``, ``--checkout-url``) stand for; refused for another engine."""
+    pairs = [f"{key}={value}" for key, value in given.items() if value != RAY_FLAGS[key]]
+    if pairs and engine != "ray":
+        flags = ", ".join("--" + p.split("=", 1)[0].replace("_", "-") for p in pairs)
+        raise SettingsError(f"{flags} applies to the ray engine, not --engine {engine}",
+                            hint="drop it, or pass --engine ray (an engine's own options: --engine-opt KEY=VALUE)")
+    return pairs
 
 
 def make_engine(settings: Settings, *, engine: str = "local", slots: str = "", slot_per: str = "pair",
-                slot_cpus: str = "rule", address: str = "auto", results_transport: str = DEFAULT_TRANSPORT, checkout_url: str = "",
-                progress: Progress = print) -> Engine:
-    """The local engine over ``slots`` (GPU ids of this host; default the ``gpus`` setting; on a
-    target whose servers use no GPU, each id names a slot of a port and CPUs only), or the Ray
-    engine on the cluster at ``address``, its results moved by ``results_transport`` and its
-    nodes' checkouts cloned from ``checkout_url`` (default the checkout's path). Each slot's note
-    is said once, here."""
-    if engine == "local":
-        return LocalEngine(host_slots(settings, slots, slot_per, slot_cpus, progress), progress=progress)
-    if engine == "ray":
-        from .ray_engine import RayEngine
-        return RayEngine(address, settings.run.port, settings.run.results_root, per=slot_per, cpu_mode=slot_cpus,
-                         progress=progress, transport=results_transport, checkout_url=checkout_url,
-                         # absolute: the receiver actor's working folder is Ray's, not the user's
-                         checkout=str(Path(settings.run.checkout).expanduser().resolve()) if settings.run.checkout else "")
-    raise SettingsError(f"unknown --engine {engine!r}", hint=f"use {' or '.join(ENGINES)}")
+                slot_cpus: str = "rule", engine_opts: Sequence[str] = (), progress: Progress = print) -> Engine:
+    """The engine a plugin registers as ``engine`` (built in: ``local``, this host's slots from
+    ``--slots``; ``ray``, an existing cluster), made with its options ``engine_opts`` (``KEY=VALUE``,
+    checked against its schema first). Each slot's note is said once."""
+    _, registry = plugin_manager.load()
+    table = registry.table("engine")
+    if engine not in table:
+        raise SettingsError(f"unknown --engine {engine!r}",
+                            hint=f"use {' or '.join(sorted(table))} (`invoke plugins` lists the engines)")
+    kind: EngineKind = table[engine].record
+    options = engine_options.parse_pairs(engine, kind.options, engine_opts, "--engine-opt")
+    made = kind.make(EngineRequest(settings, slots, slot_per, slot_cpus, options, progress))
+    lacking = [name for name in ENGINE_METHODS if not callable(getattr(made, name, None))]
+    if lacking:
+        raise PluginError(f"engine {engine!r} ({table[engine].provider}) made a {type(made).__name__} without "
+                          f"{', '.join(lacking)}", hint="an engine has the methods of omnibench_core.scale.engine.Engine")
+    return cast(Engine, made)
 
 
 def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from ..jsonio import read_json, write_json
 from ..statuses import JobStatus
 from .jobs import CampaignOutcome
 from .slots import HostSlot
-from .worker import WorkerSpec
+from .worker import WorkerSpec, worker_argv
 
 PR_SET_PDEATHSIG = 1
 
@@ -67,7 +67,7 @@ class LocalEngine:
         self._n += 1
         job_file, out = self.workdir / f"job{self._n}.json", self.workdir / f"out{self._n}.json"
         write_json(job_file, spec.as_dict())
-        proc = subprocess.Popen([self.python, "-m", "omnibench_core.scale.worker", str(job_file), str(out)],
+        proc = subprocess.Popen(worker_argv(job_file, out, self.python),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                                 preexec_fn=_die_with_parent)
         label = f"[slot {spec.slot.index} {spec.job.key}]"

@@ -23,6 +23,7 @@ from ..process.gpu import call_timeout, query_memory_used
 from ..process.ports import port_in_use
 from ..process.strays import find_strays
 from ..records import Slot
+from ..registry import manager as plugin_manager
 from ..settings import Settings, format_cpu_list
 from ..setup.cpus import Topology, assign_groups, read_topology
 
@@ -203,3 +204,30 @@ def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int 
                            hint="stop what holds it (omnibench never stops what it did not start), or leave that "
                                 "GPU out of --slots")
         time.sleep(interval_s)
+
+
+def uses_gpu(settings: Settings) -> bool:
+    """Whether the configured target's servers use GPUs (its ``TargetFacts``): slots get GPUs and
+    SLOT_FREE asks nvidia-smi only then."""
+    _, registry = plugin_manager.load()
+    return registry.get("target", settings.run.target).facts.uses_gpu
+
+
+def host_slots(settings: Settings, slots: str, slot_per: str, slot_cpus: str,
+               progress: Callable[[str], None] = print
+               ) -> list[HostSlot]:
+    """This host's slots from ``--slots`` (GPU ids; default the ``gpus`` setting; on a target whose
+    servers use no GPU each id names a slot of a port and CPUs only); each slot's note is said once."""
+    ids = parse_gpu_ids(slots or settings.run.gpus)
+    h = settings.host
+
+    def topo() -> Topology:
+        return read_topology(lscpu=settings.tools.lscpu, nvidia_smi=settings.tools.nvidia_smi, sysfs=h.sysfs)
+
+    skip = tuple(int(c) for c in h.skip_cores.split(",") if c.strip())
+    planned = plan_slots(ids, settings.run.port, per=slot_per, cpus=slot_cpus, topology=topo,
+                         cores_per_gpu=h.cores_per_gpu, skip_cores=skip, uses_gpu=uses_gpu(settings))
+    for slot in planned:
+        if slot.note:
+            progress(f"note: {slot.label}: {slot.note}")
+    return planned

@@ -57,7 +57,7 @@ from ..store import manifest as manifest_file
 from ..store.manifest import run_status
 from ..store.names import CAMPAIGNS, RECORD_SUFFIX, check_name, under_root
 
-TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")
+TRANSPORTS = defaults.TRANSPORTS
 DEFAULT_TRANSPORT = defaults.TRANSPORT  # ship only from nodes that do not see the driver's results root
 SHIPPED = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)  # a run in one of these states is worth keeping at the driver
 NODE_ROOT_ENV = "OMNIBENCH_NODE_ROOT"  # a node's own folder for its campaigns, worktrees and checkouts

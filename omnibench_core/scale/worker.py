@@ -33,6 +33,12 @@ from .jobs import CampaignJob, CampaignOutcome
 from .slots import HostSlot, check_free
 
 
+def worker_argv(job_file: Path, out_file: Path, python: str = sys.executable) -> list[str]:
+    """The command that runs the job in ``job_file`` (a :meth:`WorkerSpec.as_dict`, as JSON) and
+    writes its :class:`CampaignOutcome` to ``out_file``: what an engine starts on a slot."""
+    return [python, "-m", "omnibench_core.scale.worker", str(job_file), str(out_file)]
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """Everything a worker needs, JSON-ready: the job, the slot, the settings (flat) and where
