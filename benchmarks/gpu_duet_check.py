@@ -50,7 +50,7 @@ from typing import Any
 
 from omnibench_core.errors import OmnibenchError
 from omnibench_core.jsonio import read_json
-from omnibench_core.scale.front_door import host_slots
+from omnibench_core.scale.slots import host_slots
 from omnibench_core.settings import Settings
 from omnibench_core.stats import verdict
 from omnibench_core.store import manifest as manifest_file
