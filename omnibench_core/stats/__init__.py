@@ -3,5 +3,7 @@ A/B, history and bisect layers call to judge numbers.
 
 - :mod:`.percentiles`  mean, median, linear percentiles, sd (sglang-omni's conventions; None when empty)
 - :mod:`.estimators`   mean and sd, t quantiles (SciPy), paired and Welch t, exact permutation p, correlation
+- :mod:`.designs`      each design's estimator (paired t, Welch t) behind one protocol, by name: a new
+  statistic is a new entry, and the rule never branches on a design
 - :mod:`.verdict`      better, worse, equivalent, inconclusive: intervals, Holm, the exact rule
 """

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .. import defaults
-from .estimators import TEstimate, exact_p_paired, exact_p_unpaired, paired_t, t_quantile, welch_df, welch_t
+from .designs import Design as Design  # re-exported: callers name a design here, as before
+from .designs import estimator
+from .estimators import TEstimate
 
 CORRECTION = "Holm"
 NEEDED_CAP = 10_000  # past this many rounds the estimate says "more than"
@@ -50,16 +52,6 @@ class Verdict(str, Enum):
 VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 
 
-class Design(str, Enum):
-    """How the two sides' values belong together."""
-
-    PAIRED = "paired"  # value i of A and value i of B were measured in the same round
-    UNPAIRED = "unpaired"  # two campaigns, one after the other
-
-    def __str__(self) -> str:
-        return self.value
-
-
 @dataclass(frozen=True)
 class Samples:
     """One metric's values on each side (paired: in round order, as many on each side)."""
@@ -76,7 +68,7 @@ class Change:
     spread); ``problem`` says why no change could be estimated (the row is then inconclusive)."""
 
     samples: Samples
-    design: Design
+    design: str  # the estimator's name (a Design member for the built-in ones)
     log_scale: bool  # log(B/A) (paired, all values positive); else B - A
     estimate: float  # on that scale
     base: float  # |mean of A|: B - A is relative to it (unused on the log scale)
@@ -98,7 +90,7 @@ class Change:
         scale = "log(B/A)" if self.log_scale else "B - A"
         if self.t is None:
             return f"exact (no spread), {scale}"
-        return f"{'paired t' if self.design is Design.PAIRED else 'Welch t'}, {scale}"
+        return f"{estimator(self.design).test}, {scale}"
 
     def interval(self, level: float) -> tuple[float, float]:
         """The ``1 - level`` interval on the analysis scale (a point under the exact rule)."""
@@ -133,7 +125,7 @@ class MetricVerdict:
     level: float  # the alpha this row was held to (Holm); the interval is at 1 - level
     p: float | None
     method: str
-    design: Design
+    design: str
     n_a: int
     n_b: int
     needed: int | None  # inconclusive: about this many rounds (paired) or runs a side would resolve it
@@ -146,48 +138,29 @@ class MetricVerdict:
         return 1.0 - self.level
 
 
-def _problem(samples: Samples, design: Design) -> str:
+def _problem(samples: Samples, design: str) -> str:
     values = samples.a + samples.b
     if not all(math.isfinite(v) for v in values):
         return "a value is not a finite number"
     if len(samples.a) < 2 or len(samples.b) < 2:
         return "fewer than two values a side: no spread to estimate"
-    if design is Design.PAIRED and len(samples.a) != len(samples.b):
-        return f"paired sides differ in length ({len(samples.a)} and {len(samples.b)} rounds)"
-    return ""
+    return estimator(design).problem(samples.a, samples.b)
 
 
-def _constant(xs: Sequence[float]) -> bool:
-    """No spread, up to rounding: log(4) - log(2) and log(2) - log(1) may differ in the last bit,
-    and a t statistic over that would be astronomically large."""
-    return max(xs) - min(xs) <= 1e-12 * max(abs(x) for x in xs)
-
-
-def estimate(samples: Samples, design: Design) -> Change:
-    """The change of ``samples`` (B against A), by ``design``."""
+def estimate(samples: Samples, design: str) -> Change:
+    """The change of ``samples`` (B against A), by the estimator registered as ``design``."""
+    est = estimator(design)
     problem = _problem(samples, design)
     # Rounds share their host's state, so each round's ratio cancels a slowdown that stretches both
     # sides; two campaigns have no such pairs, and their means are what the table shows (B - A).
-    log_scale = not problem and design is Design.PAIRED and all(v > 0 for v in samples.a + samples.b)
+    log_scale = not problem and est.logs and all(v > 0 for v in samples.a + samples.b)
     a = [math.log(v) for v in samples.a] if log_scale else list(samples.a)
     b = [math.log(v) for v in samples.b] if log_scale else list(samples.b)
     base = abs(statistics.mean(samples.a)) if samples.a and not problem else 0.0
     if problem:
         return Change(samples, design, False, 0.0, base, None, 1.0, (), problem)
-    if design is Design.PAIRED:
-        diffs = [y - x for x, y in zip(a, b, strict=True)]
-        if _constant(diffs):  # every round moved by the same amount: the exact rule
-            d = statistics.mean(diffs)
-            return Change(samples, design, log_scale, d, base, None, 1.0 if d == 0 else exact_p_paired(len(diffs)),
-                          (0.0,))
-        t = paired_t(diffs)
-        return Change(samples, design, log_scale, t.estimate, base, t, t.p, (statistics.stdev(diffs),))
-    if _constant(a) and _constant(b):  # each side constant: the exact rule
-        d = statistics.mean(b) - statistics.mean(a)
-        return Change(samples, design, log_scale, d, base, None, 1.0 if d == 0 else exact_p_unpaired(len(a), len(b)),
-                      (0.0, 0.0))
-    t = welch_t(a, b)
-    return Change(samples, design, log_scale, t.estimate, base, t, t.p, (statistics.stdev(a), statistics.stdev(b)))
+    fit = est.fit(a, b)
+    return Change(samples, design, log_scale, fit.estimate, base, fit.t, fit.p, fit.sds)
 
 
 def smallest_p(change: Change) -> float:
@@ -199,8 +172,7 @@ def smallest_p(change: Change) -> float:
         return 0.0
     if change.estimate == 0:
         return 1.0
-    n_a, n_b = len(change.samples.a), len(change.samples.b)
-    return exact_p_paired(n_a) if change.design is Design.PAIRED else exact_p_unpaired(n_a, n_b)
+    return estimator(change.design).exact_p(len(change.samples.a), len(change.samples.b))
 
 
 def holm_levels(ps: Sequence[float], alpha: float = defaults.ALPHA) -> list[float]:
@@ -216,14 +188,6 @@ def holm_levels(ps: Sequence[float], alpha: float = defaults.ALPHA) -> list[floa
             stopped = level
         levels[i] = level
     return levels
-
-
-def _half_width(change: Change, n: int, level: float) -> float:
-    """The interval's half-width with ``n`` rounds (paired) or runs a side at the observed spread."""
-    if change.design is Design.PAIRED:
-        return t_quantile(1 - level / 2, n - 1) * change.sds[0] / math.sqrt(n)
-    var_a, var_b = change.sds[0] ** 2, change.sds[1] ** 2
-    return t_quantile(1 - level / 2, welch_df(var_a, n, var_b, n)) * math.sqrt((var_a + var_b) / n)
 
 
 def _first(n0: int, ok: Callable[[int], bool]) -> int | None:
@@ -249,24 +213,19 @@ def needed(change: Change, level: float, min_effect: float) -> int | None:
     n = max(len(change.samples.a), len(change.samples.b))
     if change.problem:
         return None
+    est = estimator(change.design)
     lo_b, hi_b = change.bounds(min_effect)
     big = not change.relative or abs(change.reported(change.estimate)) >= min_effect
     if change.t is None:  # exact rule: as many rounds as make the permutation p fall below the level
         if not big or change.estimate == 0:
             return None
-        if change.design is Design.PAIRED:
-            return _first(n, lambda k: exact_p_paired(k) < level)
-        return _first(n, lambda k: exact_p_unpaired(k, k) < level)
+        return _first(n, lambda k: est.exact_p(k, k) < level)
     # a change of at least the minimum effect resolves once the interval excludes 0; a smaller one
     # once the interval fits inside plus or minus the minimum effect
     margin = abs(change.estimate) if big else min(change.estimate - lo_b, hi_b - change.estimate)
     if margin <= 0:
         return None
-    return _first(n, lambda k: k >= 2 and _half_width(change, k, level) < margin)
-
-
-def _unit(design: Design) -> str:
-    return "rounds" if design is Design.PAIRED else "runs a side"
+    return _first(n, lambda k: k >= 2 and est.half_width(change.sds, k, level) < margin)
 
 
 def decide(change: Change, level: float, min_effect: float, in_family: bool = False) -> MetricVerdict:
@@ -300,22 +259,22 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
         verdict = Verdict.INCONCLUSIVE
         more = needed(change, level, min_effect)
         if change.t is None:
-            runs = f"{n_a} rounds" if change.design is Design.PAIRED else f"{n_a} and {n_b} runs"
+            runs = estimator(change.design).sizes(n_a, n_b)
             why = f"no spread, but {runs} give at best an exact p of {change.p:.3g}, not below {level:.3g}"
         elif big:
             why = f"{shown} includes 0"
         else:
             why = f"{shown} reaches beyond ±{min_effect:.0%}"
-        unit = _unit(change.design)
+        unit = estimator(change.design).unit
         why += (f"; about {more} {unit} would resolve it at the observed spread" if more
                 else f"; no number of {unit} up to {NEEDED_CAP} would resolve it at the observed spread")
     return MetricVerdict(s.metric, s.direction, verdict, point, lo_r, hi_r, change.relative, level,
                          change.p, change.method, change.design, n_a, n_b, more, why, in_family)
 
 
-def judge(samples: Sequence[Samples], design: Design, *, alpha: float = defaults.ALPHA,
+def judge(samples: Sequence[Samples], design: str, *, alpha: float = defaults.ALPHA,
           min_effect: float = defaults.MIN_EFFECT) -> tuple[MetricVerdict, ...]:
-    """Every metric's row, the family (the metrics with a better side whose change could be
+    """Every metric's row by the estimator registered as ``design`` (:mod:`.designs`), the family (the metrics with a better side whose change could be
     estimated and could reach ``alpha``) held to ``alpha`` with Holm's correction; the other rows
     (context ones too) get 1 - alpha intervals."""
     changes = [estimate(s, design) for s in samples]

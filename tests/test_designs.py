@@ -1,0 +1,63 @@
+"""Issue 41, item 3: the verdict rule calls the estimator of a design by name and never branches
+on a design; a new statistic is a new entry in stats.designs.ESTIMATORS."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import pytest
+from run_helpers import REPO
+
+from omnibench_core.stats import designs
+from omnibench_core.stats.designs import Design, PairedT, WelchT
+from omnibench_core.stats.verdict import Samples, Verdict, judge
+
+NOISY = Samples("m.latency_s", "lower", (1.00, 1.10, 0.90, 1.05, 0.95), (1.02, 1.16, 0.91, 1.12, 0.97))
+SHIFTED = Samples("m.latency_s", "lower", (1.0, 1.0, 1.0), (1.2, 1.2, 1.2))
+
+
+def test_a_new_estimator_is_one_entry_and_the_rule_calls_it_by_name(monkeypatch):
+    """A toy estimator registered under a name of its own: judge uses it (its test in the method,
+    its unit and sizes in the words), and with the paired statistics it agrees with paired on the
+    numbers."""
+
+    class Toy(PairedT):
+        test, unit = "toy t", "toy rounds"
+
+        def sizes(self, n_a: int, n_b: int) -> str:
+            return f"{n_a} toy rounds"
+
+    monkeypatch.setitem(designs.ESTIMATORS, "toy", Toy())
+    (toy,) = judge([NOISY], "toy")
+    (paired,) = judge([NOISY], Design.PAIRED)
+    assert toy.design == "toy" and toy.method.startswith("toy t, ") and paired.method.startswith("paired t, ")
+    assert (toy.verdict, toy.change, toy.low, toy.high, toy.needed) == \
+        (paired.verdict, paired.change, paired.low, paired.high, paired.needed)
+    assert toy.verdict is Verdict.INCONCLUSIVE and "toy rounds would resolve it" in toy.why
+    (exact,) = judge([replace(SHIFTED, a=SHIFTED.a[:2], b=SHIFTED.b[:2])], "toy")  # no spread, too few to tell
+    assert "2 toy rounds give at best an exact p" in exact.why
+    with pytest.raises(ValueError, match="no estimator is registered as 'nope'; known: paired, toy, unpaired"):
+        judge([NOISY], "nope")
+
+
+def test_the_built_in_designs_are_their_estimators():
+    assert isinstance(designs.estimator(Design.PAIRED), PairedT) and isinstance(designs.estimator("unpaired"), WelchT)
+    (unpaired,) = judge([NOISY], Design.UNPAIRED)
+    assert unpaired.method.startswith("Welch t, B - A") and unpaired.design == "unpaired"
+
+
+def test_no_code_branches_on_a_design():
+    """No comparison with Design.PAIRED or Design.UNPAIRED anywhere in the library: a design is a
+    name the estimator table answers to (calling judge with one is not a branch)."""
+    offenders = []
+    for path in sorted((REPO / "omnibench_core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Compare):
+                named = [n for n in [node.left, *node.comparators]
+                         if isinstance(n, ast.Attribute) and n.attr in ("PAIRED", "UNPAIRED")]
+                offenders += [f"{path.relative_to(REPO)}:{node.lineno}" for _ in named]
+    assert offenders == []
+    planted = ast.parse("if design is Design.PAIRED:\n    pass\n")  # the finder itself
+    assert any(isinstance(n, ast.Compare) and getattr(n.comparators[0], "attr", "") == "PAIRED"
+               for n in ast.walk(planted))
