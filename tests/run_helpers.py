@@ -76,3 +76,24 @@ def page_files(page: str) -> dict[str, str]:
         if first.startswith("# ") and first[2:].strip().endswith((".py", ".toml")):
             files[first[2:].strip()] = block
     return files
+
+
+def install_page_package(files: dict[str, str], tmp_path: Path, name: str) -> Path:
+    """A docs page's example package (:func:`page_files`) written to ``tmp_path/name``, built by pip
+    through its own [build-system] (offline: the backend is this environment's) and installed into
+    a folder of its own, returned: put it on PYTHONPATH; nothing is left in the test's environment."""
+    project = tmp_path / name
+    for path, text in files.items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(text)
+    site = tmp_path / "site"
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", str(site), str(project)], capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return site
+
+
+def page_commands(page: str) -> list[list[str]]:
+    """The commands of a page's first bash block, each as words (comments dropped)."""
+    return [line.split("#")[0].split() for line in page.split("```bash\n", 1)[1].split("```")[0].splitlines()]

@@ -4,11 +4,8 @@ installed by entry point and runs a matrix; an unknown engine or option is refus
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from run_helpers import REPO, page_files
+from run_helpers import REPO, install_page_package, page_commands, page_files
 
 from omnibench_core.errors import SettingsError
 from omnibench_core.registry import manager as plugin_manager
@@ -51,17 +48,8 @@ def test_the_engines_page_example_is_installed_by_entry_point_and_runs_a_matrix(
     page = (REPO / "docs" / "engines.md").read_text()
     files = page_files(page)
     assert sorted(files) == ["acme_engine/plugin.py", "pyproject.toml"]
-    project = tmp_path / "acme-engine"
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
-    site = tmp_path / "site"
-    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
-                            "--no-index", "--target", str(site), str(project)], capture_output=True, text=True,
-                           timeout=300)
-    assert built.returncode == 0, built.stdout + built.stderr
-    env = {"PYTHONPATH": str(site)}
-    commands = [line.split("#")[0].split() for line in page.split("```bash\n", 1)[1].split("```")[0].splitlines()]
+    env = {"PYTHONPATH": str(install_page_package(files, tmp_path, "acme-engine"))}
+    commands = page_commands(page)
     matrix = ["invoke", "matrix", "--workload", "selftest", "--runs", "2", "--engine", "acme", "--engine-opt",
               "log=acme.log"]
     assert ["invoke", "plugins"] in commands and matrix in commands

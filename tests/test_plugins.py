@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import inspect
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from run_helpers import REPO, page_files
+from run_helpers import REPO, install_page_package, page_commands, page_files
 
 from omnibench_core.errors import PluginError
 from omnibench_core.hooks import specs as hookspecs
@@ -323,20 +321,10 @@ def test_the_plugins_page_example_builds_installs_and_runs_as_written(invoke, tm
     page = (REPO / "docs" / "plugins.md").read_text()
     files = page_files(page)
     assert sorted(files) == ["acme_bench/__init__.py", "acme_bench/client.py", "pyproject.toml"]
-    project = tmp_path / "acme-bench"
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
-    # pip builds it through its own [build-system] (offline: the backend is this environment's) and
-    # installs it into a folder of its own, on the commands' path: nothing is left in the test's environment
-    site = tmp_path / "site"
-    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
-                            "--no-index", "--target", str(site), str(project)], capture_output=True, text=True,
-                           timeout=300)
-    assert built.returncode == 0, built.stdout + built.stderr
+    site = install_page_package(files, tmp_path, "acme-bench")
     assert (site / "acme_bench" / "client.py").is_file() and list(site.glob("acme_bench-0.1.0.dist-info"))
     env = {"PYTHONPATH": str(site), "INVOKE_OMNIBENCH_PORT": str(port)}
-    commands = [line.split("#")[0].split() for line in page.split("```bash\n", 1)[1].split("```")[0].splitlines()]
+    commands = page_commands(page)
     assert ["invoke", "plugins"] in commands and ["invoke", "run", "--workload", "acme", "--opt", "acme.samples=3"] in commands
     listed = invoke("plugins", env=env)
     assert listed.returncode == 0 and any("acme" in line and "acme-bench" in line and "0.1.0" in line
