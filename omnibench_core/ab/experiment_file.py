@@ -22,6 +22,7 @@ from .. import defaults
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
 from ..records import ScorePolicy
+from ..stats.looks import looks as schedule_of
 from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
 from ..store import versions
 from ..store.fields import folder_problem, run_problem, seconds_problem
@@ -41,7 +42,6 @@ from .record import (
     now_iso,
     schedule,
 )
-from .sequential import looks as schedule_of
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet

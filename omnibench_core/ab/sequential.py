@@ -2,7 +2,7 @@
 decide, and when to stop.
 
 The rule (docs/verdicts.md, "Rounds until the answer is known"): the looks happen only at round
-counts fixed up front from N alone (:func:`looks`), and at each look every metric is judged as a
+counts fixed up front from N alone (:func:`omnibench_core.stats.looks.looks`), and at each look every metric is judged as a
 fixed design judges it, with the family's alpha divided among the looks (Bonferroni). The chance
 that any look calls an unchanged metric better or worse is then at most the sum over the looks,
 alpha, whatever the data do and wherever the experiment stops: each look is an ordinary paired t
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from .. import defaults
 from ..errors import SettingsError
 from ..stats import verdict
+from ..stats.looks import level, looks
 from .record import Look, Sequential, StopReason
 
 DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Verdict.EQUIVALENT.value)
@@ -26,28 +27,6 @@ DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Ve
 class DecideError(SettingsError):
     """``--decide`` names a metric the runs do not have, or one that has no better side, or no
     metric of the runs is decisive by default."""
-
-
-def looks(max_rounds: int) -> tuple[int, ...]:
-    """The round counts at which an experiment of at most ``max_rounds`` rounds looks at its
-    verdicts: 3, 4, 6, 8, 12, 16, 24, 32, ... (the count doubles every two looks) while below
-    ``max_rounds``, then ``max_rounds`` itself, always the last. It depends on N alone, never on
-    the data, so the number of looks, and with it each look's level (:func:`level`), is known
-    before the first round; geometric, so N = 48 costs 9 looks, not 46. ``looks(12)`` is
-    ``(3, 4, 6, 8, 12)``; ``looks(7)`` is ``(3, 4, 6, 7)``."""
-    if max_rounds < defaults.FIRST_LOOK:
-        raise ValueError(f"max_rounds must be at least {defaults.FIRST_LOOK}, got {max_rounds}")
-    out: list[int] = []
-    k = 0
-    while (n := 2 ** (k // 2) * (3 if k % 2 == 0 else 4)) < max_rounds:
-        out.append(n)
-        k += 1
-    return (*out, max_rounds)
-
-
-def level(alpha: float, max_rounds: int) -> float:
-    """The level each look is held to: ``alpha`` shared equally among the looks (Bonferroni)."""
-    return alpha / len(looks(max_rounds))
 
 
 def decisive(asked: Sequence[str], directions: Mapping[str, str]) -> tuple[str, ...]:
