@@ -14,7 +14,9 @@ from typing import Any
 
 from .. import defaults
 from ..scale.slots import SLOT_CPUS, SLOT_PER
+from ..setup.host import SIDES
 from ..standin import DEFAULT_GPUS, StandinSpec
+from ..standin.stages import KINDS as CI_STAGES
 from . import flags as f
 from .command import REQUIRED, Flag
 
@@ -143,7 +145,8 @@ SWEEP = pick(
     upstream=Flag(f.SWITCH, "sglang-omni's own sweep: one campaign whose every run hands its one server to the "
                   "checkout's seed-tts client, which runs every --concurrency level (needs --target sglang-omni and "
                   "--opt seedtts.client=sglang; at most one --request-rate)", False),
-    score=FLAGS["score"].but(help=f"{SCORE_HELP}: last (the default, where the workload can leave runs unscored: the "
+    score=FLAGS["score"].but(help="which runs of each point are scored for quality (WER, SIM, UTMOS): last (the "
+                             "default, where the workload can leave runs unscored: the "
                              "point's last run; its warm-up and other runs are generated and timed only), every-round "
                              "(every run, as measure), or none. A load curve is speed: it needs no scoring"))
 
@@ -185,7 +188,7 @@ SETUP_CONTAINER = {
     "env_file": Flag(f.text(), "the cpus.env with CI_CPUS (default $BENCH_DIR/cpus.env)"),
 }
 SETUP_CHECKOUT = {"commit": Flag(f.revision(), "commit, tag or branch to detach at (default origin/main)")}
-SETUP_ALL = {"where": Flag(f.choice(lambda: _lib("setup.host").SIDES), "host (CPU groups, container) or container "
+SETUP_ALL = {"where": Flag(f.choice(SIDES), "host (CPU groups, container) or container "
                            "(checkout, venv, downloads); default: container when run inside one", "auto")}
 
 DOCTOR = pick("target", "checkout", "port",
@@ -200,7 +203,7 @@ STANDIN = {
     "regress_at": Flag(f.positive_int(), "from this commit (1-based) on, a planted regression: --delay-ms per "
                        "request, --fail-stage"),
     "delay_ms": Flag(f.number(0), "latency added per request from --regress-at on (default 50)", 50.0),
-    "fail_stage": Flag(f.choice(lambda: _lib("standin.stages").KINDS), "a CI stage that cannot pass from --regress-at "
+    "fail_stage": Flag(f.choice(CI_STAGES), "a CI stage that cannot pass from --regress-at "
                        "on (every commit without it)"),
     "fake_gpus": Flag(f.text(empty=False), "also write a fake nvidia-smi into this folder (for a machine without a "
                       "GPU; put it first on PATH)"),
