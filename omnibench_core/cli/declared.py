@@ -203,7 +203,7 @@ STANDIN = {
     "regress_at": Flag(f.positive_int(), "from this commit (1-based) on, a planted regression: --delay-ms per "
                        "request, --fail-stage"),
     "delay_ms": Flag(f.number(0), "latency added per request from --regress-at on (default 50)", 50.0),
-    "fail_stage": Flag(f.choice(CI_STAGES), "a CI stage that cannot pass from --regress-at "
+    "fail_stage": Flag(f.choice(tuple(CI_STAGES)), "a CI stage that cannot pass from --regress-at "
                        "on (every commit without it)"),
     "fake_gpus": Flag(f.text(empty=False), "also write a fake nvidia-smi into this folder (for a machine without a "
                       "GPU; put it first on PATH)"),
