@@ -58,6 +58,9 @@ def test_the_engines_page_example_is_installed_by_entry_point_and_runs_a_matrix(
     assert any(line.split()[:2] == ["engine", "acme"] and "acme-engine" in line for line in listed.stdout.splitlines())
     engine_options = listed.stdout.split("engine options (--engine NAME --engine-opt KEY=VALUE):")[1]
     assert any(line.split()[:3] == ["acme", "log", "str"] for line in engine_options.splitlines()), listed.stdout
+    escaping = invoke(*matrix[1:-1], "log=../acme.log", env=env)  # a name that leaves the results root
+    assert escaping.returncode == 1 and "leaves the results root" in escaping.stderr, escaping.stderr
+    assert not (tmp_path / "acme.log").exists()
     done = invoke(*matrix[1:], env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     log = (tmp_path / "results" / "acme.log").read_text().splitlines()
