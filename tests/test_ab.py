@@ -211,6 +211,9 @@ def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch
 @pytest.mark.parametrize("args, words", [
     ((), "A/A experiment"),
     (("--aa", "--rounds", "1"), "--rounds '1' refused"),
+    # issue 42: an A/A's sides are the same; a side setting or option that differs is no A/A
+    (("--aa", "--a-set", "local_delay_ms=1"), "--aa measures identical sides, but these differ: settings"),
+    (("--aa", "--b-opt", "selftest.requests=3"), "--aa measures identical sides, but these differ: options"),
     (("--b-set", "local_delay_ms=5", "--design", "dual"), "--design 'dual' refused"),
     (("--b-set", "nosuch=1"), "unknown setting 'nosuch'"),
     (("--b-set", "port=9"), "port is the experiment's"),

@@ -178,6 +178,14 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "experiment",
                             hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
+    if aa and (a.options, a.sets, a.revision) != (b.options, b.sets, b.revision):
+        # an A/A measures noise: sides that differ would have their difference called a verdict
+        differ = {what: f"A {x!r}, B {y!r}" for what, x, y in (
+            ("options (--a-opt/--b-opt)", a.options, b.options), ("settings (--a-set/--b-set)", a.sets, b.sets),
+            ("revision (--a-rev/--b-rev)", a.revision, b.revision)) if x != y}
+        raise SettingsError("--aa measures identical sides, but these differ: " + ", ".join(differ),
+                            evidence=differ,
+                            hint="drop --aa to compare the sides, or give both sides the same (--opt is both sides' option)")
     recorded = recorded_settings(settings)
     # a later setting left empty is not part of it: names of experiments already on disk stay
     shared = counted_settings(recorded, AB_SHARED_SETTINGS)
