@@ -208,3 +208,10 @@ class UnsupportedOption(SettingsError):
         super().__init__(message, hint=hint, evidence={"option": option, "commit": commit, **(evidence or {})})
         self.option = option
         self.commit = commit
+
+
+class ProbeFailed(SettingsError):
+    """The checkout could not be asked what it supports: a client's ``--help`` or the signature
+    probe exited non-zero, ran past its deadline, printed too much or could not start. Not a fact
+    of its era (a matrix marks the commit failed, with why, never not-measurable); nothing is
+    cached, so the next command asks again."""

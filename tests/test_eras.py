@@ -154,10 +154,10 @@ def test_answers_are_cached_per_clean_commit_and_probed_again_for_more(tmp_path)
     for _ in range(2):
         caps.check_plan(steps, target, results, runner=runner, progress=lambda line: None)
     assert len(calls) == 1  # the second plan read the cache
-    assert ERA_FLAG in capabilities_file.load(results, COMMIT).client_flags[SEEDTTS]
+    assert ERA_FLAG in capabilities_file.load(results, COMMIT, target.python).client_flags[SEEDTTS]
     caps.check_plan(steps, _target(tmp_path, dirty=" M x.py"), results, runner=runner, progress=lambda line: None)
     assert len(calls) == 2  # a dirty checkout is never answered from the cache
-    capabilities_file.path_for(results, COMMIT).write_text("{not json")
+    capabilities_file.path_for(results, COMMIT, target.python).write_text("{not json")
     caps.check_plan(steps, target, results, runner=runner, progress=lambda line: None)
     assert len(calls) == 3  # a broken cache file is probed again, not trusted
 
@@ -230,7 +230,7 @@ def test_a_checkout_without_the_flag_is_refused_before_any_server_starts(invoke,
     assert not server_pids(tmp_path) and not list((made.root / ".standin" / "gpu").glob("*.pid"))
     calls = made.fake_gpus / "calls.log"
     assert not calls.exists() or "memory.used" not in calls.read_text()
-    assert capabilities_file.load(results, made.commits[0]) is not None
+    assert list((results / capabilities_file.CAPABILITIES).glob(f"{made.commits[0]}-*.json"))  # cached
     again = invoke(*argv, env=env)  # the same commit is not probed twice
     assert again.returncode == 1 and "asking the checkout" not in again.stdout and ERA_FLAG in again.stderr
     # the native client is omnibench's own: the hint's way out asks nothing of the old client

@@ -24,12 +24,12 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UnsupportedOption
+from ..errors import ProbeFailed, UnsupportedOption
+from ..process.capture import Ending, capture
 from ..process.processes import build_env
 from ..records import Command, Step, TargetEnv
 from ..store import capabilities_file
@@ -92,18 +92,27 @@ class Client:
 
 
 Runner = Callable[[Sequence[str], Mapping[str, str], str | None, float], tuple[int, str]]
+FAILED_CODES = {Ending.DEADLINE: 124, Ending.TOO_MUCH: 125, Ending.NOT_STARTED: 127}
+TAIL_LINES, TAIL_CHARS = 5, 600  # how much of a failed probe's output its one-line reason keeps
+
+
+def tail(text: str) -> str:
+    """The last lines of ``text`` on one line, cut to :data:`TAIL_CHARS` (a 20 MB line stays a line)."""
+    joined = " | ".join(line.strip()[-TAIL_CHARS:] for line in text.strip().splitlines()[-TAIL_LINES:])
+    return joined if len(joined) <= TAIL_CHARS else "..." + joined[-TAIL_CHARS:]
 
 
 def run_probe(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout_s: float) -> tuple[int, str]:
-    """Run one probe command; its exit code and output (stdout, then stderr)."""
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, env=dict(env), cwd=cwd, timeout=timeout_s,
-                              check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return 124, f"no answer within {timeout_s:g} s"
-    except OSError as exc:
-        return 127, str(exc)
-    return done.returncode, done.stdout + done.stderr
+    """Run one probe command within ``timeout_s`` in all (:func:`~omnibench_core.process.capture.capture`:
+    output capped, decoded with replacement, nothing it started left running). ``(0, stdout then
+    stderr)`` when it exited 0; else a non-zero code (its own, or 124 past the deadline, 125 for too
+    much output, 127 when it could not start) and one line saying why, with its output's tail."""
+    got = capture(argv, timeout_s, env=env, cwd=cwd)
+    if got.ok:
+        return 0, got.stdout + got.stderr
+    code = got.returncode if got.returncode is not None else FAILED_CODES.get(got.ending, 1)
+    said = tail(got.stdout + "\n" + got.stderr)
+    return code or 1, got.why(timeout_s) + (f": {said}" if said else "")
 
 
 def _ours(dotted: str) -> bool:
@@ -208,13 +217,15 @@ def probe(target: TargetEnv, clients: Mapping[str, Client], functions: Iterable[
     env = build_env(os.environ, target.env, target.unset)
     flags: dict[str, tuple[str, ...] | None] = {}
     errors: dict[str, str] = {}
+    failed: set[str] = set()
     for key, client in clients.items():
         code, out = runner(client.help_argv, env, target.cwd, timeout_s)
         if code == 0:
             flags[key] = help_flags(out)
         else:
             flags[key] = None
-            errors[key] = f"--help exited {code}: " + " | ".join(out.strip().splitlines()[-5:])
+            errors[key] = f"--help failed: {tail(out)}"
+            failed.add(key)
     signatures: dict[str, tuple[str, ...] | None] = {}
     wanted = sorted(set(functions))
     if wanted:
@@ -225,22 +236,24 @@ def probe(target: TargetEnv, clients: Mapping[str, Client], functions: Iterable[
             answer = None
         if not isinstance(answer, dict):
             signatures = {f: None for f in wanted}
-            errors.update({f: f"the signature probe exited {code}: " + out.strip()[-500:] for f in wanted})
+            errors.update({f: f"the signature probe failed: {tail(out)}" for f in wanted})
+            failed.update(wanted)
         else:
             signatures = {f: None if answer["signatures"].get(f) is None else tuple(answer["signatures"][f])
                           for f in wanted}
-            errors.update({str(k): str(v) for k, v in answer.get("errors", {}).items()})
+            errors.update({str(k): tail(str(v)) for k, v in answer.get("errors", {}).items()})
     checkout = Path(target.cwd) if target.cwd else None
-    return Capabilities(target.revision, flags, signatures, ci_models(checkout) if checkout else (), errors)
+    return Capabilities(target.revision, flags, signatures, ci_models(checkout) if checkout else (), errors,
+                        frozenset(failed))
 
 
 def capabilities(target: TargetEnv, clients: Mapping[str, Client], functions: Iterable[str], results_root: Path,
                  *, runner: Runner = run_probe, progress: Callable[[str], None] = print) -> Capabilities:
-    """The checkout's answers: from the cache for a clean commit that was asked all of these
-    before, else probed (and, for a clean commit, cached)."""
+    """The checkout's answers: from the cache for a clean commit whose python was asked all of
+    these before, else probed; for a clean commit, the answers (never the failed probes) cached."""
     functions = set(functions)
     cacheable = not target.dirty.strip() and target.revision not in ("", "unknown")
-    cached = capabilities_file.load(results_root, target.revision) if cacheable else None
+    cached = capabilities_file.load(results_root, target.revision, target.python) if cacheable else None
     if cached is not None and cached.covers(set(clients), functions):
         return cached
     progress(f"asking the checkout at {target.revision[:12]} what it supports (its clients' --help, "
@@ -248,8 +261,9 @@ def capabilities(target: TargetEnv, clients: Mapping[str, Client], functions: It
     found = probe(target, clients, functions, runner=runner)
     if cached is not None:
         found = cached.merged(found)
-    if cacheable:
-        capabilities_file.save(results_root, found)
+    answers = found.answered()
+    if cacheable and (answers.client_flags or answers.signatures):
+        capabilities_file.save(results_root, answers, target.python)
     return found
 
 
@@ -286,6 +300,17 @@ def unsupported_error(gaps: Sequence[tuple[Need, str]], commit: str) -> Unsuppor
              f"(--opt {first.workload}.client=native); in a matrix, bisect or history such a commit is skipped")
 
 
+def probe_failed_error(gaps: Sequence[tuple[Need, str]], commit: str, python: str) -> ProbeFailed:
+    """The refusal when the checkout could not be asked (a probe failed): no fact of its era, so
+    nothing is cached and the hint says how to make the probe answer, not that the era is old."""
+    first, why = gaps[0]
+    return ProbeFailed(
+        f"the checkout at {commit[:12]} did not answer omnibench's capability probe: {why}",
+        evidence={"commit": commit, **{f"{n.workload}.{n.step} {n.name}": w for n, w in gaps}},
+        hint=f"run `{python} {first.of.split(' (')[0]}{' --help' if first.kind == 'flag' else ''}` in the checkout "
+             "by hand and mend what stops it (its venv, an import); nothing was cached: the next command asks again")
+
+
 def check_plan(steps: Mapping[str, Sequence[Step]], target: TargetEnv, results_root: Path, *,
                runner: Runner = run_probe, progress: Callable[[str], None] = print) -> Capabilities | None:
     """Raise :class:`UnsupportedOption` when the checkout lacks something the planned steps need;
@@ -296,6 +321,9 @@ def check_plan(steps: Mapping[str, Sequence[Step]], target: TargetEnv, results_r
     found = capabilities(target, clients, {n.of for n in needs if n.kind == "keyword"}, results_root,
                          runner=runner, progress=progress)
     gaps = missing(needs, found)
+    unanswered = [(n, w) for n, w in gaps if n.of in found.failed]
+    if unanswered:
+        raise probe_failed_error(unanswered, target.revision, target.python)
     if gaps:
         raise unsupported_error(gaps, target.revision)
     return found

@@ -1,0 +1,135 @@
+"""Issue 42 item 4: the capability probe is bounded. One overall deadline, output capped, bytes
+decoded with replacement, every process it started ended (a child left holding its output too),
+and only answers cached: a failed probe says why and is asked again next time. Real programs
+throughout: the checkout's "python" is a script that misbehaves as a hostile checkout's would."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
+from omnibench_core.errors import ProbeFailed, UnsupportedOption
+from omnibench_core.process.capture import MAX_OUTPUT_BYTES, Ending, capture
+from omnibench_core.process.proctree import alive
+from omnibench_core.records import TargetEnv
+from omnibench_core.run import capabilities as caps
+from omnibench_core.store import capabilities_file
+
+COMMIT = "ab12" * 10
+
+
+def _program(tmp_path: Path, body: str) -> str:
+    """A python program at ``tmp_path/prog.py`` run by this interpreter; its argv."""
+    path = tmp_path / "prog.py"
+    path.write_text(body)
+    return str(path)
+
+
+def test_a_hung_program_is_stopped_at_the_one_deadline_and_leaves_no_process(tmp_path):
+    pidfile = tmp_path / "pid"
+    prog = _program(tmp_path, f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                              "while True:\n    print('--flag', flush=True)\n    time.sleep(0.01)\n")
+    got = capture([sys.executable, prog], 1.0)
+    assert got.ending is Ending.DEADLINE and got.returncode is None and "--flag" in got.stdout
+    assert not alive(int(pidfile.read_text()))
+    code, why = caps.run_probe([sys.executable, prog], {}, None, 1.0)
+    assert code == 124 and why.startswith("no answer within 1 s (stopped)") and "\n" not in why
+
+
+def test_a_child_left_holding_the_output_is_stopped_once_the_program_exited(tmp_path):
+    pidfile = tmp_path / "child"
+    prog = _program(tmp_path, "import subprocess, sys\n"
+                              f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                              f"open({str(pidfile)!r}, 'w').write(str(child.pid))\nprint('usage: c [--x X]')\n")
+    # a deadline the test would wait out if the lingering child held the call up
+    got = capture([sys.executable, prog], 600.0)
+    child = int(pidfile.read_text())
+    assert got.ending is Ending.EXITED and got.returncode == 0 and "--x" in got.stdout
+    assert child in got.leftovers and not alive(child)
+
+
+def test_a_child_that_left_the_group_is_found_by_its_token_and_stopped(tmp_path):
+    pidfile = tmp_path / "child"
+    prog = _program(tmp_path, "import subprocess, sys\n"
+                              "child = subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                              f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n")
+    got = capture([sys.executable, prog], 600.0)
+    child = int(pidfile.read_text())
+    assert got.ending is Ending.EXITED and not alive(child)
+
+
+def test_megabytes_are_cut_at_the_cap_and_stop_the_program(tmp_path):
+    prog = _program(tmp_path, "import sys\nsys.stdout.write('x' * 24_000_000)\nsys.stderr.write('y' * 20_000_000)\n")
+    got = capture([sys.executable, prog], 600.0)
+    assert got.ending is Ending.TOO_MUCH and len(got.stdout) + len(got.stderr) <= MAX_OUTPUT_BYTES
+    code, why = caps.run_probe([sys.executable, prog], {}, None, 600.0)
+    assert code == 125 and why.startswith(f"printed more than {MAX_OUTPUT_BYTES:,} bytes") and len(why) < 1000
+
+
+def test_output_that_is_not_utf8_is_an_answer_not_an_exception(tmp_path):
+    prog = _program(tmp_path, "import os\nos.write(1, b'usage: c [--ok X] \\xff\\xfe\\n')\nos.write(2, b'\\xc3(')\n")
+    code, out = caps.run_probe([sys.executable, prog], {}, None, 600.0)
+    assert code == 0 and caps.help_flags(out) == ("--ok",) and "\ufffd" in out
+
+
+def test_a_program_that_cannot_start_says_so(tmp_path):
+    code, why = caps.run_probe([str(tmp_path / "no-such-python")], {}, None, 600.0)
+    assert code == 127 and why.startswith("could not start")
+
+
+# -- through the probe's user: check_plan with the checkout's own (misbehaving) python ---------------------
+def _checkout(tmp_path: Path, script: str) -> TargetEnv:
+    python = tmp_path / "omni" / "bin" / "python"
+    python.parent.mkdir(parents=True, exist_ok=True)
+    python.write_text("#!/bin/sh\n" + script)
+    python.chmod(0o755)
+    return TargetEnv("sglang-omni", str(python), lambda spec, port: [], facts=SGLANG_OMNI_FACTS, cwd=str(tmp_path),
+                     revision=COMMIT, details={"checkout": str(tmp_path)})
+
+
+KEY = "-m benchmarks.eval.c"
+
+
+def _ask(target: TargetEnv, results: Path, flag: str = "--x") -> caps.Capabilities:
+    """check_plan's path for one client: asked (or read from the cache), then refused or not."""
+    client = caps.Client(KEY, (target.python, "-m", "benchmarks.eval.c", "--help"))
+    needs = [caps.Need("w", "generate", "flag", KEY, flag)]
+    found = caps.capabilities(target, {KEY: client}, (), results, progress=lambda line: None)
+    gaps = caps.missing(needs, found)
+    unanswered = [(n, w) for n, w in gaps if n.of in found.failed]
+    if unanswered:
+        raise caps.probe_failed_error(unanswered, target.revision, target.python)
+    if gaps:
+        raise caps.unsupported_error(gaps, target.revision)
+    return found
+
+
+def test_a_failed_probe_is_not_cached_says_why_and_is_asked_again(tmp_path):
+    results = tmp_path / "results"
+    broken = _checkout(tmp_path, "printf 'Traceback\\nImportError: libcuda.so.1\\n' >&2\nexit 1\n")
+    with pytest.raises(ProbeFailed) as err:
+        _ask(broken, results)
+    assert not isinstance(err.value, UnsupportedOption)  # not a fact of the era: a matrix marks it failed
+    assert "ImportError: libcuda.so.1" in str(err.value) and "era predates" not in err.value.hint
+    assert "nothing was cached" in err.value.hint and f"{broken.python} -m benchmarks.eval.c --help" in err.value.hint
+    assert not list((results / capabilities_file.CAPABILITIES).glob("*.json"))
+    mended = _checkout(tmp_path, "echo 'usage: c [--x X]'\n")  # the venv mended: asked again, answered, cached
+    assert _ask(mended, results).client_flags[KEY] == ("--x",)
+    cached = capabilities_file.load(results, COMMIT, mended.python)
+    assert cached is not None and cached.client_flags[KEY] == ("--x",) and not cached.failed
+    with pytest.raises(UnsupportedOption):  # an answer that lacks the flag is a fact of the era
+        _ask(mended, results, flag="--y")
+
+
+def test_answers_are_cached_per_interpreter(tmp_path):
+    results = tmp_path / "results"
+    target = _checkout(tmp_path, "echo 'usage: c [--x X]'\n")
+    _ask(target, results)
+    assert capabilities_file.load(results, COMMIT, target.python) is not None
+    assert capabilities_file.load(results, COMMIT, "/another/venv/bin/python") is None
+    saved = json.loads(capabilities_file.path_for(results, COMMIT, target.python).read_text())
+    assert saved["client_flags"] == {KEY: ["--x"]}
