@@ -112,6 +112,7 @@ def sweep_load(c, given):
     a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
     with reported():
         settings = settings_from(c, given)
+        api.check_clean(settings, given.allow_dirty, "sweep")
         spec = sweep_execute.spec_from(
             given.workload, concurrency=given.concurrency, request_rate=given.request_rate, runs=given.runs,
             options=given.opt or [], client=given.client, retries=given.retries, scoring=given.scoring, slo=given.slo,
@@ -263,6 +264,7 @@ def matrix(c, given):
     """Every revision x option set one campaign, on slots side by side; then a table and compares."""
     with reported():
         settings = settings_from(c, given)
+        api.check_clean(settings, given.allow_dirty, "matrix")
         result = scale.matrix(settings, revisions_spec=given.revisions, workloads=given.workload,
                               sweep=given.sweep or [], options=given.opt or [], runs=given.runs, client=given.client,
                               engine=engine_of(settings, given), resume=given.resume, threshold=given.threshold,
@@ -278,6 +280,7 @@ def bisect(c, given):
     """The first commit where METRIC got worse, k commits a round on k slots; reuses campaigns."""
     with reported():
         settings = settings_from(c, given)
+        api.check_clean(settings, given.allow_dirty, "bisect")
         result = scale.bisect(settings, good=given.good, bad=given.bad, metric=given.metric, workloads=given.workload,
                               threshold=given.threshold, runs=given.runs, options=given.opt or [],
                               client=given.client, engine=engine_of(settings, given), progress=emit)
@@ -302,6 +305,7 @@ def ab(c, given):
     """An A/B experiment: warm-ups, then rounds of A and B on one host, judged on paired rounds."""
     with reported(), working(emit, "A/B: checking the request, planning the slots and preparing both sides") as say:
         settings = settings_from(c, given)
+        api.check_clean(settings, given.allow_dirty, "ab")
         on = ab_layer.slots_for(settings, given.design, given.slots, given.slot_per, given.slot_cpus, progress=say)
         request = ab_layer.request_from(
             settings, given.workload, a_opts=given.a_opt or [], b_opts=given.b_opt or [], a_sets=given.a_set or [],

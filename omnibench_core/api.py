@@ -30,7 +30,9 @@ from .run import capabilities, environment, layout, ownership
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
+from .setup.checkout_layout import checkout_packages
 from .setup.doctor import Check
+from .setup.tree_state import TreeState, tree_state
 from .statuses import RunStatus
 
 
@@ -277,6 +279,31 @@ def prepare_target(settings: Settings) -> TargetEnv:
 def revision_dir(settings: Settings) -> Path:
     """``<results>/<revision>`` of the configured target (where its runs go)."""
     return layout.revision_dir(settings.run.results_root, prepare_target(settings).folder)
+
+
+def check_clean(settings: Settings, allow_dirty: bool, command: str) -> None:
+    """Refuse ``command`` (``matrix``, ``bisect``, ``ab``, ``sweep``) on a target measuring a
+    checkout with uncommitted edits, unless ``allow_dirty``: its numbers would be filed under a
+    commit whose code they did not measure. With ``allow_dirty`` the runs go to the dirty tree's own
+    folder (``<commit>-dirty-<digest>``) and record the digest and files."""
+    _, registry = plugin_manager.load()
+    if allow_dirty or not registry.get("target", settings.run.target).facts.from_checkout:
+        return
+    checkout = Path(settings.run.checkout).expanduser()
+    state = tree_state(checkout, checkout_packages(checkout), settings.tools.git)
+    if state is not None and state.dirty:
+        raise SettingsError(f"the checkout {checkout} has uncommitted changes; `invoke {command}` measures "
+                            f"committed code: {state.listed()}",
+                            evidence={"checkout": str(checkout), "changed files": state.listed()},
+                            hint="commit or stash them (git stash -u), or pass --allow-dirty to measure the tree as "
+                                 "it is (its runs go to <commit>-dirty-<digest> and record the files)")
+
+
+def dirty_files(settings: Settings) -> str:
+    """The configured target's uncommitted files, listed for a message ("" when its tree is clean)."""
+    details = prepare_target(settings).details
+    return TreeState(details.get("dirty_digest", ""), tuple(details.get("dirty_files", "").split("\n"))).listed() \
+        if details.get("dirty_digest") else ""
 
 
 def diagnose(settings: Settings) -> list[Check]:

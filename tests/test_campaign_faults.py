@@ -509,6 +509,55 @@ def test_a_commit_in_the_checkout_during_an_ab_experiment_stops_it(tmp_path):
     assert experiment["status"] == "stopped" and {a["revision"] for a in experiment["attempts"]} == {first[:7]}
 
 
+def _edit(co: Path) -> None:
+    """An uncommitted edit of a tracked file of the checkout (what its commit serves)."""
+    with (co / "standin.json").open("a") as fh:
+        fh.write("\n")
+
+
+@pytest.mark.slow
+def test_an_uncommitted_edit_during_a_campaign_stops_it_naming_the_file_and_undoing_it_finishes_it(tmp_path):
+    """Issue 42: an edit that is not committed moved nothing, and a campaign counted a clean run1 and an
+    edited run3 together. The tree's state is part of the revision: the edit stops the campaign, naming
+    the file; with the file put back, the same command finishes it."""
+    co, first, env, flags = _standin_checkout(tmp_path)
+    results = tmp_path / "results"
+    argv = _argv("measure", "-w", "selftest", "--runs", "3", "--name", "edited", *flags, *STANDIN_SELFTEST)
+    old = results / first[:7]
+    out, err, _ = _commit_when(argv, env, co, lambda: (old / "run1").exists(), act=lambda: _edit(co))
+    assert "the checkout's uncommitted files changed while campaign 'edited' measured" in err, err
+    assert f"({first[:7]} -> {first[:7]}-dirty-" in err and ": standin.json" in err and "Traceback" not in err
+    campaign = campaign_file.load(old / "campaigns" / "edited.json")
+    assert campaign.status.value == "stopped" and len(campaign.measured()) < 3
+
+    subprocess.run(["git", "-C", str(co), "checkout", "--", "standin.json"], check=True)  # put back: finishes
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    campaign = campaign_file.load(old / "campaigns" / "edited.json")
+    assert campaign.status.value == "complete" and len(campaign.measured()) == 3
+    assert not list(results.glob(f"{first[:7]}-dirty-*/run*"))  # no run of the edited tree counted or kept
+
+
+@pytest.mark.slow
+def test_a_dirty_checkout_is_refused_by_ab_and_an_edit_during_it_stops_it(tmp_path):
+    """Issue 42: `invoke ab` on a dirty checkout is refused before anything starts (naming the file and
+    --allow-dirty); begun clean, an uncommitted edit between its rounds stops it, naming the file."""
+    co, first, env, flags = _standin_checkout(tmp_path)
+    results = tmp_path / "results"
+    argv = _argv("ab", "-w", "selftest", "--aa", "--rounds", "3", "--design", "sequential", *flags, *STANDIN_SELFTEST)
+    _edit(co)
+    refused = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1 and f"the checkout {co} has uncommitted changes" in refused.stderr, refused.stderr
+    assert "standin.json" in refused.stderr and "--allow-dirty" in refused.stderr and not results.exists()
+    subprocess.run(["git", "-C", str(co), "checkout", "--", "standin.json"], check=True)
+    out, err, _ = _commit_when(argv, env, co, lambda: (results / first[:7] / "run1").exists(), act=lambda: _edit(co))
+    assert "checkout changed its uncommitted files while the experiment measured" in err, out[-3000:] + err[-3000:]
+    assert ": standin.json" in err and "Traceback" not in err
+    (path,) = results.glob("ab/*.json")
+    experiment = json.loads(path.read_text())
+    assert experiment["status"] == "stopped" and {a["revision"] for a in experiment["attempts"]} == {first[:7]}
+
+
 # selftest.delay: each server loads 1.5 s, so the runs after the one the tests wait for (during
 # which they commit) take seconds each: a commit is made long before the last run starts
 STANDIN_SELFTEST = ("-o", "selftest.serve_with_target=true", "-o", "selftest.children=0", "-o", "selftest.requests=2",
@@ -529,13 +578,17 @@ def _standin_checkout(tmp_path: Path) -> tuple[Path, str, dict[str, str], tuple[
     return co, first, env, ("--target", "sglang-omni", "--checkout", str(co), "--port", str(free_port()))
 
 
-def _commit_when(argv: list[str], env: dict[str, str], co: Path, ready) -> tuple[str, str, str]:
-    """Start ``argv``; when ``ready()`` holds, commit in ``co``; wait for the command to fail.
-    Returns its output and the new commit's short name."""
+def _commit_when(argv: list[str], env: dict[str, str], co: Path, ready, act=None) -> tuple[str, str, str]:
+    """Start ``argv``; when ``ready()`` holds, commit in ``co`` (or call ``act()``: an uncommitted
+    edit); wait for the command to fail. Returns its output and the commit's short name."""
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(ready, what="the measuring to be under way")
-        subprocess.run(["git", "-C", str(co), "commit", "-q", "--allow-empty", "-m", "moved on"], check=True)
+        wait_for(lambda: ready() or proc.poll() is not None, what="the measuring to be under way")
+        assert proc.poll() is None, "the command ended before the measuring was under way: " + proc.communicate()[1]
+        if act is not None:
+            act()
+        else:
+            subprocess.run(["git", "-C", str(co), "commit", "-q", "--allow-empty", "-m", "moved on"], check=True)
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:

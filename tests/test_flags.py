@@ -43,6 +43,15 @@ def test_every_flag_of_every_task_has_a_check_and_none_shadows_h():
             assert arg.kind in (str, bool, list), f"{name}: Invoke would convert --{arg.name} itself"
 
 
+def test_o_is_opt_in_every_task_that_has_opt():
+    """`-o` was --opt in run and measure but --a-opt in ab (Invoke gives short flags in the order of
+    the signature): a test's `-o selftest.x=1` made an "A/A" whose sides differed."""
+    has_opt = {name: {alias for arg in task.get_arguments() if arg.name == "opt" for alias in arg.names}
+               for name, task in every_task() if any(arg.name == "opt" for arg in task.get_arguments())}
+    assert {"run", "measure", "ab", "matrix", "sweep"} <= set(has_opt)
+    assert {name: names for name, names in has_opt.items() if "o" not in names} == {}
+
+
 def no_traceback(done: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
 

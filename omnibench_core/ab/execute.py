@@ -34,6 +34,7 @@ from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
 from ..settings import Settings
+from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..store import manifest as manifest_file
 from ..store.names import lock_path
@@ -540,6 +541,16 @@ class _Driver:
         the next runs would measure other code than the rounds before them)."""
         now = api.revision_dir(settings).name
         before = sorted({a.revision for a in self.experiment.attempts if a.side == side and a.revision} - {now})
+        if before and dirty_base(before[-1]) == dirty_base(now):  # the same commit: uncommitted edits moved it
+            files = api.dirty_files(settings)
+            raise ExperimentStopped(
+                f"side {side}'s checkout changed its uncommitted files while the experiment measured ({before[-1]} -> "
+                f"{now}); its next runs would measure other code than its rounds so far"
+                + (f": {files}" if files else ": the tree is clean again"),
+                evidence={"experiment": str(self.path), "side's revision": ", ".join(before), "revision now": now,
+                          "changed files now": files or "none"},
+                hint="to finish this experiment, put the files back as they were and repeat the command: its rounds "
+                     "are kept; to measure the edit, commit it and pass --name for a new experiment")
         if before:
             raise ExperimentStopped(
                 f"side {side}'s revision moved from {before[-1]} to {now} while the experiment measured; its next "

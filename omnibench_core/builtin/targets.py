@@ -16,8 +16,9 @@ from ..errors import SettingsError
 from ..hooks.specs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
 from ..settings import STREAM_DELAYS, Settings
-from ..setup.checkout_layout import check_checkout, system_package, venv_env
+from ..setup.checkout_layout import check_checkout, checkout_packages, system_package, venv_env
 from ..setup.gitinfo import git_revision
+from ..setup.tree_state import TreeState, tree_state
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
 from .scorers import ASR_MODEL
 from .serve_flags import check_serve_args
@@ -25,7 +26,8 @@ from .serve_flags import check_serve_args
 # The runbook's shell block: `unset ...; export ...`.
 SGLANG_OMNI_UNSET = ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")
 
-SGLANG_OMNI_FACTS = TargetFacts(own_clients=True, uses_gpu=True)
+LOCAL_PACKAGES = ("omnibench_core", "plugins")  # the local target serves omnibench's own code
+SGLANG_OMNI_FACTS = TargetFacts(own_clients=True, uses_gpu=True, from_checkout=True)
 LOCAL_FACTS = TargetFacts(own_clients=False, uses_gpu=False, substitutes={
     "asr": "pocketsphinx 5.1.1 en-us (local substitute for Qwen3-ASR-1.7B)",
     "video_answer": LOCAL_VIDEO_ANSWER,
@@ -56,9 +58,17 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     # REV_OK's package is the one the checkout's own `sgl-omni` console script runs (sglang_omni
     # upstream, sglang_omni_standin in the stand-in), read from its pyproject.toml
     facts = replace(SGLANG_OMNI_FACTS, package=system_package(checkout))
+    # an uncommitted edit is part of the revision: a dirty tree's runs go to their own folder
+    state = _state(checkout, checkout_packages(checkout), settings.tools.git)
     return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=facts, env=env,
-                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus,
-                     revision=co.revision, dirty=co.dirty, details={"checkout": str(checkout), "venv": str(venv)})
+                     unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus, revision=co.revision, dirty=co.dirty,
+                     results_folder=short_revision(co.revision) + state.folder_suffix(),
+                     details={"checkout": str(checkout), "venv": str(venv), **state.details()})
+
+
+def _state(root: Path, packages: tuple[str, ...], git: str) -> TreeState:
+    """The tree's state, or a clean one where git cannot say (not a work tree: nothing to diff)."""
+    return tree_state(root, packages, git) or TreeState()
 
 
 def prepare_local(settings: Settings) -> TargetEnv:
@@ -78,6 +88,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
     rev = git_revision(source, settings.tools.git)
     version = omnibench_version()
     revision, dirty = rev if rev else (f"omnibench-{version}", "")
+    state = _state(source.parent, LOCAL_PACKAGES, settings.tools.git) if rev else TreeState()
     delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
     if delay and settings.run.local_stream_delay:
         delay += ["--delay-on", STREAM_DELAYS[settings.run.local_stream_delay]]
@@ -91,10 +102,11 @@ def prepare_local(settings: Settings) -> TargetEnv:
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"},
-                     gpus=(), revision=revision, dirty=dirty, results_folder=f"local-{short_revision(revision)}",
+                     gpus=(), revision=revision, dirty=dirty,
+                     results_folder=f"local-{short_revision(revision)}{state.folder_suffix()}",
                      # the repository whose commit names the folder: the history reads that commit's
                      # time and subject there (its "committed" and "subject" columns)
-                     details={"omnibench": version, "checkout": str(source.parent)})
+                     details={"omnibench": version, "checkout": str(source.parent), **state.details()})
 
 
 def omnibench_version() -> str:

@@ -19,6 +19,7 @@ from ..process.cpus import check_cpus_here
 from ..records import PHASES, UNSCORED, Phase, ScorePolicy
 from ..run import ownership
 from ..settings import Settings
+from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, CampaignStatus, RunStatus
 from ..store import manifest as manifest_file
 from ..store.names import check_name, lock_path, under_root
@@ -41,14 +42,25 @@ class RevisionMoved(CampaignStopped):
     its next run would measure other code, in another revision folder than the campaign's."""
 
 
-def revision_moved(was: Path, now: Path, what: str, where: Path) -> RevisionMoved:
+def revision_moved(was: Path, now: Path, what: str, where: Path, files: str = "") -> RevisionMoved:
     """The error for ``what`` (``campaign 'x'``, ``sweep 'y'``), recorded at ``where``, begun on
-    revision folder ``was`` when the target's runs would now go to ``now``."""
+    revision folder ``was`` when the target's runs would now go to ``now``; ``files``: the
+    uncommitted files the tree has now, when only they moved it."""
+    base_was, base_now = (dirty_base(p.name) for p in (was, now))
+    if base_was == base_now:  # the commit is the same: uncommitted edits moved it
+        return RevisionMoved(
+            f"the checkout's uncommitted files changed while {what} measured ({was.name} -> {now.name}); its runs "
+            "would measure other code" + (f": {files}" if files else ": the tree is clean again"),
+            evidence={"record": str(where), "measured revision": was.name, "revision now": now.name,
+                      "changed files now": files or "none"},
+            hint=f"to finish it, put the files back as they were (its runs are kept in {was.name}) and repeat the "
+                 "command; to measure the edit, commit it (or repeat it as it is: it starts anew in "
+                 f"{now.name})")
     return RevisionMoved(
         f"the target's revision moved from {was.name} to {now.name} while {what} measured; its runs would "
         f"measure other code",
         evidence={"record": str(where), "measured revision": was.name, "revision now": now.name},
-        hint=f"to finish it, go back to {was.name.rsplit('-', 1)[-1]} (git checkout) and repeat the command: its "
+        hint=f"to finish it, go back to {base_was.rsplit('-', 1)[-1]} (git checkout) and repeat the command: its "
              f"runs are kept; to measure the new code, repeat it where you are: it starts anew in {now.name}")
 
 
@@ -95,7 +107,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     api.check_supported(settings, asked.workloads, options=asked.options, client=asked.client, progress=progress)
     revision = api.revision_dir(settings)
     if expect is not None and revision != expect[0]:
-        raise revision_moved(expect[0], revision, expect[1], expect[2])
+        raise revision_moved(expect[0], revision, expect[1], expect[2], api.dirty_files(settings))
     if name is not None:
         check_name(name, "campaign name")  # a given name: one folder entry (the flag checked it too)
     name = name or campaign_file.name_for(revision, asked.identity())
@@ -257,7 +269,8 @@ class _Driver:
         revision folder: a campaign measures one revision's code, and its runs are found by name in
         its own folder (measured elsewhere, they were never found, and it measured on forever)."""
         if now != self.revision:
-            raise revision_moved(self.revision, now, f"campaign {self.campaign.name!r}", self.path)
+            raise revision_moved(self.revision, now, f"campaign {self.campaign.name!r}", self.path,
+                                 api.dirty_files(self.settings))
 
     def _moved_during(self, slot: int, attempt: Attempt) -> None:
         """After a run (or its REV_OK failure): if the revision moved meanwhile, servers started after

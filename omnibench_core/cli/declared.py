@@ -48,6 +48,8 @@ FLAGS: dict[str, Flag] = {
                 "each workload's options with type, range and default; a bad value is refused before any server "
                 "starts", repeatable=True),
     "checkout": Flag(f.text(), "sglang-omni checkout (target sglang-omni)"),
+    "allow_dirty": Flag(f.SWITCH, "measure a checkout with uncommitted changes (refused without it): its runs go to "
+                        "<commit>-dirty-<digest> and record the changed files", False),
     "gpus": Flag(f.gpu_ids(), "GPUs for the servers, CUDA_VISIBLE_DEVICES (default 0)"),
     "cpus": Flag(f.cpu_set(here=True), "CPU set to pin every process to, e.g. 2-15,66-79 (BENCH_CPUS)"),
     # --client: each workload checks it against its own choices
@@ -126,7 +128,7 @@ def _parsed(example: str, parse: str) -> f.AnyCheck:
 
 
 SWEEP = pick(
-    "workload", "target", "results", "port", "runs", "opt", "checkout", "gpus", "cpus", "client", "retries", "scoring",
+    "workload", "target", "results", "port", "runs", "opt", "checkout", "allow_dirty", "gpus", "cpus", "client", "retries", "scoring",
     "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score",
     workload=Flag(f.text(empty=False), "the workload to sweep (one; it needs a max_concurrency option for "
                   "--concurrency and a request_rate option for --request-rate: seedtts has both)", REQUIRED),
@@ -225,7 +227,7 @@ _SCALE = dict(
     port=FLAGS["port"].but(help="base port (slot k serves on port + k)"))
 
 MATRIX = pick(
-    "workload", "revisions", "sweep", "opt", "runs", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",
+    "workload", "revisions", "sweep", "opt", "runs", "allow_dirty", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",
     "threshold", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
     "server_profile", "engine_opt", **_SCALE,
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
@@ -237,7 +239,7 @@ MATRIX = pick(
     resume=Flag(f.SWITCH, "keep complete campaigns and runs, continue the others", False))
 
 BISECT = pick(
-    "good", "bad", "metric", "workload", "threshold", "runs", "opt", "slots", "slot_per", "slot_cpus", "engine",
+    "good", "bad", "metric", "workload", "threshold", "runs", "allow_dirty", "opt", "slots", "slot_per", "slot_cpus", "engine",
     "address", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
     "server_profile", "engine_opt", **_SCALE,
     good=Flag(f.revision(), "a commit where the metric is good", REQUIRED),
@@ -276,8 +278,9 @@ HISTORY = {
                                           "compare's)"),
 }
 
-AB = pick(
-    "workload", "a_rev", "b_rev", "rounds", "design", "a_opt", "b_opt", "a_set", "b_set", "opt", "aa", "seed",
+AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every other task
+    "workload", "opt", "a_rev", "b_rev", "rounds", "design", "a_opt", "b_opt", "a_set", "b_set", "aa", "seed",
+    "allow_dirty",
     "retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide", "slots",
     "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client", "server_profile",
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),

@@ -244,12 +244,15 @@ class TargetFacts:
     ``uses_gpu``: its servers run on GPUs, so GPU_FREE and GPU facts apply.
     ``package``: the top-level python package of the system under test, which REV_OK finds in the
     revision's own worktree ("" where the target runs no checkout's code).
+    ``from_checkout``: the system under test is the code of a checkout (``omnibench.checkout``), so a
+    dirty one is refused where a verdict is asked (matrix, bisect, ab, sweep) unless allowed.
     """
 
     own_clients: bool = False
     substitutes: Mapping[str, str] = field(default_factory=dict)
     uses_gpu: bool = False
     package: str = ""
+    from_checkout: bool = False
 
     def substitute(self, role: str) -> str:
         """What stands in for ``role`` here ("" when the real thing runs)."""

@@ -110,6 +110,16 @@ def system_package(checkout: Path) -> str:
     return target.split(":", 1)[0].split(".", 1)[0].strip() if target else ""
 
 
+# the packages besides the served one whose files the server and clients import from the checkout
+CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
+
+
+def checkout_packages(checkout: Path) -> tuple[str, ...]:
+    """The checkout's own packages a run imports: the one ``sgl-omni`` serves, the router, the
+    clients and scorers (``benchmarks``)."""
+    return tuple(p for p in (system_package(checkout), *CHECKOUT_PACKAGES) if p)
+
+
 def venv_env(venv: Path) -> dict[str, str]:
     """What ``. omni/bin/activate`` sets."""
     return {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -1,0 +1,102 @@
+"""Issue 42 item 2: the checkout's state is part of the revision. Its uncommitted edits (``git diff
+HEAD``) and the untracked files under the packages a run imports name a folder of their own
+(``<commit>-dirty-<digest>``) and are recorded; matrix, bisect, ab and sweep refuse a dirty checkout
+unless --allow-dirty. Real git repositories and the user's commands throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpu_helpers import write_fake_nvidia_smi
+from run_helpers import REPO, free_port
+from scale_helpers import make_revisions_checkout
+
+from omnibench_core.setup.tree_state import TreeState, dirty_base, tree_state
+from omnibench_core.store import manifest as manifest_file
+
+
+def _repo(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mod.py").write_text("X = 1\n")
+    (root / "README").write_text("hi\n")
+    (root / ".gitignore").write_text("*.log\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    return root
+
+
+def test_a_clean_tree_has_no_state_and_each_kind_of_change_has_its_own(tmp_path):
+    root = _repo(tmp_path / "co")
+    assert tree_state(root, ["pkg"]) == TreeState()
+    (root / "notes.txt").write_text("untracked outside the packages\n")
+    (root / "pkg" / "run.log").write_text("ignored\n")
+    assert tree_state(root, ["pkg"]) == TreeState()  # neither is imported as the package's code
+    (root / "pkg" / "stray.py").write_text("Y = 2\n")  # an untracked module the import can find
+    stray = tree_state(root, ["pkg"])
+    assert stray is not None and stray.dirty and stray.files == ("pkg/stray.py",)
+    (root / "pkg" / "stray.py").write_text("Y = 3\n")
+    assert tree_state(root, ["pkg"]).digest != stray.digest  # its content counts, not its name alone
+    (root / "pkg" / "stray.py").unlink()
+    (root / "pkg" / "mod.py").write_text("X = 2\n")  # an edit of a tracked file
+    edited = tree_state(root, ["pkg"])
+    assert edited.files == ("pkg/mod.py",) and edited.folder_suffix() == f"-dirty-{edited.digest[:8]}"
+    assert dirty_base("abc1234" + edited.folder_suffix()) == "abc1234"
+    assert tree_state(tmp_path / "nowhere", ["pkg"]) is None
+
+
+def _invoke(results: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **env}, timeout=600)
+
+
+@pytest.fixture
+def dirty_checkout(tmp_path):
+    co = tmp_path / "co"
+    (first,) = make_revisions_checkout(co, [0])
+    subprocess.run(["sh", str(co / ".github" / "scripts" / "prepare_omni_venv.sh")], check=True, capture_output=True,
+                   env={**os.environ, "OMNI_CI_HOME": str(tmp_path / "ci")})
+    with (co / "standin.json").open("a") as fh:
+        fh.write("\n")
+    return co, first
+
+
+@pytest.mark.parametrize("argv", [
+    ("matrix", "-w", "selftest", "--revisions", "HEAD"),
+    ("bisect", "-w", "selftest", "--good", "HEAD", "--bad", "HEAD", "--metric", "selftest.latency_mean_s"),
+    ("ab", "-w", "selftest", "--aa"),
+    ("sweep", "-w", "seedtts", "--concurrency", "1,2"),
+])
+def test_matrix_bisect_ab_and_sweep_refuse_a_dirty_checkout_before_anything_starts(tmp_path, dirty_checkout, argv):
+    co, _ = dirty_checkout
+    results = tmp_path / "results"
+    done = _invoke(results, *argv, "--target", "sglang-omni", "--checkout", str(co))
+    assert done.returncode == 1, done.stdout + done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first == f"error: the checkout {co} has uncommitted changes; `invoke {argv[0]}` measures committed code: " \
+                    "standin.json", done.stderr
+    assert "--allow-dirty" in done.stderr and "git stash -u" in done.stderr and "Traceback" not in done.stderr
+    assert not results.exists()
+
+
+@pytest.mark.slow
+def test_a_dirty_trees_run_goes_to_its_own_folder_and_records_the_digest_and_files(tmp_path, dirty_checkout):
+    co, first = dirty_checkout
+    results = tmp_path / "results"
+    smi = write_fake_nvidia_smi(tmp_path / "bin", [10])
+    done = _invoke(results, "run", "-w", "selftest", "--target", "sglang-omni", "--checkout", str(co),
+                   "--port", str(free_port()), "-o", "selftest.serve_with_target=true", "-o", "selftest.children=0",
+                   "-o", "selftest.requests=2", "-o", "selftest.delay=0.05", INVOKE_OMNIBENCH_NVIDIA_SMI=str(smi))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = results.glob(f"{first[:7]}-dirty-*")
+    state = tree_state(co, ["benchmarks"])
+    assert folder.name == first[:7] + state.folder_suffix()
+    details = manifest_file.read(folder / "run0").target_details
+    assert details["dirty_digest"] == state.digest and details["dirty_files"] == "standin.json"
+    assert json.loads((folder / "run0" / "manifest.json").read_text())["dirty"] is True
