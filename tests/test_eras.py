@@ -201,6 +201,88 @@ def test_matrix_lists_a_not_measurable_commit_as_such(tmp_path):
     assert JobStatus("not-measurable") is JobStatus.NOT_MEASURABLE
 
 
+# -- serve's era, asked of the checkout -------------------------------------------------------------------
+
+LEGACY_HELP = ("Usage: sgl-omni serve [OPTIONS]\n│ --model-path TEXT │\n│ --port INTEGER │\n│ --model-name TEXT │\n"
+               "│ --thinker-mem-fraction-static FLOAT │\n│ --talker-mem-fraction-static FLOAT │\n"
+               "│ --thinker-max-seq-len INTEGER │\n│ --version [legacy|v1] │\n")
+
+
+def _legacy_checkout(tmp_path: Path, help_text: str = LEGACY_HELP, code: int = 0) -> Path:
+    """A fake checkout whose `sgl-omni serve --help` prints ``help_text`` (and counts its calls)."""
+    from checkout_helpers import make_fake_checkout
+
+    root = make_fake_checkout(tmp_path / "co")
+    (root / ".git" / "info" / "exclude").write_text("omni\n")  # a clean commit: its answers are cached
+    serve = root / "omni" / "bin" / "sgl-omni"
+    (tmp_path / "help.txt").write_text(help_text)
+    (tmp_path / "code.txt").write_text(f"{code}\n")
+    serve.write_text(f"#!/bin/sh\necho asked >> {tmp_path / 'asked.log'}\ncat {tmp_path / 'help.txt'}\n"
+                     f"exit $(cat {tmp_path / 'code.txt'})\n")
+    return root
+
+
+def _asked(tmp_path: Path) -> int:
+    log = tmp_path / "asked.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_the_target_speaks_the_era_its_checkouts_serve_help_names_and_caches_it_per_commit(tmp_path):
+    from omnibench_core.builtin.targets import prepare_sglang_omni
+    from omnibench_core.records import ServeSpec
+    from omnibench_core.store import serve_help_file
+
+    root, results = _legacy_checkout(tmp_path), tmp_path / "results"
+    results.mkdir()
+    settings = Settings.of(checkout=str(root), results=str(results))
+    spec = ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo", args=(
+        "--thinker.engine.mem_fraction_static", "0.55", "--thinker.factory.max_seq_len", "8192"))
+    env = prepare_sglang_omni(settings)
+    argv = env.serve_argv(spec, 8000)
+    assert argv[2:] == ["--model-path", "openbmb/MiniCPM-o-4_5", "--model-name", "minicpmo",
+                        "--thinker-mem-fraction-static", "0.55", "--thinker-max-seq-len", "8192", "--port", "8000"]
+    assert _asked(tmp_path) == 1
+    cached = serve_help_file.load(results, env.revision)
+    assert cached is not None and "--thinker-max-seq-len" in cached.flags
+    prepare_sglang_omni(settings).serve_argv(spec, 8001)  # another run of the commit: from the cache
+    assert _asked(tmp_path) == 1
+    # the doctored case: the same checkout whose serve is of the ConfigPatch era passes the flags as written
+    serve_help_file.path_for(results, env.revision).unlink()
+    (tmp_path / "help.txt").write_text("Usage: sgl-omni serve [OPTIONS]\n  --model-path TEXT  --port INTEGER\n")
+    assert prepare_sglang_omni(settings).serve_argv(spec, 8000)[6:-2] == list(spec.args)
+
+
+def test_a_serve_help_that_fails_is_refused_naming_it_and_asked_again_next_time(tmp_path):
+    from omnibench_core.builtin.targets import prepare_sglang_omni
+    from omnibench_core.records import ServeSpec
+    from omnibench_core.store import serve_help_file
+
+    root, results = _legacy_checkout(tmp_path, "Traceback...\nImportError: no module named typer\n", code=1), \
+        tmp_path / "results"
+    results.mkdir()
+    settings = Settings.of(checkout=str(root), results=str(results))
+    spec = ServeSpec("seedtts", model_path="m", args=("--thinker.factory.max_seq_len", "8192"))
+    for attempt in (1, 2):
+        with pytest.raises(OmnibenchError, match="did not say which flags its sgl-omni serve takes") as caught:
+            prepare_sglang_omni(settings).serve_argv(spec, 8000)
+        assert "ImportError" in caught.value.evidence["output"] and _asked(tmp_path) == attempt
+    assert serve_help_file.load(results, prepare_sglang_omni(settings).revision) is None  # a failure is never cached
+    (tmp_path / "help.txt").write_text("Usage: sgl-omni serve\n  --port INTEGER\n")  # no era's help
+    (tmp_path / "code.txt").write_text("0\n")
+    with pytest.raises(SettingsError, match="of no serve era omnibench knows"):
+        prepare_sglang_omni(settings).serve_argv(spec, 8000)
+
+
+def test_an_era_without_a_spelling_is_refused_by_the_run_before_its_directory_or_server_exists(tmp_path):
+    help_0726 = LEGACY_HELP.replace("│ --thinker-max-seq-len INTEGER │\n", "│ --decode-mode TEXT │\n")
+    root, results = _legacy_checkout(tmp_path, help_0726), tmp_path / "results"
+    settings = Settings.of(target="sglang-omni", checkout=str(root), results=str(results), port=free_port())
+    with pytest.raises(UnsupportedOption) as caught:
+        api.run(settings, ["seedtts"], options=["seedtts.max_samples=1", "seedtts.client=native"], progress=lambda _: None)
+    assert caught.value.option == "--thinker.factory.max_seq_len" and "legacy-03b5a6e" in str(caught.value)
+    assert not list(results.glob("*/run*"))  # the claimed run directory released, no server log
+
+
 # -- real stand-in checkouts -------------------------------------------------------------------------------
 
 @pytest.mark.slow
