@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -150,7 +150,8 @@ def run(
         raise storage_error(f"claiming a run directory in {revision}", exc) from exc
     try:
         plan = _plan(registry, settings, chosen, opts, target_env, slot, run_dir)
-        # the checkout's era supports every flag and keyword the plan passes, before any server starts
+        # the checkout's era takes every server setting, flag and keyword the plan passes, before any server starts
+        check_servers(plan.steps, target_env, slot.port)
         capabilities.check_plan(plan.steps, target_env, settings.run.results_root, progress=progress)
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
@@ -187,6 +188,7 @@ def score_runs(
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
     plans = [_plan(registry, settings, chosen, opts, target_env, slot, Path(d)) for d in run_dirs]
     for plan in plans[:1] if quality else ():  # the same steps for every run: one check (unscored: none run)
+        check_servers(plan.steps, target_env, slot.port)
         capabilities.check_plan(plan.steps, target_env, settings.run.results_root, progress=progress)
     with beating(progress) as beat:
         runners = [Runner(plan, progress=beat, on_start=manager.notify_run_start) for plan in plans]
@@ -210,7 +212,17 @@ def check_supported(settings: Settings, workloads: Sequence[str], *, options: Se
     never_made = revision / "run-capability-probe"  # planning only builds argv lists: nothing is written
     steps = {w.name: plan_steps(registry, w, RunContext(never_made, w.name, slot.endpoint, opts[w.name], target_env,
                                                          settings.run)) for w in chosen}
+    check_servers(steps, target_env, slot.port)
     capabilities.check_plan(steps, target_env, settings.run.results_root, progress=progress)
+
+
+def check_servers(steps: Mapping[str, Sequence[Step]], target_env: TargetEnv, port: int) -> None:
+    """Build every server's argv the planned ``steps`` start, so a setting the target refuses (one
+    the checkout's serve era cannot take: :class:`~omnibench_core.errors.UnsupportedOption`) is
+    refused before any server starts, not when its step comes."""
+    for spec in dict.fromkeys(s.server for planned in steps.values() for s in planned if s.server is not None):
+        if spec is not None and not spec.argv:
+            target_env.serve_argv(spec, port)
 
 
 def _resolve(settings: Settings, workloads: Sequence[str], options: Sequence[str], client: str | None,

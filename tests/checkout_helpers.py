@@ -18,7 +18,10 @@ def make_fake_checkout(root: Path) -> Path:
     (root / "omni").symlink_to(venv, target_is_directory=True)
     (bin_dir / "python").symlink_to(sys.executable)
     serve = bin_dir / "sgl-omni"
-    serve.write_text("#!/bin/sh\necho fake sgl-omni \"$@\"\n")
+    # its --help is the ConfigPatch era's (named flags, no --thinker-mem-fraction-static): the target asks it
+    serve.write_text("#!/bin/sh\ncase \"$*\" in *--help*) echo 'Usage: sgl-omni serve [OPTIONS]'; "
+                     "echo '  --model-path TEXT  --model-name TEXT  --port INTEGER  --mem-fraction-static FLOAT';; "
+                     "*) echo fake sgl-omni \"$@\";; esac\n")
     serve.chmod(0o755)
     (root / "README.md").write_text("fake checkout\n")
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]

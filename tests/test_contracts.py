@@ -22,7 +22,7 @@ from upstream_contracts import FIXTURES, argv_problems, flags, load, provenance
 
 from omnibench_core.builtin import serve_flags
 from omnibench_core.builtin.targets import prepare_sglang_omni
-from omnibench_core.errors import SettingsError
+from omnibench_core.errors import SettingsError, UnsupportedOption
 from omnibench_core.records import Command, Endpoint, RunContext, ServeSpec
 from omnibench_core.settings import RunSettings, Settings
 from omnibench_plugins.seedtts import hooks as seedtts
@@ -36,7 +36,7 @@ SEEDTTS, VIDEOAMME, SERVE = load("benchmark_omni_seedtts"), load("benchmark_omni
 def test_every_fixture_names_its_upstream_file_at_a_commit():
     names = sorted(p.stem for p in FIXTURES.glob("*.json"))
     assert names == ["benchmark_omni_seedtts", "benchmark_omni_videoamme", "ci-scripts", "output-keys",
-                     "sgl-omni-serve", "signatures", "taskset-cpulist"]
+                     "sgl-omni-serve", "sgl-omni-serve-legacy", "signatures", "taskset-cpulist"]
     for name in names:
         found = provenance(load(name))
         assert found, name
@@ -149,6 +149,70 @@ def test_serve_flags_module_is_the_recorded_upstream():
     assert set(serve_flags.TOP_FLAGS) == set(recorded)
     for name, kind in serve_flags.TOP_FLAGS.items():
         assert (kind or "bool") == recorded[name].type, name
+
+
+# -- serve's eras: the legacy serves, recorded, and the runbook's settings in their spelling ----------
+LEGACY = load("sgl-omni-serve-legacy")
+RUNBOOK_SERVE = ("--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static", "0.15",
+                 "--thinker.factory.max_seq_len", "8192")
+
+
+def _era_contracts():
+    """Each legacy era of serve_flags with the record it is held to."""
+    return [(serve_flags.LEGACY_0726, LEGACY), (serve_flags.LEGACY_V1_SWITCH, LEGACY["older"])]
+
+
+def _help_of(contract) -> str:
+    """A ``serve --help`` as typer draws it, from a record's flags."""
+    return "Usage: sgl-omni serve [OPTIONS]\n" + "\n".join(
+        f"│ {', '.join([f['name'], *f.get('aliases', ())])}  {f['type'].upper()} │" for f in contract["flags"])
+
+
+def test_the_legacy_serve_eras_are_the_recorded_ones():
+    for era, contract in _era_contracts():
+        assert era.name == contract["era"] and not era.dotted
+        assert era.read_at == f"{contract['repository']} {contract['path']} at {contract['commit']}"
+        recorded = flags(contract)
+        assert set(era.top_flags) == set(recorded), era.name
+        for name, kind in era.top_flags.items():
+            assert (kind or "bool") == recorded[name].type, (era.name, name)
+        assert dict(era.spellings) == contract["spellings"]
+        assert all(flag in recorded for flag in era.spellings.values())
+    assert set(LEGACY["no_spelling"]).isdisjoint(serve_flags.LEGACY_0726.spellings)
+    assert serve_flags.CONFIGPATCH.read_at.endswith(SERVE["commit"]) and serve_flags.CONFIGPATCH.dotted
+
+
+def test_each_eras_help_names_its_era_and_a_doctored_one_names_none():
+    from omnibench_core.run.serve_help import option_strings
+
+    configpatch_help = "\n".join(f"  {f['name']}  {f['type']}" for f in SERVE["flags"])
+    assert serve_flags.era_of(option_strings(configpatch_help)) is serve_flags.CONFIGPATCH
+    for era, contract in _era_contracts():
+        assert serve_flags.era_of(option_strings(_help_of(contract))) is era
+    older = LEGACY["older"]
+    doctored = {**older, "flags": [f for f in older["flags"] if f["name"] != "--thinker-max-seq-len"]}
+    assert serve_flags.era_of(option_strings(_help_of(doctored))) is None
+
+
+def test_the_runbooks_settings_are_spelled_in_each_era_or_refused_naming_setting_commit_and_era():
+    older = serve_flags.LEGACY_V1_SWITCH
+    spelled = serve_flags.check_serve_args(RUNBOOK_SERVE, era=older, commit="1" * 40)
+    assert spelled == ["--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.15",
+                       "--thinker-max-seq-len", "8192"]
+    assert argv_problems(spelled, LEGACY["older"]) == []
+    assert serve_flags.check_serve_args(RUNBOOK_SERVE) == list(RUNBOOK_SERVE)  # the ConfigPatch era: as written
+    with pytest.raises(UnsupportedOption) as caught:
+        serve_flags.check_serve_args(RUNBOOK_SERVE, era=serve_flags.LEGACY_0726, commit="3" * 40)
+    refused = caught.value
+    assert refused.option == "--thinker.factory.max_seq_len" and refused.commit == "3" * 40
+    assert "legacy-03b5a6e" in str(refused) and "333333333333" in str(refused)
+    assert refused.evidence["era"] == "legacy-03b5a6e" and LEGACY["commit"] in refused.evidence["read at"]
+    # a serve flag of the newer era that the older lacks is refused the same way, not passed
+    with pytest.raises(UnsupportedOption, match="has no flag --allowed-local-media-path"):
+        serve_flags.check_serve_args(("--allowed-local-media-path", "/data"), era=older, commit="1" * 40)
+    # a setting no era has is still a plain refusal, whatever the era
+    with pytest.raises(SettingsError, match="no stage 'vocoder'"):
+        serve_flags.check_serve_args(("--vocoder.gpu", "0"), era=older)
 
 
 @pytest.mark.parametrize("args, refused", [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from omnibench_core.scale.bisect import kary_search
 from omnibench_core.scale.jobs import CampaignJob, CampaignOutcome
 from omnibench_core.scale.matrix import MatrixResult, matrix_text
 from omnibench_core.settings import Settings
-from omnibench_core.standin.repo import ERA_CLIENT, ERA_FLAG, FILES, StandinSpec, old_era_client
+from omnibench_core.standin.repo import ERA_CLIENT, ERA_FLAG, FILES, LEGACY_SERVE, StandinSpec, old_era_client
 from omnibench_core.statuses import JobStatus
 from omnibench_core.store import capabilities_file
 from omnibench_core.store.capabilities_file import Capabilities
@@ -201,6 +202,88 @@ def test_matrix_lists_a_not_measurable_commit_as_such(tmp_path):
     assert JobStatus("not-measurable") is JobStatus.NOT_MEASURABLE
 
 
+# -- serve's era, asked of the checkout -------------------------------------------------------------------
+
+LEGACY_HELP = ("Usage: sgl-omni serve [OPTIONS]\n│ --model-path TEXT │\n│ --port INTEGER │\n│ --model-name TEXT │\n"
+               "│ --thinker-mem-fraction-static FLOAT │\n│ --talker-mem-fraction-static FLOAT │\n"
+               "│ --thinker-max-seq-len INTEGER │\n│ --version [legacy|v1] │\n")
+
+
+def _legacy_checkout(tmp_path: Path, help_text: str = LEGACY_HELP, code: int = 0) -> Path:
+    """A fake checkout whose `sgl-omni serve --help` prints ``help_text`` (and counts its calls)."""
+    from checkout_helpers import make_fake_checkout
+
+    root = make_fake_checkout(tmp_path / "co")
+    (root / ".git" / "info" / "exclude").write_text("omni\n")  # a clean commit: its answers are cached
+    serve = root / "omni" / "bin" / "sgl-omni"
+    (tmp_path / "help.txt").write_text(help_text)
+    (tmp_path / "code.txt").write_text(f"{code}\n")
+    serve.write_text(f"#!/bin/sh\necho asked >> {tmp_path / 'asked.log'}\ncat {tmp_path / 'help.txt'}\n"
+                     f"exit $(cat {tmp_path / 'code.txt'})\n")
+    return root
+
+
+def _asked(tmp_path: Path) -> int:
+    log = tmp_path / "asked.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_the_target_speaks_the_era_its_checkouts_serve_help_names_and_caches_it_per_commit(tmp_path):
+    from omnibench_core.builtin.targets import prepare_sglang_omni
+    from omnibench_core.records import ServeSpec
+    from omnibench_core.store import serve_help_file
+
+    root, results = _legacy_checkout(tmp_path), tmp_path / "results"
+    results.mkdir()
+    settings = Settings.of(checkout=str(root), results=str(results))
+    spec = ServeSpec("seedtts", model_path="openbmb/MiniCPM-o-4_5", model_name="minicpmo", args=(
+        "--thinker.engine.mem_fraction_static", "0.55", "--thinker.factory.max_seq_len", "8192"))
+    env = prepare_sglang_omni(settings)
+    argv = env.serve_argv(spec, 8000)
+    assert argv[2:] == ["--model-path", "openbmb/MiniCPM-o-4_5", "--model-name", "minicpmo",
+                        "--thinker-mem-fraction-static", "0.55", "--thinker-max-seq-len", "8192", "--port", "8000"]
+    assert _asked(tmp_path) == 1
+    cached = serve_help_file.load(results, env.revision)
+    assert cached is not None and "--thinker-max-seq-len" in cached.flags
+    prepare_sglang_omni(settings).serve_argv(spec, 8001)  # another run of the commit: from the cache
+    assert _asked(tmp_path) == 1
+    # the doctored case: the same checkout whose serve is of the ConfigPatch era passes the flags as written
+    serve_help_file.path_for(results, env.revision).unlink()
+    (tmp_path / "help.txt").write_text("Usage: sgl-omni serve [OPTIONS]\n  --model-path TEXT  --port INTEGER\n")
+    assert prepare_sglang_omni(settings).serve_argv(spec, 8000)[6:-2] == list(spec.args)
+
+
+def test_a_serve_help_that_fails_is_refused_naming_it_and_asked_again_next_time(tmp_path):
+    from omnibench_core.builtin.targets import prepare_sglang_omni
+    from omnibench_core.records import ServeSpec
+    from omnibench_core.store import serve_help_file
+
+    root, results = _legacy_checkout(tmp_path, "Traceback...\nImportError: no module named typer\n", code=1), \
+        tmp_path / "results"
+    results.mkdir()
+    settings = Settings.of(checkout=str(root), results=str(results))
+    spec = ServeSpec("seedtts", model_path="m", args=("--thinker.factory.max_seq_len", "8192"))
+    for attempt in (1, 2):
+        with pytest.raises(OmnibenchError, match="did not say which flags its sgl-omni serve takes") as caught:
+            prepare_sglang_omni(settings).serve_argv(spec, 8000)
+        assert "ImportError" in caught.value.evidence["output"] and _asked(tmp_path) == attempt
+    assert serve_help_file.load(results, prepare_sglang_omni(settings).revision) is None  # a failure is never cached
+    (tmp_path / "help.txt").write_text("Usage: sgl-omni serve\n  --port INTEGER\n")  # no era's help
+    (tmp_path / "code.txt").write_text("0\n")
+    with pytest.raises(SettingsError, match="of no serve era omnibench knows"):
+        prepare_sglang_omni(settings).serve_argv(spec, 8000)
+
+
+def test_an_era_without_a_spelling_is_refused_by_the_run_before_its_directory_or_server_exists(tmp_path):
+    help_0726 = LEGACY_HELP.replace("│ --thinker-max-seq-len INTEGER │\n", "│ --decode-mode TEXT │\n")
+    root, results = _legacy_checkout(tmp_path, help_0726), tmp_path / "results"
+    settings = Settings.of(target="sglang-omni", checkout=str(root), results=str(results), port=free_port())
+    with pytest.raises(UnsupportedOption) as caught:
+        api.run(settings, ["seedtts"], options=["seedtts.max_samples=1", "seedtts.client=native"], progress=lambda _: None)
+    assert caught.value.option == "--thinker.factory.max_seq_len" and "legacy-03b5a6e" in str(caught.value)
+    assert not list(results.glob("*/run*"))  # the claimed run directory released, no server log
+
+
 # -- real stand-in checkouts -------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -259,14 +342,15 @@ class TwoEras:
 
 @pytest.fixture(scope="module")
 def two_eras(tmp_path_factory) -> TwoEras:
-    """commits 1 and 2 are the old era; 3 is the first with --reference-audio-field; 4 plants +2.5 s a
-    request. Two runs a commit: a planted +1 s once needed three (+171 % [-1 %, +344 %] at two, the
+    """commits 1 and 2 are the old era; 3 is the first with --reference-audio-field; 1 to 3 serve with
+    upstream's legacy sgl-omni serve (named flags, a dotted stage flag a KeyError), 4 with the dotted
+    stage flags; 4 plants +2.5 s a request. Two runs a commit: a planted +1 s once needed three (+171 % [-1 %, +344 %] at two, the
     local synthesizer's spread on a busy host); +2.5 s is sleep, not CPU, and far outside that spread
     (+4 s on two requests made the bisect the suite's longest test: issue 40).
     The matrix, the bisect and the history below run one after another on one results root, as a
     user runs them (one test each, so none takes over a minute: issue 40)."""
     tmp = tmp_path_factory.mktemp("eras")
-    made = invoke_standin(tmp / "co", "--commits", "4", "--era-from", "3", "--regress-at", "4",
+    made = invoke_standin(tmp / "co", "--commits", "4", "--era-from", "3", "--serve-era-from", "4", "--regress-at", "4",
                           "--base-delay-ms", "100", "--delay-ms", "2500", "--fake-gpus", str(tmp / "gpu"))
     assert made.fake_gpus is not None
     # One sample a run: the runs are the verdict's samples, and each run's deferred scoring (an ASR
@@ -274,6 +358,29 @@ def two_eras(tmp_path_factory) -> TwoEras:
     common = ("--target", "sglang-omni", "--checkout", str(made.root), "--workload", "seedtts", "--opt",
               "seedtts.max_samples=1", "--runs", "2", "--threshold", "30%", "--slot-cpus", "shared")
     return TwoEras(made, tmp / "results", {"PATH": path_without_nvidia_smi(made.fake_gpus)}, common)
+
+
+LEGACY_SPELLING = ["--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.15",
+                   "--thinker-max-seq-len", "8192"]
+DOTTED_SPELLING = ["--thinker.engine.mem_fraction_static", "0.55", "--talker.engine.mem_fraction_static", "0.15",
+                   "--thinker.factory.max_seq_len", "8192"]
+
+
+def _model_servers(results: Path, commit: str) -> list[dict]:
+    """The seed-tts model server of every run of ``commit`` (moved-aside runs too), as its manifest records it."""
+    return [server for manifest in sorted((results / commit[:7]).glob("run*/manifest.json"))
+            for server in json.loads(manifest.read_text())["servers"] if server["label"] == "seedtts"]
+
+
+def _served_in(results: Path, commit: str, spelling: list[str]) -> None:
+    """Every run of ``commit`` served the runbook's settings in ``spelling``, and every server started came up."""
+    servers = _model_servers(results, commit)
+    assert servers, commit
+    for server in servers:
+        argv = server["argv"]
+        assert argv[argv.index("--model-name") + 2:-2] == spelling, argv
+        assert server["ready"], server  # no server was started that could not start
+    assert not list((results / commit[:7]).glob("run*-incomplete"))
 
 
 @pytest.mark.slow
@@ -285,6 +392,7 @@ def test_a_matrix_across_two_eras_marks_the_old_one_not_measurable_and_measures_
     assert "not-measurable" in rows[c1[:7]] and f"does not support {ERA_FLAG}" in rows[c1[:7]], matrix.stdout
     assert " complete " in rows[c3[:7]] and "no compare: the first revision is not-measurable" in rows[c3[:7]]
     assert not list((two_eras.results / c1[:7]).glob("run*"))  # nothing of it ran
+    _served_in(two_eras.results, c3, LEGACY_SPELLING)  # the legacy serve, with its own named flags
 
 
 @pytest.mark.slow
@@ -300,6 +408,9 @@ def test_a_bisect_across_two_eras_names_the_planted_commit_from_the_first_measur
     assert "not measurable with these options" in table["-1"] and c2[:7] in table["-1"]
     saved = json.loads(next((two_eras.results / "bisects").glob("*.json")).read_text())
     assert saved["first_bad"] == c4 and set(saved["not_measurable"]) == {c1, c2} and saved["skipped_ends"] == [c1, c2]
+    # both serve eras measured across the boundary, each with its own flags
+    _served_in(two_eras.results, c3, LEGACY_SPELLING)
+    _served_in(two_eras.results, c4, DOTTED_SPELLING)
 
 
 @pytest.mark.slow
@@ -321,3 +432,40 @@ def test_the_standin_task_offers_era_from():
     done = subprocess.run([sys.executable, "-m", "invoke", "--help", "standin"], cwd=Path(__file__).parent.parent,
                           capture_output=True, text=True, timeout=600)
     assert "--era-from" in done.stdout and "reference-audio-field" in done.stdout
+    assert "--serve-era-from" in done.stdout and "legacy sgl-omni serve" in done.stdout
+
+
+def test_serve_era_from_must_leave_a_legacy_serve_commit():
+    StandinSpec(commits=3, serve_era_from=2).check()
+    for bad in (1, 4):
+        with pytest.raises(SettingsError, match="--serve-era-from"):
+            StandinSpec(commits=3, serve_era_from=bad).check()
+    spec = StandinSpec(commits=3, serve_era_from=3)
+    assert [spec.settings_at(i).get("serve_era") for i in (1, 2, 3)] == [LEGACY_SERVE, LEGACY_SERVE, None]
+
+
+def _standin_serve(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """The stand-in's ``sgl-omni serve`` of ``root``'s commit, parsing only (a taken port: it stops before serving)."""
+    code = ("import json, sys\nfrom sglang_omni_standin.cli import parse\n"
+            "a, engine = parse(sys.argv[1:])\nprint(json.dumps(engine))")
+    return subprocess.run([sys.executable, "-c", code, "serve", *args], cwd=root, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": f"{root}:{REPO}"})
+
+
+def test_the_standins_legacy_serve_takes_only_the_legacy_flags(tmp_path):
+    from omnibench_core.standin.files.sglang_omni_standin import SETTINGS_FILE
+
+    root = tmp_path / "co"
+    shutil.copytree(FILES, root)
+    (root / SETTINGS_FILE).write_text(json.dumps({"serve_era": LEGACY_SERVE}))
+    ok = _standin_serve(root, "--model-path", "m", *LEGACY_SPELLING)
+    assert ok.returncode == 0, ok.stderr
+    # the CPU server gets the same settings, in the form it reads
+    assert json.loads(ok.stdout) == ["--thinker.engine.mem_fraction_static=0.55",
+                                     "--talker.engine.mem_fraction_static=0.15", "--thinker.factory.max_seq_len=8192"]
+    dotted = _standin_serve(root, "--model-path", "m", *DOTTED_SPELLING)
+    assert dotted.returncode == 1 and "KeyError: 'thinker'" in dotted.stderr  # upstream's manager's KeyError
+    (root / SETTINGS_FILE).write_text("{}")  # the same files of the ConfigPatch era: dotted in, named refused
+    assert _standin_serve(root, "--model-path", "m", *DOTTED_SPELLING).returncode == 0
+    named = _standin_serve(root, "--model-path", "m", *LEGACY_SPELLING)
+    assert named.returncode == 2 and "--thinker-mem-fraction-static" in named.stderr

@@ -15,13 +15,15 @@ from ..defaults import SERVER_PROFILE
 from ..errors import SettingsError
 from ..hooks.specs import hookimpl
 from ..records import ServeSpec, Target, TargetEnv, TargetFacts, short_revision
+from ..run.serve_help import serve_help
 from ..settings import STREAM_DELAYS, Settings
 from ..setup.checkout_layout import check_checkout, checkout_packages, system_package, venv_env
 from ..setup.gitinfo import git_revision
 from ..setup.tree_state import TreeState, tree_state
+from ..store.serve_help_file import ServeHelp
 from ..toolkit.synthetic import LOCAL_VIDEO_ANSWER_METHOD as LOCAL_VIDEO_ANSWER
 from .scorers import ASR_MODEL
-from .serve_flags import check_serve_args
+from .serve_flags import ERAS, ServeEra, check_serve_args, era_of
 
 # The runbook's shell block: `unset ...; export ...`.
 SGLANG_OMNI_UNSET = ("SGLANG_OMNI_TORCH_COMPILE_DEFAULT", "PYTORCH_ALLOC_CONF")
@@ -49,11 +51,28 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
         "SGLANG_OMNI_STARTUP_TIMEOUT": str(int(settings.run.ready_timeout_s)),
     }
 
+    memo: dict[str, ServeHelp] = {}
+
+    def era() -> ServeEra:
+        # the checkout's own `serve --help` says its era: asked once per commit (cached in the results root)
+        found = serve_help(str(serve), commit=co.revision, dirty=co.dirty, env=env, unset=SGLANG_OMNI_UNSET,
+                           cwd=str(checkout), results_root=settings.run.results_root, memo=memo)
+        known = era_of(found.flags)
+        if known is None:
+            raise SettingsError(f"the checkout at {co.revision[:12]}'s sgl-omni serve is of no serve era omnibench "
+                                "knows (its --help matches none)",
+                                evidence={"commit": co.revision, "flags": " ".join(found.flags)[:2000],
+                                          "eras": ", ".join(e.name for e in ERAS)},
+                                hint="docs/fidelity.md lists the serve eras omnibench speaks; record the new one "
+                                     "in omnibench_core/builtin/serve_flags.py")
+        return known
+
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
-        # what upstream's serve would refuse, refused before it starts (the selftest model: the stand-in's own flags)
-        check_serve_args(spec.args, model_path=spec.model_path)
+        # the settings in the checkout's era's spelling; what upstream's serve would refuse, or what its era
+        # cannot take (UnsupportedOption), refused before it starts (the selftest model: the stand-in's own flags)
+        args = check_serve_args(spec.args, model_path=spec.model_path, era=era(), commit=co.revision)
         return [str(serve), "serve", "--model-path", spec.model_path,
-                "--model-name", spec.model_name or spec.model_path, *spec.args, "--port", str(port)]
+                "--model-name", spec.model_name or spec.model_path, *args, "--port", str(port)]
 
     # REV_OK's package is the one the checkout's own `sgl-omni` console script runs (sglang_omni
     # upstream, sglang_omni_standin in the stand-in), read from its pyproject.toml

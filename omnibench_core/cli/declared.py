@@ -214,6 +214,9 @@ STANDIN = {
     "base_delay_ms": Flag(f.number(0), "latency every commit adds per request (default 0)", StandinSpec.base_delay_ms),
     "era_from": Flag(f.positive_int(), "commits before this one (1-based) are the old era: their seed-tts client has "
                      "no --reference-audio-field (argparse exits 2 on it)"),
+    "serve_era_from": Flag(f.positive_int(), "commits before this one (1-based) serve with upstream's legacy "
+                           "sgl-omni serve: named flags (--thinker-mem-fraction-static), a dotted stage flag a "
+                           "KeyError"),
     "startup_s": Flag(f.number(0), "seconds every commit's server loads with its port closed, as a GPU host loads "
                       "weights (default 0)", StandinSpec.startup_s),
 }

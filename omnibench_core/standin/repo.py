@@ -28,6 +28,10 @@ UNREACHABLE = 1.01  # a pass mark no accuracy reaches: the planted failing stage
 ERA_CLIENT = "benchmarks/eval/benchmark_omni_seedtts.py"
 ERA_FLAG = "--reference-audio-field"
 OLD_ERA_FIELD = "audios"  # where an old-era client puts the reference: the field it had no flag for
+# The serve era the stand-in can plant: upstream's legacy serve of named flags (sgl-project/sglang-omni
+# sglang_omni/cli/serve.py at 1b4b3750bd76, omnibench_core.builtin.serve_flags.LEGACY_V1_SWITCH), before
+# the ConfigPatch serve's dotted stage flags (stevejake007/sglang-omni at 8a6fc24123ce)
+LEGACY_SERVE = "legacy-1b4b375"
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,8 @@ class StandinSpec:
     their seed-tts client has no ``--reference-audio-field`` at all (argparse exits 2 on it).
     ``startup_s`` is every commit's model loading time: ``sgl-omni serve`` holds its port closed
     that long, as a GPU host loads weights for minutes (scaled down), so a campaign pays for its
-    server starts as it would there."""
+    server starts as it would there. With ``serve_era_from``, the commits before it serve with
+    upstream's legacy ``sgl-omni serve``: named flags only, a dotted stage flag a KeyError (exit 1)."""
 
     commits: int = 1
     regress_at: int | None = None
@@ -48,6 +53,7 @@ class StandinSpec:
     base_delay_ms: float = 0.0
     era_from: int | None = None  # commits before this one (1-based) are the old era: no --reference-audio-field
     startup_s: float = 0.0
+    serve_era_from: int | None = None  # commits before this one (1-based) serve with upstream's legacy serve
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
@@ -65,6 +71,10 @@ class StandinSpec:
             raise SettingsError(f"--era-from {self.era_from} leaves no old-era commit before it, or is not one of the "
                                 f"commits 1..{self.commits}", hint="e.g. --commits 4 --era-from 3: commits 1 and 2 are "
                                                                   "the old era")
+        if self.serve_era_from is not None and not 2 <= self.serve_era_from <= self.commits:
+            raise SettingsError(f"--serve-era-from {self.serve_era_from} leaves no legacy-serve commit before it, or "
+                                f"is not one of the commits 1..{self.commits}",
+                                hint="e.g. --commits 4 --serve-era-from 4: commits 1 to 3 serve with the legacy serve")
         if self.fail_stage and self.fail_stage not in KINDS:
             raise SettingsError(f"no CI stage named {self.fail_stage!r}", hint=f"one of {', '.join(KINDS)}")
 
@@ -74,7 +84,12 @@ class StandinSpec:
         failing = self.fail_stage if self.fail_stage and (self.regress_at is None or regressed) else None
         made = {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
                 "ci_thresholds": {failing: UNREACHABLE} if failing else {}}
-        return {**made, "startup_s": self.startup_s} if self.startup_s else made
+        made = {**made, "startup_s": self.startup_s} if self.startup_s else made
+        return {**made, "serve_era": LEGACY_SERVE} if self.legacy_serve(index) else made
+
+    def legacy_serve(self, index: int) -> bool:
+        """Whether commit ``index`` (1-based) serves with upstream's legacy serve (no dotted stage flags)."""
+        return self.serve_era_from is not None and index < self.serve_era_from
 
     def old_era(self, index: int) -> bool:
         """Whether commit ``index`` (1-based) is of the old era (no --reference-audio-field)."""
@@ -136,6 +151,10 @@ def _message(spec: StandinSpec, index: int) -> str:
     planted += [f"CI stage {name} cannot pass" for name in s["ci_thresholds"]]
     era = f" (old era: its seed-tts client has no {ERA_FLAG})" if spec.old_era(index) else \
         f" (the seed-tts client gains {ERA_FLAG})" if spec.era_from == index else ""
+    if spec.legacy_serve(index):
+        era += f" (legacy serve {LEGACY_SERVE}: named flags, no dotted stage flags)"
+    elif spec.serve_era_from == index:
+        era += " (sgl-omni serve gains the dotted stage flags)"
     return f"{what}: " + ("; ".join(planted) + " (planted regression)" if planted else "no regression") + era
 
 
@@ -208,9 +227,10 @@ def history_text(made: Standin, spec: StandinSpec, *, nvidia_smi: str = "nvidia-
     from ..tables import table
 
     rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-",
-             "old (no " + ERA_FLAG + ")" if spec.old_era(i) else "new")
+             "old (no " + ERA_FLAG + ")" if spec.old_era(i) else "new",
+             LEGACY_SERVE if spec.legacy_serve(i) else "dotted")
             for i, sha in enumerate(made.commits, start=1))
-    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage", "era")), f"STANDIN_OK {made.root}"]
+    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage", "era", "serve")), f"STANDIN_OK {made.root}"]
     if made.fake_gpus:
         lines.append(f"fake nvidia-smi: {made.fake_gpus / 'nvidia-smi'} (memory in use while a stand-in server lives)")
     elif shutil.which(nvidia_smi) is None:

@@ -9,6 +9,12 @@ caller started is the server. This commit's ``standin.json`` may add per-request
 (``delay_ms``, passed on as the local server's ``--delay-ms``) and a loading time (``startup_s``:
 the port stays closed that long, as while a GPU host loads weights).
 
+A commit whose ``standin.json`` says ``"serve_era": "legacy-1b4b375"`` (``invoke standin
+--serve-era-from``) serves as upstream's legacy serve did: named flags (``--thinker-mem-fraction-static``,
+``--talker-mem-fraction-static``, ``--thinker-max-seq-len``, ``--version``...) and no dotted stage
+flags; every other ``--a.b.c VALUE`` is walked as a raw path into the pipeline config, so a stage
+name is a ``KeyError`` (a traceback, exit 1), as upstream's config manager raised it.
+
 One model is the stand-in's own: ``--model-path selftest`` (what omnibench's selftest workload
 asks for with ``selftest.serve_with_target=true``) becomes omnibench's selftest server instead,
 with the same ``delay_ms``, and ``--delay SECONDS`` is its loading time (the port stays closed
@@ -59,6 +65,59 @@ def _delay_supported(module: str = "omnibench_core.local.__main__") -> bool:
     return origin is not None and "--delay-ms" in Path(origin).read_text()
 
 
+LEGACY_ERA = "legacy-1b4b375"  # omnibench_core.builtin.serve_flags.LEGACY_V1_SWITCH.name
+# the legacy pipeline config's top-level keys: the first segment a raw config path may start with
+LEGACY_CONFIG_KEYS = ("model_path", "stages", "name", "entry_stage", "fused_stages", "runtime_overrides",
+                      "env_defaults", "placement", "placement_policy", "endpoints", "terminal_stages_fn", "config_cls")
+
+
+def parse_legacy(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """``serve``'s flags as upstream's legacy serve took them (no dotted stage flags), and the
+    engine settings they make for the CPU server (in the dotted form the local server reads)."""
+    parser = argparse.ArgumentParser(prog="sgl-omni")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the OpenAI-compatible API (omnibench's CPU server; legacy serve)")
+    serve.add_argument("--model-path", required=True, help="the model")
+    serve.add_argument("--config", help="a pipeline config file")
+    serve.add_argument("--text-only", action="store_true", help="the thinker-only pipeline")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (upstream's default: 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--model-name", default="", help="what /v1/models reports")
+    serve.add_argument("--mem-fraction-static", type=float, help="every stage that supports it")
+    serve.add_argument("--thinker-mem-fraction-static", type=float, help="the thinker's; over --mem-fraction-static")
+    serve.add_argument("--talker-mem-fraction-static", type=float, help="the talker's; over --mem-fraction-static")
+    serve.add_argument("--thinker-max-seq-len", type=int, help="the thinker's max sequence length")
+    serve.add_argument("--encoder-mem-reserve", type=float, help="a fraction kept for the encoder")
+    serve.add_argument("--version", default="legacy", choices=("legacy", "v1"), help="which server implementation")
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error", "critical"))
+    serve.add_argument("--delay", type=float, default=None,
+                       help=f"--model-path {SELFTEST} only: seconds its server loads with the port closed")
+    args, rest = parser.parse_known_args(argv)
+    args.allowed_local_media_path = None
+    if args.delay is not None and args.model_path != SELFTEST:
+        parser.error(f"--delay is the {SELFTEST} model's loading time; sglang-omni has no such flag")
+    for name in ("mem_fraction_static", "thinker_mem_fraction_static", "talker_mem_fraction_static"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 < value < 1.0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0 and < 1, got {value}")
+    if args.thinker_max_seq_len is not None and args.thinker_max_seq_len <= 0:
+        parser.error("--thinker-max-seq-len must be a positive integer.")
+    i = 0
+    while i < len(rest):  # the config manager's KEY VALUE / KEY=VALUE pairs, each key a raw config path
+        key, eq, _ = rest[i].lstrip("-").partition("=")
+        i += 1 if eq else 2
+        first = key.replace("-", "_").split(".")[0]
+        if first not in LEGACY_CONFIG_KEYS:
+            print("Traceback (most recent call last):\n  File \"sglang_omni/config/manager.py\", in merge_config\n"
+                  f"    current = current[k]\nKeyError: {first!r}", file=sys.stderr, flush=True)
+            raise SystemExit(1)
+    engine = [f"--{key}={value}" for key, value in (
+        ("thinker.engine.mem_fraction_static", args.thinker_mem_fraction_static or args.mem_fraction_static),
+        ("talker.engine.mem_fraction_static", args.talker_mem_fraction_static or args.mem_fraction_static),
+        ("thinker.factory.max_seq_len", args.thinker_max_seq_len)) if value is not None]
+    return args, engine
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """``serve``'s flags as upstream's ``sgl-omni serve`` takes them, and the dotted stage flags.
 
@@ -71,6 +130,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """
     from omnibench_core.builtin.serve_flags import TEXT_ONLY_STAGES, dotted_problem
 
+    if settings().get("serve_era") == LEGACY_ERA:
+        return parse_legacy(argv)
     parser = argparse.ArgumentParser(prog="sgl-omni")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the OpenAI-compatible API (omnibench's CPU server)")
