@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from upstream_contracts import load
 
 from omnibench_core.errors import WrongRevision
 from omnibench_core.run import rev_ok
+from omnibench_core.settings import Settings
 from omnibench_core.standin.repo import StandinSpec, make_standin
 from omnibench_core.standin.venv import COSYVOICE_PTH, IMAGE_PTH, console_script_text, shebang
 
@@ -138,6 +140,8 @@ def _refused(made, *launches: rev_ok.Launch, **kw) -> WrongRevision:
 
 
 def test_the_standins_venv_follows_upstreams_newest_layout(standin):
+    (upstream,) = [s for s in load("ci-scripts")["scripts"] if s["path"].endswith("prepare_omni_venv.sh")]
+    assert upstream["venv"]["system_site_packages"] and upstream["later"]["pth_files"] == [IMAGE_PTH, COSYVOICE_PTH]
     venv = (standin.root / "omni").resolve()
     assert "include-system-site-packages = true" in (venv / "pyvenv.cfg").read_text()
     site = _site(standin)
@@ -257,3 +261,26 @@ def test_the_probe_honours_the_interpreters_flags(standin):
             assert _refused(standin, launch).evidence["its work tree"] == str(old)
         else:
             assert _gate(standin, launch).status == "passed"
+
+
+def test_each_ci_stage_is_checked_before_it_runs(standin, tmp_path):
+    """`nox -s ci_stages` (CiRun) asks the stage's python, with CI's environment (PYTHONPATH the
+    checkout), before each stage: an edit of a client's file stops the stage before it starts."""
+    from omnibench_core.ci import CiRun, stages
+
+    settings = Settings.of(checkout=str(standin.root), results=str(tmp_path / "results"),
+                           omni_ci_home=str(tmp_path / "omni_ci"))
+    run = CiRun(settings, progress=lambda line: None)
+    stage = stages()[0]
+    argv = [str(run.python), "-m", "pytest", stage.test_file]
+    ok = run.check_rev_ok(argv)
+    assert ok.evidence["ci stage: module"] == str(standin.root / PKG / "__init__.py")
+    assert ok.evidence["ci stage: benchmarks"] == str(standin.root / "benchmarks" / "__init__.py")
+    scorer = standin.root / "benchmarks" / "tasks" / "asr.py"
+    scorer.write_text(scorer.read_text() + "\n# edited\n")
+    with pytest.raises(WrongRevision) as caught:
+        run.run_stage(stage)
+    assert caught.value.evidence["role"] == "ci stage" and caught.value.evidence["file"] == str(scorer)
+    assert not (run.out_dir / f"{stage.name}.log").exists()  # stopped before the stage started
+    run.allowed_dirty = frozenset({"benchmarks/tasks/asr.py"})  # a recorded dirty file is allowed
+    assert run.check_rev_ok(argv).evidence["allowed dirty"] == "benchmarks/tasks/asr.py"
