@@ -1,7 +1,9 @@
 """The runbook's "Running the CI stages locally": prepare block, CI_READY, per-stage logs and
 exit codes, GPU clean-up after each stage, optional retries, accuracy lines, summary.
 
-``nox -s ci_stages`` (noxfile.py) drives it; each stage runs with the checkout's own venv python.
+``nox -s ci_stages`` (noxfile.py) drives it; each stage runs with the checkout's own venv python,
+after REV_OK (:mod:`.run.rev_ok`) finds that python importing the checkout's packages from the
+checkout's own files at its commit.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from .errors import GateError
 from .jsonio import write_json
 from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
+from .run import rev_ok
+from .run.gates import GateRecord
 from .run.layout import ci_dir, next_run_name
 from .settings import Settings
-from .setup.checkout_layout import check_checkout, venv_env
+from .setup.checkout_layout import check_checkout, system_package, venv_env
 from .store.names import COMMIT_NAME
 from .tables import table
 
@@ -75,6 +79,7 @@ class StageResult:
     timed_out: bool
     log: str
     cleanup_exit_codes: list[int] = field(default_factory=list)
+    rev_ok: dict[str, str] = field(default_factory=dict)  # REV_OK's evidence for the stage's python
 
 
 def parse_accuracy(log_text: str) -> tuple[float | None, str]:
@@ -125,8 +130,9 @@ class CiRun:
     """One run of CI stages into one output directory (``<results>/<sha>/ci/runN``)."""
 
     def __init__(self, settings: Settings, *, out_dir: Path | None = None, bash: str = "bash",
-                 progress: Callable[[str], None] = print):
+                 progress: Callable[[str], None] = print, allowed_dirty: frozenset[str] = frozenset()):
         self.settings, self.bash, self.progress = settings, bash, progress
+        self.allowed_dirty = allowed_dirty  # files REV_OK lets differ from HEAD (a dirty checkout's recorded ones)
         co = check_checkout(settings)
         self.checkout, self.python, self.revision = co.root, co.python, co.revision
         self.env = prepare_env(settings, co.root, co.venv)
@@ -179,6 +185,7 @@ class CiRun:
         limit = timeout_s or s.ci_stage_timeout_s
         log = self.out_dir / f"{stage.name}.log"
         argv = [str(self.python), "-m", "pytest", stage.test_file, *stage.pytest_args]
+        checked = self.check_rev_ok(argv)  # before each stage: the tree may change between them
         t0 = time.monotonic()
         cleanups, code, timed_out, tried = [], 1, False, 0
         for tried in range(1, attempts + 1):
@@ -207,7 +214,7 @@ class CiRun:
         cleanups.append(self._cleanup())
         accuracy, line = parse_accuracy(log.read_text(encoding="utf-8", errors="replace"))
         result = StageResult(stage.name, stage.test_file, code, tried, round(time.monotonic() - t0, 3), accuracy, line,
-                             timed_out, str(log), cleanups)
+                             timed_out, str(log), cleanups, checked.evidence)
         self.results.append(result)
         self.write_summary()
         verdict = "passed" if code == 0 else ("timed out" if timed_out else f"failed (exit {code})")
@@ -215,6 +222,16 @@ class CiRun:
         if code != 0:
             self.progress(log_tail(log, 15))
         return result
+
+    def check_rev_ok(self, argv: list[str]) -> GateRecord:
+        """REV_OK for a stage's python (``argv``, with the stage's environment and folder): it
+        imports the checkout's packages from the checkout's own files at its commit. Raises
+        WrongRevision (the stage does not run) otherwise."""
+        launch = rev_ok.command_launch("ci stage", argv, self.env, str(self.checkout))
+        record = rev_ok.check_rev_ok([launch], system_package(self.checkout), str(self.checkout), self.revision,
+                                     allowed_dirty=self.allowed_dirty, git=self.settings.tools.git)
+        self.progress(f"REV_OK: {record.evidence['packages']} from {self.checkout} at {self.revision[:12]}")
+        return record
 
     def write_summary(self) -> Path:
         """``summary.json``: every stage run so far."""

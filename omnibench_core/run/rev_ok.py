@@ -1,193 +1,77 @@
-"""REV_OK: the server omnibench started and the client's python import the system under test
-from the revision's own worktree, at the commit asked for.
+"""REV_OK: the server omnibench started and the clients' python run the revision's own code:
+every package of the checkout they import resolves to a file of the revision's worktree that is
+``HEAD``'s, and ``HEAD`` is the commit asked for.
 
-A venv reused from another revision, or an editable install whose ``.pth``/finder names another
-tree, serves that tree's code with nothing in the logs to say so. The gate asks each python that
-runs the checkout's code where it imports the target's package from (``TargetFacts.package``:
-``sglang_omni`` upstream, ``sglang_omni_standin`` in the stand-in), then asks git which work
-tree and commit hold that file:
+A venv reused from another revision, an editable install whose ``.pth``/finder names another
+tree, a ``.pth`` that puts another copy first, a ``build/lib`` copy or an edit inside the worktree
+serve other code with nothing in the logs to say so. The gate asks each python that runs the
+checkout's code (:mod:`.rev_probe`: the same interpreter, import options, environment, folder and
+``sys.path[0]``) where it imports each package from:
 
 - *the server's launch*: the console script omnibench started (``omni/bin/sgl-omni``), run as
-  the kernel runs it: the interpreter of its ``#!`` line (or of pip's ``/bin/sh`` ``exec`` form),
-  ``sys.path[0]`` its folder, with the server process's environment and working folder;
+  the kernel runs it: the interpreter and options of its ``#!`` line (or pip's ``/bin/sh``
+  ``exec`` form), ``sys.path[0]`` its folder, with the server process's environment and folder;
 - *the server process*: ``/proc/<pid>/cmdline``, ``cwd`` and ``environ`` of the process that
   serves (it may have exec'd itself into another program after the launch resolved its code);
-- *the client*: the target's python with a client command's ``-m``/``-c``/script, env and folder.
+- *the client*: the target's python with a client command's options, ``-m``/``-c``/script, env
+  and folder (its ``-m`` module is asked too when it is one of the checkout's);
+- *a CI stage* (``nox -s ci_stages``): the checkout venv's python running the stage's pytest.
 
-Each probe is a fresh interpreter of the same path, environment, folder and ``sys.path[0]``:
-imports resolve as they do in the process, and ``importlib.util.find_spec`` runs no package code.
-Probes are injectable (``resolve``, ``repo``) for tests; the defaults are real subprocesses.
+The packages: the target's own (``sglang_omni``, ``sglang_omni_standin`` in the stand-in) and
+:data:`CHECKOUT_PACKAGES` (``sglang_omni_router``, ``benchmarks``: every client and scorer), each
+where the commit holds it (a package the commit lacks is skipped). The target's package must be
+importable; another one a python cannot import at all runs no code there and passes. What one
+resolves to must lie in the worktree, be tracked, and every file of its package folder must be
+``HEAD``'s (:mod:`.rev_files`), but those the caller allows (``allowed_dirty``: a dirty
+checkout's recorded files).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..errors import WrongRevision
 from ..statuses import GateStatus
 from .gates import GateRecord
+from .rev_files import CheckoutFiles, Difference, FileState, GitFailed, not_allowed
+from .rev_probe import (
+    PROBE_TIMEOUT_S,
+    Found,
+    Launch,
+    command_launch,
+    parse_options,
+    path0,
+    process_launch,
+    resolve_module,
+    resolve_modules,
+    script_command,
+    script_interpreter,
+    script_launch,
+)
+
+__all__ = ["GATE", "PROBE_TIMEOUT_S", "CHECKOUT_PACKAGES", "Found", "Launch", "check_rev_ok", "command_launch",
+           "git_repo_of", "not_applicable", "parse_options", "path0", "process_launch", "resolve_module",
+           "resolve_modules", "script_command", "script_interpreter", "script_launch"]
 
 GATE = "REV_OK"
-PROBE_TIMEOUT_S = 60.0
-# pip's (distlib's) form for a #! line too long for the kernel: `'''exec' "PYTHON" "$0" "$@"`
-_SH_EXEC = re.compile(r"""^'''exec' "([^"]+)" "\$0" "\$@"$""", re.M)
-# The probe: sys.path[0] as the process had it, then where the package would be imported from.
-_PROBE = """\
-import importlib.util, json, os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == here:
-    del sys.path[0]
-if sys.argv[1]:
-    sys.path.insert(0, sys.argv[1])
-spec = importlib.util.find_spec(sys.argv[2])
-places = list(spec.submodule_search_locations or []) if spec else []
-print(json.dumps({"origin": (spec.origin if spec and spec.origin not in (None, "namespace") else "") or
-                  (places[0] if places else ""), "executable": sys.executable, "prefix": sys.prefix}))
-"""
+# The checkout's packages a run imports besides the target's own: upstream's router (a console
+# script of its pyproject.toml) and benchmarks/ (every client and scorer: `python -m benchmarks.eval...`).
+CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
 
-
-@dataclass(frozen=True)
-class Launch:
-    """How one python resolves imports: its interpreter path (unresolved: a venv is found through
-    it), ``sys.path[0]`` ("" for none), environment and working folder, and which role it plays."""
-
-    role: str
-    interpreter: str
-    path0: str
-    cwd: str
-    env: Mapping[str, str] = field(default_factory=dict, compare=False)
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        """What decides the import, for probing each distinct python once."""
-        return self.interpreter, self.path0, self.cwd
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a launch imports the package from: the file, and the work tree and commit holding it."""
-
-    launch: Launch
-    module: str  # "" when the package cannot be imported
-    tree: str = ""  # "" when the file is in no git work tree
-    head: str = ""
-
-
-Resolver = Callable[[Launch, str], str]
+Resolver = Callable[[Launch, Sequence[str]], dict[str, Found]]
 RepoOf = Callable[[str], tuple[str, str] | None]
 
 
-def script_interpreter(script: Path) -> str:
-    """The python a console script runs on: its ``#!`` interpreter, or the python of pip's
-    ``/bin/sh`` ``exec`` form; "" for a script that names none (a shell launcher, a binary)."""
-    try:
-        with open(script, "rb") as handle:
-            head = handle.read(4096).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    if not head.startswith("#!"):
-        return ""
-    first = head.splitlines()[0][2:].strip()
-    if first.split(" ")[0] in ("/bin/sh", "/usr/bin/sh", "/bin/bash"):
-        found = _SH_EXEC.search(head)
-        return found.group(1) if found else ""
-    parts = first.split()
-    if parts and os.path.basename(parts[0]) == "env" and len(parts) > 1:
-        return parts[1]  # `#!/usr/bin/env python3`: found on PATH
-    return parts[0] if parts and "python" in os.path.basename(parts[0]) else ""
+@dataclass(frozen=True)
+class Problem:
+    """Why one package of one launch is not the revision's code, in words, and the file it names."""
 
-
-def path0(args: Sequence[str], cwd: str, env: Mapping[str, str]) -> str:
-    """``sys.path[0]`` of ``python ARGS`` started in ``cwd``, as CPython sets it: the script's
-    (resolved) folder, the working folder for ``-m``, ``-c`` or no script, nothing with ``-I``,
-    ``-P`` or ``PYTHONSAFEPATH``."""
-    safe = bool(env.get("PYTHONSAFEPATH"))
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "-":
-        arg = args[i]
-        if arg.startswith("--"):
-            i += 2 if arg == "--check-hash-based-pycs" else 1
-            continue
-        flags = arg[1:]
-        for j, ch in enumerate(flags):
-            if ch in "mc":  # the rest is the module or the command
-                return "" if safe else cwd
-            if ch in "IP":
-                safe = True
-            if ch in "WX":  # the rest, or the next argument, is its value
-                i += j == len(flags) - 1
-                break
-        i += 1
-    if safe:
-        return ""
-    if i < len(args) and args[i] != "-":
-        return os.path.dirname(os.path.realpath(os.path.join(cwd, args[i])))
-    return cwd
-
-
-def _which(program: str, env: Mapping[str, str], cwd: str) -> str:
-    if "/" in program:
-        return os.path.join(cwd, program)
-    return shutil.which(program, path=env.get("PATH", os.defpath)) or program
-
-
-def script_launch(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Launch | None:
-    """The launch of a console script ``argv[0]`` (None when it is no python script)."""
-    if not argv:
-        return None
-    script = _which(argv[0], env, cwd)
-    interpreter = script_interpreter(Path(script))
-    if not interpreter:
-        return None
-    return Launch("server launch", _which(interpreter, env, cwd), os.path.dirname(os.path.realpath(script)), cwd, env)
-
-
-def command_launch(role: str, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Launch:
-    """The launch of ``argv`` = ``[python, *args]``."""
-    return Launch(role, _which(argv[0], env, cwd), path0(argv[1:], cwd, env), cwd, env)
-
-
-def _read(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
-
-
-def process_launch(pid: int, proc: Path = Path("/proc")) -> Launch | None:
-    """The launch of a running process from ``/proc/<pid>`` (None when it cannot be read)."""
-    base = proc / str(pid)
-    try:
-        argv = [a.decode("utf-8", "surrogateescape") for a in _read(base / "cmdline").split(b"\0") if a]
-        cwd = os.readlink(base / "cwd")
-        env = dict(item.decode("utf-8", "surrogateescape").split("=", 1)
-                   for item in _read(base / "environ").split(b"\0") if b"=" in item)
-    except OSError:
-        return None
-    return command_launch("server process", argv, env, cwd) if argv else None
-
-
-def resolve_module(launch: Launch, package: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
-    """Where ``launch`` imports ``package`` from ("" when it cannot): a fresh interpreter of the
-    same path, environment and folder, with the same ``sys.path[0]``."""
-    with tempfile.TemporaryDirectory(prefix="omnibench-rev-ok-") as folder:
-        probe = Path(folder) / "rev_ok_probe.py"
-        probe.write_text(_PROBE)
-        try:
-            done = subprocess.run([launch.interpreter, str(probe), launch.path0, package], env=dict(launch.env),
-                                  cwd=launch.cwd or None, capture_output=True, text=True, timeout=timeout_s, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-    try:
-        return str(json.loads(done.stdout.strip().splitlines()[-1])["origin"]) if done.returncode == 0 else ""
-    except (ValueError, IndexError, KeyError, TypeError):
-        return ""
+    why: str
+    file: str
+    state: str  # "cannot import", "outside the worktree", or a FileState's value
 
 
 def git_repo_of(path: str, git: str = "git") -> tuple[str, str] | None:
@@ -202,29 +86,99 @@ def git_repo_of(path: str, git: str = "git") -> tuple[str, str] | None:
     return (lines[0], lines[1]) if done.returncode == 0 and len(lines) == 2 else None
 
 
-def _same(a: str, b: str) -> bool:
-    return bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b)
+def _package_folder(files: CheckoutFiles, name: str, found: Found) -> list[str]:
+    """The folders (relative to the root) whose files are the package's code: its ``__init__``'s
+    folder, a module's file, or a namespace package's portions inside the worktree."""
+    top = name.split(".")[0]
+    if found.origin:
+        rel = files.relative(found.origin)
+        if rel is None:
+            return []
+        return [top] if rel.split(os.sep)[0] == top else [rel]
+    return [r for r in (files.relative(p) for p in found.locations) if r is not None]
 
 
-def check_rev_ok(launches: Sequence[Launch], package: str, worktree: str, commit: str, *, resolve: Resolver = resolve_module,
-                 repo: RepoOf = git_repo_of) -> GateRecord:
-    """REV_OK over ``launches``: each imports ``package`` from a file inside ``worktree``, whose
-    ``HEAD`` is ``commit``. Raises :class:`WrongRevision` naming both trees (or that the package
-    cannot be imported) at the first that does not."""
-    evidence = {"package": package, "worktree": worktree, "commit": commit}
-    seen: set[tuple[str, str, str]] = set()
+def _judge(files: CheckoutFiles, name: str, found: Found, allowed_dirty: frozenset[str],
+           seen: dict[str, list[Difference]]) -> Problem | None:
+    """What keeps ``name`` as ``found`` from being the revision's code (None: nothing)."""
+    if found.origin:
+        rel = files.relative(found.origin)
+        if rel is None:
+            return Problem(f"it is imported from {found.origin}, outside the worktree", found.origin,
+                           "outside the worktree")
+        state = files.state_of(rel)
+        if state is not None and rel not in allowed_dirty:
+            return Problem(f"it is imported from {rel}, which is {state.value}", found.origin, state.value)
+    elif found.locations:
+        inside = [p for p in found.locations if files.relative(p) is not None]
+        if not inside:  # a namespace package with no portion in the worktree
+            return Problem(f"it is imported from {', '.join(found.locations)}, outside the worktree",
+                           found.locations[0], "outside the worktree")
+    for folder in _package_folder(files, name, found):
+        if folder not in seen:
+            seen[folder] = not_allowed(files.differences(folder), allowed_dirty)
+        if seen[folder]:
+            first = seen[folder][0]
+            more = f" (and {len(seen[folder]) - 1} more)" if len(seen[folder]) > 1 else ""
+            return Problem(f"its file {first.path} is {first.state.value}{more}", os.path.join(files.root, first.path),
+                           first.state.value)
+    return None
+
+
+def check_rev_ok(launches: Sequence[Launch], package: str, worktree: str, commit: str, *,
+                 also: Sequence[str] = CHECKOUT_PACKAGES, allowed_dirty: frozenset[str] = frozenset(),
+                 resolve: Resolver = resolve_modules, repo: RepoOf | None = None, git: str = "git") -> GateRecord:
+    """REV_OK over ``launches``: ``worktree``'s ``HEAD`` is ``commit``, and each launch imports
+    ``package`` (required; "" for none) and each of ``also`` the commit holds from tracked files of
+    ``worktree`` that are ``HEAD``'s, but the paths in ``allowed_dirty`` (relative to the root).
+    Raises :class:`WrongRevision` at the first that does not, naming the launch, the package, the
+    file and why."""
+    files = CheckoutFiles(worktree, git)
+    repo = repo or (lambda path: git_repo_of(path, git))
+    try:
+        head = files.head()
+        wanted = [p for p in dict.fromkeys((package, *also)) if p and files.has_package(p)]
+    except GitFailed as exc:
+        raise WrongRevision(f"REV_OK cannot read the worktree {worktree}: {exc}",
+                            evidence={"asked worktree": worktree, "asked commit": commit},
+                            hint="check that the worktree exists and is a git work tree") from exc
+    if head != commit:
+        raise WrongRevision(f"REV_OK: the worktree {worktree} is at {head[:12]}, not at the asked commit {commit[:12]}",
+                            evidence={"asked worktree": worktree, "asked commit": commit, "its commit": head},
+                            hint="the checkout moved under the run: check out the asked commit, or measure the new one")
+    skipped = [p for p in dict.fromkeys((package, *also)) if p and p not in wanted]
+    evidence = {"package": package, "packages": ", ".join(wanted) or "(none)", "worktree": worktree, "commit": commit,
+                "not in this commit": ", ".join(skipped) or "(none)"}
+    if allowed_dirty:
+        evidence["allowed dirty"] = ", ".join(sorted(allowed_dirty))
+    done: set[tuple[object, ...]] = set()
+    seen: dict[str, list[Difference]] = {}
     for launch in launches:
-        if launch.key in seen:
+        if launch.key in done:
             continue
-        seen.add(launch.key)
-        module = resolve(launch, package)
-        found = repo(module) if module else None
-        origin = Origin(launch, module, *(found or ("", "")))
-        if not module or not _same(origin.tree, worktree) or origin.head != commit:
-            raise _mismatch(origin, package, worktree, commit)
-        evidence[f"{launch.role}: interpreter"] = launch.interpreter
-        evidence[f"{launch.role}: module"] = module
-        evidence[f"{launch.role}: commit"] = origin.head
+        done.add(launch.key)
+        names = list(wanted)
+        if launch.module and launch.module.split(".")[0] in wanted and launch.module not in names:
+            names.append(launch.module)
+        found = resolve(launch, names)
+        for name in names:
+            where = found.get(name, Found())
+            if not where.importable:
+                if name == package or name == launch.module:
+                    raise _refused(launch, name, where, Problem(f"the {launch.role} cannot import {name}", "",
+                                                                "cannot import"), worktree, commit, repo)
+                evidence[f"{launch.role}: {name}"] = "not importable here"
+                continue
+            try:
+                problem = _judge(files, name, where, allowed_dirty, seen)
+            except GitFailed as exc:
+                problem = Problem(f"git could not tell whether it is HEAD's: {exc}", where.origin, "unknown")
+            if problem is not None:
+                raise _refused(launch, name, where, problem, worktree, commit, repo)
+            module = where.origin or ", ".join(where.locations)
+            evidence[f"{launch.role}: {'module' if name == package else name}"] = module
+        evidence[f"{launch.role}: interpreter"] = launch.command
+        evidence[f"{launch.role}: commit"] = head
     return GateRecord(GATE, GateStatus.PASSED, evidence=evidence)
 
 
@@ -233,22 +187,38 @@ def not_applicable(reason: str) -> GateRecord:
     return GateRecord(GATE, GateStatus.NOT_APPLICABLE, evidence={"reason": reason})
 
 
-def _mismatch(origin: Origin, package: str, worktree: str, commit: str) -> WrongRevision:
-    role, launch = origin.launch.role, origin.launch
-    evidence = {"role": role, "asked worktree": worktree, "asked commit": commit, "interpreter": launch.interpreter,
+_HINTS = {
+    "outside the worktree": "the venv serves another tree's code (a reused venv, an editable install or a .pth that "
+                            "names another tree, a copy installed into site-packages): rebuild it in this worktree "
+                            "with `OMNI_CI_HOME=... bash .github/scripts/prepare_omni_venv.sh omni` (or remove the "
+                            "worktree's venv and let omnibench prepare it again), and remove any .pth or PYTHONPATH "
+                            "entry that puts another copy first; then repeat the run",
+    FileState.UNTRACKED.value: "a file git does not track is imported (a build/lib copy, a stray module): remove it "
+                               "(`git clean -n` lists the untracked files), or commit it, then repeat the run",
+    FileState.CHANGED.value: "the file differs from the commit: commit the change and measure that commit, restore it "
+                             "(`git checkout -- FILE`), or measure the dirty checkout as such (its recorded files are "
+                             "allowed), then repeat the run",
+    FileState.DELETED.value: "a file of the commit is gone from the worktree: restore it (`git checkout -- FILE`), "
+                             "then repeat the run",
+    "cannot import": "the python cannot import the package, so it does not run this worktree's code: rebuild the "
+                     "venv with `OMNI_CI_HOME=... bash .github/scripts/prepare_omni_venv.sh omni`, then repeat the run",
+}
+
+
+def _refused(launch: Launch, name: str, where: Found, problem: Problem, worktree: str, commit: str,
+             repo: RepoOf) -> WrongRevision:
+    evidence = {"role": launch.role, "package": name, "file": problem.file or "(none)", "why": problem.state,
+                "asked worktree": worktree, "asked commit": commit, "interpreter": launch.command,
                 "sys.path[0]": launch.path0 or "(none)", "cwd": launch.cwd,
-                "imported from": origin.module or f"nowhere: {package} cannot be imported"}
-    if not origin.module:
-        message = f"REV_OK: the {role} ({launch.interpreter}) cannot import {package}, so it does not run {worktree}'s code"
-    elif not origin.tree:
-        evidence["its work tree"] = "none: not in a git work tree"
-        message = f"REV_OK: the {role} imports {package} from {origin.module}, outside the asked worktree {worktree}"
-    else:
-        evidence["its work tree"], evidence["its commit"] = origin.tree, origin.head
-        where = origin.tree if not _same(origin.tree, worktree) else f"{origin.tree} at {origin.head[:12]}"
-        message = (f"REV_OK: the {role} imports {package} from {where}, not from the asked worktree {worktree} "
-                   f"at {commit[:12]}")
-    return WrongRevision(message, evidence=evidence,
-                         hint="the venv serves another revision's code: rebuild it in that worktree with "
-                              "`OMNI_CI_HOME=... bash .github/scripts/prepare_omni_venv.sh omni` (or remove the "
-                              "worktree's venv and let omnibench prepare it again), then repeat the run")
+                "imported from": where.origin or ", ".join(where.locations) or f"nowhere: {name} cannot be imported"}
+    message = f"REV_OK: the {launch.role} does not run {worktree}'s {name} at {commit[:12]}: {problem.why}"
+    if problem.state == "outside the worktree":
+        found = repo(problem.file)
+        if found:
+            evidence["its work tree"], evidence["its commit"] = found
+            message = (f"REV_OK: the {launch.role} imports {name} from {found[0]} at {found[1][:12]}, not from the "
+                       f"asked worktree {worktree} at {commit[:12]}")
+        else:
+            evidence["its work tree"] = "none: not in a git work tree"
+    hint = _HINTS.get(problem.state, "repeat the run once the worktree is the commit's")
+    return WrongRevision(message, evidence=evidence, hint=hint.replace("FILE", problem.file or "FILE"))

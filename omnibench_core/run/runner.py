@@ -116,10 +116,13 @@ class Runner:
     def __init__(self, plan: RunPlan, *, progress: Progress = print,
                  on_start: Callable[[RunInfo], None] = lambda info: None,
                  before_timed: Callable[[str], None] | None = None,
-                 resolve: rev_ok.Resolver = rev_ok.resolve_module, proc: Path = Path("/proc")):
+                 resolve: rev_ok.Resolver = rev_ok.resolve_modules, proc: Path = Path("/proc"),
+                 allowed_dirty: frozenset[str] = frozenset()):
         self.plan = plan
         # REV_OK's probes: where a python imports the package from, and /proc (injectable for tests)
         self.resolve, self.proc = resolve, proc
+        # files of the checkout REV_OK lets differ from HEAD (a dirty checkout's recorded files)
+        self.allowed_dirty = allowed_dirty
         self.progress = progress
         self.on_start = on_start
         # Called with the step's name once its server is READY, before a timed window opens: a
@@ -396,7 +399,7 @@ class Runner:
         target = self.plan.target
         t0 = time.monotonic()
         record = rev_ok.check_rev_ok(launches, target.facts.package, target.cwd or "", target.revision,
-                                     resolve=self.resolve, repo=lambda path: rev_ok.git_repo_of(path, self.plan.tools.git))
+                                     allowed_dirty=self.allowed_dirty, resolve=self.resolve, git=self.plan.tools.git)
         self.manifest.gate(replace(record, seconds=time.monotonic() - t0), context)
         self.say(f"{context}: REV_OK ({target.facts.package} from {target.cwd} at {target.revision[:12]})")
 

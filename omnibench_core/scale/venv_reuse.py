@@ -124,7 +124,7 @@ def prove(venv: Path, tree: Path, commit: str, olds: Iterable[str], *, git: str 
     if launch is None:
         raise NotRelocated(f"{script} is no python console script, so its code cannot be proven")
     try:
-        rev_ok.check_rev_ok([launch], package, str(tree), commit, repo=lambda p: rev_ok.git_repo_of(p, git))
+        rev_ok.check_rev_ok([launch], package, str(tree), commit, git=git)
     except OmnibenchError as exc:
         raise NotRelocated(exc.message, evidence=dict(exc.evidence)) from exc
 

@@ -1,20 +1,29 @@
 """The stand-in's ``omni`` venv, in upstream's layout: built at ``$OMNI_CI_HOME/<name>``, with
 ``<checkout>/<name>`` a symlink to it, and the checkout's package installed editable.
 
-Upstream's ``.github/scripts/prepare_omni_venv.sh <name>`` (sgl-project/sglang-omni at
-0e15ffdd4f64b74ec62bc997d17e62e5266c5498) makes the venv at ``$OMNI_CI_HOME/<name>``, replaces
-``./<name>`` with a symlink to it and runs ``uv pip install -e .``: so ``omni/bin/sgl-omni`` is a
-console script whose ``#!`` line is the absolute path of ``$OMNI_CI_HOME/<name>/bin/python``, and the
-editable install's ``.pth`` and ``direct_url.json`` name the tree that built it. The stand-in is
-made the same way, so whatever would serve another revision's code upstream does here too.
+Upstream's newest ``.github/scripts/prepare_omni_venv.sh <name>`` (tests/fixtures/upstream/
+ci-scripts.json records it and the commit) makes the venv at ``$OMNI_CI_HOME/<name>`` with
+``uv venv --system-site-packages`` on the image's python 3.12, writes ``sglang-image.pth`` (an
+``import site; site.addsitedir(...)`` line for the image's own site-packages, an ``/opt/sglang``
+virtualenv outside the system's) and ``cosyvoice.pth`` (two source folders, a CosyVoice checkout
+under the venv and its Matcha-TTS), replaces ``./<name>`` with a symlink to it and runs ``uv pip
+install --no-deps -e .``: so ``omni/bin/sgl-omni`` is a console script whose ``#!`` line is the
+absolute path of ``$OMNI_CI_HOME/<name>/bin/python``, the editable install's ``.pth`` and
+``direct_url.json`` name the tree that built it, and three kinds of ``.pth`` put folders on
+``sys.path``. The stand-in is made the same way, so whatever would serve another revision's code
+upstream does here too: ``--system-site-packages`` (the base python's site-packages, and the user
+site, come after the venv's own), ``sglang-image.pth`` naming the site-packages of the python that
+has omnibench (the stand-in's "image": its local server), ``cosyvoice.pth`` naming the same two
+folders under the venv (empty: the stand-in has no CosyVoice model). The venv's python is the one
+that has omnibench (``sys.executable``), not 3.12: the image's compiled packages are that
+python's (docs/fidelity.md says why).
 
 The editable install is written here, file for file as pip writes one for a setuptools project
 whose packages sit at the root (``__editable__.<dist>-<version>.pth`` holding the checkout's root,
 a ``.dist-info`` with ``METADATA``, ``entry_points.txt``, ``direct_url.json`` with
 ``dir_info.editable``, ``RECORD``, and the console scripts of ``[project.scripts]``): pip cannot do
 it offline on every host (setuptools' editable wheel needs the ``wheel`` package, which a python
-3.11 venv lacks) and took 25 s where this takes milliseconds. A ``.pth`` also adds the site-packages
-of the python that has omnibench, whose local server the stand-in runs. Also run by the checkout's
+3.11 venv lacks) and took 25 s where this takes milliseconds. Also run by the checkout's
 ``prepare_omni_venv.sh``:
 
     python -m omnibench_core.standin.venv --checkout DIR --name omni --home "$OMNI_CI_HOME"
@@ -37,7 +46,9 @@ from pathlib import Path
 from ..errors import OmnibenchError
 from ..setup.checkout_layout import SERVE_SCRIPT, console_script
 
-BASE_PTH = "omnibench_standin.pth"  # the python that has omnibench, seen from the venv
+IMAGE_PTH = "sglang-image.pth"  # upstream's name; here: the python that has omnibench, seen from the venv
+COSYVOICE_PTH = "cosyvoice.pth"  # upstream's name: the CosyVoice checkout and its Matcha-TTS, under the venv
+COSYVOICE_DIRS = ("src/CosyVoice", "src/CosyVoice/third_party/Matcha-TTS")  # relative to the venv, as upstream's
 DIST, VERSION = "sglang_omni_standin", "0.0.0"  # the stand-in's pyproject.toml: sglang-omni-standin 0.0.0
 MAX_SHEBANG = 127  # as pip (distlib) on Linux: a longer #! line becomes an sh `exec` of the python
 
@@ -126,13 +137,18 @@ def make_venv(checkout: Path, name: str = "omni", home: Path | None = None) -> P
         home = Path(env_home)
     venv = Path(os.path.abspath(home)) / name
     venv.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)],
+    done = subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", "--system-site-packages", str(venv)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise OmnibenchError(f"python -m venv {venv} failed", evidence={"output": (done.stdout + done.stderr).strip()},
                              hint="install the venv module of this python (e.g. apt install python3-venv)")
     site = next(venv.glob("lib/python*/site-packages"))
-    (site / BASE_PTH).write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs()))
+    # upstream's image line: addsitedir, so the image's own .pth files (an editable install there) work too
+    (site / IMAGE_PTH).write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs()))
+    sources = [venv / d for d in COSYVOICE_DIRS]
+    for folder in sources:
+        folder.mkdir(parents=True, exist_ok=True)
+    (site / COSYVOICE_PTH).write_text("".join(f"{folder}\n" for folder in sources))
     link = checkout / name
     if link.is_symlink() or link.is_file():
         link.unlink()
