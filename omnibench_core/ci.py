@@ -24,7 +24,8 @@ from .run import rev_ok
 from .run.gates import GateRecord
 from .run.layout import ci_dir, next_run_name
 from .settings import Settings
-from .setup.checkout_layout import check_checkout, system_package, venv_env
+from .setup.checkout_layout import check_checkout, checkout_packages, system_package, venv_env
+from .setup.tree_state import TreeState, tree_state
 from .store.names import COMMIT_NAME
 from .tables import table
 
@@ -132,11 +133,13 @@ class CiRun:
     def __init__(self, settings: Settings, *, out_dir: Path | None = None, bash: str = "bash",
                  progress: Callable[[str], None] = print, allowed_dirty: frozenset[str] = frozenset()):
         self.settings, self.bash, self.progress = settings, bash, progress
-        self.allowed_dirty = allowed_dirty  # files REV_OK lets differ from HEAD (a dirty checkout's recorded ones)
         co = check_checkout(settings)
+        # a dirty checkout's stages go to its own folder, and REV_OK lets its recorded files differ from HEAD
+        state = tree_state(co.root, checkout_packages(co.root), settings.tools.git) or TreeState()
+        self.allowed_dirty = allowed_dirty | frozenset(state.files)
         self.checkout, self.python, self.revision = co.root, co.python, co.revision
         self.env = prepare_env(settings, co.root, co.venv)
-        ci_root = ci_dir(settings.run.results_root, short_revision(co.revision))
+        ci_root = ci_dir(settings.run.results_root, short_revision(co.revision) + state.folder_suffix())
         self.out_dir = out_dir or ci_root / next_run_name(ci_root)
         self.env["SGLANG_OMNI_ROUTER_BIN"] = self._router()
         if self.out_dir.exists():

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+# the checkout's packages besides the served one whose files a run imports (routers, every client and
+# scorer): REV_OK checks them, and a dirty tree's state covers their untracked files
+CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
 RUNS = 3  # measured runs after the warm-up run0, as the runbook
 RETRIES = 2  # tries again of a run that misses a gate or a coverage rule
 SCORING = "deferred"  # every run generated, then one scoring server start for all

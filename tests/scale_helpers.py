@@ -27,7 +27,7 @@ SGL_OMNI = textwrap.dedent(f"""\
     checkout = Path(sys.argv[0]).parent.parent.parent  # <checkout>/omni/bin/sgl-omni, as the target starts it
     args = sys.argv[1:]
     if "--help" in args:  # the ConfigPatch era's serve, as the target asks it before starting one
-        sys.exit(print("Usage: sgl-omni serve [OPTIONS]\n  --model-path TEXT  --port INTEGER  --delay FLOAT"))
+        sys.exit(print("Usage: sgl-omni serve [OPTIONS]\\n  --model-path TEXT  --port INTEGER  --delay FLOAT"))
     port = args[args.index("--port") + 1]
     delay = args[args.index("--delay") + 1] if "--delay" in args else "0.05"
     ms = json.loads((checkout / "standin.json").read_text()).get("delay_ms", 0)

@@ -81,6 +81,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     state = _state(checkout, checkout_packages(checkout), settings.tools.git)
     return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=facts, env=env,
                      unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus, revision=co.revision, dirty=co.dirty,
+                     dirty_files=state.files,
                      results_folder=short_revision(co.revision) + state.folder_suffix(),
                      details={"checkout": str(checkout), "venv": str(venv), **state.details()})
 
@@ -121,7 +122,7 @@ def prepare_local(settings: Settings) -> TargetEnv:
 
     return TargetEnv(target="local", python=sys.executable, serve_argv=serve_argv, facts=LOCAL_FACTS,
                      env={"HF_HUB_OFFLINE": "1", "SGLANG_OMNI_STRICT_PORT": "1"},
-                     gpus=(), revision=revision, dirty=dirty,
+                     gpus=(), revision=revision, dirty=dirty, dirty_files=state.files,
                      results_folder=f"local-{short_revision(revision)}{state.folder_suffix()}",
                      # the repository whose commit names the folder: the history reads that commit's
                      # time and subject there (its "committed" and "subject" columns)

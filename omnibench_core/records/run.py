@@ -279,6 +279,7 @@ class TargetEnv:
     gpus: tuple[str, ...] = ()
     revision: str = "unknown"
     dirty: str = ""
+    dirty_files: tuple[str, ...] = ()  # a dirty tree's changed and untracked files: REV_OK lets them differ
     results_folder: str = ""
     details: Mapping[str, str] = field(default_factory=dict)
 

@@ -33,6 +33,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..defaults import CHECKOUT_PACKAGES
 from ..errors import WrongRevision
 from ..statuses import GateStatus
 from .gates import GateRecord
@@ -59,7 +60,6 @@ __all__ = ["GATE", "PROBE_TIMEOUT_S", "CHECKOUT_PACKAGES", "Found", "Launch", "c
 GATE = "REV_OK"
 # The checkout's packages a run imports besides the target's own: upstream's router (a console
 # script of its pyproject.toml) and benchmarks/ (every client and scorer: `python -m benchmarks.eval...`).
-CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
 
 Resolver = Callable[[Launch, Sequence[str]], dict[str, Found]]
 RepoOf = Callable[[str], tuple[str, str] | None]

@@ -17,11 +17,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..process.capture import capture
 
 PROBE_TIMEOUT_S = 60.0
 # The interpreter options that change where imports come from: -E (no PYTHON* variables), -s (no
@@ -239,14 +240,14 @@ def resolve_modules(launch: Launch, names: Sequence[str], timeout_s: float = PRO
     with tempfile.TemporaryDirectory(prefix="omnibench-rev-ok-") as folder:
         probe = Path(folder) / "rev_ok_probe.py"
         probe.write_text(_PROBE)
-        try:
-            done = subprocess.run([launch.interpreter, *launch.flags, str(probe), launch.path0, *names],
-                                  env=dict(launch.env), cwd=launch.cwd or None, capture_output=True, text=True,
-                                  errors="replace", timeout=timeout_s, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            return {}
+        # bounded as every probe is: one deadline, capped output, nothing it started left running
+        # (a .pth or sitecustomize of the venv runs in it)
+        done = capture([launch.interpreter, *launch.flags, str(probe), launch.path0, *names], timeout_s,
+                       env=launch.env, cwd=launch.cwd or None)
+    if not done.ok:
+        return {}
     try:
-        modules = json.loads(done.stdout.strip().splitlines()[-1])["modules"] if done.returncode == 0 else {}
+        modules = json.loads(done.stdout.strip().splitlines()[-1])["modules"]
         return {name: Found(str(m["origin"]), tuple(str(p) for p in m["locations"])) for name, m in modules.items()}
     except (ValueError, IndexError, KeyError, TypeError):
         return {}

@@ -399,7 +399,8 @@ class Runner:
         target = self.plan.target
         t0 = time.monotonic()
         record = rev_ok.check_rev_ok(launches, target.facts.package, target.cwd or "", target.revision,
-                                     allowed_dirty=self.allowed_dirty, resolve=self.resolve, git=self.plan.tools.git)
+                                     allowed_dirty=self.allowed_dirty | frozenset(target.dirty_files),
+                                     resolve=self.resolve, git=self.plan.tools.git)
         self.manifest.gate(replace(record, seconds=time.monotonic() - t0), context)
         self.say(f"{context}: REV_OK ({target.facts.package} from {target.cwd} at {target.revision[:12]})")
 

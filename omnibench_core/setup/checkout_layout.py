@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..defaults import CHECKOUT_PACKAGES
 from ..errors import SettingsError
 from ..settings import Settings
 from .gitinfo import git_revision
@@ -108,10 +109,6 @@ def system_package(checkout: Path) -> str:
     from. "" when the checkout declares no ``sgl-omni`` console script."""
     target = console_script(checkout)
     return target.split(":", 1)[0].split(".", 1)[0].strip() if target else ""
-
-
-# the packages besides the served one whose files the server and clients import from the checkout
-CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
 
 
 def checkout_packages(checkout: Path) -> tuple[str, ...]:
