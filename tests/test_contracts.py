@@ -438,6 +438,78 @@ def test_omni_ci_cpuset_is_written_as_taskset_prints_it():
     assert taskset_cpu_list([0, 1]) == "0,1"
 
 
+CLEANUP_SCRIPT_PATH = ".github/scripts/delete_gpu_process.sh"
+
+
+def ci_script_problems(scripts: dict[str, dict]) -> list[str]:
+    """Where omnibench's CI stages and the stand-in's clean-up disagree with the recorded facts of
+    upstream's ``delete_gpu_process.sh`` and ``run_flaky_pytest.sh`` (each at its recorded commit)."""
+    import inspect
+
+    from omnibench_core import ci
+    from omnibench_core.settings import Settings
+
+    problems = []
+    cleanup = scripts[ci.CLEANUP_SCRIPT]
+    called = f'[self.bash, CLEANUP_SCRIPT, {", ".join(json.dumps(a) for a in cleanup["args"])}]'
+    if called not in inspect.getsource(ci):
+        problems.append(f"ci.py does not call {ci.CLEANUP_SCRIPT} with {cleanup['args']}")
+    # upstream refuses an unscoped clean-up: omnibench's stage environment always names the GPUs
+    env = ci.prepare_env(Settings.of(), Path("/co"), Path("/co/omni"), base={}, cpus=[0])
+    scope = env.get(cleanup["scope_env"], "")
+    if not re.fullmatch(r"\d+(,\d+)*", scope) or scope in cleanup["unscoped_allowed_by"].values():
+        problems.append(f"the stages' {cleanup['scope_env']}={scope!r} is not a GPU list: upstream exits "
+                        f"{cleanup['unscoped_exit']}")
+    standin = (STANDIN_FILES / CLEANUP_SCRIPT_PATH).read_text()
+    for name, pattern in (("OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB", r'"\$used" -lt (\d+)'),
+                          ("OMNI_CI_GPU_CLEAN_WAIT_SECONDS", r'"\$i" -lt (\d+)')):
+        found = re.search(pattern, standin)
+        if not found or int(found.group(1)) != cleanup["env"][name]:
+            problems.append(f"the stand-in's clean-up waits with {name}={found and found.group(1)}, upstream's "
+                            f"default is {cleanup['env'][name]}")
+    flaky = scripts[".github/scripts/run_flaky_pytest.sh"]
+    if flaky["cleanup_between_attempts"] != [ci.CLEANUP_SCRIPT, *cleanup["args"]]:
+        problems.append(f"upstream's retries clean up with {flaky['cleanup_between_attempts']}, omnibench's with "
+                        f"{[ci.CLEANUP_SCRIPT, *cleanup['args']]}")
+    delay = Settings.of().ci.ci_retry_delay_s
+    if delay != flaky["env"]["OMNI_CI_RETRY_DELAY_SECONDS"]:
+        problems.append(f"ci_retry_delay_s={delay:g}, upstream's OMNI_CI_RETRY_DELAY_SECONDS defaults to "
+                        f"{flaky['env']['OMNI_CI_RETRY_DELAY_SECONDS']}")
+    return problems
+
+
+def test_ci_script_facts_are_recorded_at_the_commits_that_hold_them():
+    """delete_gpu_process.sh's facts at 0a77a57 (its first version, 339ff0ad, took no --kill-orphans)
+    and run_flaky_pytest.sh's at 2e14a39; omnibench's stages and the stand-in follow them."""
+    scripts = {s["path"]: s for s in load("ci-scripts")["scripts"]}
+    cleanup, flaky = scripts[CLEANUP_SCRIPT_PATH], scripts[".github/scripts/run_flaky_pytest.sh"]
+    assert cleanup["commit"] == "0a77a57d7db411afef185bbdc8ce6fec7db67d6e"
+    assert cleanup["earlier"]["commit"].startswith("339ff0ad") and "--kill-orphans" in cleanup["args"]
+    assert flaky["commit"] == "2e14a391fe29d26ae75c10cf020664ea9636cdc3"
+    assert ci_script_problems(scripts) == []
+
+
+@pytest.mark.parametrize("path, key, value, says", [
+    (CLEANUP_SCRIPT_PATH, "args", [], "ci.py does not call"),
+    (CLEANUP_SCRIPT_PATH, "scope_env", "NVIDIA_VISIBLE_DEVICES", "is not a GPU list"),
+    (CLEANUP_SCRIPT_PATH, "env", {"OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB": 2048, "OMNI_CI_GPU_CLEAN_WAIT_SECONDS": 120},
+     "OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB=1024"),
+    (CLEANUP_SCRIPT_PATH, "env", {"OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB": 1024, "OMNI_CI_GPU_CLEAN_WAIT_SECONDS": 300},
+     "OMNI_CI_GPU_CLEAN_WAIT_SECONDS=120"),
+    (".github/scripts/run_flaky_pytest.sh", "cleanup_between_attempts", [CLEANUP_SCRIPT_PATH],
+     "upstream's retries clean up with"),
+    (".github/scripts/run_flaky_pytest.sh", "env", {"OMNI_CI_MAX_ATTEMPTS": 3, "OMNI_CI_RETRY_DELAY_SECONDS": 5},
+     "OMNI_CI_RETRY_DELAY_SECONDS defaults to 5"),
+])
+def test_the_ci_script_check_fails_on_a_doctored_fact(path, key, value, says):
+    scripts = {s["path"]: dict(s) for s in load("ci-scripts")["scripts"]}
+    if key == "args":  # the flaky wrapper's clean-up follows the doctored arguments: only ci.py's call differs
+        scripts[".github/scripts/run_flaky_pytest.sh"]["cleanup_between_attempts"] = [CLEANUP_SCRIPT_PATH]
+    scripts[path][key] = value
+    problems = ci_script_problems(scripts)
+    assert len(problems) == 1 and says in problems[0], problems
+
+
 def test_ci_script_arguments_are_upstreams():
     from omnibench_core import ci
     from omnibench_core.setup import checkout
