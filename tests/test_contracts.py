@@ -77,7 +77,8 @@ def test_seedtts_sglang_commands_pass_only_upstream_flags(tmp_path, options):
     assert generate[generate.index("--reference-audio-field") + 1] == "audio.ref_audio"
 
 
-@pytest.mark.parametrize("options", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "timeout_s": 30.0}])
+@pytest.mark.parametrize("options", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "timeout_s": 30.0,
+                                          "warmup": 4}])
 def test_videoamme_sglang_command_passes_only_upstream_flags(tmp_path, options):
     env = _sglang_env(tmp_path)
     steps = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="sglang",
@@ -134,6 +135,39 @@ def test_the_check_can_fail_on_a_doctored_contract(tmp_path):
     int_timeout = [f for f in VIDEOAMME["flags"] if f["name"] == "--timeout-s"]
     assert int_timeout and int_timeout[0]["type"] == "int"
     assert argv_problems(["--timeout-s", "2.5"], VIDEOAMME) == ["--timeout-s '2.5': upstream types it int"]
+
+
+def videoamme_warmup_problems(record: dict) -> list[str]:
+    """Where the native Video-AMME client's warmup differs from the recorded upstream client's."""
+    from omnibench_plugins.videoamme.client import VideoClientConfig
+    from omnibench_plugins.videoamme.hooks import DEFAULTS as VIDEO_DEFAULTS
+
+    problems = []
+    if VIDEO_DEFAULTS["warmup"] != record["flag_default"]:
+        problems.append(f"videoamme.warmup defaults to {VIDEO_DEFAULTS['warmup']!r}, upstream's --warmup to "
+                        f"{record['flag_default']!r}")
+    for concurrency in (1, 16):
+        cfg = VideoClientConfig(data=Path("set"), output_dir=Path("out"), max_concurrency=concurrency)
+        want = concurrency if record.get("unset_means") == "max_concurrency" else record["flag_default"]
+        if cfg.warmup_requests != want:
+            problems.append(f"at concurrency {concurrency} the native client sends {cfg.warmup_requests} warmup "
+                            f"requests, upstream's {want}")
+    explicit = VideoClientConfig(data=Path("set"), output_dir=Path("out"), max_concurrency=16, warmup=0)
+    if explicit.warmup_requests != 0:
+        problems.append("warmup=0 does not turn the warmup off")
+    return problems
+
+
+def test_the_native_videoamme_warmup_is_upstreams_of_the_runbooks_era():
+    assert videoamme_warmup_problems(VIDEOAMME["warmup"]) == []
+    # the era before 8a6fc24 sent none: the native client is not that era's, and the check says so
+    assert VIDEOAMME["warmup_before"]["flag_default"] == 0
+    assert videoamme_warmup_problems(VIDEOAMME["warmup_before"]) == [
+        "videoamme.warmup defaults to None, upstream's --warmup to 0",
+        "at concurrency 1 the native client sends 1 warmup requests, upstream's 0",
+        "at concurrency 16 the native client sends 16 warmup requests, upstream's 0"]
+    doctored = {**VIDEOAMME["warmup"], "unset_means": "nothing"}  # a record that says unset sends none
+    assert len(videoamme_warmup_problems(doctored)) == 2
 
 
 # -- serve's rules in omnibench are the recorded ones ------------------------------------------------
