@@ -365,6 +365,9 @@ class _Chat(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.endswith("/audio/transcriptions"):  # the ASR server of scoring
+            self._json({"text": "Read this."})
+            return
         audio = base64.b64encode(_wav()).decode()
         self._json({"id": "chatcmpl-1", "object": "chat.completion", "model": "minicpmo", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": "Answer: A",
@@ -436,6 +439,163 @@ def test_native_videoamme_per_sample_keys_are_upstreams(native_results):
     row = video["per_sample"][0]
     assert want <= set(row), sorted(want - set(row))
     assert "mc_fallback" not in row  # upstream's name is is_mc_fallback
+
+
+# -- seed-tts files, key for key and column for column -------------------------------------------------
+@pytest.fixture(scope="module")
+def seedtts_files(tmp_path_factory):
+    """The native seed-tts client's folder after generation (a separate warm-up set too; one sample's
+    reference unreadable, so one request fails) and the asr-wer scorer's transcription, against a
+    loopback server that answers chat and transcription."""
+    from omnibench_core.scoring.asr_wer import WerJob, score
+    from omnibench_plugins.seedtts.client import ClientConfig, SeedTtsClient, write_outputs
+    from omnibench_plugins.seedtts.data import load_meta
+    from omnibench_plugins.seedtts.hooks import WER
+
+    tmp = tmp_path_factory.mktemp("seedtts-files")
+    (tmp / "ref.wav").write_bytes(_wav())
+    (tmp / "meta.lst").write_text("s0|a reference|ref.wav|Read this.\ns1|a reference|ref.wav|Read this too.\n"
+                                  "s2|a reference|gone.wav|Never read.\n")
+    (tmp / "warm.lst").write_text("w0|a reference|ref.wav|Warm up.\n")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    out = tmp / "seedtts"
+    out.mkdir()
+    try:
+        samples = load_meta(str(tmp / "meta.lst"))
+        cfg = ClientConfig(meta=str(tmp / "meta.lst"), output_dir=out, port=port, warmup=1,
+                           warmup_meta=str(tmp / "warm.lst"), max_concurrency=2)
+        write_outputs(out, samples, asyncio.run(SeedTtsClient(cfg).run(samples)))
+        job = WerJob.from_params({k: v for k, v in WER.params.items()})
+        score(job, out, endpoint=Endpoint(port), model="asr", concurrency=2)
+    finally:
+        server.shutdown()
+    return out
+
+
+def key_order_problems(written: list[str], upstream: list[str], own: tuple[str, ...] = (),
+                       only_when_set: tuple[str, ...] = ()) -> list[str]:
+    """Why ``written`` is not upstream's keys in upstream's order followed by omnibench's own (each
+    named in docs/fidelity.md): a key missing, a key neither upstream's nor named, the order."""
+    missing = [k for k in upstream if k not in written and k not in only_when_set]
+    unnamed = [k for k in written if k not in upstream and k not in own]
+    problems = [f"{k}: upstream writes it, omnibench does not" for k in missing]
+    problems += [f"{k}: neither upstream's nor one of omnibench's named keys" for k in unnamed]
+    want = [k for k in upstream if k in written] + [k for k in own if k in written]
+    if not problems and written != want:
+        problems.append(f"the order {written} is not upstream's {want}")
+    return problems
+
+
+def _csv_header(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()[0].split(",")
+
+
+def test_seedtts_speed_results_top_level_and_config_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_CONFIG_KEYS
+
+    record = load("output-keys")["seedtts_speed_results"]
+    speed = json.loads((seedtts_files / "speed_results.json").read_text())
+    assert key_order_problems(list(speed), record["top_level"]) == []
+    assert key_order_problems(list(speed["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    assert speed["config"]["base_url"] == f"http://127.0.0.1:{speed['config']['port']}"
+
+
+def test_seedtts_per_request_rows_are_upstreams_with_its_nulls(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_PER_REQUEST_KEYS
+
+    record = load("output-keys")["seedtts_per_request"]
+    rows = json.loads((seedtts_files / "speed_results.json").read_text())["per_request"]
+    for row in rows:
+        assert key_order_problems(list(row), record["keys"], OWN_PER_REQUEST_KEYS) == [], row
+        for key in (*record["null_when_not_streaming"], *record["null_when_closed_loop"]):
+            assert row[key] is None, key  # not streaming, closed loop
+    failed = next(r for r in rows if not r["is_success"])
+    assert {k: failed[k] for k in record["failed_request"]} == record["failed_request"]
+
+
+def test_seedtts_results_csv_columns_are_upstreams(seedtts_files):
+    record = load("output-keys")["seedtts_results_csv"]
+    header = _csv_header(seedtts_files / "results.csv")
+    assert key_order_problems(header, record["columns"]) == []
+    failed = next(line for line in (seedtts_files / "results.csv").read_text().splitlines() if ",False," in line)
+    assert failed.split(",")[2:5] == ["0.0000", "0.0000", "0.0000"]  # a failed request's latency, audio, RTF
+
+
+def test_seedtts_generated_entries_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_GENERATED_KEYS
+
+    record = load("output-keys")["seedtts_generated"]
+    for entry in json.loads((seedtts_files / "generated.json").read_text()):
+        assert key_order_problems(list(entry), record["keys"], OWN_GENERATED_KEYS, tuple(record["only_when_set"])) == []
+        assert ("error" in entry) == (not entry["is_success"])
+        if not entry["is_success"]:
+            assert entry["wav_path"] == record["wav_path_when_failed"]
+
+
+def test_seedtts_warmup_results_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_RAW_RESULT_KEYS
+
+    record = load("output-keys")["seedtts_warmup_results"]
+    warm = json.loads((seedtts_files / "warmup" / "results.json").read_text())
+    assert key_order_problems(list(warm), record["top_level"]) == []
+    assert warm["completed"] == warm["requested"] == 1
+    (result,) = warm["results"]
+    assert key_order_problems(list(result), record["result_keys"], OWN_RAW_RESULT_KEYS) == []
+    assert result["request_id"] == "w0" and result["inter_chunk_s"] == [] and result["audio_chunk_count"] == 0
+
+
+def test_seedtts_wer_results_are_upstreams(seedtts_files):
+    from omnibench_core.scoring.tts_wer_files import OWN_CONFIG_KEYS
+
+    record = load("output-keys")["seedtts_wer_results"]
+    wer = json.loads((seedtts_files / "wer_results.json").read_text())
+    assert key_order_problems(list(wer), record["top_level"]) == []
+    assert key_order_problems(list(wer["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    assert wer["config"]["tts_model"] == wer["config"]["model"] == "minicpmo"  # from the client's config
+    for row in wer["per_sample"]:
+        assert key_order_problems(list(row), record["per_sample"]) == [], row
+    by_id = {r["id"]: r for r in wer["per_sample"]}
+    assert by_id["s0"]["is_success"] is True and by_id["s0"]["error"] is None and by_id["s0"]["wer"] == 0.0
+    failed = by_id["s2"]
+    assert failed["is_success"] is False and failed["error"].startswith("Generation failed: ")
+    assert failed["wer"] is None and failed["hits"] is None and failed["whisper_text"] == ""
+
+
+def test_seedtts_wer_csv_and_asr_speed_are_upstreams(seedtts_files):
+    keys = load("output-keys")
+    assert key_order_problems(_csv_header(seedtts_files / "wer_results.csv"), keys["seedtts_wer_csv"]["columns"]) == []
+    speed = json.loads((seedtts_files / "asr_speed_results.json").read_text())
+    assert key_order_problems(list(speed), keys["seedtts_asr_speed"]["keys"]) == []
+    assert speed["total_samples"] == 3 and speed["evaluated"] == 2 and speed["skipped"] == 1
+    assert speed["asr_latency_sum_s"] > 0 and speed["asr_model"] == "asr" and speed["asr_concurrency"] == 2
+
+
+def test_the_key_check_fails_on_a_missing_misplaced_or_unnamed_key(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_PER_REQUEST_KEYS
+
+    keys = load("output-keys")["seedtts_per_request"]["keys"]
+    row = list(json.loads((seedtts_files / "speed_results.json").read_text())["per_request"][0])
+    assert key_order_problems([k for k in row if k != "audio_ttfp_s"], keys, OWN_PER_REQUEST_KEYS) == [
+        "audio_ttfp_s: upstream writes it, omnibench does not"]
+    swapped = [row[1], row[0], *row[2:]]
+    assert key_order_problems(swapped, keys, OWN_PER_REQUEST_KEYS)[0].startswith("the order ['text', 'id'")
+    assert key_order_problems([*row, "mystery"], keys, OWN_PER_REQUEST_KEYS) == [
+        "mystery: neither upstream's nor one of omnibench's named keys"]
+    # a doctored record: upstream writing one more key than omnibench does
+    assert key_order_problems(row, [*keys, "tok_per_s"], OWN_PER_REQUEST_KEYS) == [
+        "tok_per_s: upstream writes it, omnibench does not"]
+
+
+def test_omnibenchs_own_keys_are_named_in_the_fidelity_page():
+    from omnibench_core.scoring import tts_wer_files
+    from omnibench_plugins.seedtts import files
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
+    own = {*files.OWN_PER_REQUEST_KEYS, *files.OWN_GENERATED_KEYS, *files.OWN_RAW_RESULT_KEYS, *files.OWN_CONFIG_KEYS,
+           *tts_wer_files.OWN_CONFIG_KEYS}
+    assert [k for k in sorted(own) if f"`{k}`" not in page] == []
 
 
 # -- taskset's list format --------------------------------------------------------------------------
