@@ -77,7 +77,8 @@ def test_seedtts_sglang_commands_pass_only_upstream_flags(tmp_path, options):
     assert generate[generate.index("--reference-audio-field") + 1] == "audio.ref_audio"
 
 
-@pytest.mark.parametrize("options", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "timeout_s": 30.0}])
+@pytest.mark.parametrize("options", [{}, {"video_min_pixels": 3136, "video_total_pixels": 2000000, "timeout_s": 30.0,
+                                          "warmup": 4}])
 def test_videoamme_sglang_command_passes_only_upstream_flags(tmp_path, options):
     env = _sglang_env(tmp_path)
     steps = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="sglang",
@@ -134,6 +135,39 @@ def test_the_check_can_fail_on_a_doctored_contract(tmp_path):
     int_timeout = [f for f in VIDEOAMME["flags"] if f["name"] == "--timeout-s"]
     assert int_timeout and int_timeout[0]["type"] == "int"
     assert argv_problems(["--timeout-s", "2.5"], VIDEOAMME) == ["--timeout-s '2.5': upstream types it int"]
+
+
+def videoamme_warmup_problems(record: dict) -> list[str]:
+    """Where the native Video-AMME client's warmup differs from the recorded upstream client's."""
+    from omnibench_plugins.videoamme.client import VideoClientConfig
+    from omnibench_plugins.videoamme.hooks import DEFAULTS as VIDEO_DEFAULTS
+
+    problems = []
+    if VIDEO_DEFAULTS["warmup"] != record["flag_default"]:
+        problems.append(f"videoamme.warmup defaults to {VIDEO_DEFAULTS['warmup']!r}, upstream's --warmup to "
+                        f"{record['flag_default']!r}")
+    for concurrency in (1, 16):
+        cfg = VideoClientConfig(data=Path("set"), output_dir=Path("out"), max_concurrency=concurrency)
+        want = concurrency if record.get("unset_means") == "max_concurrency" else record["flag_default"]
+        if cfg.warmup_requests != want:
+            problems.append(f"at concurrency {concurrency} the native client sends {cfg.warmup_requests} warmup "
+                            f"requests, upstream's {want}")
+    explicit = VideoClientConfig(data=Path("set"), output_dir=Path("out"), max_concurrency=16, warmup=0)
+    if explicit.warmup_requests != 0:
+        problems.append("warmup=0 does not turn the warmup off")
+    return problems
+
+
+def test_the_native_videoamme_warmup_is_upstreams_of_the_runbooks_era():
+    assert videoamme_warmup_problems(VIDEOAMME["warmup"]) == []
+    # the era before 8a6fc24 sent none: the native client is not that era's, and the check says so
+    assert VIDEOAMME["warmup_before"]["flag_default"] == 0
+    assert videoamme_warmup_problems(VIDEOAMME["warmup_before"]) == [
+        "videoamme.warmup defaults to None, upstream's --warmup to 0",
+        "at concurrency 1 the native client sends 1 warmup requests, upstream's 0",
+        "at concurrency 16 the native client sends 16 warmup requests, upstream's 0"]
+    doctored = {**VIDEOAMME["warmup"], "unset_means": "nothing"}  # a record that says unset sends none
+    assert len(videoamme_warmup_problems(doctored)) == 2
 
 
 # -- serve's rules in omnibench are the recorded ones ------------------------------------------------
@@ -395,6 +429,9 @@ class _Chat(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.endswith("/audio/transcriptions"):  # the ASR server of scoring
+            self._json({"text": "Read this."})
+            return
         audio = base64.b64encode(_wav()).decode()
         self._json({"id": "chatcmpl-1", "object": "chat.completion", "model": "minicpmo", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": "Answer: A",
@@ -460,12 +497,169 @@ def test_native_videoamme_summary_keys_are_upstreams(native_results):
 
 
 def test_native_videoamme_per_sample_keys_are_upstreams(native_results):
+    """Every key of upstream's records, in its order; omnibench's engine_time_s and waited_for_slot after."""
     _, video = native_results
-    want = set(load("output-keys")["videoamme_per_sample"]["keys"]) - {"video_path", "url", "video_id",
-                                                                          "question_id", "sub_category"}
-    row = video["per_sample"][0]
-    assert want <= set(row), sorted(want - set(row))
-    assert "mc_fallback" not in row  # upstream's name is is_mc_fallback
+    for row in video["per_sample"]:
+        assert key_order_problems(list(row), load("output-keys")["videoamme_per_sample"]["keys"],
+                                  ("engine_time_s", "waited_for_slot")) == []
+    assert "mc_fallback" not in video["per_sample"][0]  # upstream's name is is_mc_fallback
+
+
+# -- seed-tts files, key for key and column for column -------------------------------------------------
+@pytest.fixture(scope="module")
+def seedtts_files(tmp_path_factory):
+    """The native seed-tts client's folder after generation (a separate warm-up set too; one sample's
+    reference unreadable, so one request fails) and the asr-wer scorer's transcription, against a
+    loopback server that answers chat and transcription."""
+    from omnibench_core.scoring.asr_wer import WerJob, score
+    from omnibench_plugins.seedtts.client import ClientConfig, SeedTtsClient, write_outputs
+    from omnibench_plugins.seedtts.data import load_meta
+    from omnibench_plugins.seedtts.hooks import WER
+
+    tmp = tmp_path_factory.mktemp("seedtts-files")
+    (tmp / "ref.wav").write_bytes(_wav())
+    (tmp / "meta.lst").write_text("s0|a reference|ref.wav|Read this.\ns1|a reference|ref.wav|Read this too.\n"
+                                  "s2|a reference|gone.wav|Never read.\n")
+    (tmp / "warm.lst").write_text("w0|a reference|ref.wav|Warm up.\n")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    out = tmp / "seedtts"
+    out.mkdir()
+    try:
+        samples = load_meta(str(tmp / "meta.lst"))
+        cfg = ClientConfig(meta=str(tmp / "meta.lst"), output_dir=out, port=port, warmup=1,
+                           warmup_meta=str(tmp / "warm.lst"), max_concurrency=2)
+        write_outputs(out, samples, asyncio.run(SeedTtsClient(cfg).run(samples)))
+        job = WerJob.from_params({k: v for k, v in WER.params.items()})
+        score(job, out, endpoint=Endpoint(port), model="asr", concurrency=2)
+    finally:
+        server.shutdown()
+    return out
+
+
+def key_order_problems(written: list[str], upstream: list[str], own: tuple[str, ...] = (),
+                       only_when_set: tuple[str, ...] = ()) -> list[str]:
+    """Why ``written`` is not upstream's keys in upstream's order followed by omnibench's own (each
+    named in docs/fidelity.md): a key missing, a key neither upstream's nor named, the order."""
+    missing = [k for k in upstream if k not in written and k not in only_when_set]
+    unnamed = [k for k in written if k not in upstream and k not in own]
+    problems = [f"{k}: upstream writes it, omnibench does not" for k in missing]
+    problems += [f"{k}: neither upstream's nor one of omnibench's named keys" for k in unnamed]
+    want = [k for k in upstream if k in written] + [k for k in own if k in written]
+    if not problems and written != want:
+        problems.append(f"the order {written} is not upstream's {want}")
+    return problems
+
+
+def _csv_header(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()[0].split(",")
+
+
+def test_seedtts_speed_results_top_level_and_config_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_CONFIG_KEYS
+
+    record = load("output-keys")["seedtts_speed_results"]
+    speed = json.loads((seedtts_files / "speed_results.json").read_text())
+    assert key_order_problems(list(speed), record["top_level"]) == []
+    assert key_order_problems(list(speed["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    assert speed["config"]["base_url"] == f"http://127.0.0.1:{speed['config']['port']}"
+
+
+def test_seedtts_per_request_rows_are_upstreams_with_its_nulls(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_PER_REQUEST_KEYS
+
+    record = load("output-keys")["seedtts_per_request"]
+    rows = json.loads((seedtts_files / "speed_results.json").read_text())["per_request"]
+    for row in rows:
+        assert key_order_problems(list(row), record["keys"], OWN_PER_REQUEST_KEYS) == [], row
+        for key in (*record["null_when_not_streaming"], *record["null_when_closed_loop"]):
+            assert row[key] is None, key  # not streaming, closed loop
+    failed = next(r for r in rows if not r["is_success"])
+    assert {k: failed[k] for k in record["failed_request"]} == record["failed_request"]
+
+
+def test_seedtts_results_csv_columns_are_upstreams(seedtts_files):
+    record = load("output-keys")["seedtts_results_csv"]
+    header = _csv_header(seedtts_files / "results.csv")
+    assert key_order_problems(header, record["columns"]) == []
+    failed = next(line for line in (seedtts_files / "results.csv").read_text().splitlines() if ",False," in line)
+    assert failed.split(",")[2:5] == ["0.0000", "0.0000", "0.0000"]  # a failed request's latency, audio, RTF
+
+
+def test_seedtts_generated_entries_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_GENERATED_KEYS
+
+    record = load("output-keys")["seedtts_generated"]
+    for entry in json.loads((seedtts_files / "generated.json").read_text()):
+        assert key_order_problems(list(entry), record["keys"], OWN_GENERATED_KEYS, tuple(record["only_when_set"])) == []
+        assert ("error" in entry) == (not entry["is_success"])
+        if not entry["is_success"]:
+            assert entry["wav_path"] == record["wav_path_when_failed"]
+
+
+def test_seedtts_warmup_results_are_upstreams(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_RAW_RESULT_KEYS
+
+    record = load("output-keys")["seedtts_warmup_results"]
+    warm = json.loads((seedtts_files / "warmup" / "results.json").read_text())
+    assert key_order_problems(list(warm), record["top_level"]) == []
+    assert warm["completed"] == warm["requested"] == 1
+    (result,) = warm["results"]
+    assert key_order_problems(list(result), record["result_keys"], OWN_RAW_RESULT_KEYS) == []
+    assert result["request_id"] == "w0" and result["inter_chunk_s"] == [] and result["audio_chunk_count"] == 0
+
+
+def test_seedtts_wer_results_are_upstreams(seedtts_files):
+    from omnibench_core.scoring.tts_wer_files import OWN_CONFIG_KEYS
+
+    record = load("output-keys")["seedtts_wer_results"]
+    wer = json.loads((seedtts_files / "wer_results.json").read_text())
+    assert key_order_problems(list(wer), record["top_level"]) == []
+    assert key_order_problems(list(wer["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    assert wer["config"]["tts_model"] == wer["config"]["model"] == "minicpmo"  # from the client's config
+    for row in wer["per_sample"]:
+        assert key_order_problems(list(row), record["per_sample"]) == [], row
+    by_id = {r["id"]: r for r in wer["per_sample"]}
+    assert by_id["s0"]["is_success"] is True and by_id["s0"]["error"] is None and by_id["s0"]["wer"] == 0.0
+    failed = by_id["s2"]
+    assert failed["is_success"] is False and failed["error"].startswith("Generation failed: ")
+    assert failed["wer"] is None and failed["hits"] is None and failed["whisper_text"] == ""
+
+
+def test_seedtts_wer_csv_and_asr_speed_are_upstreams(seedtts_files):
+    keys = load("output-keys")
+    assert key_order_problems(_csv_header(seedtts_files / "wer_results.csv"), keys["seedtts_wer_csv"]["columns"]) == []
+    speed = json.loads((seedtts_files / "asr_speed_results.json").read_text())
+    assert key_order_problems(list(speed), keys["seedtts_asr_speed"]["keys"]) == []
+    assert speed["total_samples"] == 3 and speed["evaluated"] == 2 and speed["skipped"] == 1
+    assert speed["asr_latency_sum_s"] > 0 and speed["asr_model"] == "asr" and speed["asr_concurrency"] == 2
+
+
+def test_the_key_check_fails_on_a_missing_misplaced_or_unnamed_key(seedtts_files):
+    from omnibench_plugins.seedtts.files import OWN_PER_REQUEST_KEYS
+
+    keys = load("output-keys")["seedtts_per_request"]["keys"]
+    row = list(json.loads((seedtts_files / "speed_results.json").read_text())["per_request"][0])
+    assert key_order_problems([k for k in row if k != "audio_ttfp_s"], keys, OWN_PER_REQUEST_KEYS) == [
+        "audio_ttfp_s: upstream writes it, omnibench does not"]
+    swapped = [row[1], row[0], *row[2:]]
+    assert key_order_problems(swapped, keys, OWN_PER_REQUEST_KEYS)[0].startswith("the order ['text', 'id'")
+    assert key_order_problems([*row, "mystery"], keys, OWN_PER_REQUEST_KEYS) == [
+        "mystery: neither upstream's nor one of omnibench's named keys"]
+    # a doctored record: upstream writing one more key than omnibench does
+    assert key_order_problems(row, [*keys, "tok_per_s"], OWN_PER_REQUEST_KEYS) == [
+        "tok_per_s: upstream writes it, omnibench does not"]
+
+
+def test_omnibenchs_own_keys_are_named_in_the_fidelity_page():
+    from omnibench_core.scoring import tts_wer_files
+    from omnibench_plugins.seedtts import files
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
+    own = {*files.OWN_PER_REQUEST_KEYS, *files.OWN_GENERATED_KEYS, *files.OWN_RAW_RESULT_KEYS, *files.OWN_CONFIG_KEYS,
+           *tts_wer_files.OWN_CONFIG_KEYS}
+    assert [k for k in sorted(own) if f"`{k}`" not in page] == []
 
 
 # -- taskset's list format --------------------------------------------------------------------------
@@ -500,6 +694,78 @@ def test_omni_ci_cpuset_is_written_as_taskset_prints_it():
     for cpus in ([0, 1], [0, 1, 2], [0, 2, 3, 4, 7, 8]):
         assert taskset_cpu_list(cpus) == _cpulist(cpus)
     assert taskset_cpu_list([0, 1]) == "0,1"
+
+
+CLEANUP_SCRIPT_PATH = ".github/scripts/delete_gpu_process.sh"
+
+
+def ci_script_problems(scripts: dict[str, dict]) -> list[str]:
+    """Where omnibench's CI stages and the stand-in's clean-up disagree with the recorded facts of
+    upstream's ``delete_gpu_process.sh`` and ``run_flaky_pytest.sh`` (each at its recorded commit)."""
+    import inspect
+
+    from omnibench_core import ci
+    from omnibench_core.settings import Settings
+
+    problems = []
+    cleanup = scripts[ci.CLEANUP_SCRIPT]
+    called = f'[self.bash, CLEANUP_SCRIPT, {", ".join(json.dumps(a) for a in cleanup["args"])}]'
+    if called not in inspect.getsource(ci):
+        problems.append(f"ci.py does not call {ci.CLEANUP_SCRIPT} with {cleanup['args']}")
+    # upstream refuses an unscoped clean-up: omnibench's stage environment always names the GPUs
+    env = ci.prepare_env(Settings.of(), Path("/co"), Path("/co/omni"), base={}, cpus=[0])
+    scope = env.get(cleanup["scope_env"], "")
+    if not re.fullmatch(r"\d+(,\d+)*", scope) or scope in cleanup["unscoped_allowed_by"].values():
+        problems.append(f"the stages' {cleanup['scope_env']}={scope!r} is not a GPU list: upstream exits "
+                        f"{cleanup['unscoped_exit']}")
+    standin = (STANDIN_FILES / CLEANUP_SCRIPT_PATH).read_text()
+    for name, pattern in (("OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB", r'"\$used" -lt (\d+)'),
+                          ("OMNI_CI_GPU_CLEAN_WAIT_SECONDS", r'"\$i" -lt (\d+)')):
+        found = re.search(pattern, standin)
+        if not found or int(found.group(1)) != cleanup["env"][name]:
+            problems.append(f"the stand-in's clean-up waits with {name}={found and found.group(1)}, upstream's "
+                            f"default is {cleanup['env'][name]}")
+    flaky = scripts[".github/scripts/run_flaky_pytest.sh"]
+    if flaky["cleanup_between_attempts"] != [ci.CLEANUP_SCRIPT, *cleanup["args"]]:
+        problems.append(f"upstream's retries clean up with {flaky['cleanup_between_attempts']}, omnibench's with "
+                        f"{[ci.CLEANUP_SCRIPT, *cleanup['args']]}")
+    delay = Settings.of().ci.ci_retry_delay_s
+    if delay != flaky["env"]["OMNI_CI_RETRY_DELAY_SECONDS"]:
+        problems.append(f"ci_retry_delay_s={delay:g}, upstream's OMNI_CI_RETRY_DELAY_SECONDS defaults to "
+                        f"{flaky['env']['OMNI_CI_RETRY_DELAY_SECONDS']}")
+    return problems
+
+
+def test_ci_script_facts_are_recorded_at_the_commits_that_hold_them():
+    """delete_gpu_process.sh's facts at 0a77a57 (its first version, 339ff0ad, took no --kill-orphans)
+    and run_flaky_pytest.sh's at 2e14a39; omnibench's stages and the stand-in follow them."""
+    scripts = {s["path"]: s for s in load("ci-scripts")["scripts"]}
+    cleanup, flaky = scripts[CLEANUP_SCRIPT_PATH], scripts[".github/scripts/run_flaky_pytest.sh"]
+    assert cleanup["commit"] == "0a77a57d7db411afef185bbdc8ce6fec7db67d6e"
+    assert cleanup["earlier"]["commit"].startswith("339ff0ad") and "--kill-orphans" in cleanup["args"]
+    assert flaky["commit"] == "2e14a391fe29d26ae75c10cf020664ea9636cdc3"
+    assert ci_script_problems(scripts) == []
+
+
+@pytest.mark.parametrize("path, key, value, says", [
+    (CLEANUP_SCRIPT_PATH, "args", [], "ci.py does not call"),
+    (CLEANUP_SCRIPT_PATH, "scope_env", "NVIDIA_VISIBLE_DEVICES", "is not a GPU list"),
+    (CLEANUP_SCRIPT_PATH, "env", {"OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB": 2048, "OMNI_CI_GPU_CLEAN_WAIT_SECONDS": 120},
+     "OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB=1024"),
+    (CLEANUP_SCRIPT_PATH, "env", {"OMNI_CI_GPU_MEMORY_CLEAN_THRESHOLD_MB": 1024, "OMNI_CI_GPU_CLEAN_WAIT_SECONDS": 300},
+     "OMNI_CI_GPU_CLEAN_WAIT_SECONDS=120"),
+    (".github/scripts/run_flaky_pytest.sh", "cleanup_between_attempts", [CLEANUP_SCRIPT_PATH],
+     "upstream's retries clean up with"),
+    (".github/scripts/run_flaky_pytest.sh", "env", {"OMNI_CI_MAX_ATTEMPTS": 3, "OMNI_CI_RETRY_DELAY_SECONDS": 5},
+     "OMNI_CI_RETRY_DELAY_SECONDS defaults to 5"),
+])
+def test_the_ci_script_check_fails_on_a_doctored_fact(path, key, value, says):
+    scripts = {s["path"]: dict(s) for s in load("ci-scripts")["scripts"]}
+    if key == "args":  # the flaky wrapper's clean-up follows the doctored arguments: only ci.py's call differs
+        scripts[".github/scripts/run_flaky_pytest.sh"]["cleanup_between_attempts"] = [CLEANUP_SCRIPT_PATH]
+    scripts[path][key] = value
+    problems = ci_script_problems(scripts)
+    assert len(problems) == 1 and says in problems[0], problems
 
 
 def test_ci_script_arguments_are_upstreams():

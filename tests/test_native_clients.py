@@ -14,13 +14,14 @@ import random
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
-from run_helpers import REPO
+from run_helpers import REPO, free_port
 
 from omnibench_core.scoring.speed import speed_summary
 from omnibench_core.toolkit.audio import to_wav_bytes
@@ -206,7 +207,8 @@ def test_at_a_request_rate_each_request_records_its_lateness_and_the_seed(serve,
     s = results["summary"]
     assert s["arrival_seed"] == 3 and 0 <= s["dispatch_lateness_mean_s"] <= s["dispatch_lateness_max_s"]
     closed = run_seedtts(meta, serve(Server([(200, chat_reply("ok", wav(0.2)))])), tmp_path / "out2", "--warmup", "0")
-    assert closed["config"]["request_rate"] is None and "dispatch_lateness_s" not in closed["per_request"][0]
+    # closed loop: upstream writes the key, null
+    assert closed["config"]["request_rate"] is None and closed["per_request"][0]["dispatch_lateness_s"] is None
 
 
 def test_seedtts_audios_field_sends_the_path_and_quotes_the_transcript(serve, tmp_path):
@@ -273,7 +275,7 @@ def test_videoamme_results_have_upstreams_keys_parsing_and_rounding(serve, tmp_p
                      (500, {"detail": "boom"})])  # failed, counted wrong
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--port",
-            str(serve(script)), "--output-dir", str(out), "--enable-audio", "--max-concurrency", "1"]
+            str(serve(script)), "--output-dir", str(out), "--enable-audio", "--max-concurrency", "1", "--warmup", "0"]
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads((out / "videoamme_results.json").read_text())
@@ -358,3 +360,77 @@ def test_the_standins_sweep_writes_upstreams_repeat_folders_and_sweep_json(serve
     assert refused.returncode == 2 and "--concurrencies and --repeats require --generate-only" in refused.stderr
     bad = run_standin_seedtts(meta, serve(script), tmp_path / "o3", "--generate-only", "--concurrencies", "0,2")
     assert bad.returncode == 2 and "concurrencies must be positive integers" in bad.stderr
+
+
+# -- Video-AMME warmup, against the real local server ------------------------------------------------
+@pytest.fixture(scope="module")
+def local_video_server(tmp_path_factory):
+    """The embedded local server on loopback, allowed to read one small folder of questions."""
+    from omnibench_core.process.processes import start_group
+    from omnibench_core.run.gates import wait_ready
+    from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
+
+    media = tmp_path_factory.mktemp("video-media")
+    write_color_video(media / "red.mp4", PALETTE["red"], fps=4, seconds=1)
+    (media / "q.wav").write_bytes(wav(0.3))
+    port = free_port()
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo", "--port",
+                        str(port), "--allowed-local-media-path", str(media)], log_path=media / "server.log",
+                       env=dict(os.environ))
+    try:
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
+        yield port, media
+    finally:
+        proc.stop(10)
+
+
+def _chat_count(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/local/stats", timeout=600) as answer:
+        return int(json.load(answer)["requests"].get("chat", 0))
+
+
+def _video_set(folder: Path, media: Path, count: int, first_video: str = "red.mp4") -> Path:
+    folder.mkdir()
+    rows = [{"sample_id": f"q{i}", "video": str(media / (first_video if i == 0 else "red.mp4")),
+             "audio": str(media / "q.wav"), "question": "What colour fills the video?",
+             "options": ["red", "green", "blue", "yellow"], "answer": "A", "duration": "short"} for i in range(count)]
+    (folder / "samples.json").write_text(json.dumps(rows))
+    return folder
+
+
+def _run_video(data: Path, port: int, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--port", str(port),
+            "--output-dir", str(out), "--enable-audio", *extra]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("extra, warmups", [(("--max-concurrency", "3"), 3),  # unset: the concurrency (runbook)
+                                            (("--max-concurrency", "2", "--warmup", "4"), 4),
+                                            (("--max-concurrency", "3", "--warmup", "0"), 0)])  # 0 stays reachable
+def test_videoamme_warmup_reaches_the_server_before_and_outside_the_timed_requests(local_video_server, tmp_path,
+                                                                                    extra, warmups):
+    port, media = local_video_server
+    data = _video_set(tmp_path / "set", media, 2)
+    before = _chat_count(port)
+    done = _run_video(data, port, tmp_path / "out", *extra)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _chat_count(port) - before == warmups + 2  # the server saw the warmup and both questions
+    doc = json.loads((tmp_path / "out" / "videoamme_results.json").read_text())
+    assert doc["config"]["warmup"] == warmups
+    assert [r["sample_id"] for r in doc["per_sample"]] == ["q0", "q1"]  # the timed results hold the questions only
+    assert doc["speed"]["total_requests"] == 2 and doc["summary"]["total_samples"] == 2
+    assert (f"warmup: {warmups} requests with q0" in done.stdout) == (warmups > 0)
+
+
+def test_a_failed_videoamme_warmup_stops_the_client_before_any_timed_request(local_video_server, tmp_path):
+    """The first question names a video the server may not read: each warmup request fails, the client
+    exits 2 naming the failure, and no timed request reaches the server."""
+    port, media = local_video_server
+    data = _video_set(tmp_path / "set", media, 3, first_video="missing.mp4")
+    before = _chat_count(port)
+    done = _run_video(data, port, tmp_path / "out", "--max-concurrency", "2")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "warmup failed: 2 of 2 warmup requests (sample q0) failed" in done.stderr
+    assert "no timed request was sent" in done.stderr
+    assert _chat_count(port) - before == 2
+    assert not (tmp_path / "out" / "videoamme_results.json").exists()

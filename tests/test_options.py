@@ -175,7 +175,7 @@ def test_clients_take_their_defaults_from_the_schema():
     video = options.by_name(VIDEOAMME)
     vcfg = videoamme_client.VideoClientConfig(Path("d"), Path("o"))
     for name in ("max_samples", "video_fps", "video_max_frames", "video_max_pixels", "max_tokens", "temperature",
-                 "timeout_s", "max_concurrency"):
+                 "timeout_s", "max_concurrency", "warmup"):
         assert getattr(vcfg, name) == video[name].default, name
 
 

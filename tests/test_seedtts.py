@@ -108,7 +108,8 @@ def test_result_files_have_sglang_omnis_fields(full_run):
         assert key in row, key
     generated = json.loads((out / "generated.json").read_text())
     assert set(generated[0]) >= {"sample_id", "target_text", "wav_path", "is_success", "latency_s",
-                                 "audio_duration_s", "error"}
+                                 "audio_duration_s"}
+    assert all(("error" in g) == (not g["is_success"]) for g in generated)  # upstream: only when there is one
     wer = json.loads((out / "wer_results.json").read_text())
     assert {"wer_corpus", "wer_below_50_corpus", "n_above_50_pct_wer", "skipped", "evaluated"} <= set(wer["summary"])
     assert {"id", "target_text", "whisper_text", "ref_norm", "hyp_norm", "wer", "substitutions", "deletions",
@@ -119,7 +120,9 @@ def test_result_files_have_sglang_omnis_fields(full_run):
     utmos = json.loads((out / "utmos_results.json").read_text())["summary"]
     assert {"utmos_mean", "utmos_median", "utmos_p5", "utmos_p95", "skipped"} <= set(utmos)
     assert 1 <= utmos["utmos_mean"] <= 5
-    assert (out / "results.csv").read_text().startswith("id,text,is_success")
+    assert (out / "results.csv").read_text().startswith("id,text,latency_s,audio_duration_s,rtf,")
+    assert (out / "wer_results.csv").read_text().startswith("id,target_text,whisper_text,wer,")
+    assert json.loads((out / "asr_speed_results.json").read_text())["evaluated"] == wer["summary"]["evaluated"]
     assert len(list((out / "audio").glob("*.wav"))) == len(TARGET_SENTENCES)
 
 

@@ -91,8 +91,8 @@ def test_answers_depend_on_the_request(server, data_cache):
 def test_a_missing_video_is_a_counted_failure(server, data_cache, tmp_path):
     source = ensure_local_set(data_cache / "videoamme-local-v1")
     folder = Path(shutil.copytree(source, tmp_path / "set"))
-    first = load_samples(folder, 1)[0]
-    Path(first.video).unlink()
+    second = load_samples(folder, 2)[1]  # not the first: the warmup replays the first, and its failure stops the client
+    Path(second.video).unlink()
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(folder),
                            "--port", str(server), "--max-samples", "3", "--enable-audio", "--output-dir", str(out)],
@@ -101,7 +101,7 @@ def test_a_missing_video_is_a_counted_failure(server, data_cache, tmp_path):
     doc = json.loads((out / "videoamme_results.json").read_text())
     assert doc["summary"]["failed"] == 1 and doc["summary"]["total_samples"] == 3
     failed = next(r for r in doc["per_sample"] if not r["is_success"])
-    assert failed["sample_id"] == first.sample_id and "not an allowed local media file" in failed["error"]
+    assert failed["sample_id"] == second.sample_id and "not an allowed local media file" in failed["error"]
     assert failed["is_correct"] is False  # failures count as wrong
     assert doc["summary"]["accuracy"] == round(doc["summary"]["correct"] / 3, 4)  # as sglang-omni rounds it
     assert len(list((out / "audio").glob("*.wav"))) == 2

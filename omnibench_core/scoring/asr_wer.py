@@ -12,6 +12,7 @@ parameters of a :class:`WerJob`. The ``asr-wer`` scorer (``omnibench_core.builti
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -20,6 +21,10 @@ from typing import Any, Literal
 
 from ..jsonio import read_json, write_json
 from ..records import Endpoint
+from . import tts_wer_files
+from .tts_wer_files import Heard
+
+ASR_SPEED_FILE = "asr_speed_results.json"  # sglang-omni's seed-tts transcription writes it beside the WER files
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,10 @@ class WerJob:
     it ("" when the file is the list). ``layout``: ``nested`` writes ``{summary, config,
     per_sample}`` to ``output``; ``flat`` writes the summary's fields at top level and the
     per-sample records to ``per_sample_output``. ``record_fields`` names the id, reference and
-    transcript fields of each per-sample record.
+    transcript fields of each per-sample record. The ``nested`` layout is sglang-omni's seed-tts
+    transcription, file for file (:mod:`.tts_wer_files`): its per-sample rows, ``wer_results.csv``
+    beside ``output`` and ``asr_speed_results.json``; ``generation_config`` names the client's file
+    whose ``config`` gives the model, speaker, voice clone, meta and sample cap it records.
     """
 
     rows: str
@@ -43,6 +51,7 @@ class WerJob:
     record_id: str = "id"
     record_reference: str = "target_text"
     record_transcript: str = "whisper_text"
+    generation_config: str = ""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> WerJob:
@@ -75,19 +84,21 @@ def score(job: WerJob, output_dir: Path, *, endpoint: Endpoint, model: str, lang
     # Imported here, not at the top: every process that loads the plugins imports this module for
     # WerJob (the asr-wer scorer's plan), and aiohttp and jiwer cost it about 0.13 CPU-s a start.
     from . import wer
-    from .asr_client import transcribe_files
+    from .asr_client import transcribe_files_timed
 
     doc = read_json(output_dir / job.rows)
     rows = doc[job.rows_key] if job.rows_key else doc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ValueError(f"{output_dir / job.rows}: the rows are not a list of objects")
-    heard = transcribe_files([_wav(output_dir, r, job.id_field) for r in rows],
-                             url=endpoint.url("/v1/audio/transcriptions"), model=model, lang=lang,
-                             concurrency=concurrency)
+    answers, wall_s = transcribe_files_timed([_wav(output_dir, r, job.id_field) for r in rows],
+                                             url=endpoint.url("/v1/audio/transcriptions"), model=model, lang=lang,
+                                             concurrency=concurrency)
+    heard = [Heard(text, error, seconds) for text, error, seconds in answers]
     scored = wer.score_transcripts([
         ({job.record_id: row.get(job.id_field), job.record_reference: row.get(job.reference_field),
-          job.record_transcript: text}, row.get(job.reference_field) or "", text, error, wer.Timing.of(row))
-        for row, (text, error) in zip(rows, heard, strict=True)])
+          job.record_transcript: h.transcript}, row.get(job.reference_field) or "", h.transcript, h.error,
+         wer.Timing.of(row))
+        for row, h in zip(rows, heard, strict=True)])
     summary = scored.summary(lang)
     config = {"asr_model": model, "asr": asr_label or model, "lang": lang, "asr_concurrency": concurrency,
               "normalizer": "whisper English", "aligner": "jiwer"}
@@ -95,9 +106,32 @@ def score(job: WerJob, output_dir: Path, *, endpoint: Endpoint, model: str, lang
         write_json(output_dir / job.output, summary)
         if job.per_sample_output:
             write_json(output_dir / job.per_sample_output, {"config": config, "per_sample": scored.records})
-    else:
-        write_json(output_dir / job.output, {"summary": summary, "config": config, "per_sample": scored.records})
+        return summary
+    _write_tts_files(job, output_dir, rows, heard, scored.records, summary, config, wall_s)
     return summary
+
+
+def _write_tts_files(job: WerJob, output_dir: Path, rows: list[dict[str, Any]], heard: list[Heard],
+                     records: list[dict[str, Any]], summary: dict[str, Any], config: dict[str, Any],
+                     wall_s: float) -> None:
+    """sglang-omni's seed-tts transcription files: ``output`` (``summary``, ``config``,
+    ``per_sample``), ``wer_results.csv`` beside it and ``asr_speed_results.json``."""
+    generation: dict[str, Any] = {}
+    if job.generation_config and (output_dir / job.generation_config).is_file():
+        found = read_json(output_dir / job.generation_config).get("config")
+        generation = found if isinstance(found, dict) else {}
+    per_sample = [tts_wer_files.per_sample_row(row, row.get(job.reference_field) or "", h, record,
+                                               id_field=job.id_field)
+                  for row, h, record in zip(rows, heard, records, strict=True)]
+    full_config = tts_wer_files.transcription_config(generation, config, asr_model=config["asr_model"],
+                                                     asr_concurrency=config["asr_concurrency"])
+    write_json(output_dir / job.output, {"summary": summary, "config": full_config, "per_sample": per_sample})
+    with open(output_dir / Path(job.output).with_suffix(".csv"), "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(tts_wer_files.CSV_COLUMNS)
+        writer.writerows(tts_wer_files.csv_row(s) for s in per_sample)
+    write_json(output_dir / ASR_SPEED_FILE, tts_wer_files.asr_speed(
+        per_sample, heard, wall_s, asr_model=config["asr_model"], asr_concurrency=config["asr_concurrency"]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,6 @@ from omnibench_core.plugin import (
     lateness_summary,
     planned_offsets,
     post_chat,
-    round_or_none,
     speed_summary,
     wav_data_uri,
     wav_duration_s,
@@ -42,13 +41,13 @@ from omnibench_core.plugin import (
 
 from . import playback
 from .data import Sample, load_meta
+from .files import RESULTS_CSV_COLUMNS, generated_entry, ordered_config, per_request_entry, raw_result, results_csv_row
 from .options import OPTIONS
 from .sse import StreamReply, post_stream
 
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 
 PROMPT = "Please read the following text out loud in English: "
-TEXT_PREVIEW = 60  # upstream's TEXT_PREVIEW_LENGTH: per_request keeps the text's first 60 characters
 WARMUP_DIR = "warmup"  # the separate warm-up set's results.json and audio/, as upstream's
 
 
@@ -132,26 +131,6 @@ def preload_references(cfg: ClientConfig, samples: list[Sample]) -> dict[str, st
     return refs
 
 
-def _written(row: dict[str, Any]) -> dict[str, Any]:
-    """One ``per_request`` entry as upstream writes it (``_request_result_to_dict``): times to 4
-    places, the token rate to 1, zero token counts and empty paths and errors as None; the text
-    cut to 60 characters. omnibench's own fields (``engine_time_s``, streaming extras) follow."""
-    out = dict(row)
-    rate = row.get("output_token_rate")
-    out.update(text=row["text"][:TEXT_PREVIEW], latency_s=round_or_none(row["latency_s"], 4),
-               audio_duration_s=round_or_none(row["audio_duration_s"], 4), rtf=round_or_none(row["rtf"], 4),
-               prompt_tokens=row["prompt_tokens"] or None, completion_tokens=row["completion_tokens"] or None,
-               output_token_rate=round(rate, 1) if rate else None, wav_path=row["wav_path"] or None,
-               error=row["error"] or None, engine_time_s=round_or_none(row.get("engine_time_s"), 4))
-    for key in ("audio_ttfp_s", "text_ttft_s", "max_playback_underrun_s", "dispatch_lateness_s"):
-        if key in row:
-            out[key] = round_or_none(row[key], 4)
-    for key in ("inter_chunk_s", "chunk_audio_duration_s"):
-        if key in row:
-            out[key] = [round(v, 4) for v in row[key]] or None
-    return out
-
-
 class SeedTtsClient:
     """Sends every sample once at the configured concurrency and writes the result files."""
 
@@ -217,7 +196,7 @@ class SeedTtsClient:
         done = sum(1 for r in rows if r["is_success"])
         write_json(folder / "results.json", {"config": config, "completed": done, "requested": len(warm_set),
                                              "wall_clock_s": time.perf_counter() - t0,
-                                             "results": [_written(r) for r in rows]})
+                                             "results": [raw_result(r) for r in rows]})
         if done != len(warm_set):
             first = next(r["error"] for r in rows if not r["is_success"])
             raise WarmupFailed(f"the warm-up set completed {done}/{len(warm_set)}; first error: {first}")
@@ -230,12 +209,16 @@ class SeedTtsClient:
         warm_set = warmup_samples(cfg.warmup_meta, warmup)
         # before the warmup and the timed window, as upstream (the warm-up set's references too)
         self._refs = preload_references(cfg, samples + warm_set)
-        config = {"client": "omnibench-native", "model": cfg.model, "meta": cfg.meta, "max_concurrency": cfg.max_concurrency,
-                  "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature, "seed": cfg.seed,
-                  "voice_clone": cfg.voice_clone, "reference_audio_field": cfg.reference_audio_field,
-                  "timeout_s": cfg.timeout_s, "warmup": warmup, "warmup_meta": cfg.warmup_meta, "port": cfg.port,
-                  "stream": cfg.stream, "request_rate": cfg.request_rate,  # None is upstream's inf (JSON has none)
-                  "arrival_seed": cfg.arrival_seed if cfg.request_rate else None}
+        # upstream's keys (its lang and speaker defaults, no talker sampling: omnibench sends none) and
+        # omnibench's; request_rate None is upstream's inf, which JSON cannot hold
+        config = ordered_config({
+            "model": cfg.model, "base_url": cfg.endpoint.base_url, "meta": cfg.meta, "voice_clone": cfg.voice_clone,
+            "reference_audio_field": cfg.reference_audio_field, "stream": cfg.stream, "lang": "en", "speaker": "Ethan",
+            "max_samples": cfg.max_samples, "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,
+            "seed": cfg.seed, "talker_temperature": None, "talker_top_p": None, "talker_top_k": None,
+            "talker_repetition_penalty": None, "warmup": warmup, "warmup_meta": cfg.warmup_meta,
+            "max_concurrency": cfg.max_concurrency, "request_rate": cfg.request_rate, "client": "omnibench-native",
+            "timeout_s": cfg.timeout_s, "port": cfg.port, "arrival_seed": cfg.arrival_seed if cfg.request_rate else None})
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.max_concurrency)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
@@ -280,7 +263,7 @@ class SeedTtsClient:
         if cfg.request_rate is not None:
             summary.update(request_rate=cfg.request_rate, arrival_seed=cfg.arrival_seed,
                            **lateness_summary([r["dispatch_lateness_s"] for r in rows]))
-        return {"summary": summary, "config": config, "per_request": [_written(r) for r in rows]}
+        return {"summary": summary, "config": config, "per_request": [per_request_entry(r) for r in rows]}
 
 
 def warmup_samples(meta: str | None, count: int) -> list[Sample]:
@@ -295,18 +278,17 @@ def warmup_samples(meta: str | None, count: int) -> list[Sample]:
 
 
 def write_outputs(output_dir: Path, samples: list[Sample], results: dict[str, Any]) -> None:
-    """``speed_results.json``, ``generated.json`` and ``results.csv`` as sglang-omni names them."""
+    """``speed_results.json``, ``generated.json`` and ``results.csv`` as sglang-omni writes them
+    (``save_speed_results``, ``save_generated_audio_metadata``), from the written entries."""
     rows = results["per_request"]
     write_json(output_dir / "speed_results.json", results)
     by_id = {s.sample_id: s for s in samples}
-    write_json(output_dir / "generated.json", [
-        {"sample_id": r["id"], "target_text": by_id[r["id"]].target_text, "ref_audio": by_id[r["id"]].ref_audio,
-         "wav_path": r["wav_path"], "is_success": r["is_success"], "latency_s": r["latency_s"],
-         "audio_duration_s": r["audio_duration_s"], "error": r["error"] or ""} for r in rows])
+    write_json(output_dir / "generated.json",
+               [generated_entry(r, by_id[r["id"]].target_text, by_id[r["id"]].ref_audio) for r in rows])
     with open(output_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["id"])
-        writer.writeheader()
-        writer.writerows(rows)
+        writer = csv.writer(handle)
+        writer.writerow(RESULTS_CSV_COLUMNS)
+        writer.writerows(results_csv_row(r) for r in rows)
 
 
 def parse_args(argv: list[str] | None = None) -> ClientConfig:

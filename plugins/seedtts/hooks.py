@@ -245,9 +245,10 @@ def collect_unscored(run_dir: Path, options: Mapping[str, object]) -> Collected:
     return metrics.collect(run_dir / NAME, NAME, stream=bool(options.get("stream")), scored=False)
 
 
-# sglang-omni's --transcribe-only files: wer_results.json with summary, config and per_sample.
+# sglang-omni's --transcribe-only files: wer_results.json (summary, config, per_sample), wer_results.csv and
+# asr_speed_results.json; the config's model, speaker, meta... read from the client's speed_results.json.
 WER = ScorerUse("asr-wer", {"step": "transcribe", "rows": "generated.json", "reference_field": "target_text",
-                            "output": "wer_results.json"})
+                            "output": "wer_results.json", "generation_config": "speed_results.json"})
 
 
 @hookimpl

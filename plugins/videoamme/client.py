@@ -1,7 +1,9 @@
 """omnibench's native Video-AMME client: ``videoamme_results.json`` with sglang-omni's fields and
-``audio/<sample_id>.wav``. No warmup (video's default); the other defaults are the workload's
-options (``options.py``: the runbook's flags). A failed request or a reply without audio is counted
-as failed (and wrong), never fatal. Each request body has the fields sglang-omni's client sends,
+``audio/<sample_id>.wav``. Before the timed window, ``--warmup`` untimed requests (default: the
+concurrency, as the runbook and sglang-omni's client since 8a6fc24), all with the first sample; a
+failed one stops the client (exit 2). The other defaults are the workload's options (``options.py``:
+the runbook's flags). A timed request that fails or a reply without audio is counted as failed (and
+wrong), never fatal. Each request body has the fields sglang-omni's client sends,
 with its request text (``prompt.py``: the plan passes the checkout's, or omnibench's copy).
 
     python -m omnibench_plugins.videoamme.client --data DIR --port 8000 --output-dir out
@@ -20,6 +22,7 @@ from typing import Any
 import aiohttp
 
 from omnibench_core.plugin import (
+    PROGRESS_PREFIX,
     Endpoint,
     Progress,
     add_argument,
@@ -61,6 +64,7 @@ class VideoClientConfig:
     temperature: float = default_of(OPTION, "temperature", float)
     timeout_s: float = default_of(OPTION, "timeout_s", float)
     max_concurrency: int = default_of(OPTION, "max_concurrency", int)
+    warmup: int | None = None  # None: max_concurrency, as the runbook and sglang-omni's client since 8a6fc24
     enable_audio: bool = True
     answer_method: str = ""  # how the server picks answers, when known (the local target's substitute)
     request_text: str = REQUEST_TEXT
@@ -70,6 +74,16 @@ class VideoClientConfig:
     def endpoint(self) -> Endpoint:
         """Where the server listens (``--host``, ``--port``): its URLs are built there."""
         return Endpoint(self.port, self.host)
+
+    @property
+    def warmup_requests(self) -> int:
+        """How many warmup requests are sent (upstream's ``resolve_warmup``: an explicit count, 0
+        included, wins; unset is the concurrency)."""
+        return self.max_concurrency if self.warmup is None else self.warmup
+
+
+class WarmupFailed(RuntimeError):
+    """A warmup request failed: the timed window would absorb cold work, so the client stops."""
 
 
 def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
@@ -87,9 +101,12 @@ def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
     return body
 
 
-async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
+async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: VideoSample,
+               save: bool = True) -> dict[str, Any]:
     """One request, timed as upstream's ``make_video_send_fn``: ``engine_time_s`` (RTF and token
-    rate) ends after the reply's audio is measured and written; ``latency_s`` after that too."""
+    rate) ends after the reply's audio is measured and written; ``latency_s`` after that too.
+    ``save`` False (a warmup): the reply's WAV is not written, so only a timed answer lands in
+    ``audio/``."""
     row: dict[str, Any] = {"sample_id": sample.sample_id, "text": "", "is_success": False, "latency_s": None,
                            "prompt_tokens": 0, "completion_tokens": 0, "audio_duration_s": 0.0, "rtf": None,
                            "engine_time_s": None, "output_token_rate": None, "wav_path": "", "error": "",
@@ -104,6 +121,7 @@ async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: V
     if not row["error"]:
         if reply.wav:
             row["audio_duration_s"] = wav_duration_s(reply.wav)
+        if reply.wav and save:
             path = cfg.output_dir / "audio" / f"{sample.sample_id}.wav"
             path.write_bytes(reply.wav)
             row["wav_path"] = str(path)
@@ -167,11 +185,34 @@ def accuracy_summary(per_sample: list[dict[str, Any]]) -> dict[str, Any]:
             "per_task_type": _breakdown(per_sample, "task_type")}
 
 
+async def warm_up(session: aiohttp.ClientSession, cfg: VideoClientConfig, samples: list[VideoSample]) -> None:
+    """The warmup: ``cfg.warmup_requests`` copies of the first sample at the run's concurrency,
+    untimed and unrecorded (upstream's ``BenchmarkRunner._warmup``); any failure raises
+    :class:`WarmupFailed` before a timed request is sent."""
+    count = cfg.warmup_requests if samples else 0
+    if not count:
+        return
+    print(f"{PROGRESS_PREFIX}warmup: {count} requests with {samples[0].sample_id}", flush=True)
+    gate = asyncio.Semaphore(cfg.max_concurrency)
+
+    async def one() -> dict[str, Any]:
+        async with gate:
+            return await _one(session, cfg, samples[0], save=False)
+
+    rows = await asyncio.gather(*(one() for _ in range(count)))
+    failed = [r["error"] for r in rows if not r["is_success"]]
+    if failed:
+        raise WarmupFailed(f"{len(failed)} of {count} warmup requests (sample {samples[0].sample_id}) failed; "
+                           f"first: {failed[0]}")
+
+
 async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, Any]:
-    """Send every sample once at the configured concurrency; returns the results document."""
+    """Warm up, then send every sample once at the configured concurrency; returns the results document."""
     (cfg.output_dir / "audio").mkdir(parents=True, exist_ok=True)
     gate, progress = asyncio.Semaphore(cfg.max_concurrency), Progress(len(samples), "questions")
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=cfg.timeout_s)) as session:
+        await warm_up(session, cfg, samples)
+
         async def one(sample: VideoSample) -> dict[str, Any]:
             waited = gate.locked()  # every client slot busy when it arrived (upstream's waited_for_slot)
             async with gate:
@@ -186,13 +227,13 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
         wall = time.perf_counter() - t0
     per_sample = records(samples, rows)
     config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
-              "request_text_sha256": sha256(cfg.request_text)}
+              "warmup": cfg.warmup_requests, "request_text_sha256": sha256(cfg.request_text)}
     return {"summary": accuracy_summary(per_sample), "speed": speed_summary(rows, wall), "config": config,
             "per_sample": per_sample}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the client; exit 0 even when requests failed (they are counted)."""
+    """Run the client; exit 0 even when timed requests failed (they are counted), 2 on a failed warmup."""
     p = argparse.ArgumentParser(prog="python -m omnibench_plugins.videoamme.client", description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True, type=Path, help="a local Video-AMME set (samples.json)")
     p.add_argument("--output-dir", required=True, type=Path)
@@ -214,7 +255,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg = VideoClientConfig(**{k: v for k, v in vars(a).items() if k != "request_text_sha256"})
     samples = load_samples(cfg.data, cfg.max_samples)
-    results = asyncio.run(run(cfg, samples))
+    try:
+        results = asyncio.run(run(cfg, samples))
+    except WarmupFailed as exc:
+        print(f"warmup failed: {exc}; no timed request was sent", file=sys.stderr)
+        return 2
     write_json(cfg.output_dir / "videoamme_results.json", results)
     s = results["summary"]
     print(f"done: accuracy {s['accuracy']:.3f} ({s['correct']}/{s['total_samples']}), {s['failed']} failed", flush=True)

@@ -24,6 +24,8 @@ OPTIONS = (
     Option("temperature", float, 0.0, "sampling temperature of each request", min=0),
     Option("timeout_s", float, 500.0, "seconds one request may take", min=0, min_exclusive=True),
     Option("max_concurrency", int, 16, "requests in flight at once", min=1),
+    Option("warmup", int, None, "untimed warmup requests, all with the first sample, before the timed window "
+           "(0: none)", min=0, optional=True, unset="max_concurrency (the runbook's 16)"),
     Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
     Option("data_dir", str, None, "where the local set is made", optional=True,
            unset=str(default_cache_dir() / "videoamme-local-v1")),
@@ -32,5 +34,6 @@ OPTIONS = (
 # of the same name with dashes (both clients, sglang-omni's and the native one, take them).
 CLIENT_FLAGS = ("max_samples", "video_fps", "video_max_frames", "video_max_pixels", "max_tokens", "temperature",
                 "timeout_s", "max_concurrency")
-# Flags of both clients the runbook leaves out: passed only when set (then sent in every request).
-OPTIONAL_FLAGS = ("video_min_pixels", "video_total_pixels")
+# Flags of both clients the runbook leaves out: passed only when set (the video ones then sent in every
+# request; ``warmup`` unset is each client's default: the concurrency, as sglang-omni's since 8a6fc24).
+OPTIONAL_FLAGS = ("video_min_pixels", "video_total_pixels", "warmup")
