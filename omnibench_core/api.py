@@ -32,7 +32,7 @@ from .settings import Settings
 from .setup import doctor
 from .setup.checkout_layout import checkout_packages
 from .setup.doctor import Check
-from .setup.tree_state import TreeState, tree_state
+from .setup.tree_state import listed, tree_state
 from .statuses import RunStatus
 
 
@@ -313,9 +313,7 @@ def check_clean(settings: Settings, allow_dirty: bool, command: str) -> None:
 
 def dirty_files(settings: Settings) -> str:
     """The configured target's uncommitted files, listed for a message ("" when its tree is clean)."""
-    details = prepare_target(settings).details
-    return TreeState(details.get("dirty_digest", ""), tuple(details.get("dirty_files", "").split("\n"))).listed() \
-        if details.get("dirty_digest") else ""
+    return listed(prepare_target(settings).dirty_files)
 
 
 def diagnose(settings: Settings) -> list[Check]:

@@ -19,7 +19,7 @@ from scale_helpers import MadeStandin, invoke_standin, path_without_nvidia_smi, 
 
 from omnibench_core import api
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
-from omnibench_core.errors import OmnibenchError, SettingsError, UnsupportedOption
+from omnibench_core.errors import OmnibenchError, ProbeFailed, SettingsError, UnsupportedOption
 from omnibench_core.records import Endpoint, RunContext, TargetEnv
 from omnibench_core.registry.manager import load
 from omnibench_core.run import capabilities as caps
@@ -264,9 +264,10 @@ def test_a_serve_help_that_fails_is_refused_naming_it_and_asked_again_next_time(
     settings = Settings.of(checkout=str(root), results=str(results))
     spec = ServeSpec("seedtts", model_path="m", args=("--thinker.factory.max_seq_len", "8192"))
     for attempt in (1, 2):
-        with pytest.raises(OmnibenchError, match="did not say which flags its sgl-omni serve takes") as caught:
+        with pytest.raises(ProbeFailed, match="did not say which flags its sgl-omni serve takes") as caught:
             prepare_sglang_omni(settings).serve_argv(spec, 8000)
-        assert "ImportError" in caught.value.evidence["output"] and _asked(tmp_path) == attempt
+        assert "exited 1: Traceback... | ImportError: no module named typer" in caught.value.message
+        assert "nothing was cached" in caught.value.hint and _asked(tmp_path) == attempt
     assert serve_help_file.load(results, prepare_sglang_omni(settings).revision) is None  # a failure is never cached
     (tmp_path / "help.txt").write_text("Usage: sgl-omni serve\n  --port INTEGER\n")  # no era's help
     (tmp_path / "code.txt").write_text("0\n")

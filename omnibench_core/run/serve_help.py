@@ -11,11 +11,11 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..errors import OmnibenchError
+from ..errors import ProbeFailed
 from ..process.processes import build_env
 from ..store import serve_help_file
 from ..store.serve_help_file import ServeHelp
-from .capabilities import PROBE_TIMEOUT_S, Runner, run_probe
+from .capabilities import PROBE_TIMEOUT_S, Runner, run_probe, tail
 
 # typer's help is drawn for a terminal's width: a wide one keeps each option on its line, plain
 _HELP_ENV = {"COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb"}
@@ -32,7 +32,8 @@ def serve_help(serve: str, *, commit: str, dirty: str, env: Mapping[str, str], u
                timeout_s: float = PROBE_TIMEOUT_S, memo: dict[str, ServeHelp] | None = None) -> ServeHelp:
     """The option strings ``<serve> serve --help`` prints for the checkout at ``commit``: from
     ``memo`` or the cache for a clean commit, else asked (and, when it answered, cached). An
-    :class:`OmnibenchError` naming the program, the commit and the output's tail when it did not."""
+    :class:`~omnibench_core.errors.ProbeFailed` naming the program, the commit and why (the output's
+    tail) when it did not."""
     cacheable = not dirty.strip() and commit not in ("", "unknown")
     key = f"{serve}@{commit}"
     if cacheable and memo is not None and key in memo:
@@ -43,13 +44,11 @@ def serve_help(serve: str, *, commit: str, dirty: str, env: Mapping[str, str], u
     else:
         code, out = runner((serve, "serve", "--help"), build_env(os.environ, {**env, **_HELP_ENV}, tuple(unset)),
                            cwd, timeout_s)
-        if code != 0:
-            tail = " | ".join(out.strip().splitlines()[-5:])[-2000:]
-            raise OmnibenchError(f"the checkout at {commit[:12]} did not say which flags its sgl-omni serve takes "
-                                 f"(serve --help exited {code})", evidence={"program": serve, "commit": commit,
-                                                                             "output": tail},
-                                 hint="run `sgl-omni serve --help` in the checkout's venv and fix what it says; "
-                                      "it is asked again next time")
+        if code != 0:  # not a fact of its era: nothing cached, asked again next time
+            raise ProbeFailed(f"the checkout at {commit[:12]} did not say which flags its sgl-omni serve takes: "
+                              f"{tail(out)}", evidence={"program": serve, "commit": commit},
+                              hint=f"run `{serve} serve --help` in the checkout and mend what stops it; nothing was "
+                                   "cached: the next command asks again")
         found = ServeHelp(commit, serve, option_strings(out))
         if cacheable and results_root is not None and results_root.is_dir():
             serve_help_file.save(results_root, found)

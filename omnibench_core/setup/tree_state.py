@@ -46,12 +46,17 @@ class TreeState:
 
     def listed(self) -> str:
         """The files for a message, at most :data:`MAX_LISTED` of them."""
-        more = len(self.files) - MAX_LISTED
-        return ", ".join(self.files[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+        return listed(self.files)
 
     def details(self) -> dict[str, str]:
         """What a run's record keeps of a dirty tree (nothing for a clean one)."""
         return {"dirty_digest": self.digest, "dirty_files": "\n".join(self.files)} if self.dirty else {}
+
+
+def listed(files: Sequence[str]) -> str:
+    """``files`` for a message, at most :data:`MAX_LISTED` of them."""
+    more = len(files) - MAX_LISTED
+    return ", ".join(files[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _git(git: str, root: Path, *args: str) -> bytes | None:
