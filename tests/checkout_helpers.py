@@ -24,8 +24,13 @@ def make_fake_checkout(root: Path) -> Path:
                      "*) echo fake sgl-omni \"$@\";; esac\n")
     serve.chmod(0o755)
     (root / "README.md").write_text("fake checkout\n")
+    return commit_all(root, "README.md")
+
+
+def commit_all(root: Path, *paths: str) -> Path:
+    """``git init`` at ``root`` and one commit of ``paths`` (everything when none is named)."""
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "add", *(paths or ("-A",))], check=True)
     subprocess.run([*git, "commit", "-qm", "init"], check=True)
     return root

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checkout_helpers import commit_all
 from gpu_helpers import write_fake_nvidia_smi
 from run_helpers import REPO, free_port
 from scale_helpers import make_revisions_checkout
@@ -25,11 +26,7 @@ def _repo(root: Path) -> Path:
     (root / "pkg" / "mod.py").write_text("X = 1\n")
     (root / "README").write_text("hi\n")
     (root / ".gitignore").write_text("*.log\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "one"], check=True)
-    return root
+    return commit_all(root)
 
 
 def test_a_clean_tree_has_no_state_and_each_kind_of_change_has_its_own(tmp_path):
