@@ -194,7 +194,7 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     if cell.workload == "selftest":
         base = args.base_delay_ms
         opts = ["--opt", f"selftest.requests={args.requests}", "--opt", "selftest.delay=0.05"]
-        sides = ["--a-set", f"local_delay_ms={base}", "--b-set", f"local_delay_ms={base * (1 + cell.effect):g}"]
+        sides = ["--a-set", f"local_delay_ms={base:g}", "--b-set", f"local_delay_ms={base * (1 + cell.effect):g}"]
     else:
         opts = ["--opt", f"seedtts.max_samples={args.seedtts_samples}"]
         sides = ["--b-set", f"local_delay_ms={seedtts_ms * cell.effect:.3f}"] if cell.effect else []

@@ -51,7 +51,7 @@ from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from scale_helpers import make_revisions_checkout  # noqa: E402  (the tests' checkout, shared)
+from scale_helpers import SERVE_HELP, make_revisions_checkout  # noqa: E402  (the tests' checkout, shared)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dry_gpu import fake_gpu_host  # noqa: E402
@@ -96,6 +96,7 @@ SGL_OMNI = textwrap.dedent("""\
     from pathlib import Path
     checkout = Path(sys.argv[0]).parent.parent.parent  # <checkout>/omni/bin/sgl-omni
     args = sys.argv[1:]
+    {serve_help}
     port = args[args.index("--port") + 1]
     delay = args[args.index("--delay") + 1] if "--delay" in args else "0.05"
     ms = json.loads((checkout / "standin.json").read_text()).get("delay_ms", 0)
@@ -116,7 +117,7 @@ NVIDIA_SMI = os.environ.get("NVIDIA_SMI", "nvidia-smi")  # a fake one for a dry 
 
 def make_checkout(root: Path, delays_ms: list[float], logdir: Path, gib: float) -> list[str]:
     """The tests' revisions checkout, its sgl-omni starting a GPU load with the server."""
-    return make_revisions_checkout(root, delays_ms, sgl_omni=SGL_OMNI.format(python=sys.executable,
+    return make_revisions_checkout(root, delays_ms, sgl_omni=SGL_OMNI.format(python=sys.executable, serve_help=SERVE_HELP,
                                    logdir=str(logdir), gib=gib), scripts_extra={"gpu_load.py": GPU_LOAD})
 
 

@@ -20,14 +20,17 @@ from pathlib import Path
 
 from run_helpers import REPO
 
+# A fake sgl-omni's answer to `serve --help`, one python line after `args = sys.argv[1:]`: the
+# ConfigPatch era's serve, as the target asks it before it starts one
+SERVE_HELP = ('if "--help" in args: sys.exit(print("Usage: sgl-omni serve [OPTIONS]", '
+              '"  --model-path TEXT  --port INTEGER  --delay FLOAT", sep=chr(10)))')
 SGL_OMNI = textwrap.dedent(f"""\
     #!{sys.executable}
     import json, os, sys
     from pathlib import Path
     checkout = Path(sys.argv[0]).parent.parent.parent  # <checkout>/omni/bin/sgl-omni, as the target starts it
     args = sys.argv[1:]
-    if "--help" in args:  # the ConfigPatch era's serve, as the target asks it before starting one
-        sys.exit(print("Usage: sgl-omni serve [OPTIONS]\\n  --model-path TEXT  --port INTEGER  --delay FLOAT"))
+    {SERVE_HELP}
     port = args[args.index("--port") + 1]
     delay = args[args.index("--delay") + 1] if "--delay" in args else "0.05"
     ms = json.loads((checkout / "standin.json").read_text()).get("delay_ms", 0)

@@ -494,3 +494,19 @@ def test_an_attempt_left_running_whose_run_finished_is_taken_as_finished_on_resu
     assert now["status"] == "complete"
     assert [(a["side"], a["round"], a["run"], a["status"]) for a in now["attempts"]] == \
         [(a["side"], a["round"], a["run"], "complete") for a in rec["attempts"]]
+
+
+def test_sides_are_compared_by_the_values_their_settings_take(tmp_path):
+    """bench_verdicts' A/A gave A local_delay_ms=5.0 and B =5: one value, and the --aa check (which
+    compared the text) refused its own A/A; a real difference is still refused with --aa."""
+    from omnibench_core.ab.execute import request_from
+    from omnibench_core.errors import SettingsError
+    from omnibench_core.settings import Settings
+
+    settings = Settings.of(results=str(tmp_path))
+    same = dict(a_sets=["local_delay_ms=5.0"], b_sets=["local_delay_ms=5"])
+    assert request_from(settings, ["selftest"], aa=True, **same).identity.a.sets == (("local_delay_ms", "5.0"),)
+    with pytest.raises(SettingsError, match="both sides are the same"):
+        request_from(settings, ["selftest"], **same)
+    with pytest.raises(SettingsError, match="these differ: settings"):
+        request_from(settings, ["selftest"], aa=True, a_sets=["local_delay_ms=5"], b_sets=["local_delay_ms=6"])

@@ -80,11 +80,12 @@ def _settings(made, fake: Path, results: Path) -> Settings:
 
 def _layout(root: Path) -> set[str]:
     """Every file under ``root`` a reader of results sees: not the worktrees (node-local on Ray),
-    not lock files (a holder line of a process on a node) nor the Ray driver's token file."""
+    not lock files (a holder line of a process on a node), the probe caches (each node asks its own
+    checkout) nor the Ray driver's token file."""
     out = set()
     for path in root.rglob("*"):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith(".worktrees/") and not rel.startswith(".omnibench-ray-") \
+        if path.is_file() and not rel.startswith((".worktrees/", ".omnibench-ray-", "capabilities/")) \
                 and not path.name.endswith(".lock"):
             out.add(rel)
     return out

@@ -172,18 +172,20 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     revs = sides_revisions(settings, a_rev, b_rev)
     a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
     b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])
-    for side in (a, b):
-        side_settings(settings, side)  # a bad value is refused now, not after side A's runs
-    if (a.options, a.sets, a.revision) == (b.options, b.sets, b.revision) and not aa:
+    # a bad value is refused now, not after side A's runs; the sides are compared by the values their
+    # settings take (local_delay_ms=5 and =5.0 are one setting)
+    named = sorted({k for k, _ in (*a.sets, *b.sets)})
+    values = [tuple((k, side_settings(settings, side).flat()[k]) for k in named) for side in (a, b)]
+    compared: list[tuple[str, object, object]] = [
+        ("options (--a-opt/--b-opt)", a.options, b.options), ("settings (--a-set/--b-set)", values[0], values[1]),
+        ("revision (--a-rev/--b-rev)", a.revision, b.revision)]
+    differ = {what: f"A {x!r}, B {y!r}" for what, x, y in compared if x != y}
+    if not differ and not aa:
         raise SettingsError("both sides are the same (the same revision, options and settings): that is an A/A "
                             "experiment",
                             hint="give B what differs (--b-rev REV, --b-opt W.K=V or --b-set NAME=VALUE), or pass --aa to "
                                  "measure the noise of identical sides on purpose")
-    if aa and (a.options, a.sets, a.revision) != (b.options, b.sets, b.revision):
-        # an A/A measures noise: sides that differ would have their difference called a verdict
-        differ = {what: f"A {x!r}, B {y!r}" for what, x, y in (
-            ("options (--a-opt/--b-opt)", a.options, b.options), ("settings (--a-set/--b-set)", a.sets, b.sets),
-            ("revision (--a-rev/--b-rev)", a.revision, b.revision)) if x != y}
+    if aa and differ:  # an A/A measures noise: sides that differ would have their difference called a verdict
         raise SettingsError("--aa measures identical sides, but these differ: " + ", ".join(differ),
                             evidence=differ,
                             hint="drop --aa to compare the sides, or give both sides the same (--opt is both sides' option)")
