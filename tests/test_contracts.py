@@ -823,6 +823,8 @@ def ci_script_problems(scripts: dict[str, dict]) -> list[str]:
     if flaky["cleanup_between_attempts"] != [ci.CLEANUP_SCRIPT, *cleanup["args"]]:
         problems.append(f"upstream's retries clean up with {flaky['cleanup_between_attempts']}, omnibench's with "
                         f"{[ci.CLEANUP_SCRIPT, *cleanup['args']]}")
+    if flaky["sets"] != [ci.ATTEMPT_ENV]:
+        problems.append(f"upstream's retries set {flaky['sets']} on each attempt, omnibench's {[ci.ATTEMPT_ENV]}")
     delay = Settings.of().ci.ci_retry_delay_s
     if delay != flaky["env"]["OMNI_CI_RETRY_DELAY_SECONDS"]:
         problems.append(f"ci_retry_delay_s={delay:g}, upstream's OMNI_CI_RETRY_DELAY_SECONDS defaults to "
@@ -852,6 +854,7 @@ def test_ci_script_facts_are_recorded_at_the_commits_that_hold_them():
      "upstream's retries clean up with"),
     (".github/scripts/run_flaky_pytest.sh", "env", {"OMNI_CI_MAX_ATTEMPTS": 3, "OMNI_CI_RETRY_DELAY_SECONDS": 5},
      "OMNI_CI_RETRY_DELAY_SECONDS defaults to 5"),
+    (".github/scripts/run_flaky_pytest.sh", "sets", ["OMNI_CI_RETRY"], "upstream's retries set ['OMNI_CI_RETRY']"),
 ])
 def test_the_ci_script_check_fails_on_a_doctored_fact(path, key, value, says):
     scripts = {s["path"]: dict(s) for s in load("ci-scripts")["scripts"]}
