@@ -35,6 +35,9 @@ CLEANUP_SCRIPT = ".github/scripts/delete_gpu_process.sh"
 SHELL_BLOCK_ONLY = ("SGLANG_OMNI_STRICT_PORT", "SGLANG_OMNI_STARTUP_TIMEOUT")
 _ACCURACY = re.compile(r"(?:Overall accuracy|Accuracy)\s*:\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(%?)", re.I)
 TIMEOUT_EXIT = 124  # as timeout(1)
+# sglang-omni's .github/scripts/run_flaky_pytest.sh (sgl-project/sglang-omni at 2e14a391fe29) runs each
+# attempt with OMNI_CI_ATTEMPT=<n> (1, 2, ...) and stops retrying when the clean-up before a retry fails.
+ATTEMPT_ENV = "OMNI_CI_ATTEMPT"
 
 
 def taskset_cpu_list(cpus: Iterable[int]) -> str:
@@ -81,6 +84,7 @@ class StageResult:
     log: str
     cleanup_exit_codes: list[int] = field(default_factory=list)
     rev_ok: dict[str, str] = field(default_factory=dict)  # REV_OK's evidence for the stage's python
+    retries_stopped: str = ""  # why no further attempt ran though some were left ("" when none were stopped)
 
 
 def parse_accuracy(log_text: str) -> tuple[float | None, str]:
@@ -179,9 +183,28 @@ class CiRun:
                 log.write(f"clean-up failed: {exc}\n")
                 return -1
 
+    def _before_retry(self, name: str, attempt: int, attempts: int, delay: float, log: Path,
+                      cleanups: list[int]) -> str:
+        """CI's wrapper before a retry: clean the GPUs (the exit code appended to ``cleanups``),
+        then wait ``delay``. A clean-up that fails ends the retries: the reason is returned (and
+        logged), "" when the retry may run."""
+        cleanups.append(self._cleanup())
+        if cleanups[-1] != 0:  # never retry on GPUs the clean-up could not free
+            stopped = (f"{CLEANUP_SCRIPT} exited {cleanups[-1]} before attempt {attempt}/{attempts}: "
+                       "not retried with dirty GPU state")
+            self.progress(f"{name}: {stopped}")
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(f"=== omnibench: {stopped}\n")
+            return stopped
+        self.progress(f"{name}: attempt {attempt}/{attempts} in {delay:g} s")
+        time.sleep(delay)
+        return ""
+
     def run_stage(self, stage: CiStage, *, attempts: int | None = None, retry_delay_s: float | None = None,
                   timeout_s: float | None = None) -> StageResult:
-        """Run one stage (retrying like CI's flaky wrapper if asked), clean up, record it."""
+        """Run one stage, clean up, record it. Retried like CI's flaky wrapper if asked: each
+        attempt sees ``OMNI_CI_ATTEMPT=<n>``; the clean-up runs before each retry, and one that
+        fails ends the retries (the stage keeps its failed attempt's exit code)."""
         s = self.settings.ci
         attempts = max(1, attempts or s.ci_attempts)
         delay = s.ci_retry_delay_s if retry_delay_s is None else retry_delay_s
@@ -190,16 +213,18 @@ class CiRun:
         argv = [str(self.python), "-m", "pytest", stage.test_file, *stage.pytest_args]
         checked = self.check_rev_ok(argv)  # before each stage: the tree may change between them
         t0 = time.monotonic()
-        cleanups, code, timed_out, tried = [], 1, False, 0
-        for tried in range(1, attempts + 1):
-            if tried > 1:
-                cleanups.append(self._cleanup())  # as CI's wrapper: clean the GPUs before a retry
-                self.progress(f"{stage.name}: attempt {tried}/{attempts} in {delay:g} s")
-                time.sleep(delay)
+        cleanups: list[int] = []
+        code, timed_out, tried, stopped = 1, False, 0, ""
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                stopped = self._before_retry(stage.name, attempt, attempts, delay, log, cleanups)
+                if stopped:
+                    break
+            tried = attempt
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(f"=== omnibench: {stage.name} attempt {tried}/{attempts}: {' '.join(argv)}\n")
             self.progress(f"{stage.name}: running {stage.test_file}")
-            proc = start_group(argv, log_path=log, env=self.env, cwd=str(self.checkout))
+            proc = start_group(argv, log_path=log, env={**self.env, ATTEMPT_ENV: str(tried)}, cwd=str(self.checkout))
             try:
                 code, timed_out = proc.popen.wait(timeout=limit), False
             except subprocess.TimeoutExpired:
@@ -217,7 +242,7 @@ class CiRun:
         cleanups.append(self._cleanup())
         accuracy, line = parse_accuracy(log.read_text(encoding="utf-8", errors="replace"))
         result = StageResult(stage.name, stage.test_file, code, tried, round(time.monotonic() - t0, 3), accuracy, line,
-                             timed_out, str(log), cleanups, checked.evidence)
+                             timed_out, str(log), cleanups, checked.evidence, stopped)
         self.results.append(result)
         self.write_summary()
         verdict = "passed" if code == 0 else ("timed out" if timed_out else f"failed (exit {code})")

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from checkout_helpers import make_fake_checkout
 from run_helpers import REPO
+from upstream_contracts import load
 
-from omnibench_core.ci import parse_accuracy, prepare_env, taskset_cpu_list
+from omnibench_core.ci import ATTEMPT_ENV, CiRun, parse_accuracy, prepare_env, stages, taskset_cpu_list
 from omnibench_core.errors import PluginError
 from omnibench_core.hooks.specs import hookimpl
 from omnibench_core.records import CiStage
 from omnibench_core.registry import manager as plugin_manager
+from omnibench_core.settings import Settings
 from omnibench_plugins.ci_stages.hooks import STAGES
 
 BEHAVIOUR = {"mmmu_ci": "print('Accuracy: 0.7123')", "mmmu_talker_ci": "assert False, 'talker broke'",
@@ -148,6 +150,51 @@ def test_one_stage_with_retries(tmp_path):
     assert len(cleanups) == 2  # before the retry, and after the stage
 
 
+# In-process (no nox): one stage of the stand-in's CI stages, retried as upstream's run_flaky_pytest.sh.
+RECORD_ATTEMPT = ("open(ROOT / 'attempts.log', 'a').write(str(os.environ.get('OMNI_CI_ATTEMPT')) + '\\n'); "
+                  "assert os.environ.get('OMNI_CI_ATTEMPT') == '2', 'passes on its second attempt only'")
+
+
+def _one_stage_run(tmp_path: Path, body: str, cleanup_exit: int = 0):
+    """A CiRun on a fresh stand-in checkout whose ``mmmu_talker_ci`` runs ``body`` and whose GPU
+    clean-up logs its call and exits ``cleanup_exit``; returns the run, the stage and the checkout."""
+    checkout = make_ci_checkout(tmp_path / "sglang-omni", {"mmmu_talker_ci": body})
+    (checkout / ".github" / "scripts" / "delete_gpu_process.sh").write_text(
+        f'echo "cleanup $*" >> "{checkout}/calls.log"\nexit {cleanup_exit}\n')
+    settings = Settings.of(checkout=str(checkout), results=str(tmp_path / "results"),
+                           omni_ci_home=str(tmp_path / "omni_ci"))
+    run = CiRun(settings, out_dir=tmp_path / "ci-out", progress=lambda line: None)
+    stage = next(s for s in stages() if s.name == "mmmu_talker_ci")
+    return run, stage, checkout
+
+
+def test_each_attempt_sees_its_number_in_omni_ci_attempt(tmp_path):
+    """As upstream's wrapper: attempt n runs with OMNI_CI_ATTEMPT=n. The stage passes only when it
+    reads 2, so without the variable all three attempts would fail."""
+    first = next(s for s in load("ci-scripts")["scripts"] if s["path"].endswith("run_flaky_pytest.sh"))[
+        "attempt_numbers_from"]
+    body = RECORD_ATTEMPT.replace("OMNI_CI_ATTEMPT", ATTEMPT_ENV).replace("'2'", repr(str(first + 1)))
+    run, stage, checkout = _one_stage_run(tmp_path, body)
+    result = run.run_stage(stage, attempts=3, retry_delay_s=0)
+    assert (checkout / "attempts.log").read_text().split() == [str(first), str(first + 1)]
+    assert (result.exit_code, result.attempts, result.retries_stopped) == (0, 2, "")
+    assert result.cleanup_exit_codes == [0, 0]  # before the retry, and after the stage
+
+
+def test_a_failed_cleanup_before_a_retry_stops_the_retries(tmp_path):
+    """As upstream's wrapper: a clean-up that fails before a retry ends the stage with the failed
+    attempt's exit code (1 from pytest, not the clean-up's 7); no attempt runs on dirty GPUs."""
+    run, stage, checkout = _one_stage_run(tmp_path, "assert False, 'broke'", cleanup_exit=7)
+    result = run.run_stage(stage, attempts=3, retry_delay_s=0)
+    assert (checkout / "order.log").read_text().split() == ["mmmu_talker_ci"]  # one attempt of three
+    assert (result.exit_code, result.attempts) == (1, 1)
+    assert "exited 7 before attempt 2/3" in result.retries_stopped
+    assert result.cleanup_exit_codes == [7, 7]  # the one before the retry, and the runbook's after the stage
+    summary = json.loads((run.out_dir / "summary.json").read_text())["stages"][0]
+    assert summary["retries_stopped"] == result.retries_stopped
+    assert "not retried with dirty GPU state" in (run.out_dir / "mmmu_talker_ci.log").read_text()
+
+
 @pytest.mark.slow
 def test_ci_ready_fails_without_a_router(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
@@ -216,8 +263,6 @@ PIN_CHECK = """taskset -pc "$OMNI_CI_CPUSET" $$ > /dev/null || exit 2
                                                ({0, 1, 2, 3, 8, 9, 11}, "0-3,8,9,11"), ({2, 3, 4, 8}, "2-4,8")])
 def test_omni_ci_cpuset_is_written_as_taskset_prints_it(tmp_path, cpus, printed):
     """Two adjacent CPUs are listed (util-linux prints `0,1`), three or more make a range (`0-2`)."""
-    from omnibench_core.settings import Settings
-
     env = prepare_env(Settings(), tmp_path, tmp_path / "omni", base={}, cpus=cpus)
     assert env["OMNI_CI_CPUSET"] == printed == taskset_cpu_list(sorted(cpus, reverse=True))
 

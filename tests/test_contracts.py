@@ -505,6 +505,25 @@ def test_native_videoamme_per_sample_keys_are_upstreams(native_results):
     assert "mc_fallback" not in video["per_sample"][0]  # upstream's name is is_mc_fallback
 
 
+def test_native_videoamme_config_keys_are_upstreams(native_results):
+    """run_video_eval's config keys in its order, omnibench's own after them; every setting of the
+    native client is one or the other (a new one must be named)."""
+    from dataclasses import fields
+
+    from omnibench_plugins.videoamme.client import OWN_CONFIG_KEYS, VideoClientConfig
+
+    _, video = native_results
+    record = load("output-keys")["videoamme_config"]
+    assert key_order_problems(list(video["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    assert video["config"]["base_url"] == f"http://127.0.0.1:{video['config']['port']}"
+    assert video["config"]["warmup"] == video["config"]["max_concurrency"] == 2  # resolve_warmup: the count sent
+    assert video["config"]["request_rate"] is None and video["config"]["seed"] is None
+    assert [f.name for f in fields(VideoClientConfig) if f.name not in (*record["config"], *OWN_CONFIG_KEYS)] == []
+    # a doctored record: upstream writing a key the native client does not
+    assert key_order_problems(list(video["config"]), [*record["config"], "record_fingerprint"], OWN_CONFIG_KEYS) == [
+        "record_fingerprint: upstream writes it, omnibench does not"]
+
+
 # -- seed-tts files, key for key and column for column -------------------------------------------------
 @pytest.fixture(scope="module")
 def seedtts_files(tmp_path_factory):
@@ -512,6 +531,7 @@ def seedtts_files(tmp_path_factory):
     reference unreadable, so one request fails) and the asr-wer scorer's transcription, against a
     loopback server that answers chat and transcription."""
     from omnibench_core.scoring.asr_wer import WerJob, score
+    from omnibench_plugins.seedtts import score as voice_scores
     from omnibench_plugins.seedtts.client import ClientConfig, SeedTtsClient, write_outputs
     from omnibench_plugins.seedtts.data import load_meta
     from omnibench_plugins.seedtts.hooks import WER
@@ -535,6 +555,8 @@ def seedtts_files(tmp_path_factory):
         score(job, out, endpoint=Endpoint(port), model="asr", concurrency=2)
     finally:
         server.shutdown()
+    voice_scores.similarity(out, meta=str(tmp / "meta.lst"))  # the SIM and UTMOS substitutes need no server
+    voice_scores.utmos(out)
     return out
 
 
@@ -636,6 +658,75 @@ def test_seedtts_wer_csv_and_asr_speed_are_upstreams(seedtts_files):
     assert speed["asr_latency_sum_s"] > 0 and speed["asr_model"] == "asr" and speed["asr_concurrency"] == 2
 
 
+def test_seedtts_similarity_results_are_upstreams(seedtts_files):
+    """sglang-omni's --similarity-only file: its keys in its order, the substitute's method after
+    them; scored rows first with absolute paths, the failed generation skipped with its error."""
+    from omnibench_plugins.seedtts.voice_files import OWN_CONFIG_KEYS, OWN_SUMMARY_KEYS
+
+    record = load("output-keys")["seedtts_similarity_results"]
+    sim = json.loads((seedtts_files / "similarity_results.json").read_text())
+    assert key_order_problems(list(sim), record["top_level"]) == []
+    assert key_order_problems(list(sim["summary"]), record["summary"], OWN_SUMMARY_KEYS) == []
+    assert key_order_problems(list(sim["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    for row in sim["per_sample"]:
+        assert key_order_problems(list(row), record["per_sample"]) == [], row
+    assert [r["id"] for r in sim["per_sample"]] == ["s0", "s1", "s2"]  # scored, then skipped
+    scored, failed = sim["per_sample"][0], sim["per_sample"][2]
+    assert scored["is_success"] is True and scored["error"] is None and scored["speaker_similarity"] is not None
+    assert scored["ref_audio"] == str((seedtts_files.parent / "ref.wav").resolve())
+    assert scored["wav_path"] == str((seedtts_files / "audio" / "s0.wav").resolve())
+    generated = {e["sample_id"]: e for e in json.loads((seedtts_files / "generated.json").read_text())}
+    assert failed["is_success"] is False and failed["speaker_similarity"] is None
+    assert failed["error"] == generated["s2"]["error"] and failed["wav_path"] == generated["s2"]["wav_path"]
+    assert (sim["summary"]["total_samples"], sim["summary"]["evaluated"], sim["summary"]["skipped"]) == (3, 2, 1)
+    assert sim["config"]["model"] == "minicpmo" and sim["config"]["similarity_checkpoint"] is None
+
+
+def test_seedtts_utmos_results_are_upstreams(seedtts_files):
+    """sglang-omni's --utmos-only file: its keys in its order, rows in generated.json's order, the
+    score and the summary to 4 places."""
+    from omnibench_plugins.seedtts.voice_files import OWN_CONFIG_KEYS, OWN_SUMMARY_KEYS
+
+    record = load("output-keys")["seedtts_utmos_results"]
+    utmos = json.loads((seedtts_files / "utmos_results.json").read_text())
+    assert key_order_problems(list(utmos), record["top_level"]) == []
+    assert key_order_problems(list(utmos["summary"]), record["summary"], OWN_SUMMARY_KEYS) == []
+    assert key_order_problems(list(utmos["config"]), record["config"], OWN_CONFIG_KEYS) == []
+    for row in utmos["per_sample"]:
+        assert key_order_problems(list(row), record["per_sample"]) == [], row
+    by_id = {r["id"]: r for r in utmos["per_sample"]}
+    assert [r["id"] for r in utmos["per_sample"]] == ["s0", "s1", "s2"]
+    assert by_id["s0"]["is_success"] is True and by_id["s0"]["error"] is None
+    assert by_id["s0"]["utmos_score"] == round(by_id["s0"]["utmos_score"], record["rounding"]["utmos_score"])
+    generated = {e["sample_id"]: e for e in json.loads((seedtts_files / "generated.json").read_text())}
+    assert by_id["s2"]["is_success"] is False and by_id["s2"]["utmos_score"] is None
+    assert by_id["s2"]["error"] == generated["s2"]["error"] and by_id["s2"]["wav_path"] == generated["s2"]["wav_path"]
+    assert utmos["summary"]["skipped"] == 1 and utmos["config"]["model"] == "minicpmo"
+
+
+def test_the_voice_files_skip_entries_with_upstreams_reasons(tmp_path):
+    """Each reason upstream's scorers give for an entry they do not score, in their order; an entry
+    that passes every check has none."""
+    from omnibench_plugins.seedtts.voice_files import similarity_skip_reason, utmos_skip_reason
+
+    ref, wav = tmp_path / "ref.wav", tmp_path / "s0.wav"
+    ref.write_bytes(_wav())
+    wav.write_bytes(_wav())
+    ok = {"sample_id": "s0", "wav_path": str(wav), "is_success": True}
+    refs = {"s0": str(ref)}
+    assert similarity_skip_reason(ok, wav, refs) is None and utmos_skip_reason(ok, wav) is None
+    for row, found, meta, says in (
+            ({**ok, "is_success": False}, wav, refs, "generation reported is_success=False"),
+            ({**ok, "is_success": False, "error": "HTTP 500"}, wav, refs, "HTTP 500"),
+            ({**ok, "wav_path": ""}, None, refs, "wav_path missing from generated.json entry"),
+            ({**ok, "wav_path": "/gone.wav"}, None, refs, "wav file not on disk: /gone.wav"),
+            (ok, wav, {}, "no reference audio in meta for sample_id 's0'"),
+            (ok, wav, {"s0": "/gone-ref.wav"}, "reference audio not on disk: /gone-ref.wav")):
+        assert similarity_skip_reason(row, found, meta) == says
+    assert utmos_skip_reason({**ok, "sample_id": ""}, wav) == "sample_id missing from generated.json entry"
+    assert utmos_skip_reason({**ok, "wav_path": "/gone.wav"}, None) == "wav file not on disk: /gone.wav"
+
+
 def test_the_key_check_fails_on_a_missing_misplaced_or_unnamed_key(seedtts_files):
     from omnibench_plugins.seedtts.files import OWN_PER_REQUEST_KEYS
 
@@ -657,8 +748,11 @@ def test_omnibenchs_own_keys_are_named_in_the_fidelity_page():
     from omnibench_plugins.seedtts import files
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
-    own = {*files.OWN_PER_REQUEST_KEYS, *files.OWN_GENERATED_KEYS, *files.OWN_RAW_RESULT_KEYS, *files.OWN_CONFIG_KEYS,
-           *tts_wer_files.OWN_CONFIG_KEYS}
+    from omnibench_plugins.seedtts import voice_files
+    from omnibench_plugins.videoamme import client as videoamme_client
+
+    own = {*videoamme_client.OWN_CONFIG_KEYS, *files.OWN_PER_REQUEST_KEYS, *files.OWN_GENERATED_KEYS, *files.OWN_RAW_RESULT_KEYS, *files.OWN_CONFIG_KEYS,
+           *tts_wer_files.OWN_CONFIG_KEYS, *voice_files.OWN_SUMMARY_KEYS, *voice_files.OWN_CONFIG_KEYS}
     assert [k for k in sorted(own) if f"`{k}`" not in page] == []
 
 
@@ -729,6 +823,8 @@ def ci_script_problems(scripts: dict[str, dict]) -> list[str]:
     if flaky["cleanup_between_attempts"] != [ci.CLEANUP_SCRIPT, *cleanup["args"]]:
         problems.append(f"upstream's retries clean up with {flaky['cleanup_between_attempts']}, omnibench's with "
                         f"{[ci.CLEANUP_SCRIPT, *cleanup['args']]}")
+    if flaky["sets"] != [ci.ATTEMPT_ENV]:
+        problems.append(f"upstream's retries set {flaky['sets']} on each attempt, omnibench's {[ci.ATTEMPT_ENV]}")
     delay = Settings.of().ci.ci_retry_delay_s
     if delay != flaky["env"]["OMNI_CI_RETRY_DELAY_SECONDS"]:
         problems.append(f"ci_retry_delay_s={delay:g}, upstream's OMNI_CI_RETRY_DELAY_SECONDS defaults to "
@@ -758,6 +854,7 @@ def test_ci_script_facts_are_recorded_at_the_commits_that_hold_them():
      "upstream's retries clean up with"),
     (".github/scripts/run_flaky_pytest.sh", "env", {"OMNI_CI_MAX_ATTEMPTS": 3, "OMNI_CI_RETRY_DELAY_SECONDS": 5},
      "OMNI_CI_RETRY_DELAY_SECONDS defaults to 5"),
+    (".github/scripts/run_flaky_pytest.sh", "sets", ["OMNI_CI_RETRY"], "upstream's retries set ['OMNI_CI_RETRY']"),
 ])
 def test_the_ci_script_check_fails_on_a_doctored_fact(path, key, value, says):
     scripts = {s["path"]: dict(s) for s in load("ci-scripts")["scripts"]}

@@ -41,6 +41,13 @@ from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
 from .prompt import OWN_COPY, REQUEST_TEXT, sha256
 
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
+# ``config`` as upstream's ``run_video_eval`` writes it (stevejake007/sglang-omni
+# ``benchmarks/eval/benchmark_omni_videomme.py`` at 8a6fc24123ce), in its order; then omnibench's own.
+CONFIG_KEYS = ("model", "base_url", "repo_id", "split", "max_samples", "max_tokens", "temperature", "seed",
+               "video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels",
+               "max_concurrency", "warmup", "request_rate", "enable_audio", "asr_device", "asr_concurrency", "lang")
+OWN_CONFIG_KEYS = ("client", "data", "output_dir", "host", "port", "timeout_s", "answer_method", "request_text",
+                   "request_text_source", "request_text_sha256")
 # The video fields sglang-omni's client sends when set, in its order.
 VIDEO_FIELDS = ("video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels")
 
@@ -226,10 +233,20 @@ async def run(cfg: VideoClientConfig, samples: list[VideoSample]) -> dict[str, A
             rows = await asyncio.gather(*(one(s) for s in samples))
         wall = time.perf_counter() - t0
     per_sample = records(samples, rows)
-    config = {"client": "omnibench-native", **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
-              "warmup": cfg.warmup_requests, "request_text_sha256": sha256(cfg.request_text)}
-    return {"summary": accuracy_summary(per_sample), "speed": speed_summary(rows, wall), "config": config,
+    return {"summary": accuracy_summary(per_sample), "speed": speed_summary(rows, wall), "config": results_config(cfg),
             "per_sample": per_sample}
+
+
+def results_config(cfg: VideoClientConfig) -> dict[str, Any]:
+    """``config``: upstream's keys in its order, then omnibench's own. What the native client has
+    no setting for is null: no data-set repository or split (a local set: ``data``), no seed
+    (none is sent), no arrival rate (all at once: upstream's ``inf``), no ASR (the ``asr-wer``
+    scorer transcribes and records its own); ``warmup`` is the count sent."""
+    mine = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}
+    upstream = {**dict.fromkeys(CONFIG_KEYS), **{k: mine[k] for k in CONFIG_KEYS if k in mine},
+                "base_url": cfg.endpoint.base_url, "warmup": cfg.warmup_requests}
+    own = {**mine, "client": "omnibench-native", "request_text_sha256": sha256(cfg.request_text)}
+    return {**upstream, **{k: own[k] for k in OWN_CONFIG_KEYS}}
 
 
 def main(argv: list[str] | None = None) -> int:
