@@ -93,3 +93,21 @@ def test_a_rounds_estimate_is_the_mean_log_ratio_of_the_requests_matched_by_id()
     plain = round_samples("m.latency_s", "lower", (1.0, 2.0), (1.1, 2.2), [a[0], None], b)
     assert plain.matched == () and plain.a == (1.0, 2.0)
     assert "matched" not in judge([plain], Design.PAIRED)[0].method
+
+
+def test_seed_tts_gives_each_mean_metrics_values_by_request_id_of_the_requests_that_succeeded():
+    """Issue 43: what the A/B matches comes from upstream's ``per_request`` keys (``id``,
+    ``is_success``, ``latency_s``, ``rtf``, ``audio_ttfp_s``): a failed request, an RTF of 0
+    (upstream's default without audio) and an id that repeats are left out; streaming adds the
+    first-audio latency."""
+    from omnibench_plugins.seedtts.metrics import by_request
+
+    rows = [{"id": "a", "is_success": True, "latency_s": 1.5, "rtf": 0.5, "audio_ttfp_s": 0.2},
+            {"id": "b", "is_success": False, "latency_s": 9.0, "rtf": 0.0, "audio_ttfp_s": None},
+            {"id": "c", "is_success": True, "latency_s": 2.0, "rtf": 0.0, "audio_ttfp_s": 0.3},
+            {"id": "d", "is_success": True, "latency_s": 1.0, "rtf": 0.4, "audio_ttfp_s": 0.1},
+            {"id": "d", "is_success": True, "latency_s": 1.1, "rtf": 0.4, "audio_ttfp_s": 0.1}]
+    assert by_request(rows, "seedtts", stream=False) == {"seedtts.latency_mean_s": {"a": 1.5, "c": 2.0},
+                                                         "seedtts.rtf_mean": {"a": 0.5}}
+    assert by_request(rows, "seedtts", stream=True)["seedtts.audio_ttfp_mean_s"] == {"a": 0.2, "c": 0.3}
+    assert by_request(rows[1:2], "seedtts", stream=True) == {}

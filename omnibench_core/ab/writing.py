@@ -60,9 +60,9 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
           f"- A (base): {t(ident.a.describe())}; runs {t(', '.join(analysis.runs['A']))}",
           f"- B: {t(ident.b.describe())}; runs {t(', '.join(analysis.runs['B']))}",
           f"- statistics: per round B/A (of the requests matched by id across the sides where a metric is a mean "
-          f"over requests: each side's geometric mean over them; the method column says so), a paired t interval "
+          f"over requests: each side's geometric mean over them; ab.json's `method` says so), a paired t interval "
           f"of the rounds' log-ratios (of B - A for a metric with a value of 0 or less); the family held to alpha "
-          f"{analysis.alpha:g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
+          f"{analysis.alpha:.3g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
           f"- {t(analysis.scored_text())}",
