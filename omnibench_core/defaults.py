@@ -17,6 +17,9 @@ MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)
 # and throughput, e.g. selftest.latency_mean_s, seedtts.latency_p95_s, seedtts.throughput_qps)
 DECIDE_WORDS = ("latency", "throughput")
 FIRST_LOOK = 3  # the fewest rounds a look judges (a paired t of 2 degrees of freedom), so --max-rounds >= 3
+# The first look of the alpha-spending boundary: a look at 3 rounds (2 degrees of freedom) spends
+# alpha it can hardly use (docs/verdicts.md, "Rounds until the answer is known")
+SPENDING_FIRST_LOOK = 4
 # Which server a measurement starts (--server-profile): the runbook's single-GPU server at the
 # model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
 SERVER_PROFILES = ("runbook", "ci")

@@ -74,7 +74,7 @@ def test_the_record_round_trips_and_a_bad_one_is_refused_naming_the_field(tmp_pa
     assert experiment_file.load(path).attempts == e.attempts and experiment_file.load(path).identity == e.identity
     good = json.loads(path.read_text())
     cases = {
-        "format": (lambda d: d.update(format=2), "format 2"),
+        "format": (lambda d: d.update(format=experiment_file.FORMAT + 1), f"format {experiment_file.FORMAT + 1}"),
         "attempts[0].seconds": (lambda d: d["attempts"][0].update(seconds="abc"), "attempts[0].seconds"),
         "attempts[0].status": (lambda d: d["attempts"][0].update(status="done"), "attempts[0].status"),
         "round": (lambda d: d["attempts"][0].update(round=7), "attempts[0].round"),
@@ -106,10 +106,12 @@ def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_
     path = tmp_path / "again.json"
     experiment_file.save(path, e)
     old, new = json.loads(OLD_RECORD.read_text()), json.loads(path.read_text())
-    # the same fields and words on disk; each attempt only gains its (unknown: 0) server starts
+    # the same fields and words on disk, in the current format (a fixed design's migration changes
+    # nothing else); each attempt only gains its (unknown: 0) server starts
     assert [{k: v for k, v in a.items() if k != "server_starts"} for a in new["attempts"]] == old["attempts"]
-    assert {k: v for k, v in new.items() if k not in ("attempts", "updated")} == \
-        {k: v for k, v in old.items() if k not in ("attempts", "updated")}
+    assert new["format"] == experiment_file.FORMAT == 2 and old["format"] == 1
+    assert {k: v for k, v in new.items() if k not in ("attempts", "updated", "format")} == \
+        {k: v for k, v in old.items() if k not in ("attempts", "updated", "format")}
 
 
 def test_a_duet_workers_report_is_typed_and_one_the_driver_cannot_read_is_lost(tmp_path):

@@ -61,3 +61,53 @@ def test_no_code_branches_on_a_design():
     planted = ast.parse("if design is Design.PAIRED:\n    pass\n")  # the finder itself
     assert any(isinstance(n, ast.Compare) and getattr(n.comparators[0], "attr", "") == "PAIRED"
                for n in ast.walk(planted))
+
+
+def test_a_rounds_estimate_is_the_mean_log_ratio_of_the_requests_matched_by_id():
+    """Issue 43: each round's values are each side's geometric mean over the requests matched by
+    id, so the paired rule's per-round log-ratio is the mean of the requests' own log-ratios; a
+    request missing on one side (it failed) is left out of both; a round without per-request
+    values leaves the metric on its rounds' own values."""
+    import math
+
+    from omnibench_core.ab.analysis import round_samples
+    from omnibench_core.stats.matched import matched_rounds
+
+    a = [{"0": 1.0, "1": 4.0, "2": 9.0}, {"0": 2.0, "1": 2.0}]
+    b = [{"0": 1.1, "1": 4.4, "2": 9.9}, {"0": 2.2, "1": 2.4, "7": 50.0}]  # "7" never ran on A
+    rounds = matched_rounds(a, b)
+    assert rounds is not None and rounds.requests == (3, 2)
+    for i, (ra, rb) in enumerate(zip(a, b, strict=True)):
+        ids = sorted(set(ra) & set(rb))
+        assert math.log(rounds.b[i] / rounds.a[i]) == pytest.approx(
+            sum(math.log(rb[k] / ra[k]) for k in ids) / len(ids))
+    assert rounds.b[0] / rounds.a[0] == pytest.approx(1.1)  # the arithmetic means' ratio would be 1.1 too
+    # round 2's means are 2.0 and 18.2 (the unmatched 50 s request): matched, B is +9.5 %, not +810 %
+    samples = round_samples("m.latency_s", "lower", (14 / 3, 2.0), (15.4 / 3, 54.6 / 3), a, b)
+    assert samples.matched == (3, 2) and samples.b[1] / samples.a[1] == pytest.approx(math.sqrt(1.1 * 1.2))
+    (row,) = judge([samples], Design.PAIRED)
+    assert "of 2+ matched requests a round" in row.method and row.change == pytest.approx(math.sqrt(1.1 * math.sqrt(
+        1.1 * 1.2)) - 1)
+    # no per-request values in a round, or none matched: the rounds' own values
+    assert matched_rounds([a[0], None], b) is None and matched_rounds([a[0], {"9": 1.0}], b) is None
+    plain = round_samples("m.latency_s", "lower", (1.0, 2.0), (1.1, 2.2), [a[0], None], b)
+    assert plain.matched == () and plain.a == (1.0, 2.0)
+    assert "matched" not in judge([plain], Design.PAIRED)[0].method
+
+
+def test_seed_tts_gives_each_mean_metrics_values_by_request_id_of_the_requests_that_succeeded():
+    """Issue 43: what the A/B matches comes from upstream's ``per_request`` keys (``id``,
+    ``is_success``, ``latency_s``, ``rtf``, ``audio_ttfp_s``): a failed request, an RTF of 0
+    (upstream's default without audio) and an id that repeats are left out; streaming adds the
+    first-audio latency."""
+    from omnibench_plugins.seedtts.metrics import by_request
+
+    rows = [{"id": "a", "is_success": True, "latency_s": 1.5, "rtf": 0.5, "audio_ttfp_s": 0.2},
+            {"id": "b", "is_success": False, "latency_s": 9.0, "rtf": 0.0, "audio_ttfp_s": None},
+            {"id": "c", "is_success": True, "latency_s": 2.0, "rtf": 0.0, "audio_ttfp_s": 0.3},
+            {"id": "d", "is_success": True, "latency_s": 1.0, "rtf": 0.4, "audio_ttfp_s": 0.1},
+            {"id": "d", "is_success": True, "latency_s": 1.1, "rtf": 0.4, "audio_ttfp_s": 0.1}]
+    assert by_request(rows, "seedtts", stream=False) == {"seedtts.latency_mean_s": {"a": 1.5, "c": 2.0},
+                                                         "seedtts.rtf_mean": {"a": 0.5}}
+    assert by_request(rows, "seedtts", stream=True)["seedtts.audio_ttfp_mean_s"] == {"a": 0.2, "c": 0.3}
+    assert by_request(rows[1:2], "seedtts", stream=True) == {}

@@ -5,7 +5,7 @@ noise guard's findings for the runs each verdict rests on."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from ..campaign import directions as meta
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunFileError
 from ..stats import verdict
+from ..stats.matched import matched_rounds
 from ..store import metrics as metrics_file
 from . import sequential
 from .record import Experiment, runs_of
@@ -61,7 +62,7 @@ class Analysis:
     not_compared: tuple[NotCompared, ...]
     alone: tuple[str, ...]  # duet rounds a side ran without its partner (a retry, or the partner ended early)
     noisy: tuple[str, ...]  # "A round 2 (run3) was noisy: ..." for each noisy timed window
-    alpha: float
+    alpha: float  # the level a family of one is held to (with --max-rounds, the stopping look's)
     min_effect: float
     looks: tuple[str, ...] = ()  # --max-rounds: the rounds run, why it stopped, the rule and one line per look
     score: str = "every-round"  # --score: which rounds were scored for quality
@@ -100,10 +101,24 @@ def _metrics(run_dir: Path) -> Mapping[str, Any]:
                                   "A/B command: the run is measured again") from exc
 
 
+def round_samples(name: str, direction: str, a: Sequence[float], b: Sequence[float],
+                  a_requests: Sequence[Mapping[str, float] | None],
+                  b_requests: Sequence[Mapping[str, float] | None]) -> verdict.Samples:
+    """One metric's paired samples: each round's geometric mean over the requests matched by id
+    across the sides when every round of both has the metric's per-request values
+    (:mod:`omnibench_core.stats.matched`), else the rounds' own values ``a`` and ``b``."""
+    matched = matched_rounds(a_requests, b_requests)
+    if matched is None:
+        return verdict.Samples(name, direction, tuple(a), tuple(b))
+    return verdict.Samples(name, direction, matched.a, matched.b, matched.requests)
+
+
 def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,
-            min_effect: float = defaults.MIN_EFFECT, upto: int | None = None) -> Analysis:
+            min_effect: float = defaults.MIN_EFFECT, upto: int | None = None,
+            at: Callable[[float], float] | None = None) -> Analysis:
     """Judge B against A over the rounds where both sides have a complete run (paired); with
-    ``upto``, over those of rounds 1 to ``upto`` only (a look of --max-rounds)."""
+    ``upto``, over those of rounds 1 to ``upto`` only (a look of --max-rounds, whose boundary
+    ``at`` maps an alpha to the level it holds a test to)."""
     a_runs = {at.round: at for at in runs_of(experiment, "A")}
     b_runs = {at.round: at for at in runs_of(experiment, "B")}
     rounds = tuple(sorted(r for r in set(a_runs) & set(b_runs) if upto is None or r <= upto))
@@ -113,8 +128,9 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
     dirs = {side: [results_root / runs[r].revision / runs[r].run for r in rounds]
             for side, runs in (("A", a_runs), ("B", b_runs))}
     docs = {side: [_metrics(d) for d in ds] for side, ds in dirs.items()}
+    requests = {side: [metrics_file.read_request_values(d) for d in ds] for side, ds in dirs.items()}
     names = list(dict.fromkeys(k for side in ("A", "B") for m in docs[side] for k in m))  # every metric, never dropped
-    looked = sequential.looks(experiment.identity.max_rounds) if experiment.identity.max_rounds else ()
+    looked = sequential.schedule(experiment)
     scored = tuple(r for r in rounds if experiment.scores(r, looked))
     values, samples, not_compared = [], [], []
     for name in names:
@@ -132,7 +148,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
         b = tuple(m[name] for m in docs["B"])
         values.append(RoundValues(name, rounds, a, b))
         if all(_number(v) for v in a + b):
-            samples.append(verdict.Samples(name, meta.direction(name), tuple(map(float, a)), tuple(map(float, b))))
+            samples.append(round_samples(name, meta.direction(name), tuple(map(float, a)), tuple(map(float, b)),
+                                         [r.get(name) for r in requests["A"]], [r.get(name) for r in requests["B"]]))
         else:
             bad = next(v for v in a + b if not _number(v))
             not_compared.append(NotCompared(name, meta.direction(name), f"a value is not a finite number ({bad!r})"))
@@ -144,8 +161,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
              for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
-                    verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect),
-                    tuple(not_compared), tuple(alone), tuple(noisy), alpha, min_effect,
+                    verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at),
+                    tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
                     score=experiment.score.value, scored_rounds=scored)
 
 
@@ -160,8 +177,8 @@ def judged(experiment: Experiment, results_root: Path, *, alpha: float = default
     if state.stop is None:  # any other set of rounds, or level, would not be the rule's verdict
         raise NotEnoughRounds(f"A/B experiment {experiment.name!r} has not stopped: no look has decided it yet",
                               hint="repeat the A/B command to measure the rounds up to its next look")
-    made = analyse(experiment, results_root, alpha=sequential.level(state.alpha, n), min_effect=state.min_effect,
-                   upto=state.rounds_run)
+    made = analyse(experiment, results_root, alpha=state.alpha, min_effect=state.min_effect, upto=state.rounds_run,
+                   at=sequential.boundary_at(state, n, state.rounds_run))
     return replace(made, verdicts=sequential.with_hints(made.verdicts, state, n), looks=sequential.describe(state, n))
 
 

@@ -304,8 +304,9 @@ def _rule_kept(experiment: Experiment, asked: Sequential | None, path: Path) -> 
     state = experiment.sequential
     if state is None or asked is None:  # the identity (max_rounds) already says both or neither
         return state
-    if not state.looks:
-        return replace(state, decide=asked.decide, alpha=asked.alpha, min_effect=asked.min_effect)
+    if not state.looks:  # no look has seen data: the rule asked, boundary too (a format 1 record's Bonferroni)
+        return replace(state, decide=asked.decide, alpha=asked.alpha, min_effect=asked.min_effect,
+                       boundary=asked.boundary)
     if state.rule() != asked.rule():
         decide, alpha, min_effect = state.rule()
         raise SettingsError(f"A/B experiment {experiment.name!r} fixed its stopping rule at its first look (after "
@@ -372,7 +373,7 @@ class _Driver:
         with self.progress:
             self._reclaim()
             rounds = (f"at most {ident.max_rounds} rounds, looking after "
-                      f"{', '.join(map(str, sequential.looks(ident.max_rounds)))}" if ident.max_rounds
+                      f"{', '.join(map(str, sequential.schedule(e)))}" if ident.max_rounds
                       else f"{ident.rounds} rounds")
             self.progress.say(f"A/B {e.name}: {ident.design.value}, {rounds} (seed {ident.seed}) of "
                               f"{', '.join(ident.workloads)}; A: {ident.a.describe()}; B: {ident.b.describe()}; "
@@ -422,7 +423,7 @@ class _Driver:
         if state.stop is not None:
             return state.rounds_run
         seen = state.looks[-1].rounds if state.looks else 0
-        return next((n for n in sequential.looks(ident.max_rounds) if n > seen), ident.max_rounds)
+        return next((n for n in sequential.schedule(self.experiment) if n > seen), ident.max_rounds)
 
     def _stopped_before(self, r: int) -> bool:
         """Round ``r`` lies past a recorded stop: it is never run."""
@@ -440,15 +441,16 @@ class _Driver:
         """After round ``r``, when it is a look not yet recorded: score what waits for deferred
         scoring, judge rounds 1 to ``r`` at the look's level, record the look and whether to stop."""
         state, n = self.experiment.sequential, self.experiment.identity.max_rounds
-        if state is None or state.stop is not None or r not in sequential.looks(n) \
+        if state is None or state.stop is not None or r not in sequential.schedule(self.experiment) \
                 or any(k.rounds == r for k in state.looks):
             return
         if self.experiment.scoring == "deferred":
             self._score_generated()
         self._check_complete(r)
-        held_to = sequential.level(state.alpha, n)
-        made = analyse(self.experiment, self.sides["A"].run.results_root, alpha=held_to,
-                       min_effect=state.min_effect, upto=r)
+        boundary = sequential.boundary_at(state, n, r)
+        held_to = boundary(state.alpha)
+        made = analyse(self.experiment, self.sides["A"].run.results_root, alpha=state.alpha,
+                       min_effect=state.min_effect, upto=r, at=boundary)
         directions = {v.metric: v.direction for v in made.verdicts} | {m.metric: m.direction for m in made.not_compared}
         chosen = state.decisive or sequential.decisive(state.decide, directions)
         look = sequential.look_at(r, made.verdicts, chosen, held_to)
@@ -457,7 +459,7 @@ class _Driver:
                                      rounds_run=r if stop else 0))
         then = {None: f"going on to round {r + 1}", record.StopReason.DECIDED: "every decisive metric is decided: "
                 "stopping", record.StopReason.MAX_ROUNDS: f"--max-rounds {n} reached: stopping"}[stop]
-        self.progress.say(f"{sequential.look_line(look, n)}; {then}")
+        self.progress.say(f"{sequential.look_line(look, n, state.boundary)}; {then}")
 
     def _complete(self, position: Position) -> bool:
         last = self.experiment.latest(position)
@@ -602,8 +604,7 @@ class _Driver:
     # -- which runs are scored (--score) ------------------------------------------------------------
     def _scores(self, round_: int) -> bool:
         """Whether round ``round_``'s runs are scored for quality (never a warm-up's)."""
-        ident = self.experiment.identity
-        return self.experiment.scores(round_, sequential.looks(ident.max_rounds) if ident.max_rounds else ())
+        return self.experiment.scores(round_, sequential.schedule(self.experiment))
 
     def _phases(self, round_: int) -> tuple[Phase, ...]:
         """A new run's phases: generate alone with deferred scoring (scored, or finished unscored,

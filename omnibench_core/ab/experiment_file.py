@@ -6,8 +6,9 @@ edited by hand is refused with the field named rather than measured wrongly.
 A duet's worker reports its side's run to the driver in a file of its own, written and read here
 too (:func:`write_side_report`, :func:`read_side_report`).
 
-Format 1 is every A/B record so far; an older format would be migrated through
-:data:`MIGRATIONS`, a newer one is refused.
+Format 2 records the boundary of an experiment of ``--max-rounds`` (``sequential.boundary``);
+a format 1 record is migrated through :data:`MIGRATIONS` (its looks were Bonferroni's, and it
+keeps them), a newer one is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .. import defaults
 from ..errors import RecordError
 from ..jsonio import read_json, write_json
 from ..records import ScorePolicy
+from ..stats.looks import Boundary
 from ..stats.looks import looks as schedule_of
 from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
 from ..store import versions
@@ -43,8 +45,18 @@ from .record import (
     schedule,
 )
 
-FORMAT = 1
-MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
+FORMAT = 2
+
+
+def _boundary_named(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2: an experiment of --max-rounds looked by Bonferroni over 3, 4, 6, 8, ...
+    rounds; it says so, and is resumed and judged by that rule."""
+    if isinstance(data.get("sequential"), dict):
+        data["sequential"] = {**data["sequential"], "boundary": Boundary.BONFERRONI.value}
+    return data
+
+
+MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named}  # format N -> N + 1
 
 __all__ = ["FORMAT", "experiment_path", "load", "read_side_report", "save", "write_side_report"]
 
@@ -231,7 +243,8 @@ def _sequential(r: _Reader, data: Mapping[str, Any], max_rounds: int) -> Sequent
     if not 0 <= min_effect < float("inf"):
         raise r.fail(f"{where}min_effect", f"must be a finite number >= 0, got {min_effect!r}")
     done: list[Look] = []
-    allowed = schedule_of(max_rounds)
+    boundary = r.enum(Boundary, data, "boundary", where)
+    allowed = schedule_of(max_rounds, boundary)
     for i, raw in enumerate(r.get(data, "looks", list, where)):
         at = f"{where}looks[{i}]."
         if not isinstance(raw, dict):
@@ -251,4 +264,4 @@ def _sequential(r: _Reader, data: Mapping[str, Any], max_rounds: int) -> Sequent
     if stop is None and rounds_run:
         raise r.fail(f"{where}rounds_run", f"{rounds_run} with no stop")
     return Sequential(r.words(data, "decide", where), float(alpha), float(min_effect), r.words(data, "decisive", where),
-                      tuple(done), stop, rounds_run)
+                      tuple(done), stop, rounds_run, boundary)

@@ -19,6 +19,7 @@ from .. import defaults
 from ..errors import RecordError
 from ..identity import differences
 from ..records import ScorePolicy
+from ..stats.looks import Boundary
 from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
 
 SIDES = ("A", "B")
@@ -161,8 +162,8 @@ class StopReason(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Look:
-    """One look at the verdicts: after ``rounds`` rounds, each metric held to ``level`` (the
-    family's alpha shared among the looks); the decisive metrics' verdict words."""
+    """One look at the verdicts: after ``rounds`` rounds, a family of one held to ``level`` (the
+    experiment's boundary at this look); the decisive metrics' verdict words."""
 
     rounds: int
     level: float
@@ -176,7 +177,7 @@ class Look:
 @dataclass(frozen=True)
 class Sequential:
     """Rounds until the answer is known: the stopping rule (``--decide``, ``--alpha`` and
-    ``--min-effect``, fixed once a look has seen data) and what the looks found."""
+    ``--min-effect``, and the boundary, fixed once a look has seen data) and what the looks found."""
 
     decide: tuple[str, ...] = ()  # as asked; () is every latency and throughput metric (defaults.DECIDE_WORDS)
     alpha: float = defaults.ALPHA
@@ -185,6 +186,8 @@ class Sequential:
     looks: tuple[Look, ...] = ()
     stop: StopReason | None = None  # None: not stopped yet
     rounds_run: int = 0  # the stopping look's rounds: what the verdicts rest on (0 before it stops)
+    # how alpha is spent over the looks; records of format 1 looked by Bonferroni, and keep it
+    boundary: Boundary = Boundary.POCOCK
 
     def rule(self) -> tuple[tuple[str, ...], float, float]:
         """What a look's verdicts depend on besides the data: it may not change once a look saw data."""
@@ -196,7 +199,8 @@ class Sequential:
                 "decisive": list(self.decisive),
                 "looks": [{"rounds": k.rounds, "level": k.level, "verdicts": [list(v) for v in k.verdicts]}
                           for k in self.looks],
-                "stop": self.stop.value if self.stop else None, "rounds_run": self.rounds_run}
+                "stop": self.stop.value if self.stop else None, "rounds_run": self.rounds_run,
+                "boundary": self.boundary.value}
 
 
 def duet_slot(side: str, round_: int) -> int:

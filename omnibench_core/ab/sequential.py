@@ -2,24 +2,24 @@
 decide, and when to stop.
 
 The rule (docs/verdicts.md, "Rounds until the answer is known"): the looks happen only at round
-counts fixed up front from N alone (:func:`omnibench_core.stats.looks.looks`), and at each look every metric is judged as a
-fixed design judges it, with the family's alpha divided among the looks (Bonferroni). The chance
-that any look calls an unchanged metric better or worse is then at most the sum over the looks,
-alpha, whatever the data do and wherever the experiment stops: each look is an ordinary paired t
-interval, valid at its own level under the fixed design's assumptions, and the union bound needs
-nothing about how the looks depend on each other.
+counts fixed up front from N alone (:func:`omnibench_core.stats.looks.looks`), and at each look
+every metric is judged as a fixed design judges it, each test held to the level the experiment's
+boundary gives that look: Lan-DeMets Pocock-type alpha spending by rounds / N, on the paired t
+statistics' own null law (:mod:`omnibench_core.stats.boundary`), Holm's steps each through it.
+An experiment begun before (its record says ``bonferroni``) keeps its rule: alpha / K at each of
+its K looks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .. import defaults
 from ..errors import SettingsError
 from ..stats import verdict
-from ..stats.looks import level, looks
-from .record import Look, Sequential, StopReason
+from ..stats.looks import Boundary, at, looks
+from .record import Experiment, Look, Sequential, StopReason
 
 DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Verdict.EQUIVALENT.value)
 
@@ -58,6 +58,17 @@ def decisive(asked: Sequence[str], directions: Mapping[str, str]) -> tuple[str, 
     return tuple(asked)
 
 
+def schedule(experiment: Experiment) -> tuple[int, ...]:
+    """The rounds ``experiment`` looks after (by its recorded boundary); () for a fixed design."""
+    n, state = experiment.identity.max_rounds, experiment.sequential
+    return looks(n, state.boundary if state is not None else Boundary.POCOCK) if n else ()
+
+
+def boundary_at(state: Sequential, max_rounds: int, rounds: int) -> Callable[[float], float]:
+    """The look after ``rounds`` rounds by ``state``'s boundary: an alpha -> the level a test is held to."""
+    return at(max_rounds, rounds, state.boundary)
+
+
 def look_at(rounds: int, verdicts: Sequence[verdict.MetricVerdict], chosen: Sequence[str], held_to: float) -> Look:
     """The look after ``rounds`` rounds: each decisive metric's verdict (inconclusive when it got
     no row: a value missing or not a number)."""
@@ -89,28 +100,37 @@ class Outcome:
 
 
 def run_looks(samples: Sequence[verdict.Samples], max_rounds: int, *, decide: Sequence[str] = (),
-              alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT) -> Outcome:
+              alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT,
+              boundary: Boundary = Boundary.POCOCK) -> Outcome:
     """The whole rule over paired values known in advance (each sample has at least
-    ``max_rounds`` rounds): at each look, the first ``n`` rounds judged at :func:`level`; stop at
-    the first look where every decisive metric is decided, or at ``max_rounds``. ``invoke ab``
-    does the same one look at a time, measuring only the rounds up to each look."""
-    held_to = level(alpha, max_rounds)
+    ``max_rounds`` rounds): at each look, the first ``n`` rounds judged at the boundary's level
+    there; stop at the first look where every decisive metric is decided, or at ``max_rounds``.
+    ``invoke ab`` does the same one look at a time, measuring only the rounds up to each look."""
+    state = Sequential(tuple(decide), alpha, min_effect, boundary=boundary)
     chosen = decisive(decide, {s.metric: s.direction for s in samples})
     done: list[Look] = []
-    for n in looks(max_rounds):
-        cut = [replace(s, a=s.a[:n], b=s.b[:n]) for s in samples]
-        verdicts = verdict.judge(cut, verdict.Design.PAIRED, alpha=held_to, min_effect=min_effect)
-        done.append(look_at(n, verdicts, chosen, held_to))
+    for n in looks(max_rounds, boundary):
+        verdicts = judge_look(samples, state, max_rounds, n)
+        done.append(look_at(n, verdicts, chosen, boundary_at(state, max_rounds, n)(alpha)))
         reason = stop_reason(done[-1], max_rounds)
         if reason is not None:
             return Outcome(tuple(done), reason, verdicts)
     raise AssertionError("the last look always stops")  # looks() ends at max_rounds
 
 
-def look_line(look: Look, max_rounds: int) -> str:
-    """One look, one line: ``look 2 of 5, after 4 rounds (held to 0.01): selftest.latency_mean_s worse``."""
-    schedule = looks(max_rounds)
-    where = f"look {schedule.index(look.rounds) + 1} of {len(schedule)}" if look.rounds in schedule else "look"
+def judge_look(samples: Sequence[verdict.Samples], state: Sequential, max_rounds: int,
+               n: int) -> tuple[verdict.MetricVerdict, ...]:
+    """The look after ``n`` rounds: the first ``n`` rounds of each metric (and of its matched
+    requests' counts) judged at the levels ``state``'s boundary gives that look."""
+    cut = [replace(s, a=s.a[:n], b=s.b[:n], matched=s.matched[:n]) for s in samples]
+    return verdict.judge(cut, verdict.Design.PAIRED, alpha=state.alpha, min_effect=state.min_effect,
+                         at=boundary_at(state, max_rounds, n))
+
+
+def look_line(look: Look, max_rounds: int, boundary: Boundary = Boundary.POCOCK) -> str:
+    """One look, one line: ``look 2 of 4, after 6 rounds (held to 0.0133): selftest.latency_mean_s worse``."""
+    planned = looks(max_rounds, boundary)
+    where = f"look {planned.index(look.rounds) + 1} of {len(planned)}" if look.rounds in planned else "look"
     return f"{where}, after {look.rounds} rounds (held to {look.level:.3g}): " + \
         ", ".join(f"{m} {v}" for m, v in look.verdicts)
 
@@ -118,7 +138,6 @@ def look_line(look: Look, max_rounds: int) -> str:
 def describe(state: Sequential, max_rounds: int) -> tuple[str, ...]:
     """What the console and ab.md say of the looks: the rounds run and why it stopped, the rule,
     then one line per look."""
-    schedule = looks(max_rounds)
     if state.stop is StopReason.DECIDED:
         why = f"stopped: decided after {state.rounds_run} of at most {max_rounds} rounds a side"
     elif state.stop is StopReason.MAX_ROUNDS:
@@ -127,10 +146,20 @@ def describe(state: Sequential, max_rounds: int) -> tuple[str, ...]:
                f"may decide it (a new experiment: this one has spent its alpha)")
     else:
         why = f"not stopped yet: {state.looks[-1].rounds if state.looks else 0} of at most {max_rounds} rounds looked at"
-    rule = (f"rounds until decided: looks after {', '.join(map(str, schedule))} rounds, each held to alpha "
-            f"{state.alpha:g} / {len(schedule)} = {level(state.alpha, max_rounds):.3g} (Bonferroni over the looks); "
-            f"decisive: {', '.join(state.decisive) or 'not resolved yet'}")
-    return (why, rule, *(look_line(k, max_rounds) for k in state.looks))
+    rule = f"rounds until decided: {rule_text(state, max_rounds)}; decisive: {', '.join(state.decisive) or 'not resolved yet'}"
+    return (why, rule, *(look_line(k, max_rounds, state.boundary) for k in state.looks))
+
+
+def rule_text(state: Sequential, max_rounds: int) -> str:
+    """The boundary in words: the looks and what each is held to."""
+    planned = looks(max_rounds, state.boundary)
+    if state.boundary is Boundary.BONFERRONI:
+        return (f"looks after {', '.join(map(str, planned))} rounds, each held to alpha {state.alpha:g} / "
+                f"{len(planned)} = {at(max_rounds, planned[0], state.boundary)(state.alpha):.3g} (Bonferroni over "
+                f"the looks)")
+    levels = ", ".join(f"{at(max_rounds, n, state.boundary)(state.alpha):.3g}" for n in planned)
+    return (f"looks after {', '.join(map(str, planned))} rounds, held to {levels} (alpha {state.alpha:g} spent "
+            f"over rounds / {max_rounds} by Lan-DeMets' Pocock-type function)")
 
 
 def with_hints(verdicts: Sequence[verdict.MetricVerdict], state: Sequential,

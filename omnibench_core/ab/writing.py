@@ -51,7 +51,7 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     rounds = f"at most {ident.max_rounds} rounds a side (--max-rounds)" if ident.max_rounds else \
         f"{ident.rounds} rounds a side"
     state = experiment.sequential
-    shared = (f" (--alpha {state.alpha:g} shared among {len(sequential.looks(ident.max_rounds))} looks, Bonferroni)"
+    shared = (f" at the stopping look (--alpha {state.alpha:g} over the looks: {sequential.rule_text(state, ident.max_rounds)})"
               if state is not None else "")
     md = [f"# A/B: {t(experiment.name)}", "",
           f"- design: {ident.design.value}, {rounds} (seed {ident.seed}); "
@@ -59,9 +59,10 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
           f"- workloads: {t(', '.join(ident.workloads))}; client: {t(ident.client or 'the target default')}",
           f"- A (base): {t(ident.a.describe())}; runs {t(', '.join(analysis.runs['A']))}",
           f"- B: {t(ident.b.describe())}; runs {t(', '.join(analysis.runs['B']))}",
-          f"- statistics: per round B/A, a paired t interval of the log-ratios (of B - A for a metric with a "
-          f"value of 0 or less); the family held to alpha "
-          f"{analysis.alpha:g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
+          f"- statistics: per round B/A (of the requests matched by id across the sides where a metric is a mean "
+          f"over requests: each side's geometric mean over them; ab.json's `method` says so), a paired t interval "
+          f"of the rounds' log-ratios (of B - A for a metric with a value of 0 or less); the family held to alpha "
+          f"{analysis.alpha:.3g}{shared} with Holm's correction (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
           f"- {t(analysis.scored_text())}",

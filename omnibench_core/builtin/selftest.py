@@ -120,7 +120,9 @@ def collect(run_dir: Path, options: Mapping[str, object], scored: bool = True) -
         metrics[f"{NAME}.matched"] = score["matched"]
         rules.append(RuleResult("every echo scored and matched", score["evaluated"] == score["matched"] == expected,
                                 f"{score['matched']} matched of {score['evaluated']} evaluated"))
-    return Collected(metrics, frozenset(), tuple(rules))
+    # the latency is the mean over the requests that succeeded: each one's own, by id, for the A/B
+    by_request = {f"{NAME}.latency_mean_s": {str(r["id"]): r["latency_s"] for r in ok}} if ok else {}
+    return Collected(metrics, frozenset(), tuple(rules), by_request=by_request)
 
 
 def collect_unscored(run_dir: Path, options: Mapping[str, object]) -> Collected:

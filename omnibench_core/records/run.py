@@ -224,6 +224,7 @@ class Collected:
     ``notes`` are printed with the metrics and stored beside them, e.g. that a metric was
     computed by a local substitute. ``samples`` are per-request values by name (first-audio
     latencies, chunk gaps), kept in the run's ``samples.json`` for the report's distribution plots.
+    ``by_request``: a mean metric's values per request id, which an A/B matches across its sides.
     """
 
     metrics: Mapping[str, Any]
@@ -231,6 +232,9 @@ class Collected:
     rules: tuple[RuleResult, ...] = ()
     notes: tuple[str, ...] = ()
     samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    # metric -> request id -> that request's value, for a metric that is the mean of them over the
+    # requests that succeeded (kept in the run's request_values.json): the A/B matches requests by id
+    by_request: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

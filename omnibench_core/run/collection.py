@@ -23,6 +23,7 @@ class Collection:
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...]
     samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    by_request: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def broken(self) -> tuple[RuleResult, ...]:
@@ -55,6 +56,7 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
     rules: list[RuleResult] = []
     notes: list[str] = [] if scored else [UNSCORED_NOTE]
     samples: dict[str, Sequence[float]] = {}
+    by_request: dict[str, Mapping[str, float]] = {}
     parts = []
     for w in workloads:
         read = w.collect if scored else w.collect_unscored
@@ -65,7 +67,8 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
             parts.append((f"workload {w.name!r}", _call(f"workload {w.name!r}", read, run_dir, options.get(w.name, {}))))
     parts += [(f"check {c.name!r}", _call(f"check {c.name!r}", c.collect, run_dir)) for c in checks]
     for what, collected in parts:
-        clash = set(metrics) & set(collected.metrics) | set(samples) & set(collected.samples)
+        clash = set(metrics) & set(collected.metrics) | set(samples) & set(collected.samples) \
+            | set(by_request) & set(collected.by_request)
         if clash:
             raise PluginError(f"{what} reports metrics that were reported already",
                               evidence={"metrics": ", ".join(sorted(clash))})
@@ -74,7 +77,8 @@ def collect_run(run_dir: Path, workloads: Sequence[Workload], options: Mapping[s
         rules += collected.rules
         notes += collected.notes
         samples.update(collected.samples)
-    return Collection(metrics, tuple(sorted(rates)), tuple(rules), tuple(notes), samples)
+        by_request.update(collected.by_request)
+    return Collection(metrics, tuple(sorted(rates)), tuple(rules), tuple(notes), samples, by_request)
 
 
 SERVER_READY = "server_ready_s"  # <workload>.server_ready_s: seconds from its server's spawn to READY
@@ -101,8 +105,10 @@ def with_server_ready(collection: Collection, servers: Sequence[ServerEntry]) ->
 
 def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:
     """``metrics.json`` (through the store): the runbook's three keys, plus the target, broken rules
-    and notes; and the per-request samples beside it when a workload gave some."""
+    and notes; and the per-request samples and values by request id beside it when a workload gave some."""
     if collection.samples:
         metrics_file.write_samples(run_dir, collection.samples)
+    if collection.by_request:
+        metrics_file.write_request_values(run_dir, collection.by_request)
     return metrics_file.write(run_dir, collection.metrics, collection.rates, collection.complete, target,
                               [metrics_file.BrokenRule(r.name, r.detail) for r in collection.broken], collection.notes)

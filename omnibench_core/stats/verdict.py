@@ -60,6 +60,9 @@ class Samples:
     direction: str  # higher, lower or context
     a: tuple[float, ...]
     b: tuple[float, ...]
+    # paired: the requests matched by id in each round, when a and b are each side's geometric
+    # mean over them (stats.matched); () when they are the rounds' own values
+    matched: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class Change:
         if self.problem:
             return "none"
         scale = "log(B/A)" if self.log_scale else "B - A"
+        if self.samples.matched:
+            scale += f" of {min(self.samples.matched)}+ matched requests a round"
         if self.t is None:
             return f"exact (no spread), {scale}"
         return f"{estimator(self.design).test}, {scale}"
@@ -175,15 +180,18 @@ def smallest_p(change: Change) -> float:
     return estimator(change.design).exact_p(len(change.samples.a), len(change.samples.b))
 
 
-def holm_levels(ps: Sequence[float], alpha: float = defaults.ALPHA) -> list[float]:
+def holm_levels(ps: Sequence[float], alpha: float = defaults.ALPHA,
+                at: Callable[[float], float] | None = None) -> list[float]:
     """The level each p-value is held to by Holm's step-down procedure: the smallest p against
     alpha/m, the next against alpha/(m-1), ...; from the first that fails, every later one is held
-    to that same level (so none of them is called a change)."""
+    to that same level (so none of them is called a change). ``at`` (a look of a sequential
+    experiment) maps each step's alpha to the level its boundary holds a test to at this look."""
     m = len(ps)
-    levels = [alpha] * m
+    levels = [alpha if at is None else at(alpha)] * m
     stopped: float | None = None
     for rank, i in enumerate(sorted(range(m), key=lambda j: ps[j])):
-        level = alpha / (m - rank) if stopped is None else stopped
+        step = alpha / (m - rank)
+        level = (step if at is None else at(step)) if stopped is None else stopped
         if stopped is None and not ps[i] < level:
             stopped = level
         levels[i] = level
@@ -273,15 +281,20 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
 
 
 def judge(samples: Sequence[Samples], design: str, *, alpha: float = defaults.ALPHA,
-          min_effect: float = defaults.MIN_EFFECT) -> tuple[MetricVerdict, ...]:
-    """Every metric's row by the estimator registered as ``design`` (:mod:`.designs`), the family (the metrics with a better side whose change could be
-    estimated and could reach ``alpha``) held to ``alpha`` with Holm's correction; the other rows
-    (context ones too) get 1 - alpha intervals."""
+          min_effect: float = defaults.MIN_EFFECT, at: Callable[[float], float] | None = None
+          ) -> tuple[MetricVerdict, ...]:
+    """Every metric's row by the estimator registered as ``design`` (:mod:`.designs`), the family
+    (the metrics with a better side whose change could be estimated and could reach the level)
+    held to ``alpha`` with Holm's correction; the other rows (context ones too) get intervals at 1
+    - the level. ``at``: a look of a sequential experiment, mapping an alpha to the level its
+    boundary holds a test to there (:func:`omnibench_core.stats.looks.at`); each Holm step's
+    alpha / (m - rank) goes through it."""
+    full = alpha if at is None else at(alpha)
     changes = [estimate(s, design) for s in samples]
     family = [i for i, c in enumerate(changes)
-              if c.samples.direction != "context" and not c.problem and smallest_p(c) < alpha]
-    levels = dict(zip(family, holm_levels([changes[i].p for i in family], alpha), strict=True))
-    return tuple(decide(c, levels.get(i, alpha), min_effect, i in levels) for i, c in enumerate(changes))
+              if c.samples.direction != "context" and not c.problem and smallest_p(c) < full]
+    levels = dict(zip(family, holm_levels([changes[i].p for i in family], alpha, at), strict=True))
+    return tuple(decide(c, levels.get(i, full), min_effect, i in levels) for i, c in enumerate(changes))
 
 
 def _fmt(x: float | None, relative: bool) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import RunFileError
 from ..jsonio import read_json, write_json
 from . import versions
-from .names import metrics_path, samples_path
+from .names import metrics_path, request_values_path, samples_path
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}
@@ -69,6 +69,28 @@ def read_samples(run_dir: Path) -> dict[str, list[float]]:
     for name, values in (doc.items() if isinstance(doc, dict) else ()):
         numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
                    and math.isfinite(v)] if isinstance(values, list) else []
+        if numbers:
+            out[str(name)] = numbers
+    return out
+
+
+def write_request_values(run_dir: Path, values: Mapping[str, Mapping[str, float]]) -> Path:
+    """Write the run's per-request values by request id (``{metric: {id: value}}``) atomically."""
+    return write_json(request_values_path(run_dir), {k: dict(v) for k, v in values.items()})
+
+
+def read_request_values(run_dir: Path) -> dict[str, dict[str, float]]:
+    """The run's per-request values by metric and request id, positive finite numbers only (they
+    are matched as ratios); a run without the file (made before it existed, or no workload gave
+    any) or with an unreadable one has none, and its metrics are compared by their round values."""
+    try:
+        doc = read_json(request_values_path(run_dir))
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for name, by_id in (doc.items() if isinstance(doc, dict) else ()):
+        numbers = {str(i): float(v) for i, v in by_id.items() if isinstance(v, (int, float))
+                   and not isinstance(v, bool) and math.isfinite(v) and v > 0} if isinstance(by_id, dict) else {}
         if numbers:
             out[str(name)] = numbers
     return out

@@ -19,6 +19,9 @@ TELEMETRY_NAME = "telemetry.json"
 # per-request values (streaming first-audio latencies, chunk gaps) for the distribution plots; only
 # when a workload gave some (not "samples.json": that is the Video-AMME data set's own file)
 SAMPLES_NAME = "request_samples.json"
+# per-request values by request id of the metrics that are their mean: the A/B matches requests
+# across its two sides (docs/verdicts.md, "A round's estimate")
+REQUEST_VALUES_NAME = "request_values.json"
 COMMIT_NAME = "commit.txt"
 DIRTY_NAME = "dirty.txt"
 CAMPAIGNS = "campaigns"  # in a revision folder
@@ -29,7 +32,7 @@ LOCK_SUFFIX = ".lock"  # the lock beside a campaign file or A/B record
 
 # Every file name of a run directory: the store's own scan test (tests/test_store.py) holds the
 # rest of the code to naming them only through this module.
-RUN_FILES = (MANIFEST_NAME, METRICS_NAME, TELEMETRY_NAME, SAMPLES_NAME, COMMIT_NAME, DIRTY_NAME)
+RUN_FILES = (MANIFEST_NAME, METRICS_NAME, TELEMETRY_NAME, SAMPLES_NAME, REQUEST_VALUES_NAME, COMMIT_NAME, DIRTY_NAME)
 
 
 def manifest_path(run_dir: Path) -> Path:
@@ -45,6 +48,11 @@ def metrics_path(run_dir: Path) -> Path:
 def telemetry_path(run_dir: Path) -> Path:
     """``<run>/telemetry.json``."""
     return run_dir / TELEMETRY_NAME
+
+
+def request_values_path(run_dir: Path) -> Path:
+    """``<run>/request_values.json``."""
+    return run_dir / REQUEST_VALUES_NAME
 
 
 def samples_path(run_dir: Path) -> Path:

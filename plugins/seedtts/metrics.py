@@ -6,6 +6,7 @@ needed it is reported broken by name, so the run is marked incomplete, not crash
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,28 @@ def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False, s
     if stream:
         more, samples = stream_part(speed, per_request, prefix)
         metrics.update(more)
-    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes), samples)
+    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes), samples,
+                     by_request(per_request, prefix, stream))
+
+
+# The summary's means over the requests that succeeded, and the per-request field each averages:
+# an A/B matches these by request id across its sides (docs/verdicts.md, "A round's estimate").
+BY_REQUEST = {"latency_mean_s": "latency_s", "rtf_mean": "rtf"}
+STREAM_BY_REQUEST = {"audio_ttfp_mean_s": "audio_ttfp_s"}
+
+
+def by_request(rows: list[dict[str, Any]], prefix: str, stream: bool) -> dict[str, dict[str, float]]:
+    """Each mean metric's per-request values by request id, over the requests that succeeded
+    with a positive number for it (a request whose id repeats is left out: it cannot be matched)."""
+    ids = Counter(r.get("id") for r in rows)
+    out: dict[str, dict[str, float]] = {}
+    for metric, key in (BY_REQUEST | (STREAM_BY_REQUEST if stream else {})).items():
+        values = {str(r["id"]): float(r[key]) for r in rows
+                  if r.get("is_success") is True and ids[r.get("id")] == 1 and r.get("id") is not None
+                  and isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) and r[key] > 0}
+        if values:
+            out[f"{prefix}.{metric}"] = values
+    return out
 
 
 # sglang-omni's SWEEP_METRIC_NAMES less its warmup count (stevejake007/sglang-omni
