@@ -9,7 +9,10 @@ time that went to processes outside the run. A window whose foreign share of the
 is above the ``noise_max_foreign`` setting marks the run noisy.
 
 The runner's own CPU time counts as the run's wherever it ran, so the foreign share is a lower
-bound when the runner is not pinned to the slot's CPUs.
+bound when the runner is not pinned to the slot's CPUs. In a duet on two disjoint slots each side's
+own is its worker's tree only (the foreign share of a slot is its busy time less that side's tree);
+the driver and the partner's worker are not pinned, and their own small CPU time (the barrier loop,
+the sampler) counts as foreign on whichever slot it ran.
 """
 
 from __future__ import annotations
@@ -152,13 +155,17 @@ class HostLoad:
                 f"threshold {self.threshold:.0%}){gpu}")
 
 
-# Set by a duet's driver for its two workers: the CPU time of the whole experiment's tree (both
-# sides) counts as the run's own, so one side's partner is never "another process".
+# Set by a duet's driver for its two workers only when the two slots share CPUs: then the whole
+# experiment's tree (both sides) is the run's own, the partner running on this slot's CPUs by
+# design. On disjoint slots it is unset and each side's own CPU time is its worker's tree alone
+# (ab/duet.py's worker_env): the partner's time is spent on the other slot's CPUs, and counting it
+# as this side's own once hid a hog on this slot (the foreign share clipped to 0).
 ROOT_VAR = "OMNIBENCH_LOAD_ROOT"
 
 
 def default_root() -> int:
-    """Whose process tree is the run's own: the duet driver's (``OMNIBENCH_LOAD_ROOT``), else this process."""
+    """Whose process tree is the run's own: ``OMNIBENCH_LOAD_ROOT``'s (a duet on shared CPUs:
+    its driver's), else this process's (a run, or one side of a duet on disjoint slots)."""
     try:
         return int(os.environ.get(ROOT_VAR, ""))
     except ValueError:
