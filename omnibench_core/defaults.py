@@ -28,3 +28,9 @@ SERVER_PROFILE = "runbook"
 # nodes that do not see that root (omnibench_core/scale/transport.py).
 TRANSPORT = "auto"
 TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")  # auto, ship from every node, or a shared file system
+# The GPU noise guard: a process outside the run on the slot's GPUs whose SM utilisation (NVML's
+# per-process figure, in %) reached this in a timed window was computing there, and makes the window
+# noisy; below it, it only held memory (named as present, not noisy). On an H100 (driver 580.159.04,
+# benchmarks/results/2026-12-06-nvml-process-util-h100) a process holding 708 MiB idle read 0 % or
+# no sample at all, bf16 matrix products 100 %, the second after they stopped 7 %.
+GPU_TENANT_COMPUTING_SM_PCT = 5.0

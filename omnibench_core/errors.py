@@ -51,6 +51,14 @@ class OmnibenchError(Exception):
         }
 
 
+def one_line(exc: OmnibenchError) -> str:
+    """The error's message for a record of one line (an attempt's error in an A/B or campaign
+    file), with who held what it waited for where its evidence says: a GPU_FREE failure names the
+    processes on the GPU (``held by``), as the run's own error does."""
+    held = str(exc.evidence.get("held by", "")).strip()
+    return f"{exc.message}; held by {held}" if held else exc.message
+
+
 class SettingsError(OmnibenchError):
     """A setting is missing or wrong (a checkout path, a port, a GPU list...)."""
 

@@ -1,9 +1,12 @@
 """A scripted stand-in for ``pynvml`` (the module nvidia-ml-py installs), for telemetry tests.
 
 ``FAKE_NVML_SCRIPT`` names a JSON file: ``{"phases": [{"until_s": 1.0, "util": 0, "power_w": 80,
-"reasons": 1}, ...], "processes": [{"pid": 1, "used_mib": 500}], "fail_init": false,
-"no_energy": false}`` (a pid ``"self"`` is the calling process; the processes are read again at
-each call, the rest at nvmlInit).
+"reasons": 1}, ...], "processes": [{"pid": 1, "used_mib": 500, "sm": 90}], "fail_init": false,
+"no_energy": false, "no_process_util": false}`` (a pid ``"self"`` is the calling process; the
+processes are read again at each call, the rest at nvmlInit). A process's ``"sm"`` is its
+per-process SM utilisation: as the real driver (an H100 on 580.159.04), one with none or 0 has no
+sample and a call that finds no sample raises NOT_FOUND (6); ``no_process_util`` makes the call
+raise NOT_SUPPORTED (3), as a driver without per-process figures.
 Time counts from nvmlInit; the energy counter integrates the power.
 """
 
@@ -18,7 +21,9 @@ _state: dict = {}
 
 
 class NVMLError(Exception):
-    pass
+    def __init__(self, message: str, value: int | None = None):
+        super().__init__(message)
+        self.value = value  # the nvmlReturn_t, as pynvml's NVMLError carries it
 
 
 def _script() -> dict:
@@ -89,3 +94,16 @@ def nvmlDeviceGetComputeRunningProcesses(handle):
     # read again at each call: a test changes the processes between two marks of a window
     return [SimpleNamespace(pid=os.getpid() if p["pid"] == "self" else p["pid"], usedGpuMemory=int(p["used_mib"] * 2**20))
             for p in _script().get("processes", [])]
+
+
+def nvmlDeviceGetProcessUtilization(handle, last_seen_us):
+    script = _script()
+    if script.get("no_process_util"):
+        raise NVMLError("Not Supported", 3)
+    now_us = int(time.time() * 1e6)
+    samples = [SimpleNamespace(pid=os.getpid() if p["pid"] == "self" else p["pid"], smUtil=p["sm"], memUtil=p["sm"] // 3,
+                               encUtil=0, decUtil=0, timeStamp=now_us)
+               for p in script.get("processes", []) if p.get("sm") and now_us > last_seen_us]
+    if not samples:
+        raise NVMLError("Not Found", 6)
+    return samples

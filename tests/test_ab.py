@@ -199,7 +199,8 @@ def test_a_slot_that_is_not_ready_stops_the_experiment_and_spends_no_retry(tmp_p
     assert f"port {port}" in attempt["error"] and f"port {port}" in rec["reason"] and attempt["server_starts"] == 0
 
 
-def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch):
+def test_the_run_tree_counted_as_the_runs_own_is_the_load_roots_else_this_process(monkeypatch):
+    """A duet's driver names it on shared CPUs (test_hostload's hog test: each side's own tree on disjoint ones)."""
     from omnibench_core.telemetry import hostload
 
     monkeypatch.setenv(hostload.ROOT_VAR, "4242")

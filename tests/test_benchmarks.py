@@ -88,6 +88,12 @@ def test_nvml_call_cost_dry_run_times_every_reading():
         "util", "mem", "power", "sm", "memclk", "temp", "reasons", "energy", "procs"]
 
 
+def test_nvml_process_util_check_dry_run_reads_both_tenants():
+    done = _run("nvml_process_util_check.py", "--dry-run", "--seconds", "1.5")
+    line = next(line for line in done.stdout.splitlines() if " dev " in line)  # the first second's readings
+    assert "since [(" in line and ", 100, 33, " in line and "acct [(" in line  # the computing one's sample
+
+
 @pytest.mark.slow
 def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     out = tmp_path / "gpu-matrix.json"

@@ -136,6 +136,24 @@ def test_gpu_free_names_who_holds_the_gpu_at_least_every_ten_seconds_and_in_its_
     assert "pid 4242 (not visible here) 2048 MiB" in err.value.evidence["held by"]
 
 
+def test_an_ab_attempt_ended_by_gpu_free_names_the_holder_as_the_runs_error_does(tmp_path):
+    """`invoke ab` keeps one line per attempt (its record, its final error's "attempts"): a duet
+    side's report and an interleaved attempt both carry GPU_FREE's "held by", not its message alone."""
+    from omnibench_core.ab.worker import _failure
+    from omnibench_core.campaign.attempt import ended_by
+    from omnibench_core.statuses import AttemptStatus, SideStatus
+
+    smi = write_fake_nvidia_smi(tmp_path, [80000], apps=[(4242, 2048)])
+    ticks = iter(range(10_000))
+    with pytest.raises(GpuNotFree) as err:
+        gates.wait_gpu_free(["0"], nvidia_smi=str(smi), interval_s=0, timeout_s=5, clock=lambda: float(next(ticks)))
+    holder = "pid 4242 (not visible here) 2048 MiB"
+    assert holder not in err.value.message and holder in str(err.value)  # the run's error names it
+    side = _failure(SideStatus.FAILED, err.value)
+    assert side.error.startswith(err.value.message) and f"held by {holder}" in side.error
+    assert f"held by {holder}" in ended_by(err.value, AttemptStatus.FAILED, 1.0).error
+
+
 def test_gpu_free_reports_a_failing_nvidia_smi(tmp_path):
     smi = write_fake_nvidia_smi(tmp_path, [0], fail=True)
     with pytest.raises(GpuQueryError) as err:

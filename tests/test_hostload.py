@@ -3,6 +3,7 @@ run marked noisy by a CPU hog that is not part of it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -118,3 +119,93 @@ def test_a_proc_without_the_slots_cpus_is_unavailable_not_an_error(tmp_path):
     assert window.close() is None and "no line for CPUs [7]" in window.unavailable
     broken = hostload.LoadWindow("w", (0,), 0.10, root=10, proc=tmp_path / "missing")
     assert broken.close() is None and "could not be read" in broken.unavailable
+
+
+# One duet side for the test below: its window on its slot's CPU (its own tree, as a worker on
+# disjoint slots counts it) and, beside it, the window the guard used to take (the whole duet's
+# tree: the test process, as the driver). Between "open" and "burnt" its client, pinned to the
+# slot's CPU, burns 0.4 CPU-s; it closes both windows when told, after both sides burnt.
+SIDE = r'''
+import json, os, subprocess, sys
+from omnibench_core.telemetry import hostload
+cpu, duet_root = int(sys.argv[1]), int(sys.argv[2])
+side = hostload.LoadWindow("side", (cpu,), 0.10)
+duet = hostload.LoadWindow("duet", (cpu,), 0.10, root=duet_root)
+print("open", flush=True)
+sys.stdin.readline()
+burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+subprocess.run([sys.executable, "-c", burn], check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+print("burnt", flush=True)
+sys.stdin.readline()
+print(json.dumps({"root": side.root, "side": side.close().as_record(), "duet": duet.close().as_record()}), flush=True)
+'''
+# A hog outside every side's tree and the driver's: it forks, its parent exits (so the hog is
+# re-parented away from the test process, the driver here), and it spins pinned to CPU 0.
+HOG = r'''
+import os, sys
+if os.fork():
+    os._exit(0)
+os.sched_setaffinity(0, {0})
+print(os.getpid(), flush=True)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the starter's reader sees the end of its output
+while True:
+    pass
+'''
+
+
+def _tell_all(procs: list[subprocess.Popen[str]], line: str) -> None:
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs make two slots")
+def test_a_hog_pinned_to_one_cpu_of_slot_0_is_slot_0s_noise_not_slot_1s():
+    """Real processes, as a duet on two disjoint one-CPU slots runs them: each side's worker (its
+    environment from the duet's worker_env) watches its slot's CPU while its pinned client burns;
+    a hog that is neither side's is pinned to slot 0's CPU. Slot 0's window is noisy with at
+    least the hog's CPU time as foreign; slot 1's foreign time has none of it and none of slot
+    0's side. The old accounting (both sides' trees as each side's own) is measured beside it:
+    it took the partner's burn as slot 0's own, so slot 0's foreign share lost it (and clipped)."""
+    from omnibench_core.ab.duet import slots_share_cpus, worker_env
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    assert cpus == [0, 1] or pytest.skip("the hog is pinned to CPU 0")
+    assert not slots_share_cpus((0,), (1,)) and slots_share_cpus((0, 1), (1, 2)) and slots_share_cpus((), (1,))
+    env = worker_env(os.environ, os.getpid(), shared_cpus=False)
+    assert hostload.ROOT_VAR not in env  # each side's own tree
+    assert worker_env(os.environ, 4242, shared_cpus=True)[hostload.ROOT_VAR] == "4242"
+    starter = subprocess.run([sys.executable, "-c", HOG], stdout=subprocess.PIPE, text=True, check=True, timeout=60)
+    hog = int(starter.stdout)
+    sides: list[subprocess.Popen[str]] = []
+    try:
+        sides = [subprocess.Popen([sys.executable, "-c", SIDE, str(cpu), str(os.getpid())], env=env, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE) for cpu in cpus]
+        assert [s.stdout.readline() for s in sides] == ["open\n"] * 2
+        hog_before = hostload.tree_ticks(hog)
+        _tell_all(sides, "go")
+        assert [s.stdout.readline() for s in sides] == ["burnt\n"] * 2
+        hog_s = (hostload.tree_ticks(hog) - hog_before) / hostload.clock_ticks()  # inside both windows
+        _tell_all(sides, "close")
+        out = [json.loads(s.stdout.readline()) for s in sides]
+    finally:
+        os.kill(hog, signal.SIGKILL)
+        for p in sides:
+            p.kill()
+            p.wait()
+    slot0, slot1 = (o["side"] for o in out)
+    assert [o["root"] for o in out] == [s.pid for s in sides]  # each side's own: its worker's tree
+    tick = 2 / hostload.clock_ticks()  # /proc's counters move in ticks, twice read
+    # The hog ran only on CPU 0, inside slot 0's window: all of it is slot 0's foreign time.
+    assert hog_s > 0.05 and slot0["foreign_cpu_s"] >= hog_s - tick - 0.05, (hog_s, out)
+    assert slot0["noisy"] is True and slot0["foreign_fraction"] > 0.10
+    # Each side's own is its burn (0.4 CPU-s) and a little start-up, never its partner's too.
+    assert all(0.4 - tick <= o["side"]["own_cpu_s"] < 0.75 for o in out), out
+    # The bad case: the duet's tree as each side's own takes slot 1's burn off slot 0's busy time.
+    assert out[0]["duet"]["own_cpu_s"] >= slot0["own_cpu_s"] + 0.4 - tick
+    assert out[0]["duet"]["foreign_cpu_s"] <= max(slot0["foreign_cpu_s"] - 0.4 + 2 * tick, 0.0)
+    # Slot 1's foreign time is its CPU's busy time less its side alone: the hog is not in it
+    # (other tenants of this shared host may be, so its share is not asserted below 10 %).
+    assert slot1["foreign_cpu_s"] == pytest.approx(max(slot1["busy_cpu_s"] - slot1["own_cpu_s"], 0.0), abs=0.002)
+    assert slot1["busy_cpu_s"] >= slot1["own_cpu_s"] - tick - 0.05

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
 from omnibench_core.store import telemetry_file
 from omnibench_core.store.run_entries import ServerEntry, StepEntry
-from omnibench_core.telemetry.hostload import LoadWindow, noisy_windows
+from omnibench_core.telemetry.hostload import HostLoad, LoadWindow, noisy_windows
 from omnibench_core.telemetry.nvml import reason_names
 from omnibench_core.telemetry.run_summary import run_warnings, write_run_telemetry
 from omnibench_core.telemetry.sampler import COLUMNS, Sampler
@@ -57,7 +58,7 @@ def _run(tmp_path, port, script: dict, monkeypatch):
 
 BUSY = {"phases": [{"until_s": 0.2, "util": 0, "power_w": 80, "reasons": 1},
                    {"until_s": 1000, "util": 97, "power_w": 640, "reasons": 4}],
-        "processes": [{"pid": 1, "used_mib": 2048}]}
+        "processes": [{"pid": 1, "used_mib": 2048, "sm": 90}]}
 
 
 @pytest.mark.slow
@@ -84,7 +85,7 @@ def test_samples_summaries_energy_and_warnings_of_a_gpu_run(tmp_path, port, monk
     # the GPU noise guard: pid 1 held the GPU through the timed window, so the window is noisy
     (step,) = [s for s in manifest.steps if s.step == "selftest.client"]
     assert step.host_load["noisy"] is True and step.host_load["gpu_tenants"][0].startswith("pid 1 (")
-    assert "2048 MiB on GPU 0" in step.host_load["gpu_tenants"][0]
+    assert "2048 MiB on GPU 0, SM 90 %" in step.host_load["gpu_tenants"][0]
 
 
 @pytest.mark.slow
@@ -203,8 +204,66 @@ def test_a_gpu_tenant_that_starts_mid_window_marks_that_window_noisy(tmp_path, m
         assert (tenant.pid, tenant.gpu, tenant.used_mib) == (1, "0", 1500)
         load = busy.close([tenant.describe()])
         assert load.noisy and load.foreign_fraction <= CPU_NEVER  # noisy for the GPU alone
-        assert "on the slot's GPUs another process: pid 1 (" in load.describe() and "1500 MiB on GPU 0" in load.describe()
+        assert "on the slot's GPUs another process computed: pid 1 (" in load.describe() and "1500 MiB on GPU 0" in load.describe()
         (again,) = noisy_windows([StepEntry("w.busy", "generate", StepStatus.OK, host_load=load.as_record())])
         assert again.gpu_tenants == load.gpu_tenants  # read back from the manifest's record
     finally:
         sampler.stop()
+
+
+def test_a_gpu_tenant_holding_memory_idle_is_named_present_and_one_computing_makes_the_window_noisy(
+        tmp_path, monkeypatch):
+    """The scripted NVML answers per-process utilisation as an H100 did: a foreign process holding
+    708 MiB and computing nothing has no sample. That window keeps its verdict and names it
+    present; once it computes (SM 97 %) the window is noisy. Its use before a window (read at the
+    window's first mark) is not the window's. A driver without per-process figures weighs every
+    tenant as computing, as before."""
+    script = tmp_path / "nvml.json"
+    monkeypatch.setenv("FAKE_NVML_SCRIPT", str(script))
+
+    def plan(tenant_sm: int, **more: bool) -> None:
+        script.write_text(json.dumps({"phases": [{"until_s": 1000, "util": 80, "power_w": 500}], **more,
+                                      "processes": [{"pid": "self", "used_mib": 4096, "sm": 80},
+                                                    {"pid": 1, "used_mib": 708, "sm": tenant_sm}]}))
+
+    def window(name: str, before: Callable[[], None] = lambda: None) -> HostLoad:
+        load = LoadWindow(name, (), CPU_NEVER)
+        t0 = sampler.mark()
+        before()
+        t1 = sampler.mark()
+        tenants = sampler.tenants_between(t0, t1)
+        assert [t.pid for t in tenants] == [1]
+        closed = load.close([t.describe() for t in tenants if t.computing],
+                            [t.describe() for t in tenants if not t.computing])
+        assert closed is not None
+        return closed
+
+    plan(0)
+    sampler = Sampler(("0",), tmp_path / "s.csv", interval_s=60, nvml_module="fake_nvml")
+    assert sampler.start().available
+    try:
+        idle = window("w.idle")
+        assert not idle.noisy and idle.gpu_tenants == ()
+        assert len(idle.gpu_present) == 1 and idle.gpu_present[0].startswith("pid 1 (")
+        assert "708 MiB on GPU 0, SM 0 %" in idle.gpu_present[0]
+        assert "holding memory idle (not noise): pid 1 (" in idle.describe()
+        busy = window("w.busy", before=lambda: plan(97))
+        assert busy.noisy and busy.gpu_present == () and "708 MiB on GPU 0, SM 97 %" in busy.gpu_tenants[0]
+        # computing until the window's first mark, idle inside it: not the window's noise
+        after = window("w.after", before=lambda: plan(0))
+        assert not after.noisy and "SM 0 %" in after.gpu_present[0]
+        (again,) = noisy_windows([StepEntry("w.busy", "generate", StepStatus.OK, host_load=busy.as_record()),
+                                  StepEntry("w.idle", "generate", StepStatus.OK, host_load=idle.as_record())])
+        # read back from the manifest's records: only the computing one is noisy
+        assert (again.window, again.gpu_tenants, again.gpu_present) == ("w.busy", busy.gpu_tenants, ())
+    finally:
+        sampler.stop()
+    plan(0, no_process_util=True)
+    blind = Sampler(("0",), tmp_path / "b.csv", interval_s=60, nvml_module="fake_nvml")
+    assert blind.start().available
+    try:
+        t0, t1 = blind.mark(), blind.mark()
+        (tenant,) = blind.tenants_between(t0, t1)
+        assert tenant.sm_pct is None and tenant.computing and "SM use unknown" in tenant.describe()
+    finally:
+        blind.stop()

@@ -75,8 +75,10 @@ class Duet:
     """Both sides' worker processes for one experiment: ``with Duet(progress=...) as d:
     d.run_pair(...)`` once a round; leaving the block ends them (end of input, then signals)."""
 
-    def __init__(self, *, progress: Callable[[str], None], python: str = sys.executable, grace_s: float = 60.0):
+    def __init__(self, *, progress: Callable[[str], None], python: str = sys.executable, grace_s: float = 60.0,
+                 shared_cpus: bool = False):
         self._progress, self._python, self._grace_s = progress, python, grace_s
+        self._shared_cpus = shared_cpus  # the two slots' CPU sets overlap: see worker_env
         self._workers: dict[str, _Worker] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix="omnibench-duet-")
 
@@ -137,7 +139,7 @@ class Duet:
     def _start(self, side: str) -> _Worker:
         # The worker sets its own parent-death signal (a preexec_fn here would run in a forked child of
         # a threaded process); it is told the driver's pid to check, and whose tree the run's CPU is.
-        env = {**os.environ, PARENT_VAR: str(os.getpid()), ROOT_VAR: str(os.getpid())}
+        env = worker_env(os.environ, os.getpid(), shared_cpus=self._shared_cpus)
         proc = subprocess.Popen([self._python, "-m", "omnibench_core.ab.worker", SERVE],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True, env=env)  # the driver alone forwards Ctrl-C, once
@@ -162,6 +164,25 @@ class Duet:
         worker.reader = threading.Thread(target=forward, daemon=True, name=f"duet-{side}")
         worker.reader.start()
         return worker
+
+
+def slots_share_cpus(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Whether two slots' CPU sets overlap; an empty set is every CPU the process may use."""
+    return not a or not b or bool(set(a) & set(b))
+
+
+def worker_env(base: Mapping[str, str], driver_pid: int, *, shared_cpus: bool) -> dict[str, str]:
+    """A side's worker's environment: the driver's pid to watch, and whose process tree is the
+    side's own CPU time for the noise guard. On disjoint slots, the worker's own tree (its runs'
+    servers and clients) and nothing else, so the partner's CPU time, spent on the other slot's
+    CPUs, is never subtracted from this slot's busy time (that hid a hog on one slot). On slots
+    that share CPUs, the whole duet's tree (``ROOT_VAR``: the driver's): there the partner runs on
+    this slot's CPUs by design and is not another process."""
+    env = {k: v for k, v in base.items() if k != ROOT_VAR}
+    env[PARENT_VAR] = str(driver_pid)
+    if shared_cpus:
+        env[ROOT_VAR] = str(driver_pid)
+    return env
 
 
 def _tell(worker: _Worker, line: str | None) -> None:

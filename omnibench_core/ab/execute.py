@@ -380,7 +380,8 @@ class _Driver:
                               f"record {self.path}")
             try:
                 if ident.design is Design.DUET:
-                    with duet.Duet(progress=self.progress) as self._duet:
+                    shared = duet.slots_share_cpus(self.slots[0].slot.cpus, self.slots[1].slot.cpus)
+                    with duet.Duet(progress=self.progress, shared_cpus=shared) as self._duet:
                         for r in range(ident.rounds + 1):
                             if self._stopped_before(r):
                                 break

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .. import api
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated
+from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated, one_line
 from ..process.processes import obey_ctrl_c
 from ..records import PHASES, Phase
 from ..settings import Settings
@@ -73,7 +73,7 @@ def _failure(status: SideStatus, exc: BaseException) -> SideReport:
     """The report of a run an error ended: the run it claimed and its folder now (its server starts
     are counted from there), if it got one."""
     outcomes = exc.outcomes if isinstance(exc, OmnibenchError) else ()
-    error = getattr(exc, "message", "") or str(exc) or type(exc).__name__
+    error = one_line(exc) if isinstance(exc, OmnibenchError) else str(exc) or type(exc).__name__
     if not outcomes:
         return SideReport(status, error=error)
     out = outcomes[0]

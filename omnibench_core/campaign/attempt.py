@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, WrongRevision, storage_error
+from ..errors import (
+    GateError,
+    OmnibenchError,
+    RunInterrupted,
+    RunNotReady,
+    StepFailed,
+    WrongRevision,
+    one_line,
+    storage_error,
+)
 from ..records import Phase, RunResult
 from ..run import ownership
 from ..settings import Settings
@@ -76,9 +85,9 @@ def ended_by(exc: OmnibenchError, status: AttemptStatus, seconds: float) -> Ende
     (its planning or RUN_READY can fail before it has a folder); its server starts happened."""
     outcomes: Sequence[RunOutcome] = exc.outcomes
     if not outcomes:
-        return Ended(status, seconds, error=exc.message)
+        return Ended(status, seconds, error=one_line(exc))
     out = outcomes[0]
-    return Ended(status, seconds, out.run, str(out.moved_to or ""), exc.message, server_starts(out.run_dir))
+    return Ended(status, seconds, out.run, str(out.moved_to or ""), one_line(exc), server_starts(out.run_dir))
 
 
 def run_attempt(settings: Settings, workloads: Sequence[str], *, options: Sequence[str], client: str | None,
@@ -104,7 +113,7 @@ def run_attempt(settings: Settings, workloads: Sequence[str], *, options: Sequen
         raise
     except (GateError, StepFailed) as exc:
         record(ended_by(exc, AttemptStatus.FAILED, time.monotonic() - t0))
-        progress.say(f"{label} failed ({exc.message}); it is tried again if retries are left")
+        progress.say(f"{label} failed ({one_line(exc)}); it is tried again if retries are left")
         return None
     seconds = time.monotonic() - t0
     record(ended_with(result.outcome, seconds))

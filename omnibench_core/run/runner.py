@@ -556,20 +556,25 @@ class Runner:
             if load is not None:
                 sampler = self._sampler_now
                 tenants = sampler.tenants_between(began, ended) if sampler is not None else []
-                self._record_load(entry, load, [t.describe() for t in tenants])
+                self._record_load(entry, load, [t.describe() for t in tenants if t.computing],
+                                  [t.describe() for t in tenants if not t.computing])
         entry.status, entry.ended, entry.exit_code = StepStatus.OK, now_iso(), code
         entry.outputs = output_records(self.run_dir, step.outputs)
         self.manifest.save()
         self.say(f"{workload}.{step.name}: ok in {time.monotonic() - t0:.1f} s")
 
-    def _record_load(self, entry: StepEntry, window: hostload.LoadWindow, gpu_tenants: Sequence[str] = ()) -> None:
-        load = window.close(gpu_tenants)
+    def _record_load(self, entry: StepEntry, window: hostload.LoadWindow, gpu_tenants: Sequence[str] = (),
+                     gpu_present: Sequence[str] = ()) -> None:
+        load = window.close(gpu_tenants, gpu_present)
         if load is None:  # /proc could not be read: the guard says so rather than failing the step
             entry.host_load = {"available": False, "reason": window.unavailable}
             return
         entry.host_load = load.as_record()
         if load.noisy:
             self.say(f"noisy window: {load.describe()}")
+        elif load.gpu_present:  # named, but the window is kept: it held memory, it did not compute
+            self.say(f"{load.window}: another process held memory on the slot's GPUs, idle (not noise): "
+                     + "; ".join(load.gpu_present))
 
     def _spawned(self, entry: StepEntry, pgid: int) -> None:
         assert self.manifest is not None

@@ -9,7 +9,10 @@ time that went to processes outside the run. A window whose foreign share of the
 is above the ``noise_max_foreign`` setting marks the run noisy.
 
 The runner's own CPU time counts as the run's wherever it ran, so the foreign share is a lower
-bound when the runner is not pinned to the slot's CPUs.
+bound when the runner is not pinned to the slot's CPUs. In a duet on two disjoint slots each side's
+own is its worker's tree only (the foreign share of a slot is its busy time less that side's tree);
+the driver and the partner's worker are not pinned, and their own small CPU time (the barrier loop,
+the sampler) counts as foreign on whichever slot it ran.
 """
 
 from __future__ import annotations
@@ -128,15 +131,19 @@ class HostLoad:
     load_end: float | None
     threshold: float
     noisy: bool
-    # processes outside the run's tree seen on the slot's GPUs in the window ("pid P (command) M MiB
-    # on GPU G"): any one makes the window noisy, whatever the CPU share
+    # processes outside the run's tree that computed on the slot's GPUs in the window ("pid P
+    # (command) M MiB on GPU G, SM U %"): any one makes the window noisy, whatever the CPU share
     gpu_tenants: tuple[str, ...] = ()
+    # processes outside the run's tree that only held memory on the slot's GPUs in the window (SM
+    # below GPU_TENANT_COMPUTING_SM_PCT): named, the window not noisy for them
+    gpu_present: tuple[str, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         """The manifest's form (rounded)."""
         out = asdict(self)
         out["cpus"] = list(self.cpus)
         out["gpu_tenants"] = list(self.gpu_tenants)
+        out["gpu_present"] = list(self.gpu_present)
         for key in ("seconds", "busy_cpu_s", "own_cpu_s", "foreign_cpu_s"):
             out[key] = round(out[key], 3)
         out["foreign_fraction"] = round(self.foreign_fraction, 4)
@@ -146,19 +153,26 @@ class HostLoad:
         """One line for a report: what the other processes took, against the threshold."""
         load = f", load {self.load_start:.1f} -> {self.load_end:.1f}" if self.load_start is not None \
             and self.load_end is not None else ""
-        gpu = f"; on the slot's GPUs another process: {'; '.join(self.gpu_tenants)}" if self.gpu_tenants else ""
+        gpu = f"; on the slot's GPUs another process computed: {'; '.join(self.gpu_tenants)}" \
+            if self.gpu_tenants else ""
+        gpu += f"; present on the slot's GPUs, holding memory idle (not noise): {'; '.join(self.gpu_present)}" \
+            if self.gpu_present else ""
         return (f"{self.window}: {self.foreign_fraction:.0%} of the slot's CPU time went to other processes "
                 f"({self.foreign_cpu_s:.1f} CPU-s in {self.seconds:.1f} s on {len(self.cpus)} CPUs{load}; "
                 f"threshold {self.threshold:.0%}){gpu}")
 
 
-# Set by a duet's driver for its two workers: the CPU time of the whole experiment's tree (both
-# sides) counts as the run's own, so one side's partner is never "another process".
+# Set by a duet's driver for its two workers only when the two slots share CPUs: then the whole
+# experiment's tree (both sides) is the run's own, the partner running on this slot's CPUs by
+# design. On disjoint slots it is unset and each side's own CPU time is its worker's tree alone
+# (ab/duet.py's worker_env): the partner's time is spent on the other slot's CPUs, and counting it
+# as this side's own once hid a hog on this slot (the foreign share clipped to 0).
 ROOT_VAR = "OMNIBENCH_LOAD_ROOT"
 
 
 def default_root() -> int:
-    """Whose process tree is the run's own: the duet driver's (``OMNIBENCH_LOAD_ROOT``), else this process."""
+    """Whose process tree is the run's own: ``OMNIBENCH_LOAD_ROOT``'s (a duet on shared CPUs:
+    its driver's), else this process's (a run, or one side of a duet on disjoint slots)."""
     try:
         return int(os.environ.get(ROOT_VAR, ""))
     except ValueError:
@@ -186,9 +200,10 @@ class LoadWindow:
                 self.unavailable = f"{proc}/stat has no line for CPUs {list(self.cpus)} (a renumbered /proc?)"
         self._load0 = load_average(proc)
 
-    def close(self, gpu_tenants: Sequence[str] = ()) -> HostLoad | None:
+    def close(self, gpu_tenants: Sequence[str] = (), gpu_present: Sequence[str] = ()) -> HostLoad | None:
         """The window's record, from the counters now against those at its start (None: unavailable);
-        ``gpu_tenants``: the foreign processes the GPU sampler saw on the slot's GPUs meanwhile."""
+        ``gpu_tenants``: the foreign processes the GPU sampler saw computing on the slot's GPUs
+        meanwhile (the window is noisy); ``gpu_present``: those it saw only holding memory."""
         if self.unavailable:
             return None
         seconds = max(self.clock() - self._t0, 1e-9)
@@ -203,8 +218,7 @@ class LoadWindow:
         fraction = foreign / (seconds * len(self.cpus))
         return HostLoad(self.window, seconds, self.cpus, busy, own, foreign, fraction, self._load0,
                         load_average(self.proc), self.threshold, fraction > self.threshold or bool(gpu_tenants),
-                        tuple(gpu_tenants))
-
+                        tuple(gpu_tenants), tuple(gpu_present))
 
 
 def noisy_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
@@ -215,7 +229,8 @@ def noisy_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
         if record is not None and record.get("noisy") is True:
             try:
                 out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ()),
-                                        "gpu_tenants": tuple(record.get("gpu_tenants") or ())}))
+                                        "gpu_tenants": tuple(record.get("gpu_tenants") or ()),
+                                        "gpu_present": tuple(record.get("gpu_present") or ())}))
             except TypeError:
                 continue  # a record of another shape: not ours to judge
     return out

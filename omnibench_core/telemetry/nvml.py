@@ -30,8 +30,26 @@ THROTTLE_REASONS = {
 POWER_OR_HEAT = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
                            "hw_power_brake_slowdown"})
 NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+# nvmlDeviceGetProcessUtilization's answer when no process has a sample newer than the cursor
+# (nvmlReturn_t NVML_ERROR_NOT_FOUND): every process idle, not an error.
+NVML_ERROR_NOT_FOUND = 6
 FIELDS = ("gpu_util_pct", "mem_util_pct", "mem_used_mib", "power_w", "sm_clock_mhz", "mem_clock_mhz",
           "temperature_c", "throttle_reasons", "energy_mj")
+
+
+@dataclass(frozen=True)
+class ProcessUse:
+    """Per-process SM utilisation on one GPU since a cursor, from ``nvmlDeviceGetProcessUtilization``.
+
+    ``supported`` False: the driver gives no per-process figures (the call failed otherwise than
+    "no sample"), so nothing can be said of any process. ``sm_pct``: pid -> the highest ``smUtil``
+    (%) among its samples; a process with no sample since the cursor was idle. ``cursor_us``: the
+    newest sample's ``timeStamp`` (CPU time in microseconds), the next call's cursor.
+    """
+
+    supported: bool
+    sm_pct: dict[int, float]
+    cursor_us: int
 
 
 class NvmlUnavailable(RuntimeError):
@@ -115,3 +133,20 @@ class Nvml:
             out.append({"pid": p.pid, "used_mib": round(used / 2**20, 1) if used else None,
                         "command": process_command(p.pid)})
         return out
+
+    def process_use(self, gpu: str, since_us: int) -> ProcessUse:
+        """Each process's SM utilisation on ``gpu`` from samples newer than ``since_us`` (a
+        ``timeStamp``, microseconds of CPU time). The driver answers only processes with a sample
+        since then (an idle one has none, or ``smUtil`` 0) and NOT_FOUND when none has."""
+        try:
+            samples = self.module.nvmlDeviceGetProcessUtilization(self.handles[gpu], since_us)
+        except Exception as exc:  # NVMLError: NOT_FOUND is "all idle"; anything else, no figures here
+            found_none = getattr(exc, "value", None) == NVML_ERROR_NOT_FOUND
+            return ProcessUse(found_none, {}, since_us)
+        use: dict[int, float] = {}
+        cursor = since_us
+        for sample in samples or []:
+            pid, sm, stamp = int(sample.pid), float(sample.smUtil), int(sample.timeStamp)
+            use[pid] = max(use.get(pid, 0.0), sm)
+            cursor = max(cursor, stamp)
+        return ProcessUse(True, use, cursor)

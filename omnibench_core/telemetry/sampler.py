@@ -12,10 +12,11 @@ import csv
 import datetime as dt
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..defaults import GPU_TENANT_COMPUTING_SM_PCT
 from .hostload import default_root, tree_pids
 from .nvml import FIELDS, Nvml, NvmlUnavailable
 
@@ -42,18 +43,29 @@ class SamplerResult:
 
 @dataclass(frozen=True)
 class GpuTenant:
-    """A compute process outside the run's tree seen on one of the sampler's GPUs."""
+    """A compute process outside the run's tree seen on one of the sampler's GPUs, and how hard it
+    computed there: ``sm_pct`` is its highest per-process SM utilisation (%) in the window (0 when
+    NVML had no sample of it: idle), None where the driver gives no per-process figures."""
 
     time_unix: float
     gpu: str
     pid: int
     used_mib: float | None
     command: str
+    sm_pct: float | None = None
+
+    @property
+    def computing(self) -> bool:
+        """Whether it computed on the GPU (SM at or above ``GPU_TENANT_COMPUTING_SM_PCT``): the
+        window is noisy. One of unknown use counts as computing: nothing says it was idle."""
+        return self.sm_pct is None or self.sm_pct >= GPU_TENANT_COMPUTING_SM_PCT
 
     def describe(self) -> str:
-        """``pid 4242 (python train.py) 2048 MiB on GPU 0``."""
+        """``pid 4242 (python train.py) 2048 MiB on GPU 0, SM 97 %``."""
         mib = f" {self.used_mib:g} MiB" if self.used_mib is not None else ""
-        return f"pid {self.pid} ({self.command or 'unknown'}){mib} on GPU {self.gpu}"
+        use = (f"SM {self.sm_pct:g} %" if self.sm_pct is not None
+               else "SM use unknown (no per-process utilisation from NVML)")
+        return f"pid {self.pid} ({self.command or 'unknown'}){mib} on GPU {self.gpu}, {use}"
 
 
 class Sampler:
@@ -66,6 +78,11 @@ class Sampler:
         self.energy_every_s, self.tenant_every_s = energy_every_s, tenant_every_s
         self.own_root = default_root() if own_root is None else own_root
         self.tenants: list[GpuTenant] = []
+        # (look time, GPU, pid, SM %) of each foreign process NVML had samples of since the look
+        # before; a GPU with no per-process figures is kept in no_process_use
+        self.uses: list[tuple[float, str, int, float]] = []
+        self.no_process_use: set[str] = set()
+        self._cursor_us: dict[str, int] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()  # the CSV writer is shared by the thread and mark()
         self._writer: Any = None
@@ -82,6 +99,9 @@ class Sampler:
             self.result = SamplerResult(False, reason=f"not available: {exc}")
             return self.result
         nvml = self._nvml
+        # per-process utilisation from now on (a cursor of 0 reads the driver's whole buffer, an
+        # average over many seconds before the server started)
+        self._cursor_us = {g: int(time.time() * 1e6) for g in self.gpus}
         self.result = SamplerResult(True, csv=str(self.csv_path),
                                     processes_at_start={g: nvml.processes(g) for g in self.gpus})
         self.csv_path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,24 +125,45 @@ class Sampler:
 
     def tenants_between(self, start: float, end: float) -> list[GpuTenant]:
         """The foreign GPU processes seen from ``start`` to ``end`` (unix times, marks included),
-        one per GPU and pid, with the most memory seen."""
+        one per GPU and pid, with the most memory seen and the highest SM utilisation NVML gave
+        for it in the window: from the looks after ``start`` up to ``end`` (the look at ``start``
+        reads the time before the window); None on a GPU without per-process figures."""
         with self._lock:
             seen = [t for t in self.tenants if start <= t.time_unix <= end]
+            uses = [(gpu, pid, sm) for when, gpu, pid, sm in self.uses if start < when <= end]
+            blind = set(self.no_process_use)
         most: dict[tuple[str, int], GpuTenant] = {}
         for t in seen:
             key = (t.gpu, t.pid)
             if key not in most or (t.used_mib or 0) > (most[key].used_mib or 0):
                 most[key] = t
-        return list(most.values())
+        out = []
+        for (gpu, pid), t in most.items():
+            sm = None if gpu in blind else max((u for g, p, u in uses if (g, p) == (gpu, pid)), default=0.0)
+            out.append(replace(t, sm_pct=sm))
+        return out
 
     def _look_for_tenants(self, now: float) -> None:
         assert self._nvml is not None
         own = tree_pids(self.own_root)
         found = [GpuTenant(now, gpu, int(p["pid"]), p["used_mib"], str(p["command"]))
                  for gpu in self.gpus for p in self._nvml.processes(gpu) if int(p["pid"]) not in own]
-        if found:
+        uses: list[tuple[float, str, int, float]] = []
+        blind: set[str] = set()
+        for gpu in self.gpus:
+            if gpu in self.no_process_use:
+                continue
+            use = self._nvml.process_use(gpu, self._cursor_us.get(gpu, 0))
+            if not use.supported:
+                blind.add(gpu)
+                continue
+            self._cursor_us[gpu] = use.cursor_us
+            uses += [(now, gpu, pid, sm) for pid, sm in use.sm_pct.items() if pid not in own]
+        if found or uses or blind:
             with self._lock:
                 self.tenants.extend(found)
+                self.uses.extend(uses)
+                self.no_process_use |= blind
 
     def stop(self) -> SamplerResult:
         """Stop sampling (a last full sample first) and close NVML; returns the result."""
