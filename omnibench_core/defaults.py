@@ -17,6 +17,10 @@ MIN_EFFECT = 0.05  # the smallest relative change that counts (5 %)
 # and throughput, e.g. selftest.latency_mean_s, seedtts.latency_p95_s, seedtts.throughput_qps)
 DECIDE_WORDS = ("latency", "throughput")
 FIRST_LOOK = 3  # the fewest rounds a look judges (a paired t of 2 degrees of freedom), so --max-rounds >= 3
+# The most rounds an A/B may schedule (--rounds, --max-rounds): a round runs both sides, minutes each, so
+# 1000 rounds is weeks of a host; more is a typo. The record's schedule holds two entries a round, made
+# up front, so it stays a few hundred KB (--max-rounds 10**30 grew past 460 MB before any round started).
+MAX_ROUNDS = 1000
 # Which server a measurement starts (--server-profile): the runbook's single-GPU server at the
 # model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
 SERVER_PROFILES = ("runbook", "ci")

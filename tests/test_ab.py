@@ -234,6 +234,7 @@ def test_the_run_tree_a_duet_worker_counts_as_its_own_is_the_drivers(monkeypatch
     (("--b-set", "local_delay_ms=5", "--max-rounds", "6", "--design", "sequential"),
      "--max-rounds cannot stop a sequential design early"),
     (("--b-set", "local_delay_ms=5", "--max-rounds", "2"), "--max-rounds '2' refused"),
+    (("--b-set", "local_delay_ms=5", "--max-rounds", str(10**30)), f"--max-rounds '{10**30}' refused"),
     (("--b-set", "local_delay_ms=5", "--decide", "selftest.latency_mean_s"), "without --max-rounds the rounds are fixed"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):

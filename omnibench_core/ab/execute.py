@@ -158,10 +158,14 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     if max_rounds is not None:
         _check_max_rounds(max_rounds, chosen, decide)
     options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
+    flag = "--max-rounds" if max_rounds is not None else "--rounds"
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
         raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
                             hint="use --rounds 3 or more")
+    if rounds > defaults.MAX_ROUNDS:  # checked before the schedule, which holds two entries a round, is made
+        raise SettingsError(f"{flag} {rounds}: an A/B schedules at most {defaults.MAX_ROUNDS} rounds (each runs both "
+                            "sides: weeks of a host)", hint=f"use {flag} {defaults.MAX_ROUNDS} or fewer")
     if retries < 0:
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
     if scoring not in SCORINGS:
