@@ -46,7 +46,7 @@ from .sequential import DecideError
 from .spec import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
-NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
+NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target", "worker_silence_s")
 
 
 class ExperimentStopped(OmnibenchError):
@@ -381,7 +381,8 @@ class _Driver:
                               f"record {self.path}")
             try:
                 if ident.design is Design.DUET:
-                    with duet.Duet(progress=self.progress) as self._duet:
+                    with duet.Duet(progress=self.progress,
+                                   silence_s=self.sides["A"].run.worker_silence_s) as self._duet:
                         for r in range(ident.rounds + 1):
                             if self._stopped_before(r):
                                 break
