@@ -216,11 +216,21 @@ def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
     ]
 
 
+def _count(meta: object, most: int | None) -> int | None:
+    """The samples of a named meta.lst (at most ``most``), or None when it cannot be read here: the
+    options' parse read and checked it (records/user_files.py); one gone since is the client's to name."""
+    try:
+        return len(load_meta(_path(meta), most))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _samples(ctx: RunContext, max_samples: int | None) -> int:
-    """How many samples the run will send: the named meta's (read and checked with the options),
-    else the set's size (the local set, or the runbook's split), at most ``max_samples``."""
+    """How many samples the run will send: the named meta's, else the set's size (the local set, or
+    the runbook's split), at most ``max_samples`` (at least one request, when the meta is unread)."""
     if ctx.options["meta"]:
-        return len(load_meta(_path(ctx.options["meta"]), max_samples))
+        found = _count(ctx.options["meta"], max_samples)
+        return found if found is not None else (max_samples or 1)
     size = RUNBOOK_SAMPLES if ctx.target.facts.own_clients else len(TARGET_SENTENCES)
     return min(size, max_samples) if max_samples is not None else size
 
@@ -240,8 +250,8 @@ def check_up_front(ctx: RunContext, max_samples: int | None) -> None:
                                      "samples (--opt seedtts.max_samples=N)")
     if o["warmup_meta"] is not None:
         wanted = o["warmup"] if o["warmup"] is not None else o["max_concurrency"]
-        held = len(load_meta(_path(o["warmup_meta"]), int(str(wanted)))) if wanted else 0
-        if held < int(str(wanted)):
+        held = _count(o["warmup_meta"], int(str(wanted))) if wanted else 0
+        if held is not None and held < int(str(wanted)):
             raise SettingsError(f"seedtts.warmup_meta={o['warmup_meta']} holds {held} samples; the warm-up sends "
                                 f"{wanted} (seedtts.warmup, else seedtts.max_concurrency) and its client stops short",
                                 evidence={"option": "seedtts.warmup_meta", "samples": str(held)},
