@@ -20,6 +20,10 @@ FIRST_LOOK = 3  # the fewest rounds a look judges (a paired t of 2 degrees of fr
 # The first look of the alpha-spending boundary: a look at 3 rounds (2 degrees of freedom) spends
 # alpha it can hardly use (docs/verdicts.md, "Rounds until the answer is known")
 SPENDING_FIRST_LOOK = 4
+# The most rounds an A/B may schedule (--rounds, --max-rounds): a round runs both sides, minutes each, so
+# 1000 rounds is weeks of a host; more is a typo. The record's schedule holds two entries a round, made
+# up front, so it stays a few hundred KB (--max-rounds 10**30 grew past 460 MB before any round started).
+MAX_ROUNDS = 1000
 # Which server a measurement starts (--server-profile): the runbook's single-GPU server at the
 # model's defaults, or the server as CI's audio stages resolve it (plugins/common.py, docs/usage.md).
 SERVER_PROFILES = ("runbook", "ci")

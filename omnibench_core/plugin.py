@@ -42,7 +42,7 @@ from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
 from .scoring.speed import round_or_none, speed_summary
 from .stats.percentiles import mean, median, percentile
-from .toolkit.arrivals import DEFAULT_ARRIVAL_SEED, lateness_summary, planned_offsets
+from .toolkit.arrivals import DEFAULT_ARRIVAL_SEED, lateness_summary, planned_offsets, schedule_problem, slowest_rate
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import (
     PROGRESS_PREFIX,
@@ -78,7 +78,7 @@ __all__ = [
     "REPLY_BYTES", "TOO_DEEP", "ReplyTooLarge", "mib", "read_bounded", "token_count", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
     "speed_summary", "round_or_none", "mean", "median", "percentile",
     # open-loop arrivals at a request rate
-    "DEFAULT_ARRIVAL_SEED", "planned_offsets", "lateness_summary",
+    "DEFAULT_ARRIVAL_SEED", "planned_offsets", "lateness_summary", "schedule_problem", "slowest_rate",
     # a metric at a load point: seedtts@c4.latency_p95_s
     "at_concurrency",
 ]

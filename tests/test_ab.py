@@ -237,6 +237,7 @@ def test_the_run_tree_counted_as_the_runs_own_is_the_load_roots_else_this_proces
     (("--b-set", "local_delay_ms=5", "--max-rounds", "6", "--design", "sequential"),
      "--max-rounds cannot stop a sequential design early"),
     (("--b-set", "local_delay_ms=5", "--max-rounds", "2"), "--max-rounds '2' refused"),
+    (("--b-set", "local_delay_ms=5", "--max-rounds", str(10**30)), f"--max-rounds '{10**30}' refused"),
     (("--b-set", "local_delay_ms=5", "--decide", "selftest.latency_mean_s"), "without --max-rounds the rounds are fixed"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, args, words):
@@ -470,6 +471,58 @@ def test_a_duet_worker_killed_between_rounds_is_said_and_replaced(tmp_path):
     assert len(ended) == 1 and "(exit -9); starting another" in ended[0], said
     assert len(before) == 2 and len(after) == 2 and survivor in after and victim not in after
     assert not any(alive(pid) for pid in after)  # leaving the block ended them
+
+
+@pytest.mark.slow
+def test_a_duet_worker_stopped_by_sigstop_is_named_killed_and_replaced(tmp_path):
+    """Issue 46: a worker stopped (SIGSTOP) hung the experiment without a word (240 s watched).
+    Now a worker that gives no sign of life for worker_silence_s (5 s here, the setting's own
+    value, read by the experiment as Settings gives it) while it has a run is named, killed and its
+    run lost (a failed attempt, a retry spent, as a killed worker's); its partner reports as ever,
+    and the next round starts another worker for that side. (Runs that cannot start: no server.)"""
+    import threading
+
+    from omnibench_core.ab.duet import Duet
+    from omnibench_core.ab.spec import Spec
+    from omnibench_core.process.proctree import alive, cmdline, snapshot
+    from omnibench_core.settings import Settings
+
+    settings = Settings.from_mapping({"results": str(tmp_path / "results"), "worker_silence_s": "5"})
+    spec = Spec(settings.flat(), ("nosuch",), (), None, ("generate",))
+    said: list[str] = []
+
+    def workers() -> set[int]:
+        return {pid for pid, info in snapshot().items() if info.ppid == os.getpid()
+                and "omnibench_core.ab.worker" in cmdline(pid) and info.state != "Z"}
+
+    guard: threading.Timer | None = None
+    with Duet(progress=said.append, grace_s=10, silence_s=settings.run.worker_silence_s) as duet:
+        for n in range(3):
+            if n == 1:  # between the rounds: both idle, one stopped; it is handed round 1's run all the same
+                victim, survivor = sorted(workers())
+                os.kill(victim, signal.SIGSTOP)
+                wait_for(lambda pid=victim: snapshot()[pid].state == "T", what="the worker to be stopped")
+                # should the watch fail, the test ends (the victim killed: another outcome), not the suite
+                guard = threading.Timer(300, os.kill, (victim, signal.SIGKILL))
+                guard.start()
+            pair = duet.run_pair({"A": spec, "B": spec}, labels={"A": "A", "B": "B"})
+            outcomes = {side: o.report for side, o in pair.sides.items()}
+            if n == 1:
+                guard.cancel()
+                lost = [r for r in outcomes.values() if r.status is SideStatus.LOST]
+                assert len(lost) == 1 and f"(pid {victim}) gave no sign of life for 5 s" in lost[0].error, outcomes
+                assert lost[0].attempt_status() is AttemptStatus.FAILED  # a retry spent, as for a killed worker
+                assert not alive(victim) and survivor in workers()
+                others = [r for r in outcomes.values() if r.status is not SideStatus.LOST]
+                assert len(others) == 1 and others[0].status is SideStatus.ERROR and "nosuch" in others[0].error
+            else:
+                assert all(r.status is SideStatus.ERROR and "nosuch" in r.error for r in outcomes.values()), outcomes
+        after = workers()
+    named = [line for line in said if "gave no sign of life" in line]
+    assert len(named) == 1 and "worker_silence_s" in named[0] and "it was killed" in named[0], said
+    assert sum("worker had ended (exit -9); starting another" in line for line in said) == 1, said
+    assert len(after) == 2 and survivor in after and victim not in after
+    assert not any(alive(pid) for pid in after)
 
 
 @pytest.mark.slow

@@ -208,6 +208,10 @@ def test_the_decisive_metrics_default_to_latency_and_throughput_and_a_bad_name_i
     ({"decide": ["selftest.latency_mean_s"]}, "without --max-rounds the rounds are fixed"),
     ({"max_rounds": 2}, "--max-rounds 2: the first look needs 3 rounds"),
     ({"max_rounds": 6, "decide": ["x", "x"]}, "a metric named twice"),
+    # issue 46: past the cap, refused before the schedule (two entries a round) is made
+    ({"max_rounds": 10**30}, f"--max-rounds {10**30}: an A/B schedules at most 1000 rounds"),
+    ({"max_rounds": 1001}, "--max-rounds 1001: an A/B schedules at most 1000 rounds"),
+    ({"rounds": 1001}, "--rounds 1001: an A/B schedules at most 1000 rounds"),
 ])
 def test_a_request_that_cannot_stop_early_is_refused_in_one_line(tmp_path, kwargs, words):
     settings = Settings.from_mapping({"results": str(tmp_path)})

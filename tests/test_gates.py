@@ -78,7 +78,7 @@ def test_wait_ready_times_out_with_the_last_answer(tmp_path, port):
         with pytest.raises(ServerNotReady) as err:
             gates.wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=3, interval_s=0.0,
                              clock=lambda: float(next(ticks)))
-        assert "ConnectionError" in err.value.evidence["last answer"]
+        assert "ConnectionRefusedError" in err.value.evidence["last answer"]
     finally:
         proc.stop(1)
 
@@ -164,6 +164,40 @@ def test_gpu_free_reports_a_failing_nvidia_smi(tmp_path):
 def test_gpu_free_reports_a_missing_nvidia_smi(tmp_path):
     with pytest.raises(GpuQueryError, match="was not found"):
         gates.wait_gpu_free(["0"], nvidia_smi=str(tmp_path / "nope"), interval_s=0)
+
+
+TRICKLING_HEALTH = textwrap.dedent("""\
+    import socket, sys, time
+    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+    print("listening", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        answer = b"HTTP/1.0 200 OK\\r\\nContent-Length: 2007\\r\\n\\r\\nhealthy" + b" " * 2000
+        try:
+            for i in range(len(answer)):  # a byte every 50 ms: each read is quick, the whole takes 100 s
+                conn.sendall(answer[i:i + 1])
+                time.sleep(0.05)
+        except OSError:  # READY hung up
+            pass
+        conn.close()
+    """)
+
+
+def test_ready_holds_its_deadline_against_a_server_that_answers_a_byte_at_a_time(tmp_path, port):
+    """Issue 46: /health answered `healthy` a byte every 50 ms. Each probe is one call bounded in
+    all by the time READY has left (run/http_get.py), so READY fails at its deadline saying the
+    answer never came whole; with a timeout per read (requests') the first probe took 100 s and
+    passed."""
+    log = tmp_path / "s.log"
+    proc = start_group([PY, "-c", TRICKLING_HEALTH, str(port)], log_path=log, env=dict(os.environ))
+    try:
+        log_line(log, "listening")
+        with pytest.raises(ServerNotReady) as err:
+            gates.wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=2, interval_s=0.05)
+        assert err.value.evidence["last answer"].startswith("no whole answer within"), err.value.evidence
+    finally:
+        proc.stop(1)
 
 
 def test_gpu_free_does_not_apply_without_gpus():

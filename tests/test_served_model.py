@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from run_helpers import free_port
 
+from omnibench_core.run.http_get import MAX_REDIRECTS
 from omnibench_core.run.served_model import MAX_BYTES, read_served
 
 REPLIES: dict[str, tuple[int, bytes]] = {
@@ -23,9 +25,40 @@ REPLIES: dict[str, tuple[int, bytes]] = {
 }
 
 
+GOOD = REPLIES["/ok/v1/models"][1]
+TRICKLE_GAP_S = 0.05  # far shorter than any deadline below: only an overall deadline ends the call
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        code, body = REPLIES.get(self.path, (404, b""))
+        if self.path.startswith("/trickle"):  # a model list padded to 2000 bytes, one byte at a time (100 s)
+            body = GOOD + b" " * (2000 - len(GOOD))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(TRICKLE_GAP_S)
+            return
+        if self.path.startswith("/hop/"):  # /hop/N/v1/models: a redirect to N-1 after a pause, 0 answers
+            hops = int(self.path.split("/")[2])
+            if hops:
+                time.sleep(0.4)
+                self.send_response(302)
+                self.send_header("Location", f"/hop/{hops - 1}/v1/models")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            code, body = 200, GOOD
+        elif self.path.startswith("/loop/"):  # redirects to itself for ever, at once
+            self.send_response(307)
+            self.send_header("Location", self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        else:
+            code, body = REPLIES.get(self.path, (404, b""))
         self.send_response(code)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -58,6 +91,21 @@ def test_the_ids_a_server_lists_are_read(server):
 def test_a_reply_that_is_no_model_list_is_named_never_raised(server, where, words):
     got = read_served(f"{server}/{where}/v1/models")
     assert list(got) == ["unavailable"] and words in got["unavailable"], got
+
+
+def test_one_deadline_holds_the_whole_call_a_trickle_or_slow_redirects_included(server):
+    """Issue 46: a READY server that sends its model list a byte every 50 ms (each read is quick,
+    the whole takes 100 s) or redirects five times with a pause under the deadline each: the call
+    ends at its one deadline, redirects included, and says so. With a deadline per read (urlopen's)
+    both answered, after 100 s and 2 s."""
+    got = read_served(f"{server}/trickle/v1/models", timeout_s=1)
+    assert list(got) == ["unavailable"] and "within 1 s" in got["unavailable"], got
+    got = read_served(f"{server}/hop/5/v1/models", timeout_s=1)
+    assert list(got) == ["unavailable"] and "within 1 s" in got["unavailable"], got
+    # the same redirects, given the time, are followed; a loop of redirects is cut at MAX_REDIRECTS
+    assert read_served(f"{server}/hop/2/v1/models", timeout_s=30) == {"ids": ["minicpmo"]}
+    got = read_served(f"{server}/loop/v1/models", timeout_s=30)
+    assert f"more than {MAX_REDIRECTS} redirects" in got["unavailable"], got
 
 
 def test_no_server_at_all_is_named():

@@ -251,9 +251,24 @@ def test_startup_s_holds_the_gpu_with_the_port_closed_as_a_gpu_host_loads_weight
                                   "--port", str(free_port())], cwd=made.root, capture_output=True, text=True)
         assert refused.returncode == 2 and "standin.json's startup_s is" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
+    # issue 46: a standin.json that is no settings object killed the server with a traceback
+    for text, words in (("{not json", "is not JSON"), ("[" * 10_000 + "]" * 10_000, "nests JSON deeper than Python parses"),
+                        ("[1, 2]", "holds a JSON list, not an object of settings")):
+        (made.root / "standin.json").write_text(text)
+        refused = subprocess.run([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
+                                  "--port", str(free_port())], cwd=made.root, capture_output=True, text=True)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert refused.stderr.count("\n") == 1 and words in refused.stderr and "standin.json" in refused.stderr
     bad = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(tmp_path / "bad"), "--startup-s", "-1"],
                          cwd=REPO, capture_output=True, text=True)
     assert bad.returncode != 0 and "--startup-s" in bad.stderr and "Traceback" not in bad.stderr
+    # issue 46: --out at an existing file ended in NotADirectoryError
+    (tmp_path / "a-file").write_text("mine\n")
+    bad = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(tmp_path / "a-file")],
+                         cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "NotADirectoryError" not in bad.stderr, bad.stderr
+    assert f"--out {tmp_path / 'a-file'} is a file, not a folder" in bad.stderr
+    assert (tmp_path / "a-file").read_text() == "mine\n"
 
 
 @pytest.mark.slow

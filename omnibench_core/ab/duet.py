@@ -12,6 +12,14 @@ noise in the other side's timed window.
 Ctrl-C or SIGTERM of the driver goes to both workers once (each stops its servers and moves its
 run aside), then the interrupt is raised here. A worker that ends its run early (a failed gate)
 releases its partner, whose later windows then run alone; the attempt says so.
+
+A worker is watched while it has a run: it writes a byte to a heartbeat pipe every quarter of
+``silence_s`` (the ``worker_silence_s`` setting; 0 turns the watch off). One that gives no sign of life for ``silence_s``
+(stopped by SIGSTOP, hung holding the interpreter, swapped out) is named, killed (SIGKILL reaches a
+stopped process; its servers' watchdogs see their owner gone and stop them) and its run is lost, as
+a killed worker's is: the attempt fails (a retry spent) and the next round starts another worker.
+A worker whose run waits on a server is not silent: the run's own deadlines (READY's, the barrier's
+``wait_s``) hold that.
 """
 
 from __future__ import annotations
@@ -30,10 +38,14 @@ from pathlib import Path
 
 from ..errors import Terminated
 from ..run.runner import sigterm_as_exception
+from ..settings import RunSettings
+from ..statuses import SideStatus
 from ..telemetry.hostload import ROOT_VAR
 from . import experiment_file
 from .record import SideReport
-from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
+from .spec import BARRIER, DONE, HEARTBEAT_VAR, PARENT_VAR, SERVE, Spec, heartbeat_every
+
+SILENCE_S = RunSettings.worker_silence_s  # the setting's default, defined there
 
 
 @dataclass
@@ -48,6 +60,9 @@ class _Worker:
     steps: list[str] = field(default_factory=list)  # the timed steps it was released into
     alone: bool = False  # released into a step without its partner
     reader: threading.Thread | None = None
+    beats: int = -1  # the read end of its heartbeat pipe (-1: none)
+    heard: float = 0.0  # when the driver last found a sign of life in it
+    silenced: str = ""  # why it was killed for silence ("" while it answers)
 
     def running(self) -> bool:
         """Its run has not reported, and its process lives."""
@@ -76,8 +91,8 @@ class Duet:
     d.run_pair(...)`` once a round; leaving the block ends them (end of input, then signals)."""
 
     def __init__(self, *, progress: Callable[[str], None], python: str = sys.executable, grace_s: float = 60.0,
-                 shared_cpus: bool = False):
-        self._progress, self._python, self._grace_s = progress, python, grace_s
+                 shared_cpus: bool = False, silence_s: float = SILENCE_S):
+        self._progress, self._python, self._grace_s, self._silence_s = progress, python, grace_s, silence_s
         self._shared_cpus = shared_cpus  # the two slots' CPU sets overlap: see worker_env
         self._workers: dict[str, _Worker] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix="omnibench-duet-")
@@ -100,7 +115,7 @@ class Duet:
                 for side, spec in specs.items():
                     workers.append(self._hand(side, spec, labels[side]))
                 _barrier_loop(workers, self._progress, wait_s, idle=[w for side, w in self._workers.items()
-                                                                     if side not in specs])
+                                                                     if side not in specs], silence_s=self._silence_s)
             except (KeyboardInterrupt, Terminated):
                 interrupted = True
                 _stop(list(self._workers.values()), self._grace_s)
@@ -119,6 +134,8 @@ class Duet:
                 if w.reader is not None:
                     w.reader.join(timeout=5)
         finally:  # a Ctrl-C in here still leaves no folder behind (the workers end with the driver)
+            for w in self._workers.values():
+                _close_beats(w)
             self._workers.clear()
             self._tmp.cleanup()
 
@@ -128,10 +145,12 @@ class Duet:
         if worker is not None and worker.proc.poll() is not None:
             self._progress(f"duet: side {side}'s worker had ended (exit {worker.proc.returncode}); starting another")
         if worker is None or worker.proc.poll() is not None:
+            if worker is not None:
+                _close_beats(worker)
             worker = self._workers[side] = self._start(side)
         out = Path(self._tmp.name) / f"{side}.out.json"
         out.unlink(missing_ok=True)  # a report left by the side's previous round is never read as this one's
-        worker.label, worker.out, worker.busy = label, out, True
+        worker.label, worker.out, worker.busy, worker.heard = label, out, True, time.monotonic()
         worker.waiting, worker.steps, worker.alone = "", [], False
         _tell(worker, json.dumps({"spec": spec.as_dict(), "out": str(out)}))
         return worker
@@ -139,11 +158,21 @@ class Duet:
     def _start(self, side: str) -> _Worker:
         # The worker sets its own parent-death signal (a preexec_fn here would run in a forked child of
         # a threaded process); it is told the driver's pid to check, and whose tree the run's CPU is.
-        env = worker_env(os.environ, os.getpid(), shared_cpus=self._shared_cpus)
-        proc = subprocess.Popen([self._python, "-m", "omnibench_core.ab.worker", SERVE],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True, env=env)  # the driver alone forwards Ctrl-C, once
-        worker = _Worker(side, proc)
+        beats, beat_end = os.pipe()
+        env = {**worker_env(os.environ, os.getpid(), shared_cpus=self._shared_cpus),
+               HEARTBEAT_VAR: f"{beat_end}:{heartbeat_every(self._silence_s):g}"}
+        try:
+            proc = subprocess.Popen([self._python, "-m", "omnibench_core.ab.worker", SERVE],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True, env=env,  # the driver alone forwards Ctrl-C, once
+                                    pass_fds=(beat_end,))
+        except BaseException:
+            os.close(beats)
+            raise
+        finally:
+            os.close(beat_end)  # the worker holds the write end alone
+        os.set_blocking(beats, False)
+        worker = _Worker(side, proc, beats=beats, heard=time.monotonic())
         progress = self._progress
 
         def forward() -> None:
@@ -205,15 +234,53 @@ def _release(worker: _Worker, alone: bool) -> None:
     _tell(worker, "go")
 
 
+def _close_beats(worker: _Worker) -> None:
+    if worker.beats >= 0:
+        os.close(worker.beats)
+        worker.beats = -1
+
+
+def _listen(worker: _Worker) -> None:
+    """Take every sign of life the worker wrote since the last look (its pipe, read without waiting)."""
+    while worker.beats >= 0:
+        try:
+            got = os.read(worker.beats, 4096)
+        except BlockingIOError:
+            return
+        if not got:  # end of file: the worker is gone, which its exit code says
+            return
+        worker.heard = time.monotonic()
+
+
+def _silence(worker: _Worker, silence_s: float, progress: Callable[[str], None]) -> None:
+    """Kill a worker that gave no sign of life for ``silence_s`` and say so: SIGKILL, which a stopped
+    process cannot hold off; its run is lost, as a killed worker's is."""
+    worker.silenced = (f"side {worker.side}'s worker (pid {worker.proc.pid}) gave no sign of life for "
+                       f"{silence_s:g} s (worker_silence_s): stopped, hung or swapped out; it was killed")
+    progress(f"duet: {worker.silenced}")
+    worker.proc.kill()
+    try:
+        worker.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # a process SIGKILL does not end (in the kernel, uninterruptible)
+        pass
+    worker.busy = False
+
+
 def _barrier_loop(workers: Sequence[_Worker], progress: Callable[[str], None], wait_s: float,
-                  idle: Sequence[_Worker] = ()) -> None:
+                  idle: Sequence[_Worker] = (), silence_s: float = SILENCE_S) -> None:
     """Release waiting workers: together when both wait at the same step, alone when the other
-    has ended its run or has kept it waiting past ``wait_s``; until both runs ended. An ``idle``
-    worker (no run this round) that dies is reaped at once: a dead child left unreaped would drop
-    out of the run tree's CPU sums mid-window and make that window read noisy."""
+    has ended its run or has kept it waiting past ``wait_s``; until both runs ended. A worker
+    silent for ``silence_s`` is killed (:func:`_silence`). An ``idle`` worker (no run this round)
+    that dies is reaped at once: a dead child left unreaped would drop out of the run tree's CPU
+    sums mid-window and make that window read noisy."""
     while any(w.running() for w in workers):
         for w in idle:
             w.proc.poll()
+        for w in workers:
+            if w.running():
+                _listen(w)
+                if silence_s and time.monotonic() - w.heard > silence_s:  # 0: not watched
+                    _silence(w, silence_s, progress)
         live = [w for w in workers if w.running()]
         waiting = [w for w in live if w.waiting]
         overdue = [w for w in waiting if time.monotonic() - w.since > wait_s]
@@ -252,4 +319,6 @@ def _outcome(w: _Worker) -> SideOutcome:
     if w.proc.poll() is not None and w.reader is not None:  # its last lines forwarded before its outcome
         w.reader.join(timeout=5)
     assert w.out is not None
+    if w.silenced:  # killed for silence: whatever it left is not an outcome
+        return SideOutcome(w.side, SideReport(SideStatus.LOST, error=w.silenced), w.alone)
     return SideOutcome(w.side, experiment_file.read_side_report(w.out, w.proc.poll()), w.alone)

@@ -46,7 +46,7 @@ from .sequential import DecideError
 from .spec import Spec
 
 # Where a run is and what it holds is the experiment's to decide, not a side's.
-NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target")
+NOT_PER_SIDE = ("results", "port", "gpus", "cpus", "target", "worker_silence_s")
 
 
 class ExperimentStopped(OmnibenchError):
@@ -158,10 +158,14 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     if max_rounds is not None:
         _check_max_rounds(max_rounds, chosen, decide)
     options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
+    flag = "--max-rounds" if max_rounds is not None else "--rounds"
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
         raise SettingsError(f"--rounds {rounds}: an A/B needs at least 2 rounds for a spread",
                             hint="use --rounds 3 or more")
+    if rounds > defaults.MAX_ROUNDS:  # checked before the schedule, which holds two entries a round, is made
+        raise SettingsError(f"{flag} {rounds}: an A/B schedules at most {defaults.MAX_ROUNDS} rounds (each runs both "
+                            "sides: weeks of a host)", hint=f"use {flag} {defaults.MAX_ROUNDS} or fewer")
     if retries < 0:
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
     if scoring not in SCORINGS:
@@ -381,7 +385,8 @@ class _Driver:
             try:
                 if ident.design is Design.DUET:
                     shared = duet.slots_share_cpus(self.slots[0].slot.cpus, self.slots[1].slot.cpus)
-                    with duet.Duet(progress=self.progress, shared_cpus=shared) as self._duet:
+                    with duet.Duet(progress=self.progress, shared_cpus=shared,
+                                   silence_s=self.sides["A"].run.worker_silence_s) as self._duet:
                         for r in range(ident.rounds + 1):
                             if self._stopped_before(r):
                                 break

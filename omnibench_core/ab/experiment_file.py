@@ -29,6 +29,7 @@ from ..statuses import AttemptStatus, ExperimentStatus, SideStatus
 from ..store import versions
 from ..store.fields import folder_problem, run_problem, seconds_problem
 from ..store.names import experiment_path
+from . import record_check
 from .record import (
     SIDES,
     Attempt,
@@ -220,13 +221,15 @@ def load(path: Path) -> Experiment:
         sequential = _sequential(r, r.get(data, "sequential", dict, ""), identity.max_rounds)
     elif "sequential" in data:
         raise r.fail("sequential", "a fixed design (no identity.max_rounds) has no looks")
-    return Experiment(
+    experiment = Experiment(
         name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
         scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
         status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
         created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential,
         # a file from before --score scored every round
         score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND)
+    record_check.check(experiment, path)  # the sequential block recomputed from the record's own settings
+    return experiment
 
 
 _VERDICT_WORDS = ("better", "worse", "equivalent", "inconclusive")

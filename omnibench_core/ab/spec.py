@@ -14,6 +14,15 @@ BARRIER = "@@omnibench-barrier "
 DONE = "@@omnibench-done"  # the worker's line once its run's report is written
 SERVE = "--serve"  # the worker's one argument: run what its input hands it, until end of input
 PARENT_VAR = "OMNIBENCH_DUET_PARENT"  # the driver's pid: the worker dies with it
+# "FD:SECONDS": the pipe the worker writes a byte to every SECONDS while it lives and is scheduled, so
+# the driver can name a worker that stopped answering (SIGSTOP, hung, swapped out): ab/duet.py
+HEARTBEAT_VAR = "OMNIBENCH_DUET_HEARTBEAT"
+
+
+def heartbeat_every(silence_s: float) -> float:
+    """How often a worker gives its sign of life when the driver waits ``silence_s`` for one: four
+    times in that span (at most every 15 s, at least every 50 ms)."""
+    return min(max(silence_s / 4, 0.05), 15.0) if silence_s else 15.0
 
 
 @dataclass(frozen=True)

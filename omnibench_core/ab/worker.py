@@ -7,6 +7,11 @@ one run, ``{"spec": SPEC, "out": PATH}``; the run's report goes to PATH, then it
 :data:`DONE`. Before each timed window it says so on its standard output (:data:`BARRIER`, the
 step's name) and waits for a line on its standard input: the driver releases both sides together
 once both servers are READY. End of input while idle ends it.
+
+While it lives, a thread writes a byte to the driver's heartbeat pipe (:data:`.spec.HEARTBEAT_VAR`),
+so a worker that stops being scheduled (SIGSTOP, hung, swapped out) is named by the driver. It
+starts before the run layer is imported (:mod:`omnibench_core.api`, imported by :func:`execute`),
+so a slow start on a busy host is not taken for silence.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
-from .. import api
 from ..errors import GateError, OmnibenchError, RunInterrupted, RunNotReady, StepFailed, Terminated, one_line
 from ..process.processes import obey_ctrl_c
 from ..records import PHASES, Phase
@@ -26,7 +32,7 @@ from ..settings import Settings
 from ..statuses import SideStatus
 from . import experiment_file
 from .record import SideReport
-from .spec import BARRIER, DONE, PARENT_VAR, SERVE, Spec
+from .spec import BARRIER, DONE, HEARTBEAT_VAR, PARENT_VAR, SERVE, Spec
 
 PR_SET_PDEATHSIG = 1
 
@@ -51,9 +57,33 @@ def die_with_driver() -> None:
         raise RunInterrupted("the duet's driver was gone before this side started")
 
 
+def start_heartbeat(value: str | None = None) -> bool:
+    """Give a sign of life to the driver's pipe (``FD:SECONDS`` from :data:`.spec.HEARTBEAT_VAR`) from a
+    daemon thread until the driver closes it; False when there is none (a worker started by hand)."""
+    fd_text, _, every_text = (os.environ.get(HEARTBEAT_VAR, "") if value is None else value).partition(":")
+    try:
+        fd, every = int(fd_text), float(every_text)
+        os.set_inheritable(fd, False)  # the run's servers and clients never hold the driver's pipe
+    except (ValueError, OSError):
+        return False
+
+    def beat() -> None:
+        while True:
+            try:
+                os.write(fd, b".")
+            except OSError:  # the driver is gone (EPIPE): no one to tell
+                return
+            time.sleep(every)
+
+    threading.Thread(target=beat, daemon=True, name="duet-heartbeat").start()
+    return True
+
+
 def execute(spec: Spec) -> SideReport:
     """The run, and its outcome as a report (status, the runN it claimed, its folder now, error,
     where it was moved)."""
+    from .. import api  # the run layer, imported once the heartbeat beats (main)
+
     phases: tuple[Phase, ...] = tuple(p for p in PHASES if p in spec.phases)
     try:
         result = api.run(Settings.from_mapping(spec.settings), spec.workloads, options=spec.options,
@@ -103,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m omnibench_core.ab.worker {SERVE}  (a duet's driver starts it; one run per input line)",
               file=sys.stderr)
         return 2
+    start_heartbeat()
     try:
         die_with_driver()
         return serve()

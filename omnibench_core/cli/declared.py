@@ -289,7 +289,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),
     a_rev=Flag(f.revision(), "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)"),
     b_rev=Flag(f.revision(), "side B's revision of the checkout (with --a-rev)"),
-    rounds=Flag(f.whole(2), f"rounds after the warm-ups; each round measures each side once (default "
+    rounds=Flag(f.whole(2, defaults.MAX_ROUNDS), f"rounds after the warm-ups; each round measures each side once (default "
                 f"{defaults.ROUNDS}, at least 2; not with --max-rounds)"),
     design=Flag(f.choice(lambda: _lib("ab.front_door").DESIGN_WORDS), "auto (default: duet with two --slots, else "
                 "interleaved), duet (A and B at once on two slots, swapped every round), interleaved (each round A "
@@ -315,7 +315,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
                              "scoring"),
     name=Flag(f.name("experiment name", empty=True), "experiment name (default: from the whole request; the same "
               "command resumes it)", ""),
-    max_rounds=Flag(f.whole(defaults.FIRST_LOOK), "rounds until the answer is known, at most this many: look at the "
+    max_rounds=Flag(f.whole(defaults.FIRST_LOOK, defaults.MAX_ROUNDS), "rounds until the answer is known, at most this many: look at the "
                     "verdicts after 3, 4, 6, 8, 12, ... rounds and N, each look held to alpha / the number of looks, "
                     "and stop at the first look that decides every --decide metric (not with --rounds or --design "
                     "sequential)"),

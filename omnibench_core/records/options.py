@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 from ..errors import SettingsError
 from .run import OPTION_TYPES, Option, OptionValue, Workload
+from .user_files import UserFileError, read_user_file
 
 OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -106,7 +107,13 @@ def convert(opt: Option, text: str) -> OptionValue:
             raise OptionValueError(f"{text!r} is not a number") from None
     else:
         value = text
-    return check(opt, value)
+    value = check(opt, value)
+    if opt.file and value is not None:
+        try:  # read now: a FIFO, a device, a folder or bytes that are not UTF-8 never reach a started server
+            read_user_file(str(value))
+        except UserFileError as exc:
+            raise OptionValueError(str(exc)) from None
+    return value
 
 
 def check(opt: Option, value: Any) -> OptionValue:
@@ -185,6 +192,8 @@ def schema_problems(schema: Sequence[Option]) -> list[str]:
             problems.append(f"option {opt.name!r} has choices but type {opt.type.__name__}; choices are str")
         if (opt.min is not None or opt.max is not None) and opt.type not in (int, float):
             problems.append(f"option {opt.name!r} has a range but type {opt.type.__name__}")
+        if opt.file and (opt.type is not str or opt.choices or opt.default is not None):
+            problems.append(f"option {opt.name!r} names a file: it must be a str option with no choices and no default")
         try:
             check(opt, opt.default)
         except OptionValueError as exc:

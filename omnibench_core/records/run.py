@@ -53,8 +53,11 @@ class Option:
     option to those words. ``min``/``max`` bound a number (inclusive unless ``min_exclusive`` /
     ``max_exclusive``). ``optional``: the option may be unset (``None``, written as an empty
     value ``--opt w.seed=``); ``unset`` says in words what unset means. ``default`` is a typed
-    value (``None`` for an optional option left unset). :mod:`omnibench_core.records.options` checks
-    values against this record; ``invoke plugins`` lists it.
+    value (``None`` for an optional option left unset). ``file``: a ``str`` option whose value names
+    a file the workload reads; it must be a regular file of UTF-8 text within a size bound, read
+    and checked with the options, before any server starts (:mod:`omnibench_core.records.user_files`).
+    :mod:`omnibench_core.records.options` checks values against this record; ``invoke plugins``
+    lists it.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Option:
     choices: tuple[str, ...] = ()
     optional: bool = False
     unset: str = ""
+    file: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(self.choices))

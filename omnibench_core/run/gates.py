@@ -7,6 +7,7 @@ READY passes only when the listener on the port is a process of the server omnib
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import time
@@ -15,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import requests
-
 from ..errors import ForeignListener, GpuNotFree, GpuQueryTimeout, RunNotReady, ServerDied, ServerNotReady
 from ..process.gpu import CALL_TIMEOUT_S, MIN_CALL_S, describe_holders, query_memory_used
 from ..process.ports import describe_pid, foreign_listeners, listener_inodes, port_holder, port_in_use
 from ..process.processes import GroupProcess, log_tail
 from ..statuses import GateStatus
+from . import http_get
 
 GPU_FREE_SAY_EVERY_S = 10.0  # while GPU_FREE waits, who holds the GPU is said at least this often
+HEALTH_MAX_BYTES = 64 * 1024  # a health answer is a word or a small object; more is cut, never held
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
 
@@ -144,39 +145,44 @@ def wait_ready(
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
     guard = _ListenerCheck(server, port, proc) if check_listener else None
-    with requests.Session() as session:
-        while True:
-            code = server.exited()
-            if code is not None:
-                raise ServerDied(
-                    f"the server exited with code {code} before it became healthy",
-                    evidence={"command": " ".join(server.argv), "log": str(server.log_path),
-                              "log tail": log_tail(server.log_path)},
-                    hint="read the log tail above; fix the server's arguments or environment",
-                )
-            healthy = False
-            try:
-                answer = session.get(url, timeout=max(interval_s * 20, 1.0))
-                healthy = is_healthy(answer.status_code, answer.text)
-                last = f"HTTP {answer.status_code}: {answer.text[:200]}"
-            except requests.RequestException as exc:
-                last = type(exc).__name__  # connection refused while the model loads
-            if guard is not None and (found := guard.foreign()):
-                raise guard.fail(found)
-            if healthy:
-                evidence = {"url": url}
-                if guard is not None:
-                    evidence["listener"] = "a process of the server (checked)"
-                return GateRecord("READY", GateStatus.PASSED, clock() - start, evidence)
-            if clock() - start >= timeout_s:
-                raise ServerNotReady(
-                    f"the server was not healthy after {timeout_s:g} s",
-                    evidence={"url": url, "last answer": last, "log": str(server.log_path),
-                              "log tail": log_tail(server.log_path)},
-                    hint="raise omnibench.ready_timeout_s if the start is slow (a cold compile "
-                    "takes over 10 min), else read the log tail",
-                )
-            time.sleep(interval_s)
+    while True:
+        code = server.exited()
+        if code is not None:
+            raise ServerDied(
+                f"the server exited with code {code} before it became healthy",
+                evidence={"command": " ".join(server.argv), "log": str(server.log_path),
+                          "log tail": log_tail(server.log_path)},
+                hint="read the log tail above; fix the server's arguments or environment",
+            )
+        healthy = False
+        # each probe's whole call (redirects and a byte-at-a-time answer included) ends by the gate's
+        # own deadline: a server that trickles its answer cannot hold READY past timeout_s
+        probe_s = max(min(max(interval_s * 20, 1.0), timeout_s - (clock() - start)), 0.05)
+        try:
+            answer = http_get.get(url, probe_s, HEALTH_MAX_BYTES)
+            text = answer.body.decode("utf-8", "replace")
+            healthy = is_healthy(answer.status, text)
+            last = f"HTTP {answer.status}: {text[:200]}"
+        except http_get.DeadlineExceeded:
+            last = f"no whole answer within {probe_s:g} s"
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            last = type(exc).__name__  # connection refused while the model loads
+        if guard is not None and (found := guard.foreign()):
+            raise guard.fail(found)
+        if healthy:
+            evidence = {"url": url}
+            if guard is not None:
+                evidence["listener"] = "a process of the server (checked)"
+            return GateRecord("READY", GateStatus.PASSED, clock() - start, evidence)
+        if clock() - start >= timeout_s:
+            raise ServerNotReady(
+                f"the server was not healthy after {timeout_s:g} s",
+                evidence={"url": url, "last answer": last, "log": str(server.log_path),
+                          "log tail": log_tail(server.log_path)},
+                hint="raise omnibench.ready_timeout_s if the start is slow (a cold compile "
+                "takes over 10 min), else read the log tail",
+            )
+        time.sleep(interval_s)
 
 
 def wait_gpu_free(

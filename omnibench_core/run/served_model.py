@@ -10,30 +10,35 @@ against a server that loaded another model than asked is visible in the manifest
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
+from . import http_get
+
 MODELS_PATH = "/v1/models"
-TIMEOUT_S = 10.0  # the server is READY: it answers at once, or the answer is not worth a longer wait
+# the whole call, redirects and a server that sends a byte at a time included (run/http_get.py): the
+# server is READY, so it answers at once, or the answer is not worth a longer wait
+TIMEOUT_S = 10.0
 MAX_BYTES = 64 * 1024  # a list of model ids; anything longer is not one
 MAX_IDS = 16
 
 
-def read_served(url: str, timeout_s: float = TIMEOUT_S, opener: Any = urllib.request.urlopen) -> dict[str, Any]:
+def read_served(url: str, timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
     """``{"ids": [...]}`` from ``url`` (a server's ``/v1/models``), or ``{"unavailable": why}``
-    when it does not answer with a model list (a workload's own test server may have none). Never
-    raises: the identity is evidence for the manifest, not a gate."""
+    when it does not answer with a model list within ``timeout_s`` in all (a workload's own test
+    server may have none). Never raises: the identity is evidence for the manifest, not a gate."""
     try:
-        with opener(url, timeout=timeout_s) as reply:
-            body = reply.read(MAX_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        return {"unavailable": f"HTTP {exc.code} from {url}"}
-    except (OSError, ValueError) as exc:
+        reply = http_get.get(url, timeout_s, MAX_BYTES)
+    except http_get.DeadlineExceeded as exc:
+        return {"unavailable": f"no whole answer from {url} within {timeout_s:g} s ({exc})"}
+    except (OSError, ValueError, http.client.HTTPException) as exc:
         return {"unavailable": f"{type(exc).__name__} from {url}: {exc}"}
-    if len(body) > MAX_BYTES:
+    if reply.status != 200:
+        return {"unavailable": f"HTTP {reply.status} from {url}"}
+    if reply.truncated:
         return {"unavailable": f"the reply of {url} is over {MAX_BYTES} bytes: not a model list"}
+    body = reply.body
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):

@@ -38,6 +38,9 @@ class RunSettings:
     # The noise guard: a timed window in which other processes took more than this share of the
     # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
     noise_max_foreign: float = 0.10
+    # A duet A/B's side worker that gives no sign of life this long while it has a run (stopped, hung,
+    # swapped out) is named and killed, and its run counted lost (ab/duet.py); 0: not watched
+    worker_silence_s: float = 60.0
 
     @property
     def results_root(self) -> Path:

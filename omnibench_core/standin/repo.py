@@ -188,6 +188,9 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
     if gpus < 1:
         raise SettingsError(f"--fake-gpu-count must be at least 1, not {gpus}", hint="e.g. --fake-gpu-count 2 (a pair)")
     out = Path(out).expanduser().resolve()
+    if out.exists() and not out.is_dir():  # a file, a FIFO, a device: iterdir() said NotADirectoryError
+        raise SettingsError(f"--out {out} is a file, not a folder", hint="choose a new --out (a folder that does not "
+                            "exist yet, or an empty one)")
     if out.exists() and any(out.iterdir()):
         raise SettingsError(f"{out} exists and is not empty", hint="choose a new --out, or remove it")
     out.mkdir(parents=True, exist_ok=True)

@@ -22,12 +22,14 @@ from omnibench_core.plugin import (
     format_value,
     hookimpl,
     is_complete,
+    schedule_problem,
+    slowest_rate,
     write_json,
 )
 from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics
-from .data import SET_NAME, ensure_local_set, load_meta, local_set_dir
+from .data import SET_NAME, TARGET_SENTENCES, ensure_local_set, load_meta, local_set_dir
 from .options import OPTIONS
 
 NAME = "seedtts"
@@ -214,9 +216,52 @@ def _own_steps(ctx: RunContext, max_samples: int | None) -> list[Step]:
     ]
 
 
+def _count(meta: object, most: int | None) -> int | None:
+    """The samples of a named meta.lst (at most ``most``), or None when it cannot be read here: the
+    options' parse read and checked it (records/user_files.py); one gone since is the client's to name."""
+    try:
+        return len(load_meta(_path(meta), most))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _samples(ctx: RunContext, max_samples: int | None) -> int:
+    """How many samples the run will send: the named meta's, else the set's size (the local set, or
+    the runbook's split), at most ``max_samples`` (at least one request, when the meta is unread)."""
+    if ctx.options["meta"]:
+        found = _count(ctx.options["meta"], max_samples)
+        return found if found is not None else (max_samples or 1)
+    size = RUNBOOK_SAMPLES if ctx.target.facts.own_clients else len(TARGET_SENTENCES)
+    return min(size, max_samples) if max_samples is not None else size
+
+
+def check_up_front(ctx: RunContext, max_samples: int | None) -> None:
+    """What a client would meet only once the server is up, refused while the run is planned: a
+    request rate whose schedule outlasts :data:`~omnibench_core.toolkit.arrivals.MAX_SCHEDULE_S`,
+    and a warm-up set holding fewer samples than the warm-up sends (both clients stop on that)."""
+    o = ctx.options
+    rate = o["request_rate"]
+    if rate is not None:
+        count = _samples(ctx, max_samples)
+        if problem := schedule_problem(float(str(rate)), count):
+            raise SettingsError(f"seedtts.request_rate={format_value(rate)} is refused: {problem}",
+                                evidence={"option": "seedtts.request_rate", "requests": str(count)},
+                                hint=f"give a rate of at least {slowest_rate(count):.3g} per second, or fewer "
+                                     "samples (--opt seedtts.max_samples=N)")
+    if o["warmup_meta"] is not None:
+        wanted = o["warmup"] if o["warmup"] is not None else o["max_concurrency"]
+        held = _count(o["warmup_meta"], int(str(wanted))) if wanted else 0
+        if held is not None and held < int(str(wanted)):
+            raise SettingsError(f"seedtts.warmup_meta={o['warmup_meta']} holds {held} samples; the warm-up sends "
+                                f"{wanted} (seedtts.warmup, else seedtts.max_concurrency) and its client stops short",
+                                evidence={"option": "seedtts.warmup_meta", "samples": str(held)},
+                                hint=f"name a meta.lst of at least {wanted} samples, or set --opt seedtts.warmup={held}")
+
+
 def plan(ctx: RunContext) -> list[Step]:
-    """The seed-tts steps for this target and client."""
+    """The seed-tts steps for this target and client, once :func:`check_up_front` passed."""
     max_samples = ctx.options["max_samples"]  # an int >= 1, or None for all (checked by the schema)
+    check_up_front(ctx, max_samples)
     levels = sweep_levels(ctx.options)
     if levels is not None:
         return _upstream_sweep(ctx, max_samples, levels)

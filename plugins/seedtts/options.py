@@ -29,14 +29,14 @@ OPTIONS = (
            unset="max_concurrency"),
     Option("warmup_meta", str, None, "a separate seed-tts meta.lst whose first `warmup` samples warm the server "
            "(results kept apart in warmup/results.json)", optional=True,
-           unset="the first measured sample, replayed (sglang-omni's default)"),
+           unset="the first measured sample, replayed (sglang-omni's default)", file=True),
     Option("max_samples", int, None, "the first N samples only", min=1, optional=True, unset="all samples"),
     Option("stream", bool, False, "stream each answer (stream: true) and measure first audio, chunk gaps and "
            "playback underruns (docs/streaming.md)"),
     Option("timeout_s", float, 300.0, "seconds one request may take", min=0, min_exclusive=True),
     Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
     Option("meta", str, None, "a seed-tts meta.lst to use instead of the default data", optional=True,
-           unset="the target's default set"),
+           unset="the target's default set", file=True),
     Option("data_dir", str, None, "where the local set is made", optional=True,
            unset=str(default_cache_dir() / "seedtts-local-v1")),
 )

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from sglang_omni_standin import ROOT, main_root, settings
+from sglang_omni_standin import ROOT, SettingsFileError, main_root, settings
 
 # one file per live server, in the stand-in's own checkout (also for a worktree): the fake nvidia-smi reads them
 GPU_STATE = main_root(ROOT) / ".standin" / "gpu"
@@ -232,6 +232,11 @@ def _number_setting(key: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Check the port, then exec omnibench's local server."""
+    try:
+        settings()  # a hand-edited standin.json that is no settings object: one line, exit 2
+    except SettingsFileError as exc:
+        print(exc, file=sys.stderr, flush=True)
+        return 2
     args, engine = parse(sys.argv[1:] if argv is None else argv)
     port = args.port
     if not _port_free(args.host, port):

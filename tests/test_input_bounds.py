@@ -1,0 +1,100 @@
+"""Issue 46 item 1: every input bounded in size and time before any server starts. A file a user
+names as an option (regular, within a size bound, UTF-8), a request rate whose schedule outlasts
+a run, a warm-up set too small for the warm-up, and `ab --max-rounds` past its cap: each is
+refused in one line naming the option, while the run is planned (no run folder, no server)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from omnibench_core import api
+from omnibench_core.errors import SettingsError
+from omnibench_core.records import user_files
+from omnibench_core.registry import manager as plugin_manager
+from omnibench_core.settings import Settings
+from omnibench_core.toolkit.arrivals import MAX_SCHEDULE_S, planned_offsets, schedule_problem
+
+META_LINE = "utt_{i}|ref text|wavs/ref.wav|target text {i}\n"
+
+
+def seedtts():
+    _, registry = plugin_manager.load()
+    return registry.get("workload", "seedtts")
+
+
+def meta(path: Path, samples: int) -> Path:
+    path.write_text("".join(META_LINE.format(i=i) for i in range(samples)), encoding="utf-8")
+    return path
+
+
+def test_a_named_file_must_be_a_regular_utf8_file_within_its_bound(tmp_path):
+    """`seedtts.warmup_meta` (and `seedtts.meta`) that is missing, a folder, a FIFO (its reader
+    waited for a writer for ever), /dev/zero (3.5 GB read in 30 s), a link to a FIFO, bytes that are
+    not UTF-8, or over the bound: refused when the options are read, naming the option and why;
+    a good list passes."""
+    good = meta(tmp_path / "meta.lst", 3)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "fifo")
+    (tmp_path / "latin1.lst").write_bytes("caf\xe9|x|y|z\n".encode("latin-1"))
+    with open(tmp_path / "huge.lst", "wb") as out:  # sparse: its size alone is over the bound
+        out.truncate(user_files.MAX_BYTES + 1)
+    bad = {str(tmp_path / "missing.lst"): "no such file", str(tmp_path): "is a folder, not a regular file",
+           str(tmp_path / "fifo"): "is a FIFO (a named pipe), not a regular file",
+           "/dev/zero": "is a character device, not a regular file",
+           str(tmp_path / "link"): "is a FIFO (a named pipe), not a regular file",
+           str(tmp_path / "latin1.lst"): "is not UTF-8 text (byte 3",
+           str(tmp_path / "huge.lst"): f"over the {user_files.MAX_BYTES:,} a named file may hold"}
+    workload = seedtts()
+    for option in ("warmup_meta", "meta"):
+        assert api.parse_options([f"seedtts.{option}={good}"], [workload])["seedtts"][option] == str(good)
+        for path, why in bad.items():
+            with pytest.raises(SettingsError) as err:
+                api.parse_options([f"seedtts.{option}={path}"], [workload])
+            assert err.value.message.startswith(f"option seedtts.{option}={path} is refused: "), err.value.message
+            assert why in err.value.message, err.value.message
+            assert err.value.evidence["option"] == f"seedtts.{option}"
+
+
+def test_a_fifo_as_warmup_meta_is_refused_by_invoke_run_before_anything_starts(invoke, tmp_path, port):
+    """The hostile case end to end: it hung the run; now one line, exit 1, no run folder."""
+    os.mkfifo(tmp_path / "fifo")
+    done = invoke("run", "-w", "seedtts", "-o", f"seedtts.warmup_meta={tmp_path / 'fifo'}", "--port", str(port))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: option seedtts.warmup_meta={tmp_path / 'fifo'} is refused: "), done.stderr
+    assert "is a FIFO" in done.stderr
+    assert not list((tmp_path / "results").rglob("run*"))
+
+
+def _run(tmp_path: Path, port: int, *options: str) -> SettingsError:
+    settings = Settings.of(results=str(tmp_path / "results"), port=port)
+    with pytest.raises(SettingsError) as err:
+        api.run(settings, ["seedtts"], options=list(options), progress=lambda line: None)
+    assert not list((tmp_path / "results").rglob("run*"))  # refused while planning: the claimed name released
+    return err.value
+
+
+def test_a_request_rate_whose_schedule_outlasts_a_run_is_refused_while_planning(tmp_path, port):
+    """`seedtts.request_rate=1e-9` was accepted and the client waited for a request due in about
+    1e9 s. The schedule's expected length, requests / rate, is held to MAX_SCHEDULE_S (a day)."""
+    err = _run(tmp_path, port, "seedtts.request_rate=1e-9", "seedtts.max_samples=2")
+    assert err.message.startswith("seedtts.request_rate=1e-09 is refused: 2 requests at 1e-09 per second are due "
+                                  "over 2,000,000,000 s, longer than the 86,400 s"), err.message
+    assert "at least 2.31e-05 per second" in err.hint
+    # the bound's edge, and the native client refuses what planning refuses (a client run by hand)
+    assert schedule_problem(2 / MAX_SCHEDULE_S, 2) == "" and schedule_problem(1.9 / MAX_SCHEDULE_S, 2) != ""
+    assert len(planned_offsets(2 / MAX_SCHEDULE_S, 2, seed=0) or []) == 2
+    with pytest.raises(ValueError, match="longer than the 86,400 s"):
+        planned_offsets(1e-9, 2, seed=0)
+
+
+def test_a_warmup_set_smaller_than_the_warmup_is_refused_while_planning(tmp_path, port):
+    """Both clients stop when the warm-up set holds fewer samples than the warm-up sends: that was
+    found only once the server was up; now while planning, naming the option."""
+    small = meta(tmp_path / "warm.lst", 2)
+    err = _run(tmp_path, port, f"seedtts.warmup_meta={small}", "seedtts.warmup=3")
+    assert err.message.startswith(f"seedtts.warmup_meta={small} holds 2 samples; the warm-up sends 3"), err.message
+    err = _run(tmp_path, port, f"seedtts.warmup_meta={small}")  # warmup unset: max_concurrency's 16
+    assert "holds 2 samples; the warm-up sends 16" in err.message, err.message
