@@ -245,8 +245,10 @@ def _experiment(state: Sequential, max_rounds: int = 6) -> record.Experiment:
 
 def test_the_looks_round_trip_and_a_bad_look_or_stop_is_refused_naming_the_field(tmp_path):
     path = tmp_path / "x.json"
-    state = Sequential((), 0.05, 0.05, (LATENCY,), (Look(4, 0.038, ((LATENCY, "inconclusive"),)),
-                                                    Look(6, 0.022, ((LATENCY, "worse"),))), StopReason.DECIDED, 6)
+    # the levels the rule holds the looks to: the record check recomputes them and refuses others
+    level = {n: sequential.boundary_at(Sequential((), 0.05, 0.05, (LATENCY,)), 8, n)(0.05) for n in (4, 6)}
+    state = Sequential((), 0.05, 0.05, (LATENCY,), (Look(4, level[4], ((LATENCY, "inconclusive"),)),
+                                                    Look(6, level[6], ((LATENCY, "worse"),))), StopReason.DECIDED, 6)
     experiment_file.save(path, _experiment(state, 8))
     loaded = experiment_file.load(path)
     assert loaded.sequential == state and loaded.identity.max_rounds == 8
