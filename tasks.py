@@ -20,6 +20,7 @@ from omnibench_core.cli import config
 from omnibench_core.cli import declared as d
 from omnibench_core.cli import flags as f
 from omnibench_core.cli.command import Given, command
+from omnibench_core.cli.output import error_text
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.heartbeat import working
 from omnibench_core.settings import Settings
@@ -65,11 +66,11 @@ def reported() -> Iterator[None]:
         with runner.sigterm_as_exception():
             yield
     except RunInterrupted as exc:
-        raise Exit(f"error: {exc}", code=130) from None
+        raise Exit(error_text(str(exc)), code=130) from None
     except OmnibenchError as exc:
-        raise Exit(f"error: {exc}", code=1) from None
+        raise Exit(error_text(str(exc)), code=1) from None
     except (KeyboardInterrupt, Terminated) as exc:
-        raise Exit(f"error: {runner.interrupted_message(exc)}", code=130) from None
+        raise Exit(error_text(runner.interrupted_message(exc)), code=130) from None
 
 
 def settings_from(c: Context, given: Given | None = None, **flags: object) -> Settings:
@@ -236,7 +237,7 @@ def doctor(c, given):
     emit(tables.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
-        raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
+        raise Exit(error_text(f"{len(failed)} check(s) failed: {', '.join(failed)}"), code=1)
 
 
 @command(d.STANDIN)

@@ -16,6 +16,7 @@ from ..identity import RUN_SETTINGS
 from ..registry import manager as plugin_manager
 from ..settings import Settings
 from ..stats.verdict import Verdict
+from ..store.names import COMPARISONS, REPORTS
 from ..tables import table
 from . import campaign_file, execute, record, references
 from .compare import Comparison
@@ -97,7 +98,7 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
         stats = stats_of(f"{revision.name} runs {', '.join(runs)}", dirs, environment_of(dirs[0]))
         header: dict[str, Any] = {"revision": revision.name, "runs named": ", ".join(runs),
                   "settings": settings_line({k: stats.identity.get(k) for k in RUN_SETTINGS})}
-        written = write_report(revision / "reports", stats, header)
+        written = write_report(revision / REPORTS, stats, header)
         return Reported(stats, written, None)
     path = find_campaign(settings, name)
     c, stats = campaign_stats(path)
@@ -121,7 +122,7 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots,
                                metrics=metrics)
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
-    folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
+    folder = settings.run.results_root / COMPARISONS / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values, summary))
 
 

@@ -199,7 +199,7 @@ DOCTOR = pick("target", "checkout", "port",
               port=FLAGS["port"].but(help="the port the runs will serve on (default 8000): is it free?"))
 
 STANDIN = {
-    "out": Flag(f.text(empty=False), "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
+    "out": Flag(f.new_path(), "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
                 "standin-sglang-omni"),
     "commits": Flag(f.positive_int(), "how many commits of history (default 1)", 1),
     "regress_at": Flag(f.positive_int(), "from this commit (1-based) on, a planted regression: --delay-ms per "
@@ -207,7 +207,7 @@ STANDIN = {
     "delay_ms": Flag(f.number(0), "latency added per request from --regress-at on (default 50)", 50.0),
     "fail_stage": Flag(f.choice(tuple(CI_STAGES)), "a CI stage that cannot pass from --regress-at "
                        "on (every commit without it)"),
-    "fake_gpus": Flag(f.text(empty=False), "also write a fake nvidia-smi into this folder (for a machine without a "
+    "fake_gpus": Flag(f.new_path(), "also write a fake nvidia-smi into this folder (for a machine without a "
                       "GPU; put it first on PATH)"),
     "fake_gpu_count": Flag(f.positive_int(), f"GPUs the fake nvidia-smi has (default {DEFAULT_GPUS}, a pair)",
                            DEFAULT_GPUS),
@@ -268,8 +268,8 @@ HISTORY = {
     "checkout": FLAGS["checkout"].but(help="the git repository whose first-parent order the series follow (default "
                                       "the checkout setting)"),
     "results": FLAGS["results"].but(help="results root (its history.sqlite)"),
-    "json": Flag(f.text(), "also save the history as JSON in this file", ""),
-    "summary": Flag(f.text(), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
+    "json": Flag(f.new_path("file", empty=True), "also save the history as JSON in this file", ""),
+    "summary": Flag(f.new_path("file", empty=True), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
                     "appended to $GITHUB_STEP_SUMMARY when that is set", ""),
     "rebuild": Flag(f.SWITCH, "make the database again from the run directories first", False),
     "bisect": Flag(f.SWITCH, "bisect each change point that holds untested commits (needs --metric), as invoke "
@@ -326,7 +326,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
                              "(default: none, every run on the settings' own port, GPUs and CPUs)"))
 
 PUBLISH = {
-    "out": Flag(f.text(empty=False), "the site's folder (made, or replaced if it holds an earlier site; any other "
+    "out": Flag(f.new_path(), "the site's folder (made, or replaced if it holds an earlier site; any other "
                 "folder is refused)", REQUIRED),
     "target": FLAGS["target"].but(help="only this target's series (default: every target)"),
     "workload": Flag(f.text(empty=False), "only this workload's series"),

@@ -22,7 +22,7 @@ from ..errors import SettingsError
 from ..records import SCORE_WORDS, ScorePolicy
 from ..records.options import format_value
 from ..settings import Settings
-from ..store.names import check_name
+from ..store.names import SWEEPS, check_name
 from .curve import PointResult
 from .points import (
     CONCURRENCY_OPTION,
@@ -159,7 +159,7 @@ def _measure(settings: Settings, spec: SweepSpec, progress: Callable[[str], None
                            spec.runs, spec.retries, spec.scoring, api.score_policy([spec.workload], spec.score, ()))
         # every point measures the revision the sweep began on: a commit between points stops it
         outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix),
-                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / "sweeps" / spec.sweep_name()))
+                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / SWEEPS / spec.sweep_name()))
         paths.append(outcome.path)
     return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
                                              for point, path in zip(spec.points, paths, strict=True)), tuple(paths))
