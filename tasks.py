@@ -128,9 +128,9 @@ def sweep_load(c, given):
 def report_runs(c, given):
     """A campaign's report: each metric's mean, sample sd, values by run, direction, spread and flags."""
     name, runs = given.name, given.runs
+    what = "runs " + ", ".join(runs) if runs else name or "the newest finished campaign"
     with reported():
-        with working(emit, f"reporting {f'runs {runs}' if runs else name or 'the latest campaign'}: reading its runs, "
-                           "writing the report and its plots"):
+        with working(emit, f"reporting {what}: reading its runs, writing the report and its plots"):
             made = campaign.report(settings_from(c, given), name or None, runs=runs)
     emit(campaign.report_text(made))
 

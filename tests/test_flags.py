@@ -371,3 +371,19 @@ def test_every_command_that_takes_a_name_refuses_each_hostile_one_in_one_line_be
                 continue  # Invoke's own parser took -x for the task's flag -x (ab has one): refused too
             assert "refused" in err and repr(name)[1:-1] in err and why.split(", ")[0] in err, (task, name, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "a refused command made a folder"
+
+
+def test_history_and_publish_refuse_a_checkout_that_does_not_exist_as_run_does(tmp_path, monkeypatch, capsys):
+    """Issue 46, item 5: `history --checkout /no/such` was silently ignored (the series fell back to
+    their own order); run refused it. Now all three say the same, before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INVOKE_OMNIBENCH_RESULTS", str(tmp_path / "results"))
+    missing = str(tmp_path / "no-such-checkout")
+    said = {}
+    for task, argv in {"run": ["run", "-w", "selftest", "--target", "sglang-omni"], "history": ["history"],
+                       "publish": ["publish", "--out", "site"]}.items():
+        code, err = in_process([*argv, "--checkout", missing], capsys)
+        said[task] = err.splitlines()[0]
+        assert code == 1, (task, err)
+    assert set(said.values()) == {f"error: no sglang-omni checkout at {missing}"}, said
+    assert not (tmp_path / "results").exists() and not (tmp_path / "site").exists()
