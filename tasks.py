@@ -119,7 +119,7 @@ def sweep_load(c, given):
             options=given.opt or [], client=given.client, retries=given.retries, scoring=given.scoring, slo=given.slo,
             name=given.name, upstream=given.upstream, score=given.score)
         result = sweep_execute.run_sweep(settings, spec, progress=emit)
-        with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
+        with working(emit, f"writing sweep {result.spec.sweep_name()} (table and plot)"):
             written = sweep_writing.write_sweep(result, settings.run.results_root)
     emit(sweep_writing.sweep_text(result, written))
 
