@@ -298,7 +298,8 @@ def history(c, given):
             bisect=given.bisect, json_out=given.json or None, min_effect=given.min_effect, progress=emit,
             summary_out=given.summary or None,
             slot_flags=history_layer.SlotFlags(given.slots, given.slot_per, given.slot_cpus, given.threshold))
-    emit(history_layer.outcome_text(done, history_texts.history_text(done.history)))
+    emit(tables.screenful(history_layer.outcome_text(done, history_texts.history_text(done.history)),
+                          "--metric NAME shows one metric, --json FILE saves all of it, --wide prints it whole"))
 
 
 @command(d.AB)

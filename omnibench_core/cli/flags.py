@@ -23,12 +23,14 @@ from ..process.cpus import check_cpus_here
 from ..settings import parse_cpu_list
 from ..setup.gitinfo import OPTION_LIKE
 from ..store.names import NAME_PUNCTUATION, name_problem, new_path_problem
+from ..tables import full_width
 from .output import error_text
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
 # o and t are taken, and show it as "--=STRING").
 RESERVED_SHORT_FLAGS = frozenset({"h", "_", "-"})
+LONG_ONLY = frozenset({"wide"})  # flags of many tasks whose first letters are taken in some of them
 
 
 class FlagError(SettingsError):
@@ -382,6 +384,8 @@ class FlagTask(Task):  # type: ignore[type-arg]  # invoke.Task is generic only i
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         """Invoke's options for one argument, with ``-h`` kept for help and no conversion."""
         opts = super().arg_opts(name, default, taken_names | RESERVED_SHORT_FLAGS)
+        if name in LONG_ONLY:  # the same spelling in every task: no short flag that differs task by task
+            opts["names"] = [n for n in opts["names"] if len(n) > 1]
         if opts.get("kind") not in (bool, list):
             opts["kind"] = str  # the check converts, with a message; Invoke's int() would raise
         check = self.checks.get(name)
@@ -408,7 +412,8 @@ class FlagTask(Task):  # type: ignore[type-arg]  # invoke.Task is generic only i
             checked = parse_flags(self.checks, kwargs)
         except FlagError as exc:
             raise Exit(error_text(exc.message), code=1) from None
-        return super().__call__(*args, **checked)
+        with full_width(bool(checked.get("wide"))):  # --wide: every table and summary of the task whole
+            return super().__call__(*args, **checked)
 
 
 def _print_help(task: Task) -> str | None:  # type: ignore[type-arg]
