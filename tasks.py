@@ -20,6 +20,7 @@ from omnibench_core.cli import config
 from omnibench_core.cli import declared as d
 from omnibench_core.cli import flags as f
 from omnibench_core.cli.command import Given, command
+from omnibench_core.cli.output import error_text
 from omnibench_core.errors import OmnibenchError, RunInterrupted, Terminated
 from omnibench_core.heartbeat import working
 from omnibench_core.settings import Settings
@@ -65,11 +66,11 @@ def reported() -> Iterator[None]:
         with runner.sigterm_as_exception():
             yield
     except RunInterrupted as exc:
-        raise Exit(f"error: {exc}", code=130) from None
+        raise Exit(error_text(str(exc)), code=130) from None
     except OmnibenchError as exc:
-        raise Exit(f"error: {exc}", code=1) from None
+        raise Exit(error_text(str(exc)), code=1) from None
     except (KeyboardInterrupt, Terminated) as exc:
-        raise Exit(f"error: {runner.interrupted_message(exc)}", code=130) from None
+        raise Exit(error_text(runner.interrupted_message(exc)), code=130) from None
 
 
 def settings_from(c: Context, given: Given | None = None, **flags: object) -> Settings:
@@ -118,7 +119,7 @@ def sweep_load(c, given):
             options=given.opt or [], client=given.client, retries=given.retries, scoring=given.scoring, slo=given.slo,
             name=given.name, upstream=given.upstream, score=given.score)
         result = sweep_execute.run_sweep(settings, spec, progress=emit)
-        with working(emit, f"writing sweep {spec.sweep_name()} (table and plot)"):
+        with working(emit, f"writing sweep {result.spec.sweep_name()} (table and plot)"):
             written = sweep_writing.write_sweep(result, settings.run.results_root)
     emit(sweep_writing.sweep_text(result, written))
 
@@ -127,9 +128,9 @@ def sweep_load(c, given):
 def report_runs(c, given):
     """A campaign's report: each metric's mean, sample sd, values by run, direction, spread and flags."""
     name, runs = given.name, given.runs
+    what = "runs " + ", ".join(runs) if runs else name or "the newest finished campaign"
     with reported():
-        with working(emit, f"reporting {f'runs {runs}' if runs else name or 'the latest campaign'}: reading its runs, "
-                           "writing the report and its plots"):
+        with working(emit, f"reporting {what}: reading its runs, writing the report and its plots"):
             made = campaign.report(settings_from(c, given), name or None, runs=runs)
     emit(campaign.report_text(made))
 
@@ -236,7 +237,7 @@ def doctor(c, given):
     emit(tables.table(((k.name, k.status, k.detail, k.fix) for k in checks), ("check", "status", "detail", "fix")))
     failed = [k.name for k in checks if k.status == "FAIL"]
     if failed:
-        raise Exit(f"{len(failed)} check(s) failed: {', '.join(failed)}", code=1)
+        raise Exit(error_text(f"{len(failed)} check(s) failed: {', '.join(failed)}"), code=1)
 
 
 @command(d.STANDIN)
@@ -297,7 +298,8 @@ def history(c, given):
             bisect=given.bisect, json_out=given.json or None, min_effect=given.min_effect, progress=emit,
             summary_out=given.summary or None,
             slot_flags=history_layer.SlotFlags(given.slots, given.slot_per, given.slot_cpus, given.threshold))
-    emit(history_layer.outcome_text(done, history_texts.history_text(done.history)))
+    emit(tables.screenful(history_layer.outcome_text(done, history_texts.history_text(done.history)),
+                          "--metric NAME shows one metric, --json FILE saves all of it, --wide prints it whole"))
 
 
 @command(d.AB)

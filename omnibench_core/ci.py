@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import GateError
 from .jsonio import write_json
+from .process.capture import capture
 from .process.processes import build_env, log_tail, start_group
 from .records import CiStage, short_revision
 from .run import rev_ok
@@ -38,6 +39,7 @@ TIMEOUT_EXIT = 124  # as timeout(1)
 # sglang-omni's .github/scripts/run_flaky_pytest.sh (sgl-project/sglang-omni at 2e14a391fe29) runs each
 # attempt with OMNI_CI_ATTEMPT=<n> (1, 2, ...) and stops retrying when the clean-up before a retry fails.
 ATTEMPT_ENV = "OMNI_CI_ATTEMPT"
+PYTEST_PROBE_S = 120.0  # `import pytest` on the checkout's python: a cold disk, a venv on NFS
 
 
 def taskset_cpu_list(cpus: Iterable[int]) -> str:
@@ -143,6 +145,7 @@ class CiRun:
         self.allowed_dirty = allowed_dirty | frozenset(state.files)
         self.checkout, self.python, self.revision = co.root, co.python, co.revision
         self.env = prepare_env(settings, co.root, co.venv)
+        self._check_pytest()
         ci_root = ci_dir(settings.run.results_root, short_revision(co.revision) + state.folder_suffix())
         self.out_dir = out_dir or ci_root / next_run_name(ci_root)
         self.env["SGLANG_OMNI_ROUTER_BIN"] = self._router()
@@ -153,6 +156,22 @@ class CiRun:
         (self.out_dir / COMMIT_NAME).write_text(co.revision + "\n")
         self.results: list[StageResult] = []
         progress(f"CI_READY {self.out_dir} (router {self.env['SGLANG_OMNI_ROUTER_BIN']})")
+
+    def _check_pytest(self) -> None:
+        """Every stage is ``python -m pytest`` on the checkout's python: one without pytest is
+        said once, before the router is built, not as ten stages failing with ``No module named
+        pytest`` (issue 46). Asked within :data:`PYTEST_PROBE_S` (process/capture.py)."""
+        argv = [str(self.python), "-c", "import pytest"]
+        done = capture(argv, PYTEST_PROBE_S, env=self.env, cwd=str(self.checkout))
+        if done.ok:
+            return
+        said = (done.stderr.strip().splitlines() or [""])[-1]
+        raise CiNotReady(f"the checkout's python {self.python} cannot import pytest, and every CI stage runs "
+                         f"`python -m pytest`: {done.why(PYTEST_PROBE_S)}" + (f" ({said})" if said else ""),
+                         evidence={"python": str(self.python), "command": " ".join(argv)},
+                         hint=f"install it there: {self.python} -m pip install pytest (the stand-in's venv is "
+                              "omnibench's own python: install omnibench's test extra, python3 -m pip install -e "
+                              "'.[test]'); docs/gpu-host.md")
 
     def _router(self) -> str:
         argv = [self.bash, ROUTER_SCRIPT, "build"]

@@ -11,10 +11,12 @@ because GitHub finds them in the rendered text, after escapes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from tabulate import tabulate
@@ -77,9 +79,87 @@ def emit(text: str) -> None:
         os.close(devnull)
 
 
-def table(rows: Iterable[Sequence[object]], headers: Sequence[str]) -> str:
-    """A plain-text table."""
-    return tabulate(list(rows), headers=list(headers), tablefmt="simple", disable_numparse=True)
+# --wide: tables at their full width and summaries whole (a task's flag sets it for its body)
+_WIDE: ContextVar[bool] = ContextVar("omnibench_wide", default=False)
+MIN_COLUMN = 8  # a wrapped column keeps at least this many characters
+GAP = 2  # tabulate's "simple" format: two spaces between columns
+
+
+@contextlib.contextmanager
+def full_width(wide: bool) -> Iterator[None]:
+    """Inside, tables are printed at their full width and summaries whole when ``wide``."""
+    token = _WIDE.set(wide)
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def _size(name: str, index: int) -> int | None:
+    """$COLUMNS or $LINES when set, else the terminal's (standard output's) size; None when
+    standard output is no terminal and the variable is unset: a file or pipe gets everything."""
+    value = os.environ.get(name, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno())[index] if sys.stdout.isatty() else None
+    except (OSError, ValueError):
+        return None
+
+
+def terminal_width() -> int | None:
+    """The width tables are fitted to: $COLUMNS, else the terminal's; None (no limit) for a pipe
+    or with ``--wide``."""
+    return None if _WIDE.get() else _size("COLUMNS", 0)
+
+
+def terminal_height() -> int | None:
+    """The lines a summary may take: $LINES, else the terminal's; None for a pipe or ``--wide``."""
+    return None if _WIDE.get() else _size("LINES", 1)
+
+
+def _caps(widths: Sequence[int], budget: int) -> list[int]:
+    """Each column's width so that they sum to ``budget`` at most: the narrow ones whole, the
+    others sharing what is left alike (never under :data:`MIN_COLUMN`)."""
+    caps, left, todo = list(widths), budget, sorted(range(len(widths)), key=lambda i: widths[i])
+    for k, i in enumerate(todo):
+        fair = left // (len(todo) - k)
+        if widths[i] <= fair:
+            left -= widths[i]
+            continue
+        for j in todo[k:]:
+            caps[j] = max(fair, MIN_COLUMN)
+        break
+    return caps
+
+
+def table(rows: Iterable[Sequence[object]], headers: Sequence[str], width: int | None = None) -> str:
+    """A plain-text table, fitted to ``width`` (default :func:`terminal_width`): when wider, its
+    widest columns are wrapped onto more lines, the narrow ones kept whole."""
+    cells = [[str(c) for c in row] for row in rows]
+    plain = tabulate(cells, headers=list(headers), tablefmt="simple", disable_numparse=True)
+    limit = terminal_width() if width is None else width
+    if limit is None or max((len(line) for line in plain.splitlines()), default=0) <= limit:
+        return plain
+    columns = max([len(headers), *(len(r) for r in cells)])
+    # tabulate pads a header by 2 (its MIN_PADDING): a column is never narrower than that
+    widths = [max([len(headers[i]) + 2 if i < len(headers) else 0,
+                   *(len(line) for r in cells if i < len(r) for line in r[i].splitlines())]) for i in range(columns)]
+    caps = _caps(widths, limit - GAP * (columns - 1))
+    return tabulate(cells, headers=list(headers), tablefmt="simple", disable_numparse=True, maxcolwidths=caps,
+                    maxheadercolwidths=[max(c - 2, 1) for c in caps])
+
+
+def screenful(text: str, pointer: str, height: int | None = None) -> str:
+    """``text`` whole when it fits on a screen (``height``, default :func:`terminal_height`);
+    else its first lines and one more that counts the rest and says where to see them
+    (``pointer``: a narrower flag, a file, ``--wide``)."""
+    limit = terminal_height() if height is None else height
+    lines = text.splitlines()
+    if limit is None or len(lines) <= limit:
+        return text
+    shown = max(limit - 1, 1)
+    return "\n".join([*lines[:shown], f"... {len(lines) - shown} more lines ({len(lines)} in all): {pointer}"])
 
 
 def plugins_table(rows: Iterable[Any]) -> str:

@@ -152,7 +152,8 @@ def test_report_refuses_runs_of_different_measurements(tmp_path, port):
     b = api.run(settings, ["selftest"], options=["selftest.requests=4"], progress=QUIET)
     with pytest.raises(MixedRuns) as err:
         campaign.report(settings, runs=[a.run_dir.name, b.run_dir.name])
-    assert err.value.evidence["differences"] == "run1 vs run0: options.selftest.requests: 8 != 4"
+    # in the label's order: run0's value, then run1's (issue 46: the label read "run1 vs run0")
+    assert err.value.evidence["differences"] == "run0 vs run1: options.selftest.requests: 8 != 4"
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "invoke", "report", "--runs", f"{a.run_dir.name},{b.run_dir.name}"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

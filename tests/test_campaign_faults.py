@@ -94,6 +94,12 @@ def _revision(results: Path) -> Path:
     return revision
 
 
+def _report_gone(results: Path) -> None:
+    """base's report.md removed: the next `report --name base` must write (report-2), where a look
+    at a whole, unchanged report writes nothing (issue 46)."""
+    (_revision(results) / "campaigns" / "base" / "report.md").unlink()
+
+
 # -- 1. deferred scoring cut short ---------------------------------------------------------------
 @pytest.mark.slow
 def test_deferred_scoring_cut_short_keeps_the_generated_runs(tmp_path):
@@ -154,6 +160,7 @@ def test_a_signal_while_the_report_is_written_leaves_nothing_half_written(result
     """strace injects the signal as report-2.md's temporary file is renamed onto it, before its JSON:
     a real signal at the worst moment. The next report replaces the partial one."""
     folder = _revision(results) / "campaigns" / "base"
+    _report_gone(results)
     before = _empty_files(results)
     tmp_name = str(folder / ".report-2.md.partial")
     done = subprocess.run([STRACE, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
@@ -283,6 +290,7 @@ def test_a_read_only_results_root_is_a_storage_error(made, tmp_path, mounts):
     ro.mkdir()
     src = tmp_path / "src"
     shutil.copytree(made, src, symlinks=True)
+    _report_gone(src)
     mounts("--bind", str(src), str(ro))
     mounts("-o", "remount,ro,bind", str(ro))
     _storage_refused(ro, "EROFS")
@@ -312,6 +320,7 @@ def test_a_full_disk_or_no_inodes_is_a_storage_error(made, tmp_path, mounts, fau
     fs.mkdir()
     mounts("-t", "tmpfs", "-o", "size=4m,nr_inodes=2000", "tmpfs", str(fs))
     shutil.copytree(made, fs / "results", symlinks=True)
+    _report_gone(fs / "results")
     fault(fs)
     _storage_refused(fs / "results", "ENOSPC")
 
@@ -321,6 +330,7 @@ def test_immutable_campaigns_folder_is_a_storage_error(results):
     """campaigns/ and all in it made immutable (chattr -R +i): measure and report, which write
     there, are refused; compare writes elsewhere (comparisons/)."""
     campaigns = _revision(results) / "campaigns"
+    _report_gone(results)
     if subprocess.run(["chattr", "-R", "+i", str(campaigns)], capture_output=True).returncode != 0:
         pytest.skip("this file system refuses chattr +i")
     try:

@@ -217,6 +217,24 @@ def test_no_checkout_is_said_once_in_a_few_lines(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_checkout_python_without_pytest_is_said_once_before_the_router_is_built(tmp_path):
+    """Issue 46: on the stand-in, whose venv is omnibench's python, every one of the ten stages
+    failed with `No module named pytest`. Now CI_READY asks once and says what to install."""
+    checkout = make_ci_checkout(tmp_path / "sglang-omni")
+    python = checkout / "omni" / "bin" / "python"
+    python.unlink()  # a python that sees no site-packages: no pytest
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    python.chmod(0o755)
+    done = nox_ci(tmp_path, checkout)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert out.count(f"aborted: the checkout's python {python} cannot import pytest") == 1, out
+    assert "No module named 'pytest'" in out and "-m pip install pytest" in out and "docs/gpu-host.md" in out
+    assert out.count("skipped: not run: the checkout's python") == 9
+    assert not (checkout / "order.log").exists() and not (checkout / "calls.log").exists()  # no stage, no router
+
+
+@pytest.mark.slow
 def test_ci_ready_refuses_an_existing_output_dir(tmp_path):
     checkout = make_ci_checkout(tmp_path / "sglang-omni")
     (tmp_path / "taken").mkdir()

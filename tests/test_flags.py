@@ -312,7 +312,8 @@ def test_invokes_bare_parse_errors_get_hints_that_lead_somewhere(invoke):
     given as a flag points to --opt, a misspelt flag or task to the close one, a campaign name
     given as a positional word to --name."""
     done = invoke("run", "--workload", "seedtts", "--max-samples", "3")
-    assert done.returncode == 1 and "No idea what '--max-samples' is!" in done.stderr
+    # one error prefix (issue 46): Invoke's own parse errors begin as omnibench's do
+    assert done.returncode == 1 and done.stderr.startswith("error: No idea what '--max-samples' is!")
     assert "--opt seedtts.max_samples=VALUE" in done.stderr and "invoke plugins --options" in done.stderr
     done = invoke("measure", "--runz", "3")
     assert done.returncode == 1 and "did you mean --runs?" in done.stderr, done.stderr
@@ -329,3 +330,60 @@ def test_parse_hints_stay_quiet_on_other_parse_errors():
     assert f.parse_hints("'--port' needs a value", "run", ["--port"], ["run"], lambda: []) == []
     assert f.parse_hints("No idea what 'zzzz' is!", None, [], ["run", "measure"], lambda: []) == \
         ["`invoke --list` lists the tasks"]
+
+
+def in_process(argv: list[str], capsys) -> tuple[int, str]:
+    """The user's command through Invoke's own parser and omnibench's flag checks, in this process
+    (a subprocess per name would cost a second each): its exit code and standard error."""
+    from invoke import Program
+
+    from omnibench_core.cli import output
+
+    code, program = 0, Program(namespace=load_tasks().ns)
+    f.explain_parse_errors(program, lambda: [])  # as tasks.py does to the running program
+    try:
+        program.run(["invoke", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith(output.ERROR_PREFIX), err
+    return code, err
+
+
+def test_every_command_that_takes_a_name_refuses_each_hostile_one_in_one_line_before_anything_starts(
+        tmp_path, monkeypatch, capsys):
+    """Issue 46, item 4: a leading -, spaces, an RTL override, a zero-width space, U+0085, U+2028, a
+    fullwidth / and foo.lock (which measured every run, then could not write its report) were
+    accepted. Now each command that takes a name refuses each in one line, naming the character,
+    before a folder exists; a folder a user has them make (standin, publish) too."""
+    from test_store import HOSTILE_NAMES
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INVOKE_OMNIBENCH_RESULTS", str(tmp_path / "results"))
+    commands = {"measure": ["measure", "-w", "selftest", "--name={}"], "ab": ["ab", "-w", "selftest", "--name={}"],
+                "run": ["run", "-w", "selftest", "--run-name={}"], "sweep": ["sweep", "selftest", "--name={}"],
+                "standin": ["standin", "--out={}"], "publish": ["publish", "--out=site/{}"]}
+    for name, why in HOSTILE_NAMES.items():
+        for task, argv in commands.items():
+            code, err = in_process([a.format(name) for a in argv], capsys)
+            assert code == 1 and len(err.strip().splitlines()) == 1, (task, name, err)
+            if name == "-x" and "needed value" in err:
+                continue  # Invoke's own parser took -x for the task's flag -x (ab has one): refused too
+            assert "refused" in err and repr(name)[1:-1] in err and why.split(", ")[0] in err, (task, name, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "a refused command made a folder"
+
+
+def test_history_and_publish_refuse_a_checkout_that_does_not_exist_as_run_does(tmp_path, monkeypatch, capsys):
+    """Issue 46, item 5: `history --checkout /no/such` was silently ignored (the series fell back to
+    their own order); run refused it. Now all three say the same, before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INVOKE_OMNIBENCH_RESULTS", str(tmp_path / "results"))
+    missing = str(tmp_path / "no-such-checkout")
+    said = {}
+    for task, argv in {"run": ["run", "-w", "selftest", "--target", "sglang-omni"], "history": ["history"],
+                       "publish": ["publish", "--out", "site"]}.items():
+        code, err = in_process([*argv, "--checkout", missing], capsys)
+        said[task] = err.splitlines()[0]
+        assert code == 1, (task, err)
+    assert set(said.values()) == {f"error: no sglang-omni checkout at {missing}"}, said
+    assert not (tmp_path / "results").exists() and not (tmp_path / "site").exists()

@@ -47,7 +47,24 @@ def test_measure_is_a_campaign_with_its_report(invoke, tmp_path, port):
     assert committed and indexed_subject == subject
     assert all(html.escape(subject) in p.read_text() for p in pages)
     (folder / "run3-incomplete").mkdir()  # moved aside: never part of a report
+    # Issue 46: a newer campaign still being measured is passed over, and named; the look at the
+    # finished one, whose runs, values and settings did not change, writes nothing new.
+    reports = folder / "campaigns" / "selftest_local"
+    running = json.loads((folder / "campaigns" / "selftest_local.json").read_text())
+    (folder / "campaigns" / "newer.json").write_text(json.dumps({**running, "name": "newer", "status": "running"}))
+    look = invoke("report")
+    assert look.returncode == 0, look.stderr
+    assert f"\nthe newest finished campaign of {folder.name}: selftest_local (newer, still running, not reported: " \
+           "newer;" in look.stdout, look.stdout
+    assert f"report: {reports / 'report.md'}" in look.stdout and "nothing changed since this report" in look.stdout
+    assert not (reports / "report-2.md").exists() and not (folder / "campaigns" / "newer").exists()
+    # a value that changed (run2's metrics.json edited): the next look writes report-2, keeping report
+    metrics = json.loads((folder / "run2" / "metrics.json").read_text())
+    metrics["metrics"]["selftest.latency_mean_s"] *= 2
+    (folder / "run2" / "metrics.json").write_text(json.dumps(metrics))
     again = invoke("report")
     assert again.returncode == 0, again.stderr
     assert "report-2.md" in again.stdout and "an earlier report is kept" in again.stdout
-    assert json.loads((folder / "campaigns" / "selftest_local" / "report-2.json").read_text())["runs"] == ["run1", "run2"]
+    assert json.loads((reports / "report-2.json").read_text())["runs"] == ["run1", "run2"]
+    (folder / "campaigns" / "newer.json").write_text(json.dumps({**running, "name": "newer"}))  # finished now
+    assert f"\nthe newest finished campaign of {folder.name}: newer\n" in invoke("report").stdout

@@ -310,3 +310,46 @@ def test_a_campaign_file_whose_name_or_revision_is_a_path_is_refused_naming_the_
         with pytest.raises(CampaignFileError) as caught:
             cf.load(path)
         assert caught.value.evidence["field"] == field and repr(bad) in caught.value.message
+
+
+# Issue 46, item 4: names a person would not type, each with what its refusal must name.
+HOSTILE_NAMES = {
+    "-x": "starts with '-'",
+    " x": "starts with U+0020 SPACE",
+    "x ": "ends with U+0020 SPACE",
+    "   ": "U+0020 SPACE",
+    "ab\u202ecd": "U+202E RIGHT-TO-LEFT OVERRIDE, a bidi control",
+    "ab\u200bcd": "U+200B ZERO WIDTH SPACE, a format character",
+    "ab\x85cd": "U+0085 NEXT LINE, a control character",
+    "ab\u2028cd": "U+2028 LINE SEPARATOR, a separator",
+    "ab\uff0fcd": "U+FF0F FULLWIDTH SOLIDUS, a compatibility form of '/'",
+    "foo.lock": "ends in '.lock'",
+    "foo.JSON": "ends in '.json'",
+    ".x": "starts with '.'",
+    "x.": "ends with '.'",
+    "a,b": "U+002C COMMA",
+    "campaigns": "a folder omnibench keeps",
+    "e\u0301": "not in NFKC form",
+    "x" * 121: "at most 120",
+}
+
+
+def test_the_one_name_rule_is_an_allow_list_and_names_the_character_and_why(tmp_path):
+    """Issue 46, item 4: each hostile name is refused by the library's rule, naming the character by
+    code point and Unicode name (or the file it would meet); names a person types pass."""
+    from omnibench_core.errors import BadName
+    from omnibench_core.store.names import campaign_path, check_name, lock_path, name_problem
+
+    for bad, why in HOSTILE_NAMES.items():
+        with pytest.raises(BadName) as caught:
+            check_name(bad, "campaign name")
+        message = caught.value.message
+        assert all(part in message for part in why.split(", ")) and "\n" not in message, (bad, message)
+        assert caught.value.hint.startswith("give a plain name")
+    for good in ("seedtts-c1-2-4", "run_1+2.x@y=z", "café", "測試", "A1"):
+        assert name_problem(good) == "", good
+    # why a name may not end in .lock: foo.lock's report folder (campaigns/foo.lock/) is foo's lock file
+    foo, foo_lock = campaign_path(tmp_path, "foo"), campaign_path(tmp_path, "foo.lock")
+    assert lock_path(foo) == foo_lock.parent / "foo.lock"
+    # names omnibench made and keeps on disk are still found (a lookup is not a new name)
+    assert campaign_path(tmp_path, "seedtts_seedtts.data_dir-_a_b.lock").name.endswith(".lock.json")

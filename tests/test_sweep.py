@@ -282,6 +282,27 @@ def test_sweeps_of_other_options_get_other_names():
     assert execute.SweepSpec("seedtts", (), runs=2).sweep_name() == "sweep-seedtts"
 
 
+def test_a_sweeps_name_is_read_from_its_flags_and_one_named_by_its_digest_before_is_still_found(tmp_path):
+    """Issue 46, item 5: sweeps were named by a digest (sweep-seedtts-e07b4afe) a user had to copy.
+    Now by their flags in words; the digest is kept in the record, and a sweep measured under its
+    digest name is resumed there (its folder, or only its points' campaigns, on disk)."""
+    spec = execute.SweepSpec("seedtts", tuple(load_points([1, 4], [])), runs=2,
+                             options=("seedtts.max_samples=4", "seedtts.stream=true"), client="sglang")
+    assert spec.sweep_name() == "sweep-seedtts-max_samples-4_stream-true_client-sglang"
+    assert spec.campaign_name(spec.points[0]) == "sweep-seedtts-max_samples-4_stream-true_client-sglang.c1"
+    assert execute.SweepSpec("seedtts", (), runs=2, upstream=True).sweep_name() == "sweep-seedtts-upstream"
+    old = f"sweep-seedtts-{spec.options_digest()}"
+    assert spec.older_name() == old and len(spec.options_digest()) == 8
+    assert spec.on_disk(tmp_path).sweep_name() == spec.sweep_name()  # nothing on disk: the new name
+    (tmp_path / "campaigns").mkdir()
+    (tmp_path / "campaigns" / f"{old}.c1.json").write_text("{}")  # a point measured under the old name
+    assert spec.on_disk(tmp_path).sweep_name() == old
+    (tmp_path / "sweeps" / spec.sweep_name()).mkdir(parents=True)  # once under the new name: that one
+    assert spec.on_disk(tmp_path).sweep_name() == spec.sweep_name()
+    given = execute.SweepSpec("seedtts", (), runs=2, options=spec.options, name="mine")
+    assert given.on_disk(tmp_path).sweep_name() == "mine"
+
+
 def test_a_name_that_is_no_sweep_is_not_compared_as_one(tmp_path):
     from omnibench_core.settings import Settings
     from omnibench_core.sweep import compare
@@ -394,6 +415,8 @@ def test_the_docs_concurrency_sweep_writes_the_table_the_plot_and_the_knee(concu
     results, done = concurrency_swept.results, concurrency_swept.done
     folder = _sweep_folder(results, "c1_c4")
     record = json.loads((folder / "sweep.json").read_text())
+    # named by its flags, in words; the digest it was named by before is kept in the record
+    assert folder.parent.name == record["sweep"] == "sweep-seedtts-max_samples-4" and len(record["options_digest"]) == 8
     by = {p["label"]: p for p in record["points"]}
     assert list(by) == ["c1", "c4"] and all(p["runs"] == 2 and p["failed"] == 0 for p in by.values())
     assert all(p["throughput_qps"] > 0 and 0 < p["latency_mean_s"] <= p["latency_p95_s"] for p in by.values())

@@ -11,11 +11,11 @@ refused.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import CampaignFileError, storage_error
+from ..errors import CampaignFileError, OmnibenchError, storage_error
 from ..identity import Identity
 from ..jsonio import loads, read_json, write_json
 from ..records import SCORE_WORDS, ScorePolicy
@@ -28,7 +28,7 @@ from .record import SCORINGS, Asked, Attempt, Campaign, now_iso
 FORMAT = 1  # the campaign file's format; a newer one is refused, never guessed at
 MIGRATIONS: dict[int, versions.Migration] = {}  # format N -> N + 1; none yet
 
-__all__ = ["FORMAT", "campaign_path", "from_record", "latest", "load", "name_for", "parse", "path_for", "save"]
+__all__ = ["FORMAT", "campaign_path", "from_record", "latest_finished", "load", "name_for", "parse", "path_for", "save"]
 
 
 def save(path: Path, campaign: Campaign, *, stamp: bool = True) -> Campaign:
@@ -200,10 +200,30 @@ def load(path: Path, data: bytes | None = None) -> Campaign:
 
 
 
-def latest(revision_dir: Path) -> Path | None:
-    """The campaign file of ``revision_dir`` changed last."""
-    files = sorted(campaign_files(revision_dir), key=lambda p: p.stat().st_mtime)
-    return files[-1] if files else None
+@dataclass(frozen=True)
+class Latest:
+    """The newest campaign of a revision folder that is no longer being measured (``path``, None
+    when there is none) and the newer ones passed over, still ``running`` (being measured, or
+    cut short by a kill): ``invoke report`` with no name reports ``path`` and names both."""
+
+    path: Path | None
+    passed_over: tuple[str, ...]
+
+
+def latest_finished(revision_dir: Path) -> Latest:
+    """The campaign file of ``revision_dir`` changed last whose status is not ``running``, and the
+    names of the newer ones that are (a file that cannot be read is reported, not passed over:
+    its error names it)."""
+    passed: list[str] = []
+    for path in sorted(campaign_files(revision_dir), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            running = load(path).status == CampaignStatus.RUNNING
+        except OmnibenchError:
+            running = False
+        if not running:
+            return Latest(path, tuple(passed))
+        passed.append(path.stem)
+    return Latest(None, tuple(passed))
 
 
 def name_for(revision_dir: Path, identity: Identity) -> str:

@@ -16,6 +16,7 @@ from ..identity import RUN_SETTINGS
 from ..registry import manager as plugin_manager
 from ..settings import Settings
 from ..stats.verdict import Verdict
+from ..store.names import COMPARISONS, REPORTS
 from ..tables import table
 from . import campaign_file, execute, record, references
 from .compare import Comparison
@@ -40,6 +41,7 @@ class Reported:
     stats: RunSetStats
     written: Written
     campaign: record.Campaign | None
+    picked: str = ""  # how a campaign no one named was chosen ("" when it was named)
 
 
 @dataclass(frozen=True)
@@ -70,18 +72,39 @@ def campaign_done(settings: Settings, path: Path, progress: Callable[[str], None
 
 
 def find_campaign(settings: Settings, ref: str | None) -> Path:
-    """A campaign file from NAME (this revision folder), REVISION/NAME, a file path, or None (the latest)."""
+    """A campaign file from NAME (this revision folder), REVISION/NAME, a file path, or None (the
+    newest one no longer being measured: :func:`latest_campaign`)."""
+    return latest_campaign(settings)[0] if not ref else _named_campaign(settings, ref)
+
+
+def latest_campaign(settings: Settings) -> tuple[Path, str]:
+    """The newest campaign of this revision folder that is no longer being measured, and a line
+    saying so (naming the newer ones passed over); none there is an error naming those."""
+    revision = api.revision_dir(settings)
+    found = campaign_file.latest_finished(revision)
+    newer = ", ".join(found.passed_over)
+    if found.path is None:
+        if newer:
+            raise OmnibenchError(f"no finished campaign in {revision}: {newer} still running (being measured, or cut "
+                                 "short)", evidence={"still running": newer},
+                                 hint=f"wait for it to end, or report it as it stands: invoke report --name "
+                                      f"{found.passed_over[0]}")
+        raise OmnibenchError(f"no campaign in {revision}", hint="run one: invoke measure --workload NAME")
+    line = f"the newest finished campaign of {revision.name}: {found.path.stem}"
+    if newer:
+        line += f" (newer, still running, not reported: {newer}; --name NAME reports one as it stands)"
+    return found.path, line
+
+
+def _named_campaign(settings: Settings, ref: str) -> Path:
+    """A campaign file from NAME (this revision folder), REVISION/NAME or a file path."""
     if ref and Path(ref).is_file():
         return Path(ref)
     if ref and "/" in ref:
         revision_name, name = ref.rsplit("/", 1)
         path = campaign_file.campaign_path(settings.run.results_root / revision_name, name)
     else:
-        revision = api.revision_dir(settings)
-        found = campaign_file.campaign_path(revision, ref) if ref else campaign_file.latest(revision)
-        if found is None:
-            raise OmnibenchError(f"no campaign in {revision}", hint="run one: invoke measure --workload NAME")
-        path = found
+        path = campaign_file.campaign_path(api.revision_dir(settings), ref)
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
         raise OmnibenchError(f"no campaign {ref!r} at {path}", evidence={"campaigns there": ", ".join(known) or "none"},
@@ -97,16 +120,16 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
         stats = stats_of(f"{revision.name} runs {', '.join(runs)}", dirs, environment_of(dirs[0]))
         header: dict[str, Any] = {"revision": revision.name, "runs named": ", ".join(runs),
                   "settings": settings_line({k: stats.identity.get(k) for k in RUN_SETTINGS})}
-        written = write_report(revision / "reports", stats, header)
+        written = write_report(revision / REPORTS, stats, header)
         return Reported(stats, written, None)
-    path = find_campaign(settings, name)
+    path, picked = (_named_campaign(settings, name), "") if name else latest_campaign(settings)
     c, stats = campaign_stats(path)
     header = {"campaign": c.name, "revision": c.revision, "status": c.status, "target": c.asked.settings.get("target"),
               "workloads": ", ".join(c.asked.workloads), "options": ", ".join(c.asked.options) or "defaults",
               "settings": settings_line(c.asked.settings), "scoring": c.asked.scoring,
               "server starts": c.server_starts, "campaign file": str(path)}
     written = write_report(path.parent / c.name, stats, header)
-    return Reported(stats, written, c)
+    return Reported(stats, written, c, picked)
 
 
 def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effect: float = defaults.MIN_EFFECT,
@@ -121,7 +144,7 @@ def compare(settings: Settings, a: str, b: str, *, force: bool = False, min_effe
     comparison = compare_stats(sa, sb, alpha=alpha, min_effect=min_effect, force=force, across_slots=across_slots,
                                metrics=metrics)
     values = {m.name: (_numbers(sa, m.name), _numbers(sb, m.name)) for m in comparison.metrics}
-    folder = settings.run.results_root / "comparisons" / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
+    folder = settings.run.results_root / COMPARISONS / f"{ca.revision}.{ca.name}__vs__{cb.revision}.{cb.name}"[:200]
     return Compared(comparison, write_compare(folder, comparison, values, summary))
 
 
@@ -138,7 +161,9 @@ def settings_line(values: Mapping[str, object]) -> str:
 
 def _files(w: Written, what: str) -> list[str]:
     lines = [f"{what}: {w.markdown}", f"{what} data: {w.json}"]
-    if w.numbered:
+    if w.unchanged:
+        lines.append(f"(nothing changed since this {what}: the same runs, values and settings; not written again)")
+    elif w.numbered:
         lines.append(f"(an earlier {what} is kept; this one got the next number)")
     if w.replaced_partial:
         lines.append(f"(an unfinished {what} under this name, cut short while it was written, was replaced)")
@@ -151,7 +176,8 @@ def _files(w: Written, what: str) -> list[str]:
 def report_text(made: Reported) -> str:
     """What ``invoke report`` and ``invoke measure`` print."""
     s = made.stats
-    lines = [f"report of {s.title}: runs {', '.join(s.runs)}", table(report_rows(s), REPORT_HEADERS)]
+    lines = [made.picked] if made.picked else []
+    lines += [f"report of {s.title}: runs {', '.join(s.runs) or 'none'}", table(report_rows(s), REPORT_HEADERS)]
     lines += [f"FLAG {m.name}: {f}" for m in s.metrics for f in m.flags]
     lines += [f"note: {n}" for n in s.notes]
     if references.for_workloads(list(s.identity.get("workloads") or [])):

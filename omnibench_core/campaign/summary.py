@@ -95,7 +95,7 @@ def run_identity(run_dir: Path) -> dict[str, Any]:
 def check_same_measurement(run_dirs: Sequence[Path]) -> dict[str, Any]:
     """Refuse runs of different workloads, options or targets, naming each difference."""
     ids = [run_identity(d) for d in run_dirs]
-    problems = [f"{d.name} vs {run_dirs[0].name}: {diff}" for d, i in zip(run_dirs[1:], ids[1:], strict=True)
+    problems = [f"{run_dirs[0].name} vs {d.name}: {diff}" for d, i in zip(run_dirs[1:], ids[1:], strict=True)
                 for diff in differences(ids[0], i)]
     if problems:
         raise MixedRuns("these runs measured different things, so a mean over them means nothing",

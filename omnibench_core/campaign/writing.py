@@ -1,6 +1,7 @@
 """Report and comparison files: Markdown for people, JSON for programs, PNG plots when matplotlib
 is installed. A complete report is never overwritten: a later report of the same campaign gets
-the next number (``report-2.md``...), and says so. Every file is written under a temporary name
+the next number (``report-2.md``...), and says so; a look that would write what the last report
+holds (nothing changed: the same runs, values, notes and settings) writes nothing and names it. Every file is written under a temporary name
 and renamed, the JSON last, so an interrupted report never leaves a half file under its final
 name, and the next report replaces what it left."""
 
@@ -10,6 +11,8 @@ import contextlib
 import dataclasses
 import fcntl
 import functools
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -17,8 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import storage_error
-from ..jsonio import write_json, write_text
+from ..errors import OmnibenchError, storage_error
+from ..jsonio import read_json, write_json, write_text
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
 from . import distributions, plots, references, telemetry_view
@@ -107,6 +110,7 @@ class Written:
     replaced_partial: bool = False  # an unfinished one under this name (interrupted, disk full) was replaced
     summary: Path | None = None  # the pull-request summary (comparisons)
     step_summary: Path | None = None  # the $GITHUB_STEP_SUMMARY it was appended to
+    unchanged: bool = False  # nothing changed since this report: it was named, not written again
 
 
 def report_rows(stats: RunSetStats) -> list[list[str]]:
@@ -123,12 +127,54 @@ def write_report(folder: Path, stats: RunSetStats, header: dict[str, Any]) -> Wr
     is a StorageError, and nothing half-written stays under a final name."""
     try:
         with report_slot(folder, "report") as (stem, replaced):
-            return _write_report(folder, stem, replaced, stats, header)
+            tele = telemetry_view.view(stats.run_dirs)
+            doc = _report_doc(stats, header, tele)
+            return _unchanged(folder, stem, doc) or _write_report(folder, stem, replaced, stats, header, tele, doc)
     except OSError as exc:
         raise storage_error(f"writing the report in {folder}", exc) from exc
 
 
-def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, header: dict[str, Any]) -> Written:
+INPUTS_DIGEST = "inputs_digest"  # report.json's digest of what the report says (plots aside)
+
+
+def _report_doc(stats: RunSetStats, header: dict[str, Any], tele: telemetry_view.TelemetryView) -> dict[str, Any]:
+    """report.json's content but its plots, with :data:`INPUTS_DIGEST`: a digest of it and of
+    whether plots can be drawn, so a later look knows whether anything changed."""
+    refs = references.for_workloads(list(stats.identity.get("workloads") or []))
+    doc = {**header, "runs": list(stats.runs), "run_dirs": [str(d) for d in stats.run_dirs],
+           "identity": stats.identity, "environment": stats.environment, "notes": list(stats.notes),
+           "run_notes": list(stats.run_notes),
+           "metrics": {m.name: {"mean": m.mean, "sd": m.sd, "values": m.values, "direction": m.direction,
+                                "rel_spread": m.rel_spread, "flags": list(m.flags)} for m in stats.metrics},
+           "reference_results_other_setups": [dataclasses.asdict(r) for r in refs],
+           "telemetry": {"applies": tele.applies, "reason": tele.reason, "warnings": list(tele.warnings),
+                         "workloads": {w: {"energy_j": e, "energy_per_request_j": r, "energy_per_speech_second_j": s}
+                                       for w, e, r, s in tele.rows}}}
+    said = json.dumps({**doc, "plots available": plots.available()}, sort_keys=True, default=str)
+    return {**doc, INPUTS_DIGEST: hashlib.sha256(said.encode()).hexdigest()}
+
+
+def _unchanged(folder: Path, stem: str, doc: dict[str, Any]) -> Written | None:
+    """The last complete report before ``stem`` when it says what ``doc`` says and its files are
+    all there; else None (the report is written)."""
+    n = int(stem.rpartition("-")[2]) if stem != "report" else 1
+    if n == 1:
+        return None
+    last = _numbered("report", n - 1)
+    try:
+        before = read_json(folder / f"{last}.json")
+    except (OSError, ValueError, OmnibenchError):
+        return None  # unreadable: written again, under the next number
+    made = tuple(Path(p) for p in before.get("plots") or [] if isinstance(p, str)) if isinstance(before, dict) else ()
+    if not isinstance(before, dict) or before.get(INPUTS_DIGEST) != doc[INPUTS_DIGEST] or \
+            not (folder / f"{last}.md").is_file() or not all(p.is_file() for p in made):
+        return None
+    return Written(folder / f"{last}.md", folder / f"{last}.json", made, str(before.get("plots_note") or ""),
+                   last != "report", unchanged=True)
+
+
+def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, header: dict[str, Any],
+                  tele: telemetry_view.TelemetryView, doc: dict[str, Any]) -> Written:
     made: list[Path] = []
     note = ""
     constant = [m.name for m in stats.metrics if m.mean is not None and plots.constant(m.numbers)]
@@ -159,7 +205,6 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
         md += ["", "## Reference results: OTHER SETUPS", "", references.NOTE, ""]
         md += md_table(("workload", "source", "setup", "results"), [[r.workload, r.source, r.setup, r.results]
                                                                   for r in refs], escape=False)
-    tele = telemetry_view.view(stats.run_dirs)
     md += telemetry_view.markdown(tele)
     if plots.available():
         made += [plot_atomic(folder / f"{stem}-plots" / f"telemetry-{csv.stem}.png",
@@ -173,16 +218,7 @@ def _write_report(folder: Path, stem: str, replaced: bool, stats: RunSetStats, h
     if made and constant:
         md += ["", f"Not plotted, one value in every run: {t(', '.join(constant))}."]
     write_atomic(folder / f"{stem}.md", "\n".join(md) + "\n")
-    doc = {**header, "runs": list(stats.runs), "run_dirs": [str(d) for d in stats.run_dirs],
-           "identity": stats.identity, "environment": stats.environment, "notes": list(stats.notes),
-           "run_notes": list(stats.run_notes),
-           "metrics": {m.name: {"mean": m.mean, "sd": m.sd, "values": m.values, "direction": m.direction,
-                                "rel_spread": m.rel_spread, "flags": list(m.flags)} for m in stats.metrics},
-           "reference_results_other_setups": [dataclasses.asdict(r) for r in refs],
-           "telemetry": {"applies": tele.applies, "reason": tele.reason, "warnings": list(tele.warnings),
-                         "workloads": {w: {"energy_j": e, "energy_per_request_j": r, "energy_per_speech_second_j": s}
-                                       for w, e, r, s in tele.rows}},
-           "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant": constant}
+    doc = {**doc, "plots": [str(p) for p in made], "plots_note": note, "not_plotted_constant": constant}
     json_path = write_json(folder / f"{stem}.json", doc)  # last: it marks the report complete
     return Written(folder / f"{stem}.md", json_path, tuple(made), note, stem != "report", replaced)
 

@@ -88,6 +88,9 @@ FLAGS: dict[str, Flag] = {
                               "(every node sees the results root)", defaults.TRANSPORT),
     "checkout_url": Flag(f.text(), "ray engine: the git URL (or path) each node clones the checkout from (default "
                          "--checkout)", ""),
+    # the terminal
+    "wide": Flag(f.SWITCH, "print tables at their full width and long summaries whole (default: fitted to the "
+                 "terminal, $COLUMNS and $LINES; a pipe gets everything)", False),
 }
 
 
@@ -105,7 +108,7 @@ def pick(*names: str, **own: Flag) -> dict[str, Flag]:
 # (-w -t -r -p -o -c -g -s -l), their own flags after them.
 
 RUN = pick("workload", "target", "results", "port", "run_name", "opt", "checkout", "gpus", "cpus", "client",
-           "server_profile",
+           "server_profile", "wide",
            workload=FLAGS["workload"].but(help="workload to run (repeat for several, e.g. --workload videoamme "
                                           "--workload seedtts)"),
            results=FLAGS["results"].but(help="results root; the run goes to RESULTS/<revision>/runN"),
@@ -113,7 +116,7 @@ RUN = pick("workload", "target", "results", "port", "run_name", "opt", "checkout
            run_name=Flag(f.name("run name"), "run directory name (default: the next free runN)"))
 
 MEASURE = pick("workload", "target", "results", "port", "runs", "opt", "checkout", "gpus", "cpus", "client",
-               "retries", "scoring", "name", "server_profile",
+               "retries", "scoring", "name", "server_profile", "wide",
                workload=FLAGS["workload"].but(help="workload to measure (repeat for several)"),
                opt=FLAGS["opt"].but(help="workload option WORKLOAD.KEY=VALUE (repeatable; see `invoke plugins`)"),
                name=Flag(f.name("campaign name"), "campaign name (default: from the workloads, options and target; "
@@ -129,7 +132,7 @@ def _parsed(example: str, parse: str) -> f.AnyCheck:
 
 SWEEP = pick(
     "workload", "target", "results", "port", "runs", "opt", "checkout", "allow_dirty", "gpus", "cpus", "client", "retries", "scoring",
-    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score",
+    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score", "wide",
     workload=Flag(f.text(empty=False), "the workload to sweep (one; it needs a max_concurrency option for "
                   "--concurrency and a request_rate option for --request-rate: seedtts has both)", REQUIRED),
     opt=MEASURE["opt"], runs=FLAGS["runs"].but(help="measured runs per point after its warm-up run0 (default 3)"),
@@ -153,7 +156,7 @@ SWEEP = pick(
                              "(every run, as measure), or none. A load curve is speed: it needs no scoring"))
 
 REPORT = pick(
-    "name", "runs", "target", "results", "checkout",
+    "name", "runs", "target", "results", "checkout", "wide",
     name=Flag(f.text(), "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the "
               "revision folder; Invoke has no optional positionals, so --name)", ""),
     runs=Flag(f.distinct_list("run names"), "report these complete runs instead of a campaign, comma-separated (they "
@@ -163,7 +166,7 @@ REPORT = pick(
     checkout=FLAGS["checkout"].but(help="sglang-omni checkout (its commit names the revision folder)"))
 
 COMPARE = pick(
-    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results",
+    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results", "wide",
     a=Flag(f.text(empty=False), "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file; or "
            "the base sweep (NAME, REVISION/NAME or REVISION/NAME/POINTS): then every common load point is compared",
            REQUIRED),
@@ -176,7 +179,7 @@ COMPARE = pick(
     target=FLAGS["target"].but(help="local or sglang-omni"), results=FLAGS["results"].but(help="results root"))
 
 PLUGINS = {"options": Flag(f.SWITCH, "list only the options: each workload's (--opt WORKLOAD.KEY=VALUE), then each "
-                           "engine's", False)}
+                           "engine's", False), "wide": FLAGS["wide"]}
 
 SETUP_CPUS = {
     "gpu_a": Flag(f.gpu_index(), "the single-GPU measurement GPU (BENCH_CPUS)"),
@@ -193,13 +196,13 @@ SETUP_CHECKOUT = {"commit": Flag(f.revision(), "commit, tag or branch to detach 
 SETUP_ALL = {"where": Flag(f.choice(SIDES), "host (CPU groups, container) or container "
                            "(checkout, venv, downloads); default: container when run inside one", "auto")}
 
-DOCTOR = pick("target", "checkout", "port",
+DOCTOR = pick("target", "checkout", "port", "wide",
               target=FLAGS["target"].but(help="the target to check for: local (default; needs no GPU or checkout) or "
                                          "sglang-omni"),
               port=FLAGS["port"].but(help="the port the runs will serve on (default 8000): is it free?"))
 
 STANDIN = {
-    "out": Flag(f.text(empty=False), "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
+    "out": Flag(f.new_path(), "where to make it (default ./standin-sglang-omni; must not exist or be empty)",
                 "standin-sglang-omni"),
     "commits": Flag(f.positive_int(), "how many commits of history (default 1)", 1),
     "regress_at": Flag(f.positive_int(), "from this commit (1-based) on, a planted regression: --delay-ms per "
@@ -207,7 +210,7 @@ STANDIN = {
     "delay_ms": Flag(f.number(0), "latency added per request from --regress-at on (default 50)", 50.0),
     "fail_stage": Flag(f.choice(tuple(CI_STAGES)), "a CI stage that cannot pass from --regress-at "
                        "on (every commit without it)"),
-    "fake_gpus": Flag(f.text(empty=False), "also write a fake nvidia-smi into this folder (for a machine without a "
+    "fake_gpus": Flag(f.new_path(), "also write a fake nvidia-smi into this folder (for a machine without a "
                       "GPU; put it first on PATH)"),
     "fake_gpu_count": Flag(f.positive_int(), f"GPUs the fake nvidia-smi has (default {DEFAULT_GPUS}, a pair)",
                            DEFAULT_GPUS),
@@ -232,7 +235,7 @@ _SCALE = dict(
 MATRIX = pick(
     "workload", "revisions", "sweep", "opt", "runs", "allow_dirty", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",
     "threshold", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
-    "server_profile", "engine_opt", **_SCALE,
+    "server_profile", "engine_opt", "wide", **_SCALE,
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
     revisions=Flag(f.library("A,B,C or A..B", lambda v: v if not v.strip() else (
         _lib("scale.revisions").split_spec(v), v)[1]), "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the "
@@ -244,7 +247,7 @@ MATRIX = pick(
 BISECT = pick(
     "good", "bad", "metric", "workload", "threshold", "runs", "allow_dirty", "opt", "slots", "slot_per", "slot_cpus", "engine",
     "address", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
-    "server_profile", "engine_opt", **_SCALE,
+    "server_profile", "engine_opt", "wide", **_SCALE,
     good=Flag(f.revision(), "a commit where the metric is good", REQUIRED),
     bad=Flag(f.revision(), "a later commit where it is worse", REQUIRED),
     metric=Flag(f.text(empty=False), "metric to judge, e.g. seedtts.throughput_qps, or at a load point: "
@@ -268,8 +271,8 @@ HISTORY = {
     "checkout": FLAGS["checkout"].but(help="the git repository whose first-parent order the series follow (default "
                                       "the checkout setting)"),
     "results": FLAGS["results"].but(help="results root (its history.sqlite)"),
-    "json": Flag(f.text(), "also save the history as JSON in this file", ""),
-    "summary": Flag(f.text(), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
+    "json": Flag(f.new_path("file", empty=True), "also save the history as JSON in this file", ""),
+    "summary": Flag(f.new_path("file", empty=True), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
                     "appended to $GITHUB_STEP_SUMMARY when that is set", ""),
     "rebuild": Flag(f.SWITCH, "make the database again from the run directories first", False),
     "bisect": Flag(f.SWITCH, "bisect each change point that holds untested commits (needs --metric), as invoke "
@@ -279,6 +282,7 @@ HISTORY = {
     "port": FLAGS["port"].but(help="base port of --bisect's slots (default 8000)"),
     "min_effect": FLAGS["min_effect"].but(help="smallest step that is a change point, in percent (default 5, as "
                                           "compare's)"),
+    "wide": FLAGS["wide"],
 }
 
 AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every other task
@@ -286,6 +290,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     "allow_dirty",
     "retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide", "slots",
     "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client", "server_profile",
+    "wide",
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),
     a_rev=Flag(f.revision(), "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)"),
     b_rev=Flag(f.revision(), "side B's revision of the checkout (with --a-rev)"),
@@ -326,7 +331,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
                              "(default: none, every run on the settings' own port, GPUs and CPUs)"))
 
 PUBLISH = {
-    "out": Flag(f.text(empty=False), "the site's folder (made, or replaced if it holds an earlier site; any other "
+    "out": Flag(f.new_path(), "the site's folder (made, or replaced if it holds an earlier site; any other "
                 "folder is refused)", REQUIRED),
     "target": FLAGS["target"].but(help="only this target's series (default: every target)"),
     "workload": Flag(f.text(empty=False), "only this workload's series"),

@@ -22,12 +22,15 @@ from ..errors import SettingsError
 from ..process.cpus import check_cpus_here
 from ..settings import parse_cpu_list
 from ..setup.gitinfo import OPTION_LIKE
-from ..store.names import name_problem
+from ..store.names import NAME_PUNCTUATION, name_problem, new_path_problem
+from ..tables import full_width
+from .output import error_text
 
 # A short flag Invoke must not give a task flag: `invoke TASK -h` is that task's help.
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
 # o and t are taken, and show it as "--=STRING").
 RESERVED_SHORT_FLAGS = frozenset({"h", "_", "-"})
+LONG_ONLY = frozenset({"wide"})  # flags of many tasks whose first letters are taken in some of them
 
 
 class FlagError(SettingsError):
@@ -221,7 +224,23 @@ def name(what: str = "name", *, empty: bool = False) -> Check:
             raise Refused(problem)
         return value
 
-    return Check(f"a plain {what}: one folder entry, no '/', '\\', '..' or control characters", convert)
+    return Check(f"a plain {what}: letters, digits and {' '.join(NAME_PUNCTUATION)}, not starting with - or .",
+                 convert)
+
+
+def new_path(what: str = "folder", *, empty: bool = False) -> Check:
+    """A path where omnibench makes a folder or file (``standin --out``, ``publish --out``): each
+    part that does not exist yet is a name omnibench makes, held to the one rule of
+    :func:`.store.names.name_problem` (:func:`.store.names.new_path_problem`)."""
+
+    def convert(value: str) -> str:
+        problem = new_path_problem(value) if value or not empty else ""
+        if problem:
+            raise Refused(problem)
+        return value
+
+    return Check(f"a {what} path whose new parts are plain names (letters, digits and {' '.join(NAME_PUNCTUATION)})",
+                 convert, in_help=False)
 
 
 def revision() -> Check:
@@ -365,6 +384,8 @@ class FlagTask(Task):  # type: ignore[type-arg]  # invoke.Task is generic only i
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         """Invoke's options for one argument, with ``-h`` kept for help and no conversion."""
         opts = super().arg_opts(name, default, taken_names | RESERVED_SHORT_FLAGS)
+        if name in LONG_ONLY:  # the same spelling in every task: no short flag that differs task by task
+            opts["names"] = [n for n in opts["names"] if len(n) > 1]
         if opts.get("kind") not in (bool, list):
             opts["kind"] = str  # the check converts, with a message; Invoke's int() would raise
         check = self.checks.get(name)
@@ -390,8 +411,9 @@ class FlagTask(Task):  # type: ignore[type-arg]  # invoke.Task is generic only i
         try:
             checked = parse_flags(self.checks, kwargs)
         except FlagError as exc:
-            raise Exit(f"error: {exc.message}", code=1) from None
-        return super().__call__(*args, **checked)
+            raise Exit(error_text(exc.message), code=1) from None
+        with full_width(bool(checked.get("wide"))):  # --wide: every table and summary of the task whole
+            return super().__call__(*args, **checked)
 
 
 def _print_help(task: Task) -> str | None:  # type: ignore[type-arg]
@@ -445,27 +467,29 @@ def parse_hints(message: str, task: str | None, task_flags: Sequence[str], task_
 
 def explain_parse_errors(program: Any, options: Callable[[], Sequence[tuple[str, str]]]) -> None:
     """Make the running Invoke program's parse errors lead somewhere: its task-parsing step is
-    wrapped so that a "No idea what 'X' is!" gets :func:`parse_hints` appended (Invoke prints
-    the error and exits 1 as before). Called by ``tasks.py`` when Invoke loads it; wrapping twice
+    wrapped so that each begins with the one error prefix (:mod:`.output`) and a "No idea what
+    'X' is!" gets :func:`parse_hints` appended (Invoke prints the error and exits 1 as before). Called by ``tasks.py`` when Invoke loads it; wrapping twice
     does nothing more."""
     from invoke.exceptions import ParseError
 
-    original = program.parse_tasks
-    if getattr(original, "_omnibench_hints", False):
+    if getattr(program.parse_tasks, "_omnibench_hints", False):
         return
 
-    def parse_tasks() -> None:
-        try:
-            original()
-        except ParseError as exc:
-            context = exc.context
-            task = getattr(context, "name", None) or None
-            flags = sorted(str(flag) for flag in getattr(context, "flags", {}) if str(flag).startswith("--"))
-            names = sorted(program.collection.task_names) if getattr(program, "collection", None) else []
-            hints = parse_hints(str(exc), task, flags, names, options)
-            if not hints:
-                raise
-            raise ParseError("\n".join([str(exc), *(f"  hint: {h}" for h in hints)]), context) from None
+    def explained(original: Callable[[], None]) -> Callable[[], None]:
+        def step() -> None:
+            try:
+                original()
+            except ParseError as exc:
+                context = exc.context
+                task = getattr(context, "name", None) or None
+                flags = sorted(str(flag) for flag in getattr(context, "flags", {}) if str(flag).startswith("--"))
+                names = sorted(program.collection.task_names) if getattr(program, "collection", None) else []
+                hints = parse_hints(str(exc), task, flags, names, options)
+                raise ParseError("\n".join([error_text(str(exc)), *(f"  hint: {h}" for h in hints)]),
+                                 context) from None
 
-    parse_tasks._omnibench_hints = True  # type: ignore[attr-defined]
-    program.parse_tasks = parse_tasks
+        step._omnibench_hints = True  # type: ignore[attr-defined]
+        return step
+
+    # parse_cleanup: `invoke --help NOTATASK` is refused there
+    program.parse_tasks, program.parse_cleanup = explained(program.parse_tasks), explained(program.parse_cleanup)

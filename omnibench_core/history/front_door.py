@@ -46,9 +46,16 @@ class HistoryOutcome:
 
 def checkout_of(settings: Settings, checkout: str | None) -> Path | None:
     """The git repository whose first-parent order a history follows: ``--checkout``, else the
-    checkout setting (``invoke history`` and ``invoke publish`` alike)."""
+    checkout setting (``invoke history`` and ``invoke publish`` alike). A ``--checkout`` that is
+    not a folder is refused, as the run commands refuse it (it was ignored: the history fell back
+    to its own order without a word); the setting's default may be absent on a host without one."""
     value = checkout if checkout is not None else settings.run.checkout
-    return Path(value).expanduser() if value else None
+    where = Path(value).expanduser() if value else None
+    if checkout and where is not None and not where.is_dir():
+        raise SettingsError(f"no sglang-omni checkout at {where}", evidence={"flag": "--checkout"},
+                            hint="pass --checkout the git clone whose first-parent order the history follows, or "
+                                 "leave it out (the checkout setting, when that folder exists)")
+    return where
 
 
 def run_history(settings: Settings, *, metric: str | None = None, workload: str | None = None,

@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+from ..store.names import CI_FOLDER
+
 _RUN_RE = re.compile(r"^run(\d+)$")
 
 
@@ -20,7 +22,7 @@ def revision_dir(results_root: Path, folder: str) -> Path:
 
 def ci_dir(results_root: Path, folder: str) -> Path:
     """``<results>/<folder>/ci``: where the CI stages' runs go."""
-    return revision_dir(results_root, folder) / "ci"
+    return revision_dir(results_root, folder) / CI_FOLDER
 
 
 def next_run_name(revision_dir: Path) -> str:

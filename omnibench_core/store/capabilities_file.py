@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import read_json, write_json
+from .names import CAPABILITIES
 
-CAPABILITIES = "capabilities"  # in the results root
 FORMAT = 1
 VAR_KEYWORD = "**"  # in a signature's names: it takes any keyword
 

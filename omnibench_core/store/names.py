@@ -8,6 +8,7 @@ its campaigns' files in ``campaigns/``; the results root holds the A/B records i
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,28 +94,108 @@ def lock_path(record_path: Path) -> Path:
 
 
 # The one rule for every name a user or a node gives (a campaign's --name, an A/B experiment's,
-# a run's, a revision folder's): one path component, so every path built from it stays in the
-# folder it is built in. Checked at the front doors (flags) and again where a node's names arrive
-# (the Ray receiver), and where a path is built from one (campaign_path, experiment_path).
-_CONTROL = {chr(c) for c in range(32)} | {"\x7f"}
+# a sweep's, a run's, a folder omnibench makes at a path a user gives, a revision folder's): an
+# allow-list, so a name is what a person would type and read back the same. Checked at the front
+# doors (flags) and again where a node's names arrive (the Ray receiver), and where a path is
+# built from one (campaign_path, experiment_path).
+NAME_PUNCTUATION = "_-+.@="  # the ASCII punctuation a name may hold, besides letters and digits
+_ASCII_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" + NAME_PUNCTUATION)
+NAME_BYTES = 120  # a given name's UTF-8 bytes: with a point's label and ".json" it stays one file name (255)
+# Suffixes of the files omnibench keeps beside a name (``foo.json``, ``foo.lock``): a name ending in
+# one would meet another name's file (``foo.lock``'s report folder is ``foo``'s lock file).
+KEPT_SUFFIXES = (RECORD_SUFFIX, LOCK_SUFFIX)
+# Folders omnibench keeps beside the runs, campaigns and experiments a user names.
+REPORTS = "reports"  # in a revision folder: reports of named runs (`invoke report --runs`)
+COMPARISONS = "comparisons"  # in the results root
+SWEEPS = "sweeps"  # in a revision folder
+CAPABILITIES = "capabilities"  # in the results root
+CI_FOLDER = "ci"  # in a revision folder: the model-CI stages' logs
+KEPT_FOLDERS = (CAMPAIGNS, AB_FOLDER, BISECTS, REPORTS, COMPARISONS, SWEEPS, CAPABILITIES, CI_FOLDER)
+_BIDI_CONTROLS = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+
+
+# Unicode gives control characters no name, only aliases; the ones a name is likeliest to catch.
+_CONTROL_NAMES = {0x00: "NULL", 0x09: "CHARACTER TABULATION", 0x0A: "LINE FEED", 0x0B: "LINE TABULATION",
+                  0x0C: "FORM FEED", 0x0D: "CARRIAGE RETURN", 0x1B: "ESCAPE", 0x7F: "DELETE", 0x85: "NEXT LINE",
+                  0x9B: "CONTROL SEQUENCE INTRODUCER"}
+
+
+def char_name(c: str) -> str:
+    """``U+202E RIGHT-TO-LEFT OVERRIDE``: a character by code point and Unicode name (a control
+    character by its alias: ``U+0085 NEXT LINE``)."""
+    return f"U+{ord(c):04X} {unicodedata.name(c, '') or _CONTROL_NAMES.get(ord(c), '(a control character)')}"
+
+
+def _char_problem(c: str) -> str:
+    """Why one character cannot be in a name ("" when it can)."""
+    if c in _ASCII_OK:
+        return ""
+    if c in "/\\":
+        return "a path separator: a name is one folder entry"
+    category = unicodedata.category(c)
+    if c.isascii():
+        if category == "Cc":
+            return "a control character"
+        if c == " ":
+            return "a space: a shell splits the name there"
+        return f"punctuation a name does not take (ASCII letters, digits and {' '.join(NAME_PUNCTUATION)} only)"
+    if unicodedata.normalize("NFKC", c) != c:
+        return f"a compatibility form of {unicodedata.normalize('NFKC', c)!r}: it looks like that, and is another name"
+    if unicodedata.bidirectional(c) in _BIDI_CONTROLS or c in "\u200e\u200f\u061c":
+        return "a bidi control: it reorders how the name is shown"
+    if category == "Cc":
+        return "a control character"
+    if category == "Cf":
+        return "a format character: invisible, so two names that look the same differ"
+    if category[0] == "Z":
+        return "a separator (a space or a line break)"
+    if category[0] not in "LMN":
+        return "neither a letter nor a digit"
+    return ""
 
 
 def name_problem(name: str, *, given: bool = True) -> str:
-    """Why ``name`` cannot name a file or folder omnibench writes ("" when it can): empty, ``.``
-    or ``..``, or holding ``/``, ``\\``, ``..`` or a control character (a newline, a tab...).
+    """Why ``name`` cannot name a file or folder omnibench writes ("" when it can). A given name:
+    ASCII letters, digits and ``_ - + . @ =`` (or NFKC-normal letters, marks and digits of other
+    scripts, never a control, format, separator or bidi character: each refused by code point
+    and name), not starting with ``-`` or ``.``, not ending with ``.``, without ``..``, no
+    longer than :data:`NAME_BYTES`, not ending in a suffix of a file omnibench keeps beside a
+    name (``.json``, ``.lock``) and not a folder omnibench keeps (``campaigns``, ``reports``...).
     ``given=False`` for a name omnibench made itself (:func:`.identity.file_name`, whose option
-    values may hold ``a..b``, harmless inside one entry): ``..`` is then refused only whole."""
+    values may hold ``a..b``, harmless inside one entry, and names already on disk): only one
+    entry, without a path separator or control character."""
     if not isinstance(name, str) or not name:
         return "it is empty"
     if name in (".", ".."):
         return f"{name!r} names a folder itself, not an entry in it"
-    if "/" in name or "\\" in name:
-        return "it holds a path separator ('/' or '\\'): a name is one folder entry"
-    if given and ".." in name:
+    if not given:
+        if "/" in name or "\\" in name:
+            return "it holds a path separator ('/' or '\\'): a name is one folder entry"
+        bad = sorted({c for c in name if unicodedata.category(c) == "Cc"})
+        return f"it holds {', '.join(char_name(c) for c in bad)}: a control character" if bad else ""
+    for at, c in enumerate(name, 1):
+        why = _char_problem(c)
+        if why:
+            where = "starts with" if at == 1 else "ends with" if at == len(name) else "holds"
+            return f"it {where} {char_name(c)}" + (f" (character {at})" if where == "holds" else "") + f", {why}"
+    if unicodedata.normalize("NFKC", name) != name:
+        return f"it is not in NFKC form: write it as {unicodedata.normalize('NFKC', name)!r}"
+    if name[0] in "-.":
+        return f"it starts with {name[0]!r}" + (": a program reads it as an option" if name[0] == "-" else
+                                                 ": a hidden entry")
+    if name.endswith("."):
+        return "it ends with '.'"
+    if ".." in name:
         return "it holds '..'"
-    bad = sorted({c for c in name if c in _CONTROL})
-    if bad:
-        return f"it holds a control character ({', '.join(repr(c) for c in bad)})"
+    if len(name.encode()) > NAME_BYTES:
+        return f"it is {len(name.encode())} bytes long: at most {NAME_BYTES}"
+    lowered = name.lower()  # a file system that ignores case meets the other spelling too
+    for suffix in KEPT_SUFFIXES:
+        if lowered.endswith(suffix):
+            return (f"it ends in {suffix!r}, the suffix of a file omnibench keeps beside a name: its files would "
+                    f"meet those of {name[:-len(suffix)]!r}")
+    if lowered in KEPT_FOLDERS:
+        return f"{name!r} is a folder omnibench keeps beside the names it makes"
     return ""
 
 
@@ -124,8 +205,28 @@ def check_name(name: str, what: str = "name", *, given: bool = True) -> str:
     problem = name_problem(name, given=given)
     if problem:
         raise BadName(f"{what} {name!r} refused: {problem}", evidence={"what": what, "given": repr(name)},
-                      hint="give a plain name: letters, digits, '_', '-', '+' and single dots")
+                      hint=NAME_HINT)
     return name
+
+
+NAME_HINT = (f"give a plain name: letters, digits and {' '.join(NAME_PUNCTUATION)}, starting with a letter or digit, "
+             f"e.g. seedtts-c4_run+2")
+
+
+def new_path_problem(path: str) -> str:
+    """Why a path a user gives for a folder omnibench makes (``standin --out``, ``publish --out``)
+    cannot be made ("" when it can): each part of it that does not exist yet is a name omnibench
+    makes, held to :func:`name_problem`; the parts that exist are the user's own."""
+    if not path:
+        return "it is empty"
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if part in ("/", ".", "..") or Path(*parts[:i + 1]).exists():
+            continue
+        problem = name_problem(part)
+        if problem:
+            return f"its part {part!r}: {problem}"
+    return ""
 
 
 def under_root(root: Path, path: Path, what: str = "path") -> Path:

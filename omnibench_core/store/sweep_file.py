@@ -15,11 +15,10 @@ from typing import Any
 from ..errors import RunFileError
 from ..jsonio import write_json
 from . import versions
-from .names import name_problem
+from .names import SWEEPS, name_problem
 
 FORMAT = 1
 MIGRATIONS: dict[int, versions.Migration] = {}  # none yet: format 1 is the only one
-SWEEPS = "sweeps"  # in a revision folder
 SWEEP_NAME = "sweep.json"
 HINT = "write it again: the same invoke sweep command rebuilds it from its campaigns"
 
@@ -49,7 +48,7 @@ def load(folder: Path) -> dict[str, Any]:
     data = versions.read_object(path, "sweep record", reads=FORMAT, migrations=MIGRATIONS, hint=HINT)
     points = data.get("points")
     if not isinstance(points, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("campaign"), str) and not name_problem(p["campaign"])
+            isinstance(p, dict) and isinstance(p.get("campaign"), str) and not name_problem(p["campaign"], given=False)
             for p in points):
         raise RunFileError(f"the sweep record {path} is not valid: its points must each name their campaign "
                            "(a plain name in the revision folder)", evidence={"file": str(path), "field": "points"},

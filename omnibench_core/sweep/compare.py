@@ -25,7 +25,7 @@ from ..errors import OmnibenchError
 from ..jsonio import write_json
 from ..settings import Settings
 from ..store import sweep_file
-from ..store.names import check_name, under_root
+from ..store.names import COMPARISONS, check_name, under_root
 from ..tables import md_code, md_table, md_text, table
 from .curve import PointResult
 from .plots import Series, curve_plot
@@ -152,7 +152,7 @@ def compare_sweeps(settings: Settings, a: str, b: str, *, alpha: float = default
         _, stats_b = campaign_stats(campaign_file.campaign_path(sb.revision_dir, pb[label].campaign))
         rows.append(PointComparison(label, compare_stats(stats_a, stats_b, alpha=level, min_effect=min_effect,
                                                          force=force, metrics=judged)))
-    folder = under_root(settings.run.results_root, settings.run.results_root / "comparisons" /
+    folder = under_root(settings.run.results_root, settings.run.results_root / COMPARISONS /
                         f"{_key(sa)}__vs__{_key(sb)}"[:200], "comparison folder")
     folder.mkdir(parents=True, exist_ok=True)
     plot: Path | None = None

@@ -10,7 +10,9 @@ each point is summarised from its runs' files (:mod:`.reading`) and the sweep is
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +21,12 @@ from .. import api
 from ..campaign.execute import asked_from, measure
 from ..campaign.front_door import campaign_done
 from ..errors import SettingsError
+from ..identity import file_name
 from ..records import SCORE_WORDS, ScorePolicy
 from ..records.options import format_value
 from ..settings import Settings
-from ..store.names import check_name
+from ..store import sweep_file
+from ..store.names import RECORD_SUFFIX, SWEEPS, campaigns_dir, check_name
 from .curve import PointResult
 from .points import (
     CONCURRENCY_OPTION,
@@ -37,6 +41,8 @@ from .points import (
 )
 from .reading import point_result
 
+SWEEP_WORDS = 60  # characters of a sweep name's words before they are cut and hashed
+
 
 @dataclass(frozen=True)
 class SweepSpec:
@@ -50,26 +56,54 @@ class SweepSpec:
     retries: int = 2
     scoring: str = "deferred"
     slo: Slo | None = None
-    name: str = ""  # "" : sweep-<workload>, with a digest of the options when there are some
+    name: str = ""  # "": sweep-<workload>, with its options, client and design in words (:meth:`sweep_name`)
     upstream: bool = False  # sglang-omni's own sweep: every level in each run, on that run's one server
     score: ScorePolicy | None = None  # which runs of a point are scored for quality (None: last, where it can)
 
+    def _extra(self) -> list[str]:
+        """What sets this sweep apart from another of its workload: options, client and design."""
+        return sorted(self.options) + ([f"client={self.client}"] if self.client else []) + \
+            (["upstream"] if self.upstream else [])
+
+    def options_digest(self) -> str:
+        """A digest of :meth:`_extra` (8 hex digits; "" for none): the record keeps it, and sweeps
+        named before issue 46 were named by it."""
+        extra = self._extra()
+        return hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8] if extra else ""
+
     def sweep_name(self) -> str:
-        """The sweep's name: given, or ``sweep-<workload>[-<digest of its options, client and design>]``."""
+        """The sweep's name: given, or ``sweep-<workload>[-<its options, client and design>]`` in
+        words read from its flags (``sweep-seedtts-max_samples-4_client-sglang``; an option's
+        workload prefix and ``=`` dropped; a long one keeps its start and gets a hash). Its load
+        points are not in it: sweeps of one name share their points' campaigns."""
         if self.name:
             return check_name(self.name, "sweep name")
-        extra = sorted(self.options) + ([f"client={self.client}"] if self.client else []) + \
-            (["upstream"] if self.upstream else [])
-        digest = "-" + hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8] if extra else ""
-        return f"sweep-{self.workload}{digest}"
+        words = [e.removeprefix(f"{self.workload}.").replace("=", "-") for e in self._extra()]
+        readable = re.sub(r"\.{2,}", ".", file_name(words, limit=SWEEP_WORDS)).strip("._-")
+        return check_name(f"sweep-{self.workload}" + (f"-{readable}" if readable else ""), "sweep name", given=False)
+
+    def older_name(self) -> str:
+        """The name omnibench gave this sweep before issue 46: ``sweep-<workload>-<digest>``."""
+        digest = self.options_digest()
+        return f"sweep-{self.workload}" + (f"-{digest}" if digest else "")
+
+    def on_disk(self, revision_dir: Path) -> SweepSpec:
+        """This sweep under the name it has in ``revision_dir``: a sweep measured under its older
+        name (:meth:`older_name`) and not yet under its new one is resumed there, never measured again."""
+        old, new = self.older_name(), self.sweep_name()
+        if self.name or old == new or (sweep_file.sweeps_dir(revision_dir) / new).exists():
+            return self
+        measured = (sweep_file.sweeps_dir(revision_dir) / old).is_dir() or \
+            any(campaigns_dir(revision_dir).glob(f"{old}.*{RECORD_SUFFIX}"))
+        return dataclasses.replace(self, name=old) if measured else self
 
     def campaign_name(self, point: LoadPoint) -> str:
         """``<sweep>.<label>``: the point's campaign; with ``upstream`` every point's is the one
         ``<sweep>.upstream-<labels>``."""
         if self.upstream:
             return check_name(f"{self.sweep_name()}.upstream-{'_'.join(p.label for p in self.points)}",
-                              "campaign name")
-        return check_name(f"{self.sweep_name()}.{point.label}", "campaign name")
+                              "campaign name", given=False)
+        return check_name(f"{self.sweep_name()}.{point.label}", "campaign name", given=False)
 
 
 def spec_from(workload: str, *, concurrency: str = "", request_rate: str = "", runs: int, options: Sequence[str] = (),
@@ -149,6 +183,7 @@ def run_sweep(settings: Settings, spec: SweepSpec, *, progress: Callable[[str], 
 def _measure(settings: Settings, spec: SweepSpec, progress: Callable[[str], None]) -> SweepResult:
     check_spec(spec)
     revision = api.revision_dir(settings)
+    spec = spec.on_disk(revision)
     if spec.upstream:
         return _run_upstream(settings, spec, revision, progress)
     paths: list[Path] = []
@@ -159,7 +194,7 @@ def _measure(settings: Settings, spec: SweepSpec, progress: Callable[[str], None
                            spec.runs, spec.retries, spec.scoring, api.score_policy([spec.workload], spec.score, ()))
         # every point measures the revision the sweep began on: a commit between points stops it
         outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix),
-                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / "sweeps" / spec.sweep_name()))
+                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / SWEEPS / spec.sweep_name()))
         paths.append(outcome.path)
     return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
                                              for point, path in zip(spec.points, paths, strict=True)), tuple(paths))

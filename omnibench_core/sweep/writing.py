@@ -98,7 +98,8 @@ def rows(result: SweepResult) -> list[list[str]]:
 def as_record(result: SweepResult) -> dict[str, Any]:
     """``sweep.json``: what was asked, each point's numbers, and the findings."""
     spec = result.spec
-    return {"sweep": spec.sweep_name(), "workload": spec.workload, "runs_per_point": spec.runs,
+    return {"sweep": spec.sweep_name(), "options_digest": spec.options_digest(), "workload": spec.workload,
+            "runs_per_point": spec.runs,
             "options": list(spec.options), "client": spec.client, "upstream": spec.upstream,
             "slo": {"metric": spec.slo.metric, "bound_s": spec.slo.bound} if spec.slo else None,
             "points": [_point(r) for r in result.results],
