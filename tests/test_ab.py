@@ -566,3 +566,14 @@ def test_sides_are_compared_by_the_values_their_settings_take(tmp_path):
         request_from(settings, ["selftest"], **same)
     with pytest.raises(SettingsError, match="these differ: settings"):
         request_from(settings, ["selftest"], aa=True, a_sets=["local_delay_ms=5"], b_sets=["local_delay_ms=6"])
+
+
+def test_the_library_refuses_a_given_experiment_name_the_one_rule_refuses(tmp_path):
+    """`--name` is checked by the flag; the library's request checks it too (a caller of the library
+    passes no flag): a right-to-left override is named by its code point."""
+    from omnibench_core.ab.execute import request_from
+    from omnibench_core.errors import SettingsError
+    from omnibench_core.settings import Settings
+
+    with pytest.raises(SettingsError, match="U\\+202E"):
+        request_from(Settings.of(results=str(tmp_path)), ["selftest"], aa=True, name="ab\u202ec")

@@ -37,7 +37,7 @@ from ..settings import Settings
 from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..store import manifest as manifest_file
-from ..store.names import lock_path
+from ..store.names import check_name, lock_path
 from ..sweep.points import at_point, parse_point_metric
 from . import duet, experiment_file, record, sequential
 from .analysis import analyse
@@ -143,6 +143,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     scored for quality (:func:`omnibench_core.api.score_policy`)."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
+    if name:
+        check_name(name, "experiment name")  # a given name: the one rule every command's names follow
     try:
         chosen = Design(design)
     except ValueError:
