@@ -22,6 +22,13 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# pytest-xdist hands its workers the terminal's size (COLUMNS=80, LINES=24 without a terminal) and
+# omnibench fits its tables to $COLUMNS: the tests read output as a pipe gets it, whole (the programs
+# they start inherit this environment); tests/test_tables.py sets the variables where it tests fitting.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def data_cache(tmp_path_factory) -> Path:
     """Data sets the tests make go to a temporary cache, never the user's ~/.cache. Test workers
@@ -130,3 +137,4 @@ def invoke(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
 
     return run_invoke
+

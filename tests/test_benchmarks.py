@@ -105,6 +105,12 @@ def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     assert report["apps_at_end"] == []  # nothing left on the (fake) GPUs
 
 
+def test_bench_boundary_smoke_prints_each_rule_with_its_false_alarms():
+    done = _run("bench_boundary.py", "--max-rounds", "8", "--sd", "0.06", "--reps", "200")
+    rows = [line for line in done.stdout.splitlines() if line.startswith("sd 0.06  N  8")]
+    assert rows and any("(the rule)" in line for line in rows) and all("false alarms" in line for line in rows)
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
 def test_every_benchmark_script_has_a_smoke_test_here(script):
     if script in HELPERS:
