@@ -37,6 +37,7 @@ from ..settings import Settings
 from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..store import manifest as manifest_file
+from ..store.durations import phase_history
 from ..store.names import check_name, lock_path
 from ..sweep.points import at_point, parse_point_metric
 from . import duet, experiment_file, record, sequential
@@ -344,7 +345,12 @@ class _Driver:
         per_run = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads)
                                     for s in self.sides.values()) if t is not None), None) \
             if experiment.scoring == "deferred" else None
-        self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run)
+        # Before a round of this experiment ended, the first estimate is the sides' history: a
+        # run's generation there (a duet round runs both sides at once: one run's time)
+        prior = next((h.total(("generate",) if experiment.scoring == "deferred" else None)
+                      for h in (phase_history(api.revision_dir(s), experiment.identity.workloads)
+                                for s in self.sides.values()) if h is not None), None)
+        self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run, prior_run_s=prior or None)
         self._duet: duet.Duet | None = None  # the duet's two workers, while its rounds run
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
@@ -641,7 +647,8 @@ class _Driver:
     def _score_side(self, label: str, pending: Sequence[Attempt], quality: bool = True) -> None:
         settings = self.sides[label]
         if quality:
-            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score())
+            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score(),
+                                len(pending))
         else:
             self.progress.say(f"side {label}: {', '.join(f'round {a.round} ({a.run})' for a in pending)} finished "
                               f"without scoring (--score {self.experiment.score.value}: a speed verdict needs none)")
