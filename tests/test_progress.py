@@ -19,6 +19,7 @@ from omnibench_core.campaign.progress import (
     Scoring,
     estimate_left,
     scoring_seconds,
+    scoring_start_seconds,
 )
 from omnibench_core.heartbeat import Heartbeat, beating, unstamped, working
 from omnibench_core.run.eta import RunEta, revision_note, with_estimate
@@ -112,6 +113,7 @@ def test_scoring_seconds_counts_score_steps_and_the_scoring_servers_this_run_sta
         servers=(ServerEntry("asr", "score", started="2026-12-01T10:01:55+00:00", ready="2026-12-01T10:02:00+00:00"),
                  ServerEntry("asr", "score", started_in="run1", at="2026-12-01T10:02:00+00:00")))
     assert scoring_seconds(manifest) == 45.0
+    assert scoring_start_seconds(manifest) == 5.0  # the start it made, not the one it shared
     assert scoring_seconds(replace(manifest, steps=manifest.steps[:1])) is None
 
 
@@ -334,3 +336,22 @@ def test_phase_seconds_spans_each_phases_steps_and_servers_stop_included():
                              stopped="2026-12-01T10:01:05+00:00"),
                  ServerEntry("asr", "score", started_in="run1", at="2026-12-01T10:01:00+00:00")))
     assert phase_seconds(manifest) == {"generate": 65.0, "score": 30.0}  # a shared scoring start is not this run's
+
+
+def test_scoring_servers_start_once_a_phase_not_once_a_run():
+    """History runs each started their scoring servers (20 s) and scored (5 s): 25 s a run. An
+    A/B's deferred scoring of 4 runs a side starts them once a side: 2 x 20 + 8 x 5 = 80 s, not
+    8 x 25 = 200 s."""
+    clock, lines = Clock(), []
+    progress = CampaignProgress(lines.append, 5, [60.0], clock=clock, scoring_per_run_s=5.0, scoring_start_s=20.0,
+                                scoring_phases=2)
+    progress.start_run(5, "round 4", 8)
+    assert progress.estimate() == "~2m20s left (scoring ~1m20s)"  # 60 s of the round + 80 s
+    progress.end_run(60.0)
+    progress.phase("scoring side A: 4 generated runs together", 8, 4)
+    assert progress.left_s() == 80.0
+    clock.now += 60
+    progress.scored(60.0, 4)  # 20 s of start and 4 runs of 10 s
+    assert progress.scoring_per_run_s == 10.0
+    progress.phase("scoring side B: 4 generated runs together", 4, 4)
+    assert progress.left_s() == 60.0 and progress.estimate() == "~1m00s left"

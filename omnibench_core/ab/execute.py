@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import api, defaults
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
-from ..campaign.progress import CampaignProgress, scoring_history
+from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
@@ -345,12 +345,19 @@ class _Driver:
         per_run = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads)
                                     for s in self.sides.values()) if t is not None), None) \
             if experiment.scoring == "deferred" else None
+        # a history run started its scoring servers for itself; each side's scoring starts them once
+        start = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads,
+                                                  scoring_start_seconds) for s in self.sides.values())
+                      if t is not None), 0.0) if per_run is not None else 0.0
         # Before a round of this experiment ended, the first estimate is the sides' history: a
         # run's generation there (a duet round runs both sides at once: one run's time)
         prior = next((h.total(("generate",) if experiment.scoring == "deferred" else None)
                       for h in (phase_history(api.revision_dir(s), experiment.identity.workloads)
                                 for s in self.sides.values()) if h is not None), None)
-        self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run, prior_run_s=prior or None)
+        self.progress = CampaignProgress(progress, units, done,
+                                         scoring_per_run_s=None if per_run is None else per_run - start,
+                                         scoring_start_s=start, scoring_phases=len(record.SIDES),
+                                         prior_run_s=prior or None)
         self._duet: duet.Duet | None = None  # the duet's two workers, while its rounds run
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:

@@ -26,7 +26,7 @@ from ..store.durations import phase_history
 from ..store.names import check_name, lock_path, under_root
 from . import campaign_file, record
 from .attempt import reclaim, run_attempt, score_generated
-from .progress import NO_LATER, CampaignProgress, Later, scoring_history
+from .progress import NO_LATER, CampaignProgress, Later, scoring_history, scoring_start_seconds
 from .record import Asked, Attempt, Campaign
 from .summary import environment_of
 
@@ -168,12 +168,16 @@ class _Driver:
         # in this revision folder before (an earlier `invoke run` or campaign of these workloads).
         per_run = scoring_history(self.revision, campaign.asked.workloads) if campaign.asked.scoring == "deferred" \
             else None
+        # a history run started its scoring servers for itself; deferred scoring starts them once
+        start = (scoring_history(self.revision, campaign.asked.workloads, scoring_start_seconds) or 0.0) \
+            if per_run is not None else 0.0
         # Before a run of this campaign ended, the first estimate is the revision folder's history
         history = phase_history(self.revision, campaign.asked.workloads)
         prior = None if history is None else \
             history.total(("generate",) if campaign.asked.scoring == "deferred" else None)
-        self.progress = CampaignProgress(progress, campaign.slots, durations, scoring_per_run_s=per_run,
-                                         prior_run_s=prior or None, later=later)
+        self.progress = CampaignProgress(progress, campaign.slots, durations,
+                                         scoring_per_run_s=None if per_run is None else per_run - start,
+                                         scoring_start_s=start, prior_run_s=prior or None, later=later)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:

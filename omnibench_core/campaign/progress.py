@@ -23,17 +23,20 @@ UNTIMED = "scoring not timed yet"
 
 @dataclass(frozen=True)
 class Scoring:
-    """What deferred scoring still costs: runs left to score and the seconds one run's scoring
-    took before (None: never timed in this revision folder)."""
+    """What deferred scoring still costs: runs left to score, the seconds one run's scoring
+    took before (None: never timed in this revision folder), and ``starts`` starts of the
+    scoring servers (one a scoring phase: an A/B has one a side) of ``start_s`` each."""
 
     runs: int = 0
     per_run_s: float | None = None
+    starts: int = 0
+    start_s: float = 0.0
 
     def seconds(self) -> float | None:
         """The scoring left, or None when it was never timed (and there is some left)."""
         if not self.runs:
             return 0.0
-        return None if self.per_run_s is None else self.per_run_s * self.runs
+        return None if self.per_run_s is None else self.per_run_s * self.runs + self.start_s * self.starts
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,16 @@ def scoring_seconds(manifest: RunManifest) -> float | None:
             + sum(span_seconds(s.started, s.ready) for s in starts))
 
 
-def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
+def scoring_start_seconds(manifest: RunManifest) -> float:
+    """The seconds a run's own scoring servers took to start (to READY); 0 for none."""
+    return sum(span_seconds(s.started, s.ready) for s in manifest.servers if s.phase == "score" and s.started_here)
+
+
+def scoring_history(revision: Path, workloads: Sequence[str], part: Callable[[RunManifest], float | None]
+                    = scoring_seconds) -> float | None:
     """The mean scoring time of the complete runs of these workloads in a revision folder (an
-    earlier ``invoke run`` or campaign); None when there is none."""
+    earlier ``invoke run`` or campaign); None when there is none. ``part``: what of a run's
+    scoring (:func:`scoring_start_seconds`: its servers' start)."""
     seen = []
     for run_dir in manifest_file.run_dirs(revision):
         try:
@@ -113,7 +123,9 @@ def scoring_history(revision: Path, workloads: Sequence[str]) -> float | None:
             continue
         if manifest.status is not RunStatus.COMPLETE or list(manifest.workloads) != list(workloads):
             continue
-        took = scoring_seconds(manifest)
+        if scoring_seconds(manifest) is None:  # a run that did no scoring says nothing of it
+            continue
+        took = part(manifest)
         if took is not None:
             seen.append(took)
     return statistics.mean(seen) if seen else None
@@ -130,12 +142,15 @@ class CampaignProgress(Heartbeat):
 
     def __init__(self, emit: Callable[[str], None], total: int, durations: Sequence[float] = (),
                  quiet_s: float = QUIET_S, *, scoring_per_run_s: float | None = None,
-                 prior_run_s: float | None = None, later: Later = Later(),
-                 clock: Callable[[], float] = time.monotonic):
+                 prior_run_s: float | None = None, later: Later = Later(), scoring_start_s: float = 0.0,
+                 scoring_phases: int = 1, clock: Callable[[], float] = time.monotonic):
         super().__init__(emit, quiet_s=quiet_s, clock=clock)
         self.total, self.durations = total, list(durations)
         self.k, self.label, self.run_t0 = 0, "campaign start", self.t0
         self.scoring_per_run_s = scoring_per_run_s
+        # the scoring servers' start, once a scoring phase (``scoring_phases`` of them left): not
+        # a cost per run, so many runs scored on one start are not charged one start each
+        self.scoring_start_s, self.starts_left = scoring_start_s, scoring_phases
         self.prior_run_s, self.later = prior_run_s, later
         self.measured: list[float] = []  # this command's own runs' durations
         self.to_score = 0  # runs deferred scoring has still to score (0 with per-run scoring)
@@ -175,20 +190,23 @@ class CampaignProgress(Heartbeat):
         self.k, self.label, self.run_t0, self.to_score = 0, label, self.clock(), to_score
         self.phase_runs = runs or to_score
         per = self.scoring_per_run_s
-        self.unit_estimate = per * self.phase_runs if per is not None and self.phase_runs else None
+        self.unit_estimate = per * self.phase_runs + self.scoring_start_s if per is not None and self.phase_runs \
+            else None
         self.finished = False
 
     def scored(self, seconds: float, runs: int) -> None:
         """Deferred scoring of ``runs`` took ``seconds``: later estimates use it, and the runs
         are no longer left to score. Off its estimate by more than the ratio, a line says so."""
         note = revision_note(self.label, self.unit_estimate, seconds) if runs else None
-        if runs:
-            self.scoring_per_run_s = seconds / runs
+        if runs:  # the phase's time less its servers' start (as the history had it), a run
+            start = self.scoring_start_s if seconds > 2 * self.scoring_start_s else 0.0
+            self.scoring_per_run_s = (seconds - start) / runs
+        self.starts_left = max(0, self.starts_left - 1)
         self.to_score = max(0, self.to_score - runs)
         self.finished = not self.to_score
         if note is not None:
-            rest = f"; the {self.to_score} runs left to score are estimated at its ~{fmt_seconds(seconds / runs)} " \
-                   "a run" if self.to_score else ""
+            rest = f"; the {self.to_score} runs left to score are estimated at its ~" \
+                   f"{fmt_seconds(self.scoring_per_run_s or 0.0)} a run" if self.to_score else ""
             self.say(note + rest)
         self.unit_estimate, self.phase_runs = None, 0
 
@@ -201,7 +219,7 @@ class CampaignProgress(Heartbeat):
         now = self.clock()
         if self.k:
             return estimate_left(self._run_durations(), self.total - self.k + 1, now - self.run_t0,
-                                 Scoring(self.to_score, self.scoring_per_run_s), self.later, self.total)
+                                 self._scoring(), self.later, self.total)
         if self.to_score:  # the scoring phase itself
             return self._scoring_left(now - self.run_t0)
         if self.finished:
@@ -214,6 +232,16 @@ class CampaignProgress(Heartbeat):
             return f"~{fmt_seconds(statistics.mean(known))} a run ({source})" + self._later_text()
         return "estimate after the first run" + self._later_text()
 
+    def _scoring(self) -> Scoring:
+        """The deferred scoring left: its runs, and a start of its servers a phase left."""
+        return Scoring(self.to_score, self.scoring_per_run_s, self.starts_left if self.to_score else 0,
+                       self.scoring_start_s)
+
+    def _phase_s(self) -> float:
+        """The scoring phase now under way, as estimated: its runs and one start."""
+        per = self.scoring_per_run_s or 0.0
+        return per * (self.phase_runs or self.to_score) + self.scoring_start_s
+
     def left_s(self) -> float | None:
         """What is left of the whole command in seconds, as :meth:`estimate` words it (None:
         nothing to go by yet); a run or phase past its estimate counts 0 for itself."""
@@ -221,7 +249,7 @@ class CampaignProgress(Heartbeat):
         per = self.scoring_per_run_s
         if self.to_score and per is None:
             return None
-        score = per * self.to_score if per is not None else 0.0
+        score = self._scoring().seconds() or 0.0
         if self.k:
             if not known:
                 return None
@@ -232,7 +260,7 @@ class CampaignProgress(Heartbeat):
         later = self.later.seconds(None) or 0.0
         if self.to_score:
             elapsed = now - self.run_t0
-            phase = per * (self.phase_runs or self.to_score) if per is not None else 0.0
+            phase = self._phase_s()
             after = score - phase
             if elapsed > phase > 0:
                 after *= elapsed / phase
@@ -246,8 +274,8 @@ class CampaignProgress(Heartbeat):
         per = self.scoring_per_run_s
         if per is None:
             return UNTIMED + self._later_text()
-        this = per * (self.phase_runs or self.to_score)
-        after = per * max(0, self.to_score - (self.phase_runs or self.to_score))
+        this = self._phase_s()
+        after = (self._scoring().seconds() or 0.0) - this
         if elapsed > this > 0:
             after *= elapsed / this
         later = self.later.seconds(None) or 0.0
