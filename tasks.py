@@ -90,7 +90,7 @@ def run(c, given):
     """Run workloads once: fresh server per workload, client, scoring, coverage, metrics.json."""
     with reported():
         result = api.run(settings_from(c, given), given.workload, options=given.opt or [], run_name=given.run_name,
-                         client=given.client, progress=emit)
+                         client=given.client, progress=emit, estimate=True)
     emit(tables.run_summary(result))
     if not result.complete:
         raise Exit(code=1)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SettingsError, storage_error
-from .heartbeat import beating
+from .heartbeat import Heartbeat, beating
 from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
 from .records import (
@@ -27,6 +28,7 @@ from .records import options as workload_options
 from .registry import manager as plugin_manager
 from .registry.manager import PluginManager, Registry
 from .run import capabilities, environment, layout, ownership
+from .run.eta import RunEta
 from .run.runner import Runner, RunPlan, score_together
 from .settings import Settings
 from .setup import doctor
@@ -34,6 +36,7 @@ from .setup.checkout_layout import checkout_packages
 from .setup.doctor import Check
 from .setup.tree_state import listed, tree_state
 from .statuses import RunStatus
+from .store.durations import phase_history
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ def run(
     extra_plugins: Iterable[tuple[str, object]] = (),
     phases: Sequence[Phase] = PHASES,
     before_timed: Callable[[str], None] | None = None,
+    estimate: bool = False,
 ) -> RunResult:
     """Run the named workloads once on the configured target: the runbook's "One run".
 
@@ -137,7 +141,8 @@ def run(
     ``phases=("generate",)`` stops after generation and leaves the run ``generated``, for
     :func:`score_runs` to score with other runs on one scoring server start. ``before_timed``
     is called with a step's name before each timed window opens (its server READY): a duet
-    A/B's barrier.
+    A/B's barrier. ``estimate`` (``invoke run``): the lines carry what is left of the run, phase
+    by phase, from this revision folder's earlier complete runs of the same workloads.
     """
     manager, registry, chosen, opts, target_env, slot = _resolve(settings, workloads, options, client, extra_plugins)
     revision = layout.revision_dir(settings.run.results_root, target_env.folder)
@@ -156,7 +161,8 @@ def run(
     except BaseException:
         run_dir.rmdir()  # planning failed: nothing ran, release the claimed name
         raise
-    with beating(progress) as beat:  # no step is silent for long, whatever it prints itself
+    workload_names = [w.name for w in chosen] if estimate else None
+    with _run_stream(progress, revision, workload_names, phases) as beat:  # never silent for long
         runner = Runner(plan, progress=beat, on_start=manager.notify_run_start, before_timed=before_timed)
         try:
             return runner.execute(phases)
@@ -323,3 +329,20 @@ def diagnose(settings: Settings) -> list[Check]:
     target = registry.get("target", settings.run.target)
     return doctor.diagnose(settings, gpu_host=target.facts.uses_gpu, checkout=target.facts.own_clients,
                            why_not=f"not needed for the {target.name} target")
+
+
+@contextlib.contextmanager
+def _run_stream(progress: Callable[[str], None], revision: Path, workloads: Sequence[str] | None,
+                phases: Sequence[Phase]) -> Iterator[Callable[[str], None]]:
+    """A run's stream: a study's own (it beats and estimates already), one that beats (a caller
+    that asks no estimate: an A/B side's worker, whose driver estimates), or for ``invoke run``
+    (``workloads`` given) one that beats and carries the run's estimate from this revision
+    folder's earlier runs of those workloads."""
+    if isinstance(progress, Heartbeat) or workloads is None:
+        with beating(progress) as beat:
+            yield beat
+        return
+    eta = RunEta(progress, phase_history(revision, workloads), [p for p in PHASES if p in phases])
+    with eta:
+        eta(eta.opening())
+        yield eta

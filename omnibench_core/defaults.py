@@ -38,3 +38,4 @@ TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")  # auto, ship from every
 # benchmarks/results/2026-12-06-nvml-process-util-h100) a process holding 708 MiB idle read 0 % or
 # no sample at all, bf16 matrix products 100 %, the second after they stopped 7 %.
 GPU_TENANT_COMPUTING_SM_PCT = 5.0
+ETA_REVISE_RATIO = 2.0  # a phase that took over this many times its estimate (or under 1/this) revises the ETA

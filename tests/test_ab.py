@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -363,6 +364,13 @@ def test_a_duet_runs_both_sides_at_once_on_two_slots_that_swap_each_round(tmp_pa
     # deferred scoring's lines carry an estimate of what is left; none says "~0s left" of work left
     scoring = [line for line in done.stdout.splitlines() if line.startswith("[scoring side ")]
     assert scoring and "~0s left" not in done.stdout, "\n".join(scoring[-5:])
+    # once a round has ended, every round's line estimates the whole experiment, both sides' scoring
+    # included (here never timed: no earlier run to go by, said so), or says it is past the
+    # estimate (a busy host) (issue 43)
+    later = [line.split(" elapsed | ", 1)[1].split("] ", 1)[0] for line in done.stdout.splitlines()
+             if line.startswith(("[run 2 of", "[run 3 of"))]
+    assert later and all(re.fullmatch(r"(~\w+ left|generation past the estimate) \+ scoring not timed yet", p)
+                         for p in later), later[:5]
     for side in "AB":
         manifests = [manifest_file.read(results / a["revision"] / a["run"]) for (s, _), a in sorted(kept.items())
                      if s == side]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -64,6 +65,12 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     again = invoke("run", "--workload", "selftest", "--port", str(port))
     assert again.returncode == 0, again.stderr
     assert [p.name for p in run_dirs(tmp_path / "results")] == ["run0", "run1"]
+    # the first run had nothing to go by; the second's estimate is the first's phases, and each
+    # line carries what is left (or, on a busy host, that a phase is past it) (issue 43)
+    assert "estimate: none yet" in done.stdout and "| ~" not in done.stdout
+    assert "estimate: ~" in again.stdout and "the mean of 1 earlier complete run of these workloads" in again.stdout
+    ready = [line for line in again.stdout.splitlines() if "selftest: READY after" in line]
+    assert ready and re.match(r"\[ +[\d.]+s \| (~\w+ left|generate past the estimate( \+ ~\w+)?)\] ", ready[0]), ready
 
 
 @pytest.mark.slow

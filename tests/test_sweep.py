@@ -433,6 +433,11 @@ def test_the_docs_concurrency_sweep_writes_the_table_the_plot_and_the_knee(concu
                   if (campaign.parent.parent / run / "seedtts" / "wer_results.json").is_file()}
         assert scored == {2} and set(attempts) == {0, 1, 2}, (point, attempts, scored)
     assert "finished without scoring (--score last" in done.stdout
+    # the first point's estimate covers the point after it; the last point's has none after it (issue 43)
+    first = [line for line in done.stdout.splitlines() if line.startswith("[sweep point 1 of 2: c1] [run ")]
+    last = [line for line in done.stdout.splitlines() if line.startswith("[sweep point 2 of 2: c4] [run ")]
+    assert first and all("1 later point" in line.split("]")[1] for line in first), first[:3]
+    assert last and not any("later point" in line for line in last), last[:3]
 
 
 @pytest.mark.slow

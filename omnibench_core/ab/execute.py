@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import api, defaults
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
-from ..campaign.progress import CampaignProgress, scoring_history
+from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
@@ -37,6 +37,7 @@ from ..settings import Settings
 from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, ExperimentStatus, RunStatus, SideStatus
 from ..store import manifest as manifest_file
+from ..store.durations import phase_history
 from ..store.names import check_name, lock_path
 from ..sweep.points import at_point, parse_point_metric
 from . import duet, experiment_file, record, sequential
@@ -344,7 +345,19 @@ class _Driver:
         per_run = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads)
                                     for s in self.sides.values()) if t is not None), None) \
             if experiment.scoring == "deferred" else None
-        self.progress = CampaignProgress(progress, units, done, scoring_per_run_s=per_run)
+        # a history run started its scoring servers for itself; each side's scoring starts them once
+        start = next((t for t in (scoring_history(api.revision_dir(s), experiment.identity.workloads,
+                                                  scoring_start_seconds) for s in self.sides.values())
+                      if t is not None), 0.0) if per_run is not None else 0.0
+        # Before a round of this experiment ended, the first estimate is the sides' history: a
+        # run's generation there (a duet round runs both sides at once: one run's time)
+        prior = next((h.total(("generate",) if experiment.scoring == "deferred" else None)
+                      for h in (phase_history(api.revision_dir(s), experiment.identity.workloads)
+                                for s in self.sides.values()) if h is not None), None)
+        self.progress = CampaignProgress(progress, units, done,
+                                         scoring_per_run_s=None if per_run is None else per_run - start,
+                                         scoring_start_s=start, scoring_phases=len(record.SIDES),
+                                         prior_run_s=prior or None)
         self._duet: duet.Duet | None = None  # the duet's two workers, while its rounds run
 
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:
@@ -641,7 +654,8 @@ class _Driver:
     def _score_side(self, label: str, pending: Sequence[Attempt], quality: bool = True) -> None:
         settings = self.sides[label]
         if quality:
-            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score())
+            self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score(),
+                                len(pending))
         else:
             self.progress.say(f"side {label}: {', '.join(f'round {a.round} ({a.run})' for a in pending)} finished "
                               f"without scoring (--score {self.experiment.score.value}: a speed verdict needs none)")

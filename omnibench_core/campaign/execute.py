@@ -22,10 +22,11 @@ from ..settings import Settings
 from ..setup.tree_state import dirty_base
 from ..statuses import AttemptStatus, CampaignStatus, RunStatus
 from ..store import manifest as manifest_file
+from ..store.durations import phase_history
 from ..store.names import check_name, lock_path, under_root
 from . import campaign_file, record
 from .attempt import reclaim, run_attempt, score_generated
-from .progress import CampaignProgress, scoring_history
+from .progress import NO_LATER, CampaignProgress, Later, scoring_history, scoring_start_seconds
 from .record import Asked, Attempt, Campaign
 from .summary import environment_of
 
@@ -93,11 +94,13 @@ class CampaignBusy(OmnibenchError):
 
 
 def measure(settings: Settings, asked: Asked, *, name: str | None = None,
-            progress: Callable[[str], None] = print, expect: tuple[Path, str, Path] | None = None) -> Outcome:
+            progress: Callable[[str], None] = print, expect: tuple[Path, str, Path] | None = None,
+            later: Later = NO_LATER) -> Outcome:
     """Run (or continue) the campaign; raises CampaignStopped, RunInterrupted, CampaignBusy,
     StorageError or a setup error. ``expect`` (revision folder, what, record): a caller measuring
     several campaigns of one revision (a sweep) has :class:`RevisionMoved` raised when the target's
-    revision is no longer that one.
+    revision is no longer that one. ``later``: work after this campaign in the same command (a
+    sweep's later points), part of every estimate line.
 
     The campaign is locked for the whole measurement: a second command for it at once (on
     another port, say) is refused, naming the holder; a dead holder's lock is taken over.
@@ -129,7 +132,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
             campaign = Campaign(name=name, revision=revision.name, asked=asked)
         reclaim([revision], progress)
         campaign = campaign_file.save(path, campaign)
-        driver = _Driver(settings, path, campaign, progress)
+        driver = _Driver(settings, path, campaign, progress, later)
         return Outcome(path, driver.go())
 
 
@@ -156,7 +159,8 @@ def _campaign_lock(path: Path) -> Iterator[Path]:
 
 
 class _Driver:
-    def __init__(self, settings: Settings, path: Path, campaign: Campaign, progress: Callable[[str], None]):
+    def __init__(self, settings: Settings, path: Path, campaign: Campaign, progress: Callable[[str], None],
+                 later: Later = NO_LATER):
         self.settings, self.path, self.campaign = settings, path, campaign
         self.revision = path.parent.parent
         durations = [a.seconds for a in campaign.attempts if a.status in DONE and a.seconds]
@@ -164,7 +168,16 @@ class _Driver:
         # in this revision folder before (an earlier `invoke run` or campaign of these workloads).
         per_run = scoring_history(self.revision, campaign.asked.workloads) if campaign.asked.scoring == "deferred" \
             else None
-        self.progress = CampaignProgress(progress, campaign.slots, durations, scoring_per_run_s=per_run)
+        # a history run started its scoring servers for itself; deferred scoring starts them once
+        start = (scoring_history(self.revision, campaign.asked.workloads, scoring_start_seconds) or 0.0) \
+            if per_run is not None else 0.0
+        # Before a run of this campaign ended, the first estimate is the revision folder's history
+        history = phase_history(self.revision, campaign.asked.workloads)
+        prior = None if history is None else \
+            history.total(("generate",) if campaign.asked.scoring == "deferred" else None)
+        self.progress = CampaignProgress(progress, campaign.slots, durations,
+                                         scoring_per_run_s=None if per_run is None else per_run - start,
+                                         scoring_start_s=start, prior_run_s=prior or None, later=later)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def save(self, attempt: Attempt | None = None, **changes: Any) -> None:

@@ -62,6 +62,7 @@ from ..telemetry.run_summary import StepWindow, server_summary, write_run_teleme
 from ..telemetry.sampler import Sampler
 from . import gates, ownership, rev_ok
 from .collection import collect_run, with_server_ready, write_metrics
+from .eta import RunEta
 from .layout import move_aside
 from .planning import Group, PlannedStep, order_steps
 from .served_model import MODELS_PATH, read_served
@@ -331,6 +332,8 @@ class Runner:
         pending = self._pending(group)
         if not pending:
             return
+        if isinstance(self.progress, RunEta):  # `invoke run`'s estimate goes phase by phase
+            self.progress.phase_begins(group.phase)
         if group.server is None:
             for p in pending:
                 self._run_one(p.workload, p.step)

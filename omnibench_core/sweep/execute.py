@@ -13,13 +13,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import api
+from ..campaign import campaign_file
 from ..campaign.execute import asked_from, measure
 from ..campaign.front_door import campaign_done
+from ..campaign.progress import Later
 from ..errors import SettingsError
 from ..identity import file_name
 from ..records import SCORE_WORDS, ScorePolicy
@@ -187,14 +191,24 @@ def _measure(settings: Settings, spec: SweepSpec, progress: Callable[[str], None
     if spec.upstream:
         return _run_upstream(settings, spec, revision, progress)
     paths: list[Path] = []
+    took: list[float] = []  # each point's wall time in this command: the later points' estimate
     for number, point in enumerate(spec.points, 1):
         name = spec.campaign_name(point)
         prefix = f"[sweep point {number} of {len(spec.points)}: {point.label}] "
         asked = asked_from(settings, [spec.workload], [*spec.options, *point.options(spec.workload)], spec.client,
                            spec.runs, spec.retries, spec.scoring, api.score_policy([spec.workload], spec.score, ()))
         # every point measures the revision the sweep began on: a commit between points stops it
+        # the point's estimate covers the points after it: as long as the points measured so far,
+        # or before one was, as long as this one
+        later = Later(len(spec.points) - number, statistics.mean(took) if took else None)
+        record_path = campaign_file.campaign_path(revision, name)
+        before = len(campaign_file.load(record_path).attempts) if record_path.exists() else 0
+        t0 = time.monotonic()
         outcome = measure(settings, asked, name=name, progress=_prefixed(progress, prefix),
-                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / SWEEPS / spec.sweep_name()))
+                          expect=(revision, f"sweep {spec.sweep_name()!r}", revision / SWEEPS / spec.sweep_name()),
+                          later=later)
+        if len(outcome.campaign.attempts) > before:  # a point done before this command says nothing of its pace
+            took.append(time.monotonic() - t0)
         paths.append(outcome.path)
     return SweepResult(spec, revision, tuple(point_result(spec.workload, point, path, spec.slo)
                                              for point, path in zip(spec.points, paths, strict=True)), tuple(paths))
