@@ -92,6 +92,10 @@ FLAGS: dict[str, Flag] = {
                               "(every node sees the results root)", defaults.TRANSPORT),
     "checkout_url": Flag(f.text(), "ray engine: the git URL (or path) each node clones the checkout from (default "
                          "--checkout)", ""),
+    # exports: exact values a spreadsheet or notebook reads (report, compare, sweep, ab)
+    "csv": Flag(f.export_path(), "also write the rows as CSV to this file (exact values, each column's "
+                "unit in its name)", ""),
+    "json": Flag(f.export_path(), "also write the rows as JSON (a list of objects) to this file", ""),
     # the terminal
     "wide": Flag(f.SWITCH, "print tables at their full width and long summaries whole (default: fitted to the "
                  "terminal, $COLUMNS and $LINES; a pipe gets everything)", False),
@@ -136,7 +140,7 @@ def _parsed(example: str, parse: str) -> f.AnyCheck:
 
 SWEEP = pick(
     "workload", "target", "results", "port", "runs", "opt", "checkout", "allow_dirty", "gpus", "cpus", "client", "retries", "scoring",
-    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score", "wide", "percentiles",
+    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score", "wide", "csv", "json", "percentiles",
     workload=Flag(f.text(empty=False), "the workload to sweep (one; it needs a max_concurrency option for "
                   "--concurrency and a request_rate option for --request-rate: seedtts has both)", REQUIRED),
     opt=MEASURE["opt"], runs=FLAGS["runs"].but(help="measured runs per point after its warm-up run0 (default 3)"),
@@ -160,7 +164,7 @@ SWEEP = pick(
                              "(every run, as measure), or none. A load curve is speed: it needs no scoring"))
 
 REPORT = pick(
-    "name", "runs", "target", "results", "checkout", "wide",
+    "name", "runs", "target", "results", "checkout", "wide", "csv", "json",
     name=Flag(f.text(), "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the "
               "revision folder; Invoke has no optional positionals, so --name)", ""),
     runs=Flag(f.distinct_list("run names"), "report these complete runs instead of a campaign, comma-separated (they "
@@ -170,7 +174,7 @@ REPORT = pick(
     checkout=FLAGS["checkout"].but(help="sglang-omni checkout (its commit names the revision folder)"))
 
 COMPARE = pick(
-    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results", "wide",
+    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results", "wide", "csv", "json",
     a=Flag(f.text(empty=False), "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file; or "
            "the base sweep (NAME, REVISION/NAME or REVISION/NAME/POINTS): then every common load point is compared",
            REQUIRED),
@@ -294,7 +298,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     "allow_dirty",
     "retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide", "slots",
     "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client", "server_profile",
-    "wide", "percentiles",
+    "wide", "csv", "json", "percentiles",
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),
     a_rev=Flag(f.revision(), "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)"),
     b_rev=Flag(f.revision(), "side B's revision of the checkout (with --a-rev)"),
