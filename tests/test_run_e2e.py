@@ -74,8 +74,9 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert re.search(r"selftest\.latency_mean_s +[0-9.]+ ms\n", done.stdout), done.stdout
     # the next run gets the next free name and never touches run0; --percentiles chooses more, and 30
     # requests measure p90 (30 needed) but not p99.9 (3000)
-    again = invoke("run", "--workload", "selftest", "--port", str(port), "--percentiles", "50,90,99,99.9",
-                   "--opt", "selftest.requests=30")
+    command = "invoke run --workload selftest --opt selftest.requests=30 --percentiles 50,90,99,99.9"
+    assert command in (REPO / "docs" / "usage.md").read_text()  # the docs' command, on this test's port
+    again = invoke(*command.split()[1:], "--port", str(port))
     assert again.returncode == 0, again.stderr
     assert [p.name for p in run_dirs(tmp_path / "results")] == ["run0", "run1"]
     second = metrics_file.read(run.parent / "run1")

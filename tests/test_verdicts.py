@@ -321,8 +321,19 @@ def test_two_far_apart_rounds_at_a_small_level_give_an_unbounded_interval_not_an
     assert interval_text(row.low, row.high, row.relative).endswith("+inf%]")
 
 
+EXPORT_COMMANDS = ("invoke report --name base --csv report.csv",
+                   "invoke compare base slower --csv compare.csv --json compare.json")
+
+
+def test_the_docs_show_the_export_commands_these_tests_run():
+    for page in ("usage.md", "campaigns.md"):
+        text = (REPO / "docs" / page).read_text()
+        assert all(command in text for command in EXPORT_COMMANDS), page
+
+
 @pytest.mark.slow
 def test_report_and_compare_export_exact_rows_with_units_in_their_columns(campaigns, tmp_path):
+    # the docs' commands (EXPORT_COMMANDS), their files put under tmp_path
     invoke, results = campaigns
     out = tmp_path / "exports"
     done = invoke("compare", "base", "slower", "--csv", str(out / "compare.csv"), "--json", str(out / "compare.json"))
