@@ -46,6 +46,7 @@ api = _Lazy("omnibench_core.api")
 campaign = _Lazy("omnibench_core.campaign.front_door")
 campaign_execute = _Lazy("omnibench_core.campaign.execute")
 campaign_summary = _Lazy("omnibench_core.campaign.pr_summary")
+exports = _Lazy("omnibench_core.cli.exports")
 sweep_compare = _Lazy("omnibench_core.sweep.compare")
 sweep_execute = _Lazy("omnibench_core.sweep.execute")
 sweep_writing = _Lazy("omnibench_core.sweep.writing")
@@ -121,6 +122,7 @@ def sweep_load(c, given):
         result = sweep_execute.run_sweep(settings, spec, progress=emit)
         with working(emit, f"writing sweep {result.spec.sweep_name()} (table and plot)"):
             written = sweep_writing.write_sweep(result, settings.run.results_root)
+        exports.sweep(given, result)
     emit(sweep_writing.sweep_text(result, written))
 
 
@@ -132,6 +134,7 @@ def report_runs(c, given):
     with reported():
         with working(emit, f"reporting {what}: reading its runs, writing the report and its plots"):
             made = campaign.report(settings_from(c, given), name or None, runs=runs)
+        exports.report(given, made)
     emit(campaign.report_text(made))
 
 
@@ -144,6 +147,7 @@ def compare(c, given):
         if sweep_compare.is_sweep(settings, a) and sweep_compare.is_sweep(settings, b):
             with working(emit, f"comparing sweep {b} with base {a}, point by point"):
                 swept = sweep_compare.compare_sweeps(settings, a, b, **judge)
+                exports.sweep_compare(given, swept)
             emit(sweep_compare.compare_text(swept))
             fail_on(given.fail_on, [f"{p.label} {x}" for p in swept.points for x in p.comparison.fail_on(given.fail_on)]
                     if given.fail_on else [])
@@ -151,6 +155,7 @@ def compare(c, given):
         with working(emit, f"comparing {b} with base {a}: reading their runs, judging each metric, writing "
                            "compare.md and its plot"):
             made = campaign.compare(settings, a, b, summary=campaign_summary.COMPARISON_SUMMARY, **judge)
+        exports.compare(given, made)
     emit(campaign.compare_text(made))
     fail_on(given.fail_on, made.comparison.fail_on(given.fail_on) if given.fail_on else [])
 
@@ -317,6 +322,7 @@ def ab(c, given):
             score=given.score or None, aa=given.aa, name=given.name, max_rounds=given.max_rounds, decide=given.decide,
             alpha=given.alpha, min_effect=given.min_effect)
         done = ab_layer.ab(settings, request, alpha=given.alpha, min_effect=given.min_effect, slots=on, progress=say)
+        exports.ab(given, done)
     emit(ab_layer.ab_text(done))
     fail_on(given.fail_on, ab_layer.failing(done, given.fail_on) if given.fail_on else [])
 

@@ -39,3 +39,9 @@ TRANSPORTS: tuple[str, ...] = ("auto", "ray", "shared")  # auto, ship from every
 # no sample at all, bf16 matrix products 100 %, the second after they stopped 7 %.
 GPU_TENANT_COMPUTING_SM_PCT = 5.0
 ETA_REVISE_RATIO = 2.0  # a phase that took over this many times its estimate (or under 1/this) revises the ETA
+# The percentiles every latency-like metric gets beside the runbook's mean and p95 (--percentiles),
+# and the tail a percentile needs to count as measured: q is reported only from n >= TAIL / (1 - q)
+# samples, so that P(no sample beyond the true q-quantile) = q**n <= e**-TAIL, about 5 % for 3
+# (omnibench_core/stats/percentiles.py, docs/usage.md "Percentiles").
+PERCENTILES = "50,90,99"
+PERCENTILE_TAIL = 3

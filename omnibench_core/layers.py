@@ -45,7 +45,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("stats", ("stats",),
           "statistics: percentiles, estimators, the verdict rule; nothing of the studies that call it", strict=True),
     Layer("shared", ("records", "hooks", "settings", "identity", "defaults", "errors", "statuses", "jsonio",
-                     "heartbeat", "tables", "layers", "store", "__init__"),
+                     "heartbeat", "tables", "units", "layers", "store", "__init__"),
           "typed records and the hook contract, settings, which runs are the same measurement, the measurement "
           "defaults, errors, JSON files, progress lines, terminal tables",
           strict=True),

@@ -22,6 +22,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .records import RunResult
+from .units import display
 
 ZWSP = "\u200b"
 _ENTITIES = {"&": "&amp;", "<": "&lt;", "~": "&#126;"}  # neither renderer escapes these alike; a lone ">" opens nothing inline
@@ -174,20 +175,21 @@ def options_table(rows: Iterable[Any], owner: str = "workload") -> str:
                  (owner, "option", "type", "default", "range", "help"))
 
 
-def _fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+def thin_text(metric: str, record: Mapping[str, object]) -> str:
+    """A percentile too few samples support, as a table shows it: marked, its value in brackets."""
+    return f"thin: n={record.get('n')} < {record.get('needed')} ({display(metric, record.get('value'))} not measured)"
 
 
-def metrics_table(metrics: Mapping[str, object]) -> str:
-    """The metrics of a run, one per line, sorted by name."""
-    return table(((k, _fmt(v)) for k, v in sorted(metrics.items())), ("metric", "value"))
+def metrics_table(metrics: Mapping[str, object], thin: Mapping[str, Mapping[str, object]] | None = None) -> str:
+    """The metrics of a run, one per line, sorted by name, in the units people read
+    (:func:`omnibench_core.units.display`); a percentile in ``thin`` marked as unsupported."""
+    rows = [(k, display(k, v)) for k, v in metrics.items()] + [(k, thin_text(k, r)) for k, r in (thin or {}).items()]
+    return table(sorted(rows), ("metric", "value"))
 
 
 def run_summary(result: RunResult) -> str:
     """What ``invoke run`` prints at the end of a run."""
-    lines = [metrics_table(result.metrics)] if result.metrics else []
+    lines = [metrics_table(result.metrics, result.thin)] if result.metrics else []
     if result.rates:
         lines.append(f"audio rates: {', '.join(map(str, result.rates))}")
     lines += [f"note: {note}" for note in result.notes]

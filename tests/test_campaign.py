@@ -24,6 +24,7 @@ from omnibench_core.campaign.compare import NotComparable
 from omnibench_core.campaign.progress import PAST
 from omnibench_core.campaign.summary import MixedRuns
 from omnibench_core.settings import Settings
+from omnibench_core.units import unit_of
 
 ORACLE = Path(__file__).with_name("runbook_stats.py")
 QUIET = lambda message: None  # noqa: E731
@@ -241,7 +242,7 @@ def test_measure_says_where_it_starts_and_its_estimate_includes_deferred_scoring
                                         ("seedtts.failed", "count"), ("seedtts.utmos", "MOS (1 to 5)"),
                                         ("acme.echoes", "value")])
 def test_every_metric_plot_names_its_unit(name, unit):
-    assert plots.unit_of(name) == unit
+    assert unit_of(name) == unit
 
 
 def test_a_metric_plot_reads_on_a_laptop_from_zero_with_its_unit(tmp_path):

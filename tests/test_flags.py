@@ -206,8 +206,9 @@ def test_every_numeric_and_choice_flag_of_the_other_tasks_is_checked(invoke, tmp
                  "--slots '0,0'", "--sweep 'nokey'"):
         assert flag in err
     err = refused(invoke, tmp_path, "measure", "-w", "selftest", "--retries", "-1", "--scoring", "later",
-                  "--target", "nowhere", "--gpus", "x", "--cpus", "2-a")
-    for flag in ("--retries '-1'", "--scoring 'later'", "--target 'nowhere'", "--gpus 'x'", "--cpus '2-a'"):
+                  "--target", "nowhere", "--gpus", "x", "--cpus", "2-a", "--percentiles", "50,100")
+    for flag in ("--retries '-1'", "--scoring 'later'", "--target 'nowhere'", "--gpus 'x'", "--cpus '2-a'",
+                 "--percentiles '50,100' refused (percentile '100' is not a number above 0 and below 100)"):
         assert flag in err
     assert "local, sglang-omni" in err  # the targets the plugins provide
     err = refused(invoke, tmp_path, "setup.cpus", "--cores-per-gpu", "0", "--gpu-a", "-1")

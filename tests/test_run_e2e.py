@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from checkout_helpers import make_fake_checkout
 from gpu_helpers import fake_calls, write_fake_nvidia_smi
@@ -61,8 +63,20 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert "RUN_COMPLETE" in done.stdout and "selftest.requests" in done.stdout
     # progress lines are printed while it works
     assert "selftest: READY after" in done.stdout
-    # the next run gets the next free name and never touches run0
-    again = invoke("run", "--workload", "selftest", "--port", str(port))
+    # percentiles beside the mean: p50 of 8 requests is measured, p90 and p99 (30 and 300 needed) are marked thin,
+    # kept out of the metrics with their sample count; the table prints milliseconds
+    latencies = list(json.loads((run / "request_values.json").read_text())["selftest.latency_mean_s"].values())
+    assert metrics.metrics["selftest.latency_p50_s"] == pytest.approx(float(np.percentile(latencies, 50)))
+    assert "selftest.latency_p90_s" not in metrics.metrics and "selftest.latency_p99_s" not in metrics.metrics
+    assert metrics.thin_percentiles["selftest.latency_p99_s"] == {
+        "value": pytest.approx(float(np.percentile(latencies, 99))), "n": 8, "needed": 300}
+    assert re.search(r"selftest\.latency_p99_s +thin: n=8 < 300 \([0-9.]+ ms not measured\)", done.stdout), done.stdout
+    assert re.search(r"selftest\.latency_mean_s +[0-9.]+ ms\n", done.stdout), done.stdout
+    # the next run gets the next free name and never touches run0; --percentiles chooses more, and 30
+    # requests measure p90 (30 needed) but not p99.9 (3000)
+    command = "invoke run --workload selftest --opt selftest.requests=30 --percentiles 50,90,99,99.9"
+    assert command in (REPO / "docs" / "usage.md").read_text()  # the docs' command, on this test's port
+    again = invoke(*command.split()[1:], "--port", str(port))
     assert again.returncode == 0, again.stderr
     assert [p.name for p in run_dirs(tmp_path / "results")] == ["run0", "run1"]
     # the first run had nothing to go by; the second's estimate is the first's phases, and each
@@ -71,6 +85,10 @@ def test_healthy_path_end_to_end(invoke, tmp_path, port):
     assert "estimate: ~" in again.stdout and "the mean of 1 earlier complete run of these workloads" in again.stdout
     ready = [line for line in again.stdout.splitlines() if "selftest: READY after" in line]
     assert ready and re.match(r"\[ +[\d.]+s \| (~\w+ left|generate past the estimate( \+ ~\w+)?)\] ", ready[0]), ready
+    second = metrics_file.read(run.parent / "run1")
+    assert {"selftest.latency_p50_s", "selftest.latency_p90_s"} <= set(second.metrics)
+    assert set(second.thin_percentiles) == {"selftest.latency_p99_s", "selftest.latency_p99_9_s"}
+    assert second.thin_percentiles["selftest.latency_p99_9_s"]["needed"] == 3000
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ docs' two commands run as written on the local target (real servers, real campai
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -356,12 +357,15 @@ RATE_COMMAND = ("invoke sweep --workload seedtts --concurrency 4 --request-rate 
 HISTORY_COMMAND = "invoke history --metric seedtts@c4.throughput_qps"
 COMPARE_COMMAND = "invoke compare REVISION_A/SWEEP REVISION_B/SWEEP --fail-on worse"
 AB_COMMAND = ("invoke ab --workload seedtts --aa --max-rounds 3 --decide seedtts@c4.latency_mean_s "
-              "--opt seedtts.max_samples=4")
+              "--opt seedtts.max_samples=4 --csv ab-c4.csv")
+EXPORT_COMMAND = ("invoke sweep --workload seedtts --concurrency 1,4 --runs 2 --opt seedtts.max_samples=4 "
+                  "--csv sweep.csv --json sweep-rows.json")
 
 
-def _invoke(results: Path, command: str) -> subprocess.CompletedProcess:
+def _invoke(results: Path, command: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """``command`` as a reader runs it in ``cwd`` (where a relative --csv lands), on ``results``."""
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), "INVOKE_OMNIBENCH_PORT": str(free_port())}
-    return subprocess.run([sys.executable, "-m", "invoke", *command.split()[1:]], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "invoke", "-r", str(REPO), *command.split()[1:]], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=1200)
 
 
@@ -405,7 +409,7 @@ def _sweep_folder(results: Path, points: str) -> Path:
 
 def test_the_docs_show_the_commands_these_tests_run():
     page = (REPO / "docs" / "sweep.md").read_text()
-    for command in (CONCURRENCY_COMMAND, RATE_COMMAND, COMPARE_COMMAND, HISTORY_COMMAND, AB_COMMAND):
+    for command in (CONCURRENCY_COMMAND, RATE_COMMAND, COMPARE_COMMAND, HISTORY_COMMAND, AB_COMMAND, EXPORT_COMMAND):
         assert command in page, command
     assert CONCURRENCY_COMMAND in (REPO / "README.md").read_text()
 
@@ -438,6 +442,24 @@ def test_the_docs_concurrency_sweep_writes_the_table_the_plot_and_the_knee(concu
     last = [line for line in done.stdout.splitlines() if line.startswith("[sweep point 2 of 2: c4] [run ")]
     assert first and all("1 later point" in line.split("]")[1] for line in first), first[:3]
     assert last and not any("later point" in line for line in last), last[:3]
+
+
+@pytest.mark.slow
+def test_the_docs_sweep_export_writes_each_points_exact_numbers_with_units_in_the_columns(concurrency_swept, tmp_path):
+    # the same sweep again measures nothing (its points are finished) and exports its rows where it is run
+    done = _invoke(concurrency_swept.results, EXPORT_COMMAND, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert sorted(p.name for p in concurrency_swept.results.glob("local-*/run*")) == list(concurrency_swept.runs)
+    record = json.loads((_sweep_folder(concurrency_swept.results, "c1_c4") / "sweep.json").read_text())
+    rows = {r["point"]: r for r in json.loads((tmp_path / "sweep-rows.json").read_text())}
+    for point in record["points"]:
+        row = rows[point["label"]]
+        assert row["throughput_req_per_s"] == point["throughput_qps"] and row["latency_p95_s"] == point["latency_p95_s"]
+    with (tmp_path / "sweep.csv").open() as handle:
+        (first, _) = list(csv.DictReader(handle))
+    assert float(first["latency_mean_s"]) == rows["c1"]["latency_mean_s"] and first["concurrency"] == "1"
+    # the table prints the same numbers in the units people read
+    assert re.search(r"\nc1 +\S+ +2 +[0-9.]+ req/s +[0-9.]+ req/s +[0-9.]+ ms +[0-9.]+ ms +0", done.stdout), done.stdout
 
 
 @pytest.mark.slow
@@ -508,8 +530,12 @@ def test_the_docs_history_at_a_point_is_that_points_campaigns_only(rate_swept, t
 def test_the_docs_ab_at_a_point_measures_both_sides_there(docs_results):
     # ... and ab measures both sides at it, deciding the metric by its plain name
     results = docs_results
-    done = _invoke(results, AB_COMMAND)
+    done = _invoke(results, AB_COMMAND, cwd=results.parent)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # its rows, exported: the decided metric with its unit and the verdict the record holds
+    with (results.parent / "ab-c4.csv").open() as handle:
+        rows = {r["metric"]: r for r in csv.DictReader(handle)}
+    assert rows["seedtts.latency_mean_s"]["unit"] == "seconds" and rows["seedtts.latency_mean_s"]["verdict"]
     (ab_record,) = results.glob("ab/*.json")
     experiment = json.loads(ab_record.read_text())
     for side in ("a", "b"):

@@ -4,9 +4,11 @@ rounds, bisect's step decision, and `invoke compare` of real local campaigns."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -317,3 +319,48 @@ def test_two_far_apart_rounds_at_a_small_level_give_an_unbounded_interval_not_an
     (row,) = judge([s], Design.PAIRED, alpha=1e-6)
     assert row.verdict is Verdict.INCONCLUSIVE and row.high == math.inf
     assert interval_text(row.low, row.high, row.relative).endswith("+inf%]")
+
+
+EXPORT_COMMANDS = ("invoke report --name base --csv report.csv",
+                   "invoke compare base slower --csv compare.csv --json compare.json")
+
+
+def test_the_docs_show_the_export_commands_these_tests_run():
+    for page in ("usage.md", "campaigns.md"):
+        text = (REPO / "docs" / page).read_text()
+        assert all(command in text for command in EXPORT_COMMANDS), page
+
+
+@pytest.mark.slow
+def test_report_and_compare_export_exact_rows_with_units_in_their_columns(campaigns, tmp_path):
+    # the docs' commands (EXPORT_COMMANDS), their files put under tmp_path
+    invoke, results = campaigns
+    out = tmp_path / "exports"
+    done = invoke("compare", "base", "slower", "--csv", str(out / "compare.csv"), "--json", str(out / "compare.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"wrote CSV rows: {out / 'compare.csv'}" in done.stdout
+    doc = {m["name"]: m for m in _json_of(done.stdout)["metrics"]}
+    rows = {r["metric"]: r for r in json.loads((out / "compare.json").read_text())}
+    latency = rows["selftest.latency_mean_s"]
+    assert latency["unit"] == "seconds" and latency["verdict"] == "worse"
+    # exact values, not the table's three digits
+    assert latency["a_mean"] == doc["selftest.latency_mean_s"]["a_mean"]
+    assert latency["interval_low"] == doc["selftest.latency_mean_s"]["low"]
+    with (out / "compare.csv").open() as handle:
+        by_metric = {r["metric"]: r for r in csv.DictReader(handle)}
+    assert float(by_metric["selftest.latency_mean_s"]["b_mean"]) == doc["selftest.latency_mean_s"]["b_mean"]
+    # report: one row a run, one column a metric with its unit; the runs' exact values
+    made = invoke("report", "--name", "base", "--csv", str(out / "report.csv"))
+    assert made.returncode == 0, made.stdout + made.stderr
+    with (out / "report.csv").open() as handle:
+        runs = list(csv.DictReader(handle))
+    run1 = next(results.glob("*/run1"))
+    exact = json.loads((run1 / "metrics.json").read_text())["metrics"]["selftest.latency_mean_s"]
+    assert [r["run"] for r in runs] == ["run1", "run2", "run3"]
+    assert float(runs[0]["selftest.latency_mean_s [seconds]"]) == exact
+    # the table prints milliseconds; 4 requests a run support no p50 (6 needed): the report says so
+    assert re.search(r"selftest\.latency_mean_s +lower +[0-9.]+ ms", made.stdout), made.stdout
+    assert "selftest.latency_p50_s: thin percentile, not measured (6 samples needed; run1 n=4" in made.stdout
+    # a path whose new folder breaks the name rule is refused before anything is written
+    bad = invoke("report", "--name", "base", "--json", str(tmp_path / "a b" / "r.json"))
+    assert bad.returncode == 1 and "--json" in bad.stderr and not (tmp_path / "a b").exists(), bad.stderr

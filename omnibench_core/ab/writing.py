@@ -18,6 +18,7 @@ from ..errors import storage_error
 from ..jsonio import strict
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
+from ..units import display
 from . import sequential
 from .analysis import HEADERS, Analysis, explanations, rows
 from .record import Experiment
@@ -109,7 +110,8 @@ def summary_of(a: Analysis, source: Path) -> Summary:
     rows: list[tuple[Row, Group]] = []
     for v in a.verdicts:
         vals = values.get(v.metric)
-        detail = (f"A mean {statistics.fmean(vals.a):.6g}, B mean {statistics.fmean(vals.b):.6g} over "
+        detail = (f"A mean {display(v.metric, statistics.fmean(vals.a))}, B mean "
+                  f"{display(v.metric, statistics.fmean(vals.b))} over "
                   f"{len(vals.rounds)} rounds") if vals is not None else ""
         if v.verdict is Verdict.INCONCLUSIVE and v.needed:
             detail += f"; about {v.needed} rounds would resolve it"

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..units import unit_of
+
 HOW_TO_GET = "plots need matplotlib: pip install -e '.[plots]' (or pip install matplotlib), then report again"
 
 
@@ -46,27 +48,7 @@ def _better(direction: str) -> str:
     return {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
 
 
-# A metric's unit from its name, first match wins: the runbook's and sglang-omni's suffixes.
-UNITS: tuple[tuple[str, str], ...] = (
-    ("_s_per_s", "seconds of audio per second"), ("tok_per_req_s", "tokens/s per request"),
-    ("output_throughput", "tokens/s"), ("_qps", "requests/s"), ("_ms", "milliseconds"), ("_s", "seconds"),
-    ("_j", "joules"), ("_w", "watts"), ("_pct", "%"), ("rtf", "real-time factor (compute s per audio s)"),
-    ("wer", "word error rate (fraction)"), ("utmos", "MOS (1 to 5)"), ("sim", "cosine similarity"),
-    ("accuracy", "fraction correct"), ("tokens", "tokens"), ("c100", "fraction"),
-    ("failed", "count"), ("skipped", "count"), ("n_above", "count"), ("files", "count"), ("stalls", "count"),
-    ("requests", "count"), ("empty_or_nan", "count"),
-)
 PLOT_SIZE_IN, PLOT_DPI = (8.0, 4.5), 90  # 720 x 405 pixels: reads on a laptop screen
-
-
-def unit_of(name: str) -> str:
-    """The unit of metric ``name`` for an axis label (``seconds``, ``requests/s``...), or
-    ``value`` when its name says none."""
-    leaf = name.rsplit(".", 1)[-1]
-    for key, unit in UNITS:
-        if leaf.endswith(key) if key.startswith("_") else key in leaf:
-            return unit
-    return "value"
 
 
 def constant(values: Sequence[float]) -> bool:

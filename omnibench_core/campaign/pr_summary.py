@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import StorageError
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_code, md_text
+from ..units import display
 from .writing import PullRequestSummary
 
 if TYPE_CHECKING:  # types only: compare imports verdict, as this module does
@@ -166,7 +167,8 @@ def from_comparison(c: Comparison, source: Path) -> Summary:
     rows: list[tuple[Row, Group]] = []
     for m in c.metrics:
         verdict = str(m.verdict)
-        detail = f"A {m.a_mean:.6g} ± {m.a_sd or 0:.3g}, B {m.b_mean:.6g} ± {m.b_sd or 0:.3g}" \
+        detail = (f"A {display(m.name, m.a_mean)} ± {display(m.name, m.a_sd or 0.0)}, "
+                  f"B {display(m.name, m.b_mean)} ± {display(m.name, m.b_sd or 0.0)}") \
             if m.a_mean is not None and m.b_mean is not None else m.why
         if m.verdict == Verdict.INCONCLUSIVE and m.needed:
             detail += f"; about {m.needed} runs a side would resolve it"

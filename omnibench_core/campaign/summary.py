@@ -5,7 +5,7 @@ all measure the same thing (workloads, options, target)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -149,10 +149,22 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [replace(r, flags=tuple(flagged.get(r.name, ()))) for r in rows]
+    notes = [*notes, *thin_notes(names, [doc.thin_percentiles for doc in docs])]
     run_notes = dict.fromkeys(n for doc in docs for n in doc.notes)
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
                        tuple(run_notes), noisy)
+
+
+def thin_notes(names: Sequence[str], thin: Sequence[Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """A note for each percentile too few samples supported in some run (metrics.json's
+    ``thin_percentiles``): marked as not measured, with each run's sample count and the count needed."""
+    out = []
+    for key in sorted({k for t in thin for k in t}):
+        where = ", ".join(f"{n} n={t[key].get('n')}" for n, t in zip(names, thin, strict=True) if key in t)
+        needed = next(t[key].get("needed") for t in thin if key in t)
+        out.append(f"{key}: thin percentile, not measured ({needed} samples needed; {where})")
+    return out
 
 
 def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:

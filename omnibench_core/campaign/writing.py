@@ -24,6 +24,7 @@ from ..errors import OmnibenchError, storage_error
 from ..jsonio import read_json, write_json, write_text
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
+from ..units import display
 from . import distributions, plots, references, telemetry_view
 from .compare import NOT_COMPARABLE, Comparison
 from .directions import direction
@@ -83,11 +84,10 @@ def plot_atomic(path: Path, draw: Callable[[Path], Path]) -> Path:
     return path
 
 
-def fmt(value: Any) -> str:
-    """Numbers to 6 significant digits, the rest as text."""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "-" if value is None else str(value)
+def fmt(value: Any, metric: str = "") -> str:
+    """A value as a report shows it: a ``metric``'s time or rate in its unit, to three significant
+    digits (:func:`omnibench_core.units.display`); other numbers to six, the rest as text."""
+    return display(metric, value)
 
 
 def _pct(value: float | None) -> str:
@@ -115,8 +115,8 @@ class Written:
 
 def report_rows(stats: RunSetStats) -> list[list[str]]:
     """The console/Markdown table: metric, direction, mean, sd, rel. spread, values by run, flags."""
-    return [[m.name, m.direction, fmt(m.mean), fmt(m.sd), _pct(m.rel_spread),
-             ", ".join(f"{r}={fmt(v)}" for r, v in m.values.items()), "FLAG" if m.flags else ""] for m in stats.metrics]
+    return [[m.name, m.direction, fmt(m.mean, m.name), fmt(m.sd, m.name), _pct(m.rel_spread),
+             ", ".join(f"{r}={fmt(v, m.name)}" for r, v in m.values.items()), "FLAG" if m.flags else ""] for m in stats.metrics]
 
 
 REPORT_HEADERS = ("metric", "better", "mean", "sd", "rel. spread", "values by run", "flags")
@@ -230,8 +230,9 @@ COMPARE_HEADERS = ("metric", "better", "A mean ± sd", "B mean ± sd", "B - A", 
 def compare_rows(c: Comparison) -> list[list[str]]:
     """The console/Markdown table of a comparison: each row's change, its interval at 1 - the
     level it was held to (Holm), and the verdict."""
-    return [[m.name, m.direction, f"{fmt(m.a_mean)} ± {fmt(m.a_sd)}", f"{fmt(m.b_mean)} ± {fmt(m.b_sd)}",
-             fmt(m.diff), change_text(m.pct if m.relative else m.diff, m.relative),
+    return [[m.name, m.direction, f"{fmt(m.a_mean, m.name)} ± {fmt(m.a_sd, m.name)}",
+             f"{fmt(m.b_mean, m.name)} ± {fmt(m.b_sd, m.name)}",
+             fmt(m.diff, m.name), change_text(m.pct if m.relative else m.diff, m.relative),
              interval_text(m.low, m.high, m.relative, m.method), f"{m.level:.3g}",
              str(m.verdict).upper() if m.verdict in (Verdict.BETTER, Verdict.WORSE) else str(m.verdict)]
             for m in c.metrics]

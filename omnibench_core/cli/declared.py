@@ -35,7 +35,7 @@ PROFILE_HELP = ("which server is measured: runbook (default: the model's default
 SCORE_HELP = "which runs are scored for quality (WER, SIM, UTMOS)"
 
 # The settings a task's flags set (the rest are the task's own arguments): settings_from reads these.
-SETTING_FLAGS = ("target", "results", "port", "checkout", "gpus", "cpus", "server_profile")
+SETTING_FLAGS = ("target", "results", "port", "checkout", "gpus", "cpus", "server_profile", "percentiles")
 
 FLAGS: dict[str, Flag] = {
     # where and what a run measures
@@ -55,6 +55,10 @@ FLAGS: dict[str, Flag] = {
     # --client: each workload checks it against its own choices
     "client": Flag(f.text(), "which client the workloads use: native (omnibench's) or sglang (the checkout's own)"),
     "server_profile": Flag(f.choice(defaults.SERVER_PROFILES), PROFILE_HELP),
+    "percentiles": Flag(f.library("50,90,99,99.9", lambda v: (_lib("settings").parse_percentiles(v), v)[1]),
+                        f"percentiles of every latency-like metric beside the runbook's mean and p95, comma-separated "
+                        f"(default {defaults.PERCENTILES}); one its sample count cannot support is marked thin, not "
+                        "printed as measured"),
     # a campaign
     "runs": Flag(RUNS, "measured runs after the warm-up run0 (default 3, as the runbook)", defaults.RUNS),
     "retries": Flag(f.whole(0), "tries again of a run that misses a gate or coverage rule (default 2)",
@@ -88,6 +92,10 @@ FLAGS: dict[str, Flag] = {
                               "(every node sees the results root)", defaults.TRANSPORT),
     "checkout_url": Flag(f.text(), "ray engine: the git URL (or path) each node clones the checkout from (default "
                          "--checkout)", ""),
+    # exports: exact values a spreadsheet or notebook reads (report, compare, sweep, ab)
+    "csv": Flag(f.export_path(), "also write the rows as CSV to this file (exact values, each column's "
+                "unit in its name)", ""),
+    "json": Flag(f.export_path(), "also write the rows as JSON (a list of objects) to this file", ""),
     # the terminal
     "wide": Flag(f.SWITCH, "print tables at their full width and long summaries whole (default: fitted to the "
                  "terminal, $COLUMNS and $LINES; a pipe gets everything)", False),
@@ -108,7 +116,7 @@ def pick(*names: str, **own: Flag) -> dict[str, Flag]:
 # (-w -t -r -p -o -c -g -s -l), their own flags after them.
 
 RUN = pick("workload", "target", "results", "port", "run_name", "opt", "checkout", "gpus", "cpus", "client",
-           "server_profile", "wide",
+           "server_profile", "wide", "percentiles",
            workload=FLAGS["workload"].but(help="workload to run (repeat for several, e.g. --workload videoamme "
                                           "--workload seedtts)"),
            results=FLAGS["results"].but(help="results root; the run goes to RESULTS/<revision>/runN"),
@@ -116,7 +124,7 @@ RUN = pick("workload", "target", "results", "port", "run_name", "opt", "checkout
            run_name=Flag(f.name("run name"), "run directory name (default: the next free runN)"))
 
 MEASURE = pick("workload", "target", "results", "port", "runs", "opt", "checkout", "gpus", "cpus", "client",
-               "retries", "scoring", "name", "server_profile", "wide",
+               "retries", "scoring", "name", "server_profile", "wide", "percentiles",
                workload=FLAGS["workload"].but(help="workload to measure (repeat for several)"),
                opt=FLAGS["opt"].but(help="workload option WORKLOAD.KEY=VALUE (repeatable; see `invoke plugins`)"),
                name=Flag(f.name("campaign name"), "campaign name (default: from the workloads, options and target; "
@@ -132,7 +140,7 @@ def _parsed(example: str, parse: str) -> f.AnyCheck:
 
 SWEEP = pick(
     "workload", "target", "results", "port", "runs", "opt", "checkout", "allow_dirty", "gpus", "cpus", "client", "retries", "scoring",
-    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score", "wide",
+    "name", "server_profile", "concurrency", "request_rate", "slo", "upstream", "score", "wide", "csv", "json", "percentiles",
     workload=Flag(f.text(empty=False), "the workload to sweep (one; it needs a max_concurrency option for "
                   "--concurrency and a request_rate option for --request-rate: seedtts has both)", REQUIRED),
     opt=MEASURE["opt"], runs=FLAGS["runs"].but(help="measured runs per point after its warm-up run0 (default 3)"),
@@ -156,7 +164,7 @@ SWEEP = pick(
                              "(every run, as measure), or none. A load curve is speed: it needs no scoring"))
 
 REPORT = pick(
-    "name", "runs", "target", "results", "checkout", "wide",
+    "name", "runs", "target", "results", "checkout", "wide", "csv", "json",
     name=Flag(f.text(), "campaign name, REVISION/NAME or a campaign file (default: the latest campaign of the "
               "revision folder; Invoke has no optional positionals, so --name)", ""),
     runs=Flag(f.distinct_list("run names"), "report these complete runs instead of a campaign, comma-separated (they "
@@ -166,7 +174,7 @@ REPORT = pick(
     checkout=FLAGS["checkout"].but(help="sglang-omni checkout (its commit names the revision folder)"))
 
 COMPARE = pick(
-    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results", "wide",
+    "a", "b", "force", "min_effect", "alpha", "fail_on", "target", "results", "wide", "csv", "json",
     a=Flag(f.text(empty=False), "the base campaign: NAME (this revision folder), REVISION/NAME, or a campaign file; or "
            "the base sweep (NAME, REVISION/NAME or REVISION/NAME/POINTS): then every common load point is compared",
            REQUIRED),
@@ -235,7 +243,7 @@ _SCALE = dict(
 MATRIX = pick(
     "workload", "revisions", "sweep", "opt", "runs", "allow_dirty", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",
     "threshold", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
-    "server_profile", "engine_opt", "wide", **_SCALE,
+    "server_profile", "engine_opt", "wide", "percentiles", **_SCALE,
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
     revisions=Flag(f.library("A,B,C or A..B", lambda v: v if not v.strip() else (
         _lib("scale.revisions").split_spec(v), v)[1]), "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the "
@@ -290,7 +298,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     "allow_dirty",
     "retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide", "slots",
     "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client", "server_profile",
-    "wide",
+    "wide", "csv", "json", "percentiles",
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),
     a_rev=Flag(f.revision(), "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)"),
     b_rev=Flag(f.revision(), "side B's revision of the checkout (with --a-rev)"),

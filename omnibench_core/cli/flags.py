@@ -22,6 +22,7 @@ from ..errors import SettingsError
 from ..process.cpus import check_cpus_here
 from ..settings import parse_cpu_list
 from ..setup.gitinfo import OPTION_LIKE
+from ..store.exports import export_problem
 from ..store.names import NAME_PUNCTUATION, name_problem, new_path_problem
 from ..tables import full_width
 from .output import error_text
@@ -241,6 +242,19 @@ def new_path(what: str = "folder", *, empty: bool = False) -> Check:
 
     return Check(f"a {what} path whose new parts are plain names (letters, digits and {' '.join(NAME_PUNCTUATION)})",
                  convert, in_help=False)
+
+
+def export_path() -> Check:
+    """``--csv``/``--json``: a file an export is written to, "" for none
+    (:func:`.store.exports.export_problem`: its new folders and its name's stem held to the name rule)."""
+
+    def convert(value: str) -> str:
+        problem = export_problem(value) if value else ""
+        if problem:
+            raise Refused(problem)
+        return value
+
+    return Check("a file path whose new parts are plain names", convert, in_help=False)
 
 
 def revision() -> Check:

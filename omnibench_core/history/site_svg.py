@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
-from ..campaign.plots import unit_of
+from ..units import unit_of
 from .series import ChangePoint, Point, Series
 
 WIDTH, HEIGHT = 960, 360

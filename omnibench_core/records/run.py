@@ -466,6 +466,8 @@ class RunResult:
     notes: tuple[str, ...] = ()
     run: str = ""  # the runN it claimed ("" for run_dir's own name)
     moved_to: Path | None = None  # where the run layer moved it aside, if it did
+    # percentiles too few samples support ({metric: {"value", "n", "needed"}}): shown marked, not measured
+    thin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def outcome(self) -> RunOutcome:

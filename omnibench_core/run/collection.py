@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import PluginError, StepFailed
 from ..records import UNSCORED_NOTE, Collected, Phase, RuleResult, RunCheck, Workload
+from ..stats.percentiles import Percentile, percentiles_of
 from ..store import metrics as metrics_file
 from ..store.run_entries import ServerEntry
 
@@ -24,6 +25,8 @@ class Collection:
     notes: tuple[str, ...]
     samples: Mapping[str, Sequence[float]] = field(default_factory=dict)
     by_request: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # percentiles computed from too few samples to be read as measured: kept out of ``metrics``
+    thin: tuple[Percentile, ...] = ()
 
     @property
     def broken(self) -> tuple[RuleResult, ...]:
@@ -103,6 +106,37 @@ def with_server_ready(collection: Collection, servers: Sequence[ServerEntry]) ->
     return replace(collection, metrics={**collection.metrics, **added}) if added else collection
 
 
+def latency_samples(collection: Collection) -> dict[str, list[float]]:
+    """Each latency-like quantity's per-request values, by its base name (``selftest.latency``):
+    a sample in seconds (``<w>.<x>_s``, e.g. ``seedtts.audio_ttfp_s``) and the values behind a mean
+    in seconds (``<w>.<x>_mean_s`` in ``by_request``); a sample wins over the same base's values."""
+    out: dict[str, list[float]] = {}
+    for name, values in collection.samples.items():
+        if name.endswith("_s"):
+            out[name[:-2]] = [float(v) for v in values]
+    for name, by_id in collection.by_request.items():
+        if name.endswith("_mean_s"):
+            out.setdefault(name[:-len("_mean_s")], [float(v) for v in by_id.values()])
+    return out
+
+
+def with_percentiles(collection: Collection, qs: Sequence[float]) -> Collection:
+    """``collection`` with the percentiles ``qs`` of every latency-like quantity
+    (:func:`latency_samples`): each one its samples support joins the metrics as
+    ``<base>_p<q>_s``; one they do not is kept apart (``thin``), never printed as measured. A
+    metric a workload reports itself (the runbook's p95, an upstream summary's p99) keeps its value."""
+    metrics, thin = dict(collection.metrics), list(collection.thin)
+    for base, values in sorted(latency_samples(collection).items()):
+        for p in percentiles_of(base, values, qs):
+            if p.metric in metrics:
+                continue
+            if p.supported:
+                metrics[p.metric] = p.value
+            else:
+                thin.append(p)
+    return replace(collection, metrics=metrics, thin=tuple(thin))
+
+
 def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:
     """``metrics.json`` (through the store): the runbook's three keys, plus the target, broken rules
     and notes; and the per-request samples and values by request id beside it when a workload gave some."""
@@ -111,4 +145,5 @@ def write_metrics(run_dir: Path, collection: Collection, target: str) -> Path:
     if collection.by_request:
         metrics_file.write_request_values(run_dir, collection.by_request)
     return metrics_file.write(run_dir, collection.metrics, collection.rates, collection.complete, target,
-                              [metrics_file.BrokenRule(r.name, r.detail) for r in collection.broken], collection.notes)
+                              [metrics_file.BrokenRule(r.name, r.detail) for r in collection.broken], collection.notes,
+                              {p.metric: p.as_record() for p in collection.thin})

@@ -51,7 +51,7 @@ from ..records import (
     TargetEnv,
     Workload,
 )
-from ..settings import RunSettings, ToolSettings
+from ..settings import RunSettings, ToolSettings, parse_percentiles
 from ..statuses import GateStatus, RunStatus, StepStatus
 from ..store import manifest as manifest_file
 from ..store.manifest import Manifest, RunHeader, now_iso
@@ -61,7 +61,7 @@ from ..telemetry import hostload
 from ..telemetry.run_summary import StepWindow, server_summary, write_run_telemetry
 from ..telemetry.sampler import Sampler
 from . import gates, ownership, rev_ok
-from .collection import collect_run, with_server_ready, write_metrics
+from .collection import collect_run, with_percentiles, with_server_ready, write_metrics
 from .eta import RunEta
 from .layout import move_aside
 from .planning import Group, PlannedStep, order_steps
@@ -596,6 +596,7 @@ class Runner:
         plan = self.plan
         collection = with_server_ready(collect_run(self.run_dir, plan.workloads, plan.options, plan.checks, scored),
                                        self.manifest.servers)
+        collection = with_percentiles(collection, parse_percentiles(plan.settings.percentiles))
         write_metrics(self.run_dir, collection, plan.target.target)
         self._write_telemetry()
         self.manifest.coverage(collection.rules)
@@ -615,7 +616,8 @@ class Runner:
         self.result = RunResult(self.run_dir, collection.complete,
                                 RunStatus.COMPLETE if collection.complete else RunStatus.INCOMPLETE,
                                 collection.metrics, collection.rates, collection.broken, self.manifest.path,
-                                notes=collection.notes, run=self.plan.run_dir.name, moved_to=moved)
+                                notes=collection.notes, run=self.plan.run_dir.name, moved_to=moved,
+                                thin={p.metric: p.as_record() for p in collection.thin})
         return self.result
 
 

@@ -23,6 +23,7 @@ from .record import (
     ToolSettings,
     format_cpu_list,
     parse_cpu_list,
+    parse_percentiles,
     results_problem,
 )
 
@@ -37,5 +38,6 @@ __all__ = [
     "ToolSettings",
     "format_cpu_list",
     "parse_cpu_list",
+    "parse_percentiles",
     "results_problem",
 ]

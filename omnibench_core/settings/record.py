@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..defaults import SERVER_PROFILE, SERVER_PROFILES
+from ..defaults import PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
 from ..errors import SettingsError
 
 
@@ -35,6 +35,8 @@ class RunSettings:
     local_stream_delay: str = ""
     # The server a run measures: "runbook" (the model's defaults) or "ci" (as CI's audio stages).
     server_profile: str = SERVER_PROFILE
+    # The percentiles of every latency-like metric beside the runbook's mean and p95 (--percentiles)
+    percentiles: str = PERCENTILES
     # The noise guard: a timed window in which other processes took more than this share of the
     # slot's CPU time marks its run noisy (reports, comparisons and verdicts name it).
     noise_max_foreign: float = 0.10
@@ -188,12 +190,32 @@ class Settings:
             raise refuse("server_profile", f"server_profile {settings.run.server_profile!r} is not one of "
                          f"{', '.join(SERVER_PROFILES)}", "runbook: the model's defaults (the runbook's server); "
                          "ci: code2wav as CI's audio stages resolve it")
+        try:
+            parse_percentiles(settings.run.percentiles)
+        except SettingsError as exc:
+            raise refuse("percentiles", exc.message, exc.hint) from None
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
         problem = results_problem(settings.run.results_root)
         if problem:
             raise refuse("results", problem, "name a folder (it is made if missing), or move the file away")
         return settings
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``"50,90,99,99.9"`` -> (50.0, 90.0, 99.0, 99.9): each above 0 and below 100, in order, once."""
+    out: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            q = float(part)
+        except ValueError:
+            q = math.nan
+        if not 0 < q < 100:
+            raise SettingsError(f"percentile {part!r} is not a number above 0 and below 100",
+                                evidence={"percentiles": text}, hint="e.g. --percentiles 50,90,99,99.9")
+        if q not in out:
+            out.append(q)
+    return tuple(sorted(out))
 
 
 KIND_WORDS = {int: "a whole number", float: "a number", str: "text"}

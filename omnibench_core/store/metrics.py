@@ -42,15 +42,20 @@ class RunMetrics:
     target: str = ""
     broken_rules: tuple[BrokenRule, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # percentiles too few samples support: {metric: {"value", "n", "needed"}}, never in ``metrics``
+    thin_percentiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def write(run_dir: Path, metrics: Mapping[str, Any], rates: Sequence[int], complete: bool, target: str,
-          broken: Sequence[BrokenRule], notes: Sequence[str]) -> Path:
-    """Write ``metrics.json`` atomically: the runbook's three keys first."""
-    return write_json(metrics_path(run_dir), {
-        "metrics": dict(metrics), "rates": list(rates), "complete": complete, "target": target,
-        "broken_rules": [{"rule": r.rule, "detail": r.detail} for r in broken], "notes": list(notes),
-    })
+          broken: Sequence[BrokenRule], notes: Sequence[str],
+          thin_percentiles: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """Write ``metrics.json`` atomically: the runbook's three keys first; a percentile too few
+    samples support goes under ``thin_percentiles`` with its sample count, not among the metrics."""
+    doc = {"metrics": dict(metrics), "rates": list(rates), "complete": complete, "target": target,
+           "broken_rules": [{"rule": r.rule, "detail": r.detail} for r in broken], "notes": list(notes)}
+    if thin_percentiles:
+        doc["thin_percentiles"] = {k: dict(v) for k, v in thin_percentiles.items()}
+    return write_json(metrics_path(run_dir), doc)
 
 
 def write_samples(run_dir: Path, samples: Mapping[str, Sequence[float]]) -> Path:
@@ -110,7 +115,12 @@ def read(run_dir: Path) -> RunMetrics:
     return RunMetrics(path, metrics, data.get("complete") is True,
                       tuple(r for r in data.get("rates") or () if isinstance(r, int)), str(data.get("target") or ""),
                       tuple(BrokenRule(str(b.get("rule", "")), str(b.get("detail", ""))) for b in broken),
-                      tuple(str(n) for n in data.get("notes") or ()))
+                      tuple(str(n) for n in data.get("notes") or ()), _thin(data.get("thin_percentiles")))
+
+
+def _thin(value: object) -> dict[str, dict[str, Any]]:
+    """``thin_percentiles`` as written, entries that are objects only (an older file has none)."""
+    return {str(k): dict(v) for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
 
 
 def _fail(path: Path, key: str, problem: str) -> RunFileError:

@@ -20,9 +20,13 @@ from .curve import PointResult, best_within, curves, knee, pareto
 from .execute import SweepResult
 from .plots import Series, curve_plot
 
-BASE_HEADERS = ("point", "campaign", "runs", "throughput req/s", "± sd", "latency mean s", "latency p95 s", "failed")
-SLO_HEADERS = ("goodput req/s", "holds target")  # with --slo
-OPEN_LOOP_HEADERS = ("lateness mean s", "lateness max s", "arrival seed")  # with a request rate
+# each cell carries its unit (omnibench_core/units.py): ms, s or req/s, three significant digits
+BASE_HEADERS = ("point", "campaign", "runs", "throughput", "± sd", "latency mean", "latency p95", "failed")
+SLO_HEADERS = ("goodput", "holds target")  # with --slo
+OPEN_LOOP_HEADERS = ("lateness mean", "lateness max", "arrival seed")  # with a request rate
+
+
+QPS, SECONDS = "throughput_qps", "latency_s"  # the names whose unit a cell is shown in
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def findings(result: SweepResult) -> list[str]:
             out.append(f"knee{where}: none within the swept range (latency never grew faster than throughput)")
         else:
             out.append(f"knee{where}: {k.point.label}, the last point before latency grows faster than throughput "
-                       f"({fmt(k.throughput_qps)} req/s at {fmt(k.latency_mean_s)} s mean latency)")
+                       f"({fmt(k.throughput_qps, QPS)} at {fmt(k.latency_mean_s, SECONDS)} mean latency)")
     front = pareto(result.results)
     out.append("Pareto front (no other point has more throughput at less latency): "
                + (", ".join(r.point.label for r in front) or "none (points lack numbers)"))
@@ -65,7 +69,7 @@ def findings(result: SweepResult) -> list[str]:
     if slo is not None:
         best = best_within(result.results, slo)
         out.append(f"goodput under {slo.text()}: " + (
-            f"{fmt(best.throughput_qps)} req/s at {best.point.label}, the highest throughput that holds the target"
+            f"{fmt(best.throughput_qps, QPS)} at {best.point.label}, the highest throughput that holds the target"
             if best else "no point holds the target"))
     return out
 
@@ -84,13 +88,13 @@ def rows(result: SweepResult) -> list[list[str]]:
     open_loop = any(r.point.rate is not None for r in result.results)
     out = []
     for r in result.results:
-        row = [r.point.label, r.campaign, str(r.runs), fmt(r.throughput_qps), fmt(r.throughput_sd),
-               fmt(r.latency_mean_s), fmt(r.latency_p95_s), fmt(r.failed)]
+        row = [r.point.label, r.campaign, str(r.runs), fmt(r.throughput_qps, QPS), fmt(r.throughput_sd, QPS),
+               fmt(r.latency_mean_s, SECONDS), fmt(r.latency_p95_s, SECONDS), fmt(r.failed)]
         if slo:
             holds = r.holds(slo)
-            row += [fmt(r.goodput_qps), "-" if holds is None else ("yes" if holds else "no")]
+            row += [fmt(r.goodput_qps, QPS), "-" if holds is None else ("yes" if holds else "no")]
         if open_loop:
-            row += [fmt(r.lateness_mean_s), fmt(r.lateness_max_s), fmt(r.arrival_seed)]
+            row += [fmt(r.lateness_mean_s, SECONDS), fmt(r.lateness_max_s, SECONDS), fmt(r.arrival_seed)]
         out.append([*row, "knee" if id(r) in knees else ""])
     return out
 

@@ -43,4 +43,8 @@ def collect(workload_dir: Path, prefix: str = "videoamme", scored: bool = True) 
     method = field(v, "config", "answer_method")
     if isinstance(method, str) and method:  # "" when the real model answers
         notes.append(f"{prefix}.accuracy: {method}")
-    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes))
+    # each answered sample's latency (upstream's per_sample ``latency_s``): the run's percentiles of it
+    latencies = [float(r["latency_s"]) for r in per if r.get("is_success") is True
+                 and isinstance(r.get("latency_s"), (int, float)) and not isinstance(r.get("latency_s"), bool)]
+    samples = {f"{prefix}.latency_s": latencies} if latencies else {}
+    return Collected(metrics, frozenset(), tuple(problems + rules), tuple(notes), samples)
