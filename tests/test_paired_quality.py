@@ -133,3 +133,32 @@ def test_flip_setting_outside_zero_to_one_is_refused(value):
     with pytest.raises(SettingsError, match="local_quality_flip"):
         Settings.from_mapping({"local_quality_flip": value})
     assert Settings.from_mapping({"local_quality_flip": "0.3"}).run.local_quality_flip == 0.3
+
+
+def test_heard_cache_transcribes_each_audio_once_even_when_asked_together():
+    import threading
+
+    import numpy as np
+
+    from omnibench_core.local.heard import HeardCache
+
+    class Counting:
+        calls = 0
+        gate = threading.Event()
+
+        def transcribe(self, samples, rate):
+            Counting.calls += 1
+            self.gate.wait()
+            return f"{len(samples)} at {rate}"
+
+    cache = HeardCache(Counting())  # type: ignore[arg-type]
+    audio = np.zeros(100, np.float32)
+    got: list[str] = []
+    threads = [threading.Thread(target=lambda: got.append(cache.transcribe(audio, 16000))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    Counting.gate.set()
+    for t in threads:
+        t.join()
+    assert got == ["100 at 16000"] * 8 and Counting.calls == 1
+    assert cache.transcribe(np.ones(100, np.float32), 16000) and Counting.calls == 2  # another audio: heard anew

@@ -26,19 +26,26 @@ class HeardCache:
         self.keep = keep
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, threading.Lock] = {}  # one transcription per audio at a time
         self.misses = 0
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """The recogniser's transcript of ``samples`` at ``rate``, from the cache when heard before."""
         key = hashlib.sha256(np.ascontiguousarray(samples).tobytes() + str(rate).encode()).hexdigest()
         with self._lock:
-            if key in self._texts:
-                self._texts.move_to_end(key)
-                return self._texts[key]
-        text = self.recognizer.transcribe(samples, rate)
-        with self._lock:
-            self.misses += 1
-            self._texts[key] = text
-            while len(self._texts) > self.keep:
-                self._texts.popitem(last=False)
+            pending = self._pending.setdefault(key, threading.Lock())
+        # Requests for the same audio that arrive together (a warm-up sends one question 16 times)
+        # wait for the first one's transcript instead of each transcribing it.
+        with pending:
+            with self._lock:
+                if key in self._texts:
+                    self._texts.move_to_end(key)
+                    return self._texts[key]
+            text = self.recognizer.transcribe(samples, rate)
+            with self._lock:
+                self.misses += 1
+                self._texts[key] = text
+                self._pending.pop(key, None)
+                while len(self._texts) > self.keep:
+                    self._texts.popitem(last=False)
         return text
