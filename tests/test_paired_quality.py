@@ -162,3 +162,31 @@ def test_heard_cache_transcribes_each_audio_once_even_when_asked_together():
         t.join()
     assert got == ["100 at 16000"] * 8 and Counting.calls == 1
     assert cache.transcribe(np.ones(100, np.float32), 16000) and Counting.calls == 2  # another audio: heard anew
+
+
+def _tts_run(root: Path, name: str, texts: dict[str, str], refs: dict[str, str], sims: dict[str, float]) -> Path:
+    folder = root / name / "seedtts"
+    folder.mkdir(parents=True)
+    rows = []
+    for i, text in texts.items():
+        ref, hyp = refs[i].split(), text.split()
+        errors = sum(1 for k, w in enumerate(ref) if k >= len(hyp) or hyp[k] != w)
+        rows.append({"id": i, "hyp_norm": text, "wer": errors / len(ref), "hits": len(ref) - errors,
+                     "substitutions": errors, "deletions": 0, "is_success": True})
+    (folder / "wer_results.json").write_text(json.dumps({"per_sample": rows}))
+    (folder / "similarity_results.json").write_text(json.dumps({"per_sample": [
+        {"id": i, "speaker_similarity": s, "is_success": True} for i, s in sims.items()]}))
+    return folder.parent
+
+
+def test_seedtts_transcripts_wer_and_sim_are_matched_and_a_flip_is_worse_wer(tmp_path):
+    refs = {f"u{i:03d}": f"sentence number {i} is read aloud by the local voice today" for i in range(120)}
+    said = {i: (flip.altered_text(t, t) if flip.chosen(t, 0.3) else t) for i, t in refs.items()}
+    sims = {i: 0.8 for i in refs}
+    report = compare_runs([_tts_run(tmp_path, "a", refs, refs, sims)], [_tts_run(tmp_path, "b", said, refs, sims)])
+    (changed,) = report.changed
+    assert changed.changed == sum(1 for i in refs if said[i] != refs[i]) > 20 and changed.within == {"A": None, "B": None}
+    by = {v.metric: v for v in report.verdicts}
+    assert by["seedtts.wer"].verdict is Verdict.WORSE and by["seedtts.wer"].change > 0
+    assert by["seedtts.sim"].verdict is Verdict.EQUIVALENT  # the same similarity: inside its margin
+    assert "one run, its own nondeterminism unknown" in lines(report)[0]
