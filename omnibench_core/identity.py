@@ -25,21 +25,22 @@ from .settings import Settings
 
 # What a campaign file records of the settings (its ``asked.settings``): identity plus where.
 RECORDED_SETTINGS = ("target", "checkout", "venv", "gpus", "cpus", "local_delay_ms", "local_stream_delay",
-                     "server_profile")
+                     "server_profile", "local_quality_flip")
 # The recorded settings that change a run's numbers: a campaign is resumed only with equal values.
-IDENTITY_SETTINGS = ("target", "venv", "local_delay_ms", "local_stream_delay", "server_profile")
+IDENTITY_SETTINGS = ("target", "venv", "local_delay_ms", "local_stream_delay", "server_profile", "local_quality_flip")
 # Identity settings left out while empty, so campaigns recorded before they existed still resume.
-LATER_SETTINGS = ("local_stream_delay", "server_profile")
+LATER_SETTINGS = ("local_stream_delay", "server_profile", "local_quality_flip")
 # Later settings left out at this value too: what every record made before them measured (the
 # runbook's server), so those records keep their identity and their names.
-LATER_DEFAULTS = {"server_profile": SERVER_PROFILE}
+LATER_DEFAULTS = {"server_profile": SERVER_PROFILE, "local_quality_flip": "0.0"}
 # Where it ran (recorded, not compared): the slot's GPUs and CPUs, the checkout's path.
 WHERE_SETTINGS = tuple(k for k in RECORDED_SETTINGS if k not in IDENTITY_SETTINGS)
 SLOT_SETTINGS = ("gpus", "cpus")  # the slot's part of WHERE_SETTINGS
 # An A/B experiment's shared settings: the recorded ones but the slot's. Its name hashes them, so
 # they keep the checkout's path (names of experiments already on disk stay as they were).
 AB_SHARED_SETTINGS = tuple(k for k in RECORDED_SETTINGS if k not in SLOT_SETTINGS)
-RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "server_profile", "gpus", "cpus")  # what a run's manifest says of RECORDED_SETTINGS
+RUN_SETTINGS = ("target", "local_delay_ms", "local_stream_delay", "server_profile", "local_quality_flip", "gpus",
+                "cpus")  # what a run's manifest says of RECORDED_SETTINGS
 NAME_LIMIT = 100  # a campaign name's characters before it is cut and hashed
 HASH_CHARS = 10
 _LEGACY_MATRIX_LIMIT = 120  # main's matrix names (no target), cut at 120
@@ -86,7 +87,7 @@ def counted_settings(settings: Mapping[str, Any], keys: Sequence[str]) -> tuple[
     none), and where the stream delay goes when no delay is planted."""
     def counts(k: str) -> bool:
         value = str(settings[k])
-        if k in LATER_SETTINGS and value in ("", LATER_DEFAULTS.get(k, "")):
+        if k in LATER_SETTINGS and (value in ("", LATER_DEFAULTS.get(k, "")) or k == "local_quality_flip" and _no_delay(value)):
             return False
         return not (k == "local_stream_delay" and _no_delay(str(settings.get("local_delay_ms", ""))))
 
@@ -95,7 +96,7 @@ def counted_settings(settings: Mapping[str, Any], keys: Sequence[str]) -> tuple[
 
 # The identity settings a history series keeps apart (a planted delay, CI's server profile: another
 # measurement); the target is the series' own field, and the venv's path differs per worktree of a matrix.
-PLANTED_SETTINGS = ("local_delay_ms", "local_stream_delay", "server_profile")
+PLANTED_SETTINGS = ("local_delay_ms", "local_stream_delay", "server_profile", "local_quality_flip")
 
 
 def planted(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -156,6 +157,8 @@ class Identity:
             parts.append(f"delay{self.setting('local_delay_ms')}ms")
             if self.setting("local_stream_delay"):
                 parts.append(f"on-{self.setting('local_stream_delay')}-chunk")
+        if self.setting("local_quality_flip"):  # only a non-zero flip is counted
+            parts.append(f"flip{self.setting('local_quality_flip')}")
         return file_name(parts)
 
     def names(self) -> tuple[str, ...]:

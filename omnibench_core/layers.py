@@ -26,9 +26,9 @@ class Layer:
 LAYERS: tuple[Layer, ...] = (
     Layer("cli", ("cli",), "what tasks.py is built from: every flag's typed check, the shared flags declared once, "
           "settings from Invoke's configuration", strict=True),
-    Layer("studies", ("campaign", "ab", "scale", "sweep", "history", "ci"),
+    Layer("studies", ("campaign", "ab", "scale", "sweep", "history", "ci", "quality"),
           "many runs and what they say: campaigns, A/B experiments, matrices and bisect, load sweeps, history, "
-          "CI stages"),
+          "CI stages, outputs matched by sample"),
     Layer("front door", ("api", "registry"),
           "what tasks.py calls: one run, plugins loaded once and their hooks called", strict=True),
     Layer("plugins", ("plugin", "builtin"),

@@ -14,6 +14,7 @@ from .. import defaults
 from ..campaign import directions as meta
 from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunFileError
+from ..quality.paired import QualityReport, compare_runs
 from ..stats import verdict
 from ..stats.matched import matched_rounds
 from ..store import metrics as metrics_file
@@ -67,6 +68,8 @@ class Analysis:
     looks: tuple[str, ...] = ()  # --max-rounds: the rounds run, why it stopped, the rule and one line per look
     score: str = "every-round"  # --score: which rounds were scored for quality
     scored_rounds: tuple[int, ...] = ()  # of ``rounds``, those scored for quality
+    # outputs matched by sample id across the sides, and the quality verdicts of the paired samples
+    quality: QualityReport | None = None
 
     def scored_text(self) -> str:
         """Which runs were scored for quality, in words for the console and ab.md."""
@@ -83,8 +86,10 @@ class Analysis:
     def counts(self) -> dict[str, int]:
         """How many metrics got each verdict."""
         out: dict[str, int] = {}
-        for v in self.verdicts:
-            out[v.verdict.value] = out.get(v.verdict.value, 0) + 1
+        words = [v.verdict.value for v in self.verdicts] + [q.verdict.value for q in
+                                                            (self.quality.verdicts if self.quality else ())]
+        for word in words:
+            out[word] = out.get(word, 0) + 1
         return out
 
 
@@ -163,7 +168,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at),
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
-                    score=experiment.score.value, scored_rounds=scored)
+                    score=experiment.score.value, scored_rounds=scored,
+                    quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)))
 
 
 def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,

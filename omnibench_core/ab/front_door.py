@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SettingsError
+from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import lines as quality_lines
+from ..quality.paired import rows as quality_rows
 from ..registry import manager as plugin_manager
 from ..scale.slots import HostSlot, host_slots
 from ..settings import Settings
@@ -89,7 +92,9 @@ def failing(done: Done, verdict: str) -> list[str]:
     """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric that
     could not be compared (it might hide that verdict; a CI gate must not pass it unseen), except
     the quality metrics ``--score`` left unscored on purpose (ab.md says which runs were scored)."""
+    quality = done.analysis.quality.verdicts if done.analysis.quality else ()
     return [f"{v.metric}: {v.verdict.value}" for v in done.analysis.verdicts if v.verdict.value == verdict] + \
+        [f"{q.metric} (paired samples): {q.verdict.value}" for q in quality if q.verdict.value == verdict] + \
         [f"not compared: {n.describe()}" for n in done.analysis.not_compared
          if n.direction != "context" and not n.unscored]  # left unscored by --score: said in the report
 
@@ -100,6 +105,10 @@ def ab_text(done: Done) -> str:
     lines = [f"A/B {a.name}: {a.design}, rounds {', '.join(map(str, a.rounds))}; A runs {', '.join(a.runs['A'])}; "
              f"B runs {', '.join(a.runs['B'])}",
              table(rows(a), HEADERS)]
+    if a.quality is not None and (a.quality.changed or a.quality.verdicts):  # what the model said, by sample
+        lines += [f"outputs: {line}" for line in quality_lines(a.quality)]
+        if a.quality.verdicts:
+            lines.append(table(quality_rows(a.quality), QUALITY_HEADERS))
     lines += list(a.looks)
     lines.append(a.scored_text())
     state = done.experiment.sequential

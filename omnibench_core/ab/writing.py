@@ -16,6 +16,9 @@ from ..campaign import pr_summary
 from ..campaign.pr_summary import Group, Row, Summary, group, split
 from ..errors import storage_error
 from ..jsonio import strict
+from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import lines as quality_lines
+from ..quality.paired import rows as quality_rows
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
 from ..units import display
@@ -71,6 +74,15 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     md += md_table(HEADERS, rows(analysis))
     if analysis.looks:  # --max-rounds: the rounds run, why it stopped, the rule, each look
         md += ["", "## Rounds until the answer is known", ""] + [f"- {t(line)}" for line in analysis.looks]
+    if analysis.quality is not None and (analysis.quality.changed or analysis.quality.verdicts):
+        md += ["", "## Outputs and quality, sample by sample", "",
+               "Samples matched by id across the sides; a side's runs combined per sample (its most common "
+               "answer, right by majority, mean WER and SIM); accuracy by McNemar's exact test, WER and SIM by a "
+               "paired bootstrap over samples, the quality family held to alpha with Holm's correction "
+               "(docs/verdicts.md).", ""]
+        md += [f"- {t(line)}" for line in quality_lines(analysis.quality)]
+        if analysis.quality.verdicts:
+            md += [""] + md_table(QUALITY_HEADERS, quality_rows(analysis.quality))
     md += ["", "## Why", ""] + [f"- {t(line)}" for line in explanations(analysis)]
     if analysis.not_compared:
         md += ["", "## Not compared", ""] + [f"- {t(n.describe())}" for n in analysis.not_compared]
@@ -118,6 +130,9 @@ def summary_of(a: Analysis, source: Path) -> Summary:
         rows.append((Row(v.metric, v.direction, change_text(v.change, v.relative),
                          interval_text(v.low, v.high, v.relative, v.method), v.verdict.value, detail),
                      group(v.verdict.value)))
+    for q in a.quality.verdicts if a.quality else ():
+        rows.append((Row(f"{q.metric} (paired samples)", q.direction, f"{q.change:+.4g}", f"{q.low:+.4g} .. {q.high:+.4g}",
+                         q.verdict.value, q.counts or q.why), group(q.verdict.value)))
     # a quality metric --score left unscored on purpose is not a gap to look at: folded with the rest
     rows += [(Row(n.metric, n.direction, "-", "-", "not scored" if n.unscored else "not compared", n.why),
               "other" if n.unscored else "undecided") for n in a.not_compared]
@@ -127,6 +142,7 @@ def summary_of(a: Analysis, source: Path) -> Summary:
              "verdicts: " + ", ".join(f"{k} {n}" for k, n in a.counts().items())]
     facts += [md_text(line) for line in a.looks[:1]]  # --max-rounds: the rounds run and why it stopped
     facts.append(md_text(a.scored_text()))
+    facts += [md_text(c.describe()) for c in (a.quality.changed if a.quality else ())]  # outputs changed
     facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
     return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)

@@ -112,6 +112,8 @@ def prepare_local(settings: Settings) -> TargetEnv:
     delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
     if delay and settings.run.local_stream_delay:
         delay += ["--delay-on", STREAM_DELAYS[settings.run.local_stream_delay]]
+    if settings.run.local_quality_flip:  # the planted quality change
+        delay += ["--quality-flip", f"{settings.run.local_quality_flip:g}"]
 
     def serve_argv(spec: ServeSpec, port: int) -> list[str]:
         # The same flags as `sgl-omni serve`; the local server ignores the GPU engine ones.

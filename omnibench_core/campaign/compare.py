@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import defaults
 from ..errors import OmnibenchError
+from ..quality.paired import QualityReport, compare_runs
 from ..run.collection import SERVER_READY
 from ..stats.verdict import CORRECTION, VERDICTS, Design, MetricVerdict, Samples, Verdict, judge
 from . import telemetry_view
@@ -134,6 +135,8 @@ class Comparison:
     forced: bool
     notes: tuple[str, ...]
     correction: str = CORRECTION
+    # the runs' outputs matched by sample id: outputs changed, and the quality verdicts of the pairs
+    quality: QualityReport | None = None
 
     def fail_on(self, verdict: str) -> list[str]:
         """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric
@@ -141,13 +144,16 @@ class Comparison:
         except a quality metric ``--score`` scored on one run a side on purpose (the report says so)."""
         return [f"{m.name}: {m.verdict}" + (f" ({m.why})" if m.verdict == NOT_COMPARABLE else "")
                 for m in self.metrics if m.verdict == verdict
-                or (m.verdict == NOT_COMPARABLE and m.direction != "context" and not m.unscored)]
+                or (m.verdict == NOT_COMPARABLE and m.direction != "context" and not m.unscored)] + \
+            [f"{q.metric} (paired samples): {q.verdict.value}" for q in (self.quality.verdicts if self.quality else ())
+             if q.verdict.value == verdict]
 
     def verdicts(self) -> Mapping[str, int]:
         """How many metrics got each verdict."""
         out: dict[str, int] = {}
-        for m in self.metrics:
-            out[str(m.verdict)] = out.get(str(m.verdict), 0) + 1
+        for word in [str(m.verdict) for m in self.metrics] + [q.verdict.value for q in
+                                                             (self.quality.verdicts if self.quality else ())]:
+            out[word] = out.get(word, 0) + 1
         return out
 
 
@@ -196,8 +202,9 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, mi
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
         # Another process took the slot's CPUs during a timed window: a verdict may be the host's.
         notes += [f"{side} {n}" for n in stats.noisy]
+    quality = compare_runs(a.run_dirs, b.run_dirs, alpha) if metrics is None else None  # bisect asks of one metric
     return Comparison(a.title, b.title, TEST, alpha, min_effect, tuple(rows), tuple(diffs),
-                      bool(diffs), tuple(notes))
+                      bool(diffs), tuple(notes), quality=quality)
 
 
 def _start_on_a_busy_host(v: MetricVerdict, a: RunSetStats, b: RunSetStats) -> MetricVerdict:

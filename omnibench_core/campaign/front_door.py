@@ -13,6 +13,9 @@ from .. import api, defaults
 from ..errors import OmnibenchError
 from ..heartbeat import working
 from ..identity import RUN_SETTINGS
+from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import lines as quality_lines
+from ..quality.paired import rows as quality_rows
 from ..registry import manager as plugin_manager
 from ..settings import Settings
 from ..stats.verdict import Verdict
@@ -193,6 +196,10 @@ def compare_text(made: Compared) -> str:
              f"minimum effect {c.min_effect:.0%}; each interval at 1 - the level its row was held to"]
     lines += [f"SETUP DIFFERS (--force): {d}" for d in c.differences]
     lines.append(table(compare_rows(c), COMPARE_HEADERS))
+    if c.quality is not None and (c.quality.changed or c.quality.verdicts):  # what the model said, by sample
+        lines += [f"outputs: {line}" for line in quality_lines(c.quality)]
+        if c.quality.verdicts:
+            lines.append(table(quality_rows(c.quality), QUALITY_HEADERS))
     lines += [f"{m.verdict} {m.name}: {m.why}" for m in c.metrics if m.verdict == Verdict.INCONCLUSIVE]
     lines += [f"note: {n}" for n in c.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items()))

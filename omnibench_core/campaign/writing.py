@@ -22,6 +22,9 @@ from typing import Any
 
 from ..errors import OmnibenchError, storage_error
 from ..jsonio import read_json, write_json, write_text
+from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import lines as quality_lines
+from ..quality.paired import rows as quality_rows
 from ..stats.verdict import Verdict, change_text, interval_text
 from ..tables import md_table, md_text
 from ..units import display
@@ -283,6 +286,9 @@ def _write_compare(folder: Path, stem: str, replaced: bool, c: Comparison,
     if c.differences:
         md += ["", "## Setups differ (compared with --force)", ""] + [f"- {t(d)}" for d in c.differences]
     md += [""] + md_table(COMPARE_HEADERS, compare_rows(c))
+    if c.quality is not None and (c.quality.changed or c.quality.verdicts):  # issue 44: outputs by sample
+        md += ["", "## Outputs and quality, sample by sample", ""] + [f"- {t(x)}" for x in quality_lines(c.quality)]
+        md += ([""] + md_table(QUALITY_HEADERS, quality_rows(c.quality))) if c.quality.verdicts else []
     md += ["", "## Why", ""] + [f"- {t(m.name)}: {m.verdict} ({m.method or 'no interval'}): {t(m.why)}" for m in c.metrics]
     if c.notes:
         md += ["", "## Notes", ""] + [f"- {t(n)}" for n in c.notes]

@@ -64,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
                             "first / every audio chunk of a chat answer (an answer that does not stream is one chunk)")
     serve.add_argument("--stream-chunk-ms", type=float, default=500.0,
                        help="length of each audio piece of a streamed answer")
+    serve.add_argument("--quality-flip", type=float, default=0.0, metavar="P",
+                       help="a planted quality change: a share P (0 to 1) of video questions is answered with another "
+                            "letter and of spoken answers has words dropped or replaced; the same samples every run")
     args, ignored = parser.parse_known_args(argv)
+    if not 0 <= args.quality_flip <= 1:
+        parser.error(f"--quality-flip {args.quality_flip:g} is outside 0..1")
     unknown = [a for a in ignored if a.startswith("--") and not a.startswith(("--thinker.", "--talker."))]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                           workers=args.workers, read_aloud_prefixes=prefixes, media_roots=roots,
                           max_media_mb=args.max_media_mb, idle_timeout_s=args.idle_timeout,
                           body_timeout_s=args.body_timeout, delay_ms=args.delay_ms, delay_on=args.delay_on,
-                          stream_chunk_s=max(args.stream_chunk_ms, 1.0) / 1000,
+                          stream_chunk_s=max(args.stream_chunk_ms, 1.0) / 1000, quality_flip=args.quality_flip,
                           audio_limits=AudioLimits(max_seconds=args.max_audio_seconds))
     print(f"local media allowed under: {', '.join(roots)}", flush=True)
     try:

@@ -7,11 +7,14 @@ voice clone: the target text, spoken in the reference's voice.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import numpy as np
 
 from ..toolkit.speech import Recognizer
+from . import flip
 from .errors import RequestError
+from .heard import HeardCache
 from .media import MediaPolicy, read_media
 from .protocol import ChatRequest, audio_tokens
 from .vision import TOKENS_PER_FRAME, Sampling, VideoError, choose_option, summarize_video
@@ -75,9 +78,10 @@ def sampling_of(extra: dict) -> Sampling:
                     total_pixels=int(extra["video_total_pixels"]))
 
 
-def answer(request: ChatRequest, recognizer: Recognizer, max_seq_len: int, media: MediaPolicy,
-           limits: AudioLimits) -> Answer:
-    """Read and check the files, add their tokens to the prompt, and compose the reply."""
+def answer(request: ChatRequest, recognizer: Recognizer | HeardCache, max_seq_len: int, media: MediaPolicy,
+           limits: AudioLimits, quality_flip: float = 0.0) -> Answer:
+    """Read and check the files, add their tokens to the prompt, and compose the reply; a video
+    question among the ``quality_flip`` share (keyed by the video's file name) gets another letter."""
     target = clone_target(request.prompt) if request.extra.get("audios") else None
     if target is not None:
         found = _clone(request, target, media, limits)
@@ -103,6 +107,9 @@ def answer(request: ChatRequest, recognizer: Recognizer, max_seq_len: int, media
         return Answer(f"I heard: {' '.join(heard)}." if heard else request.prompt)
     color = summaries[0].color
     letter, _ = choose_option(" ".join(heard), color)
+    key = PurePath(request.extra["videos"][0]).name  # the sample's own file: the same sample on both sides
+    if flip.chosen(key, quality_flip):
+        letter = flip.other_letter(letter, key)
     return Answer(f"The video is mostly {color}. Answer: {letter}")
 
 

@@ -17,8 +17,9 @@ from aiohttp import web
 
 from ..toolkit.audio import to_wav_bytes
 from ..toolkit.speech import TTS_RATE, Recognizer, Synthesizer
-from . import multimodal, protocol
+from . import flip, multimodal, protocol
 from .errors import RequestError
+from .heard import HeardCache
 from .media import MediaPolicy
 from .request_counts import ModelNames
 from .wav import AudioLimits, decode_wav
@@ -48,6 +49,7 @@ class ServerConfig:
     delay_ms: float = 0.0  # added latency, slept where delay_on says (a planted regression)
     delay_on: DelayOn = "request"  # each chat/transcription request, or an answer's first or every audio chunk
     stream_chunk_s: float = 0.5  # a streamed answer's audio goes out in pieces of this length
+    quality_flip: float = 0.0  # share of samples answered differently (a planted quality change: flip.py)
 
 
 def _error(status: int, detail: str) -> web.Response:
@@ -85,6 +87,7 @@ class Handlers:
         self.pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="speech")
         self.media = MediaPolicy.of(config.media_roots, config.max_media_mb * 2**20)
         self.stats = ModelNames(config.model_name)
+        self.heard = HeardCache(recog)  # a video question's audio is transcribed once per server
 
     async def _run(self, fn, *args, **kwargs):
         return await asyncio.get_running_loop().run_in_executor(self.pool, lambda: fn(*args, **kwargs))
@@ -146,10 +149,13 @@ class Handlers:
         self._record("chat", req.model)
         reference = (req.reference, req.reference_rate) if req.reference is not None else None
         if multimodal.is_multimodal(req):
-            found = await self._run(multimodal.answer, req, self.recog, cfg.max_seq_len, self.media, cfg.audio_limits)
+            found = await self._run(multimodal.answer, req, self.heard, cfg.max_seq_len, self.media, cfg.audio_limits,
+                                    cfg.quality_flip)
             reply, reference = found.text, reference or found.reference  # audio.ref_audio wins over audios
         else:
             reply = protocol.reply_text(req, cfg.read_aloud_prefixes)
+            if flip.chosen(reply, cfg.quality_flip):  # the utterance is its own key: A and B change the same ones
+                reply = flip.altered_text(reply, reply)
         text, cut = protocol.truncate_tokens(reply, req.max_tokens)
         seed = 0 if req.temperature == 0 and req.seed is None else req.seed
         factor = 1.0

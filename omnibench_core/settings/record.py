@@ -33,6 +33,10 @@ class RunSettings:
     local_delay_ms: float = 0.0  # local target: added latency per chat/transcription request (a planted regression)
     # Where local_delay_ms goes instead: "first" or "every" audio chunk of a chat answer; "": per request.
     local_stream_delay: str = ""
+    # Local target: the share (0 to 1) of samples whose output is planted changed (a planted quality
+    # change): another Video-AMME letter, words dropped or replaced in a spoken answer; which samples
+    # follows from each sample's own id or text, so both sides of an A/A change the same ones.
+    local_quality_flip: float = 0.0
     # The server a run measures: "runbook" (the model's defaults) or "ci" (as CI's audio stages).
     server_profile: str = SERVER_PROFILE
     # The percentiles of every latency-like metric beside the runbook's mean and p95 (--percentiles)
@@ -182,6 +186,9 @@ class Settings:
         if not 0 <= settings.run.noise_max_foreign <= 1:
             raise refuse("noise_max_foreign", f"noise_max_foreign {settings.run.noise_max_foreign} is out of range",
                          "a share of the slot's CPU time from 0 to 1, e.g. 0.10")
+        if not 0 <= settings.run.local_quality_flip <= 1:
+            raise refuse("local_quality_flip", f"local_quality_flip {settings.run.local_quality_flip:g} is out of range",
+                         "a share of the samples from 0 to 1, e.g. local_quality_flip=0.3")
         if settings.run.local_stream_delay not in STREAM_DELAYS:
             raise refuse("local_stream_delay", f"local_stream_delay {settings.run.local_stream_delay!r} is not one of "
                          "first, every or empty", "first: before a streamed answer's first audio chunk; every: "

@@ -1,5 +1,7 @@
-"""The local Video-AMME-style set: ten short H.264 videos, each with a spoken question (local
-speech stack), four options and the expected letter. Made once into the cache folder.
+"""The local Video-AMME-style set: short H.264 videos, each with a spoken question (local speech
+stack), four options and the expected letter. Made once into the cache folder: ten questions, or
+as many as ``max_samples`` asks (a set of its own, ``videoamme-local-v1-<N>``, whose first ten are
+the ten-question set's), so a paired quality test has the samples it needs.
 
 Each video is a coloured field with a white square moving across it; the question asks for the
 main colour and reads four colour options aloud.
@@ -8,6 +10,8 @@ main colour and reads four colour options aloud.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +21,7 @@ import soundfile as sf
 from omnibench_core.plugin import LETTERS, PALETTE, build_once, dataset_folder, write_color_video
 
 SET_NAME = "videoamme-local-v1"
-SAMPLES = 10
+SAMPLES = 10  # the set's size unless more are asked
 FPS, SECONDS, WIDTH, HEIGHT = 8, 3, 160, 120
 
 
@@ -36,9 +40,15 @@ class VideoSample:
     task_type: str = "colour recognition"
 
 
-def local_set_dir(cache_dir: str | Path | None = None) -> Path:
-    """``<cache>/videoamme-local-v1``."""
-    return dataset_folder(cache_dir, SET_NAME, "videoamme.data_dir")  # "/" or a file: refused, naming the option
+def set_size(max_samples: int | None) -> int:
+    """How many questions the local set holds for ``max_samples``: at least :data:`SAMPLES`."""
+    return max(SAMPLES, max_samples or 0)
+
+
+def local_set_dir(cache_dir: str | Path | None = None, samples: int = SAMPLES) -> Path:
+    """``<cache>/videoamme-local-v1``, or ``...-<N>`` for a set of N > 10 questions."""
+    folder = dataset_folder(cache_dir, SET_NAME, "videoamme.data_dir")  # "/" or a file: refused, naming the option
+    return folder if samples <= SAMPLES else folder.with_name(f"{folder.name}-{samples}")
 
 
 def load_samples(folder: Path, max_samples: int | None = None) -> list[VideoSample]:
@@ -53,18 +63,26 @@ def write_video(path: Path, rgb: tuple[int, int, int]) -> None:
     write_color_video(path, rgb, fps=FPS, seconds=SECONDS, width=WIDTH, height=HEIGHT)
 
 
-def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
-    """Make the set unless a complete one is there; returns the folder."""
+def _link(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source``, or a copy where links are not possible."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def ensure_local_set(folder: Path, progress=lambda message: None, samples: int = SAMPLES) -> Path:
+    """Make the set of ``samples`` questions unless a complete one is there; returns the folder."""
 
     def build(work: Path) -> int:
         from omnibench_core.plugin import SPEECH_RATE, Speaker  # loads a voice: only when building
 
         (work / "videos").mkdir()
         (work / "questions").mkdir()
-        progress(f"loading the local voice to make {SAMPLES} videos with spoken questions")
+        progress(f"loading the local voice to make {samples} videos with spoken questions")
         voice, colors, rows = Speaker(), list(PALETTE), []
         rng = np.random.default_rng(7)
-        for i in range(SAMPLES):
+        for i in range(min(samples, SAMPLES)):
             color = colors[i % len(colors)]
             others = [c for c in colors if c != color]
             options = [color, *rng.choice(others, size=3, replace=False)]
@@ -78,7 +96,17 @@ def ensure_local_set(folder: Path, progress=lambda message: None) -> Path:
             rows.append({"sample_id": sample_id, "video": f"videos/{sample_id}.mp4",
                          "audio": f"questions/{sample_id}.wav", "question": question, "options": list(options),
                          "answer": LETTERS[options.index(color)]})
-            progress(f"made video and question {i + 1}/{SAMPLES}")
+            progress(f"made video and question {i + 1}/{samples}")
+        # Past the first ten, each sample is question i % 10 again under its own id and file names
+        # (hard links): a sample of its own to pair across sides, made in a moment, and the
+        # server hears each spoken question once (omnibench_core/local/heard.py).
+        for i in range(SAMPLES, samples):
+            source, sample_id = rows[i % SAMPLES], f"local_vamme_{i:03d}"
+            video, audio = f"videos/{sample_id}.mp4", f"questions/{sample_id}.wav"
+            _link(work / source["video"], work / video)
+            _link(work / source["audio"], work / audio)
+            rows.append({**source, "sample_id": sample_id, "video": video, "audio": audio})
+        progress(f"made {samples} questions")
         (work / "samples.json").write_text(json.dumps(rows, indent=2))
         return len(rows)
 

@@ -27,7 +27,7 @@ from omnibench_core.plugin import (
 from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics
-from .data import SET_NAME, ensure_local_set, load_samples, local_set_dir
+from .data import SET_NAME, ensure_local_set, load_samples, local_set_dir, set_size
 from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
 from .prompt import read_request_text
 
@@ -133,13 +133,14 @@ def _staged_native_steps(ctx: RunContext) -> list[Step]:
 
 
 def _own_steps(ctx: RunContext) -> list[Step]:
-    folder = local_set_dir(ctx.options["data_dir"])
     limit = ctx.options["max_samples"]
+    size = set_size(limit)
+    folder = local_set_dir(ctx.options["data_dir"], size)
 
     def make(step: StepContext) -> None:
         verb = "reading" if is_complete(folder, SET_NAME) else "making (once)"
         step.progress(f"{verb} the local {SET_NAME} set in {folder}")
-        ensure_local_set(folder, step.progress)
+        ensure_local_set(folder, step.progress, size)
         write_json(step.workload_dir / "dataset.json", {"source": str(folder), "name": SET_NAME,
                                                         "samples": len(load_samples(folder, limit))})
 
