@@ -219,14 +219,8 @@ def name(what: str = "name", *, empty: bool = False) -> Check:
     plain folder entry, by the one rule of :func:`.store.names.name_problem`. ``empty``: "" means
     none given (a flag whose default is ""), else it is refused."""
 
-    def convert(value: str) -> str:
-        problem = name_problem(value) if value or not empty else ""
-        if problem:
-            raise Refused(problem)
-        return value
-
     return Check(f"a plain {what}: letters, digits and {' '.join(NAME_PUNCTUATION)}, not starting with - or .",
-                 convert)
+                 _refused_by(name_problem, empty))
 
 
 def new_path(what: str = "folder", *, empty: bool = False) -> Check:
@@ -234,27 +228,28 @@ def new_path(what: str = "folder", *, empty: bool = False) -> Check:
     part that does not exist yet is a name omnibench makes, held to the one rule of
     :func:`.store.names.name_problem` (:func:`.store.names.new_path_problem`)."""
 
-    def convert(value: str) -> str:
-        problem = new_path_problem(value) if value or not empty else ""
-        if problem:
-            raise Refused(problem)
-        return value
-
     return Check(f"a {what} path whose new parts are plain names (letters, digits and {' '.join(NAME_PUNCTUATION)})",
-                 convert, in_help=False)
+                 _refused_by(new_path_problem, empty), in_help=False)
 
 
 def export_path() -> Check:
     """``--csv``/``--json``: a file an export is written to, "" for none
     (:func:`.store.exports.export_problem`: its new folders and its name's stem held to the name rule)."""
 
+    return Check("a file path whose new parts are plain names", _refused_by(export_problem, empty=True), in_help=False)
+
+
+def _refused_by(problem_of: Callable[[str], str], empty: bool) -> Callable[[str], str]:
+    """A conversion that keeps a value ``problem_of`` finds nothing wrong with and refuses the rest
+    with its words; ``empty``: "" means none given and is kept."""
+
     def convert(value: str) -> str:
-        problem = export_problem(value) if value else ""
+        problem = problem_of(value) if value or not empty else ""
         if problem:
             raise Refused(problem)
         return value
 
-    return Check("a file path whose new parts are plain names", convert, in_help=False)
+    return convert
 
 
 def revision() -> Check:
