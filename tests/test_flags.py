@@ -388,3 +388,16 @@ def test_history_and_publish_refuse_a_checkout_that_does_not_exist_as_run_does(t
         assert code == 1, (task, err)
     assert set(said.values()) == {f"error: no sglang-omni checkout at {missing}"}, said
     assert not (tmp_path / "results").exists() and not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("task, flag, file", [("HISTORY", "json", "history.json"), ("HISTORY", "summary", "pr.md"),
+                                              ("REPORT", "csv", "rows.csv"), ("REPORT", "json", "rows.json")])
+def test_a_file_a_flag_writes_may_end_in_its_own_suffix(tmp_path, task, flag, file):
+    """`history --json history.json` was refused ("ends in .json, the suffix of a file omnibench keeps
+    beside a name"): a file's suffix is its own; its stem and new folders follow the name rule."""
+    from omnibench_core.cli import declared
+
+    check = getattr(declared, task)[flag].check
+    assert check.convert(str(tmp_path / "new" / file)) == str(tmp_path / "new" / file)
+    with pytest.raises(f.Refused, match="U\\+202E"):
+        check.convert(str(tmp_path / "n\u202ew" / file))

@@ -279,8 +279,8 @@ HISTORY = {
     "checkout": FLAGS["checkout"].but(help="the git repository whose first-parent order the series follow (default "
                                       "the checkout setting)"),
     "results": FLAGS["results"].but(help="results root (its history.sqlite)"),
-    "json": Flag(f.new_path("file", empty=True), "also save the history as JSON in this file", ""),
-    "summary": Flag(f.new_path("file", empty=True), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
+    "json": Flag(f.export_path(), "also save the history as JSON in this file", ""),
+    "summary": Flag(f.export_path(), "also write the pull-request summary (Markdown) to this file; with --revisions it is "
                     "appended to $GITHUB_STEP_SUMMARY when that is set", ""),
     "rebuild": Flag(f.SWITCH, "make the database again from the run directories first", False),
     "bisect": Flag(f.SWITCH, "bisect each change point that holds untested commits (needs --metric), as invoke "
