@@ -202,7 +202,7 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     rounds = ["--rounds", count] if kind == "fixed" else ["--max-rounds", count]
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
-            "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind}-{n}",
+            "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
             "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides]
 
 

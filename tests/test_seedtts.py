@@ -68,9 +68,14 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     (run,) = results.glob("*/run0")
     metrics = metrics_file.read(run)
     assert metrics.complete is True and metrics.broken_rules == ()
+    # the runbook's keys, and the percentiles beside them that the request count supports (the rest are thin)
+    percentiles = {f"seedtts.latency_p{q}_s" for q in (50, 90, 99)} - set(metrics.thin_percentiles)
     assert {k for k in metrics.metrics if not k.startswith("videoamme.")} == \
-        RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan", "seedtts.server_ready_s"}
-    assert not (run / "request_samples.json").exists()  # stream off (the default): nothing of streaming's
+        RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan", "seedtts.server_ready_s"} | percentiles
+    assert "seedtts.latency_p50_s" in percentiles and "seedtts.latency_p99_s" in metrics.thin_percentiles
+    samples = run / "request_samples.json"  # Video-AMME's latencies (its percentiles); of seed-tts, with
+    # stream off (the default), nothing of streaming's
+    assert not samples.exists() or not [k for k in json.loads(samples.read_text()) if k.startswith("seedtts.")]
     assert metrics.metrics["audio.files"] == len(TARGET_SENTENCES) + 10  # and Video-AMME's ten
     m = metrics.metrics
     assert m["seedtts.failed"] == 0 and m["seedtts.wer.skipped"] == 0
