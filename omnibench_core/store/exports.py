@@ -55,7 +55,7 @@ def export_problem(path: str) -> str:
     if problem:
         return problem
     if not target.exists():
-        stem = name_problem(target.name.split(".", 1)[0])
+        stem = name_problem(target.name.split(".", 1)[0], kept=False)
         if stem:
             return f"its file name {target.name!r}: {stem}"
     return ""

@@ -154,7 +154,7 @@ def _char_problem(c: str) -> str:
     return ""
 
 
-def name_problem(name: str, *, given: bool = True) -> str:
+def name_problem(name: str, *, given: bool = True, kept: bool = True) -> str:
     """Why ``name`` cannot name a file or folder omnibench writes ("" when it can). A given name:
     ASCII letters, digits and ``_ - + . @ =`` (or NFKC-normal letters, marks and digits of other
     scripts, never a control, format, separator or bidi character: each refused by code point
@@ -163,7 +163,9 @@ def name_problem(name: str, *, given: bool = True) -> str:
     name (``.json``, ``.lock``) and not a folder omnibench keeps (``campaigns``, ``reports``...).
     ``given=False`` for a name omnibench made itself (:func:`.identity.file_name`, whose option
     values may hold ``a..b``, harmless inside one entry, and names already on disk): only one
-    entry, without a path separator or control character."""
+    entry, without a path separator or control character. ``kept=False`` for a name outside the
+    results' folders (a part of ``--out``, an export file's stem): the characters' rule alone, as
+    nothing omnibench keeps lies beside it."""
     if not isinstance(name, str) or not name:
         return "it is empty"
     if name in (".", ".."):
@@ -189,6 +191,8 @@ def name_problem(name: str, *, given: bool = True) -> str:
         return "it holds '..'"
     if len(name.encode()) > NAME_BYTES:
         return f"it is {len(name.encode())} bytes long: at most {NAME_BYTES}"
+    if not kept:
+        return ""
     lowered = name.lower()  # a file system that ignores case meets the other spelling too
     for suffix in KEPT_SUFFIXES:
         if lowered.endswith(suffix):
@@ -223,7 +227,7 @@ def new_path_problem(path: str) -> str:
     for i, part in enumerate(parts):
         if part in ("/", ".", "..") or Path(*parts[:i + 1]).exists():
             continue
-        problem = name_problem(part)
+        problem = name_problem(part, kept=False)
         if problem:
             return f"its part {part!r}: {problem}"
     return ""
