@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from omnibench_core.process.ports import port_in_use
+from omnibench_core.run.ownership import port_lock_holder
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -24,7 +25,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # be bound, and the READY gate then says, rightly, that it is in use. Above Ray's worker ports.
 SERVER_PORTS = (20000, 32000)
 PORT_SPAN = 4  # a duet and a matrix's slots serve on consecutive ports: the next ones are free too
-_ports = random.Random(os.urandom(8))  # each xdist worker its own sequence
 
 
 def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
@@ -34,14 +34,37 @@ def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) 
         return 32768  # Linux's default
 
 
+def _worker_slice(low: int, high: int) -> range:
+    """This xdist worker's own ports: two workers picking at random once drew the same port, the
+    second one's run refused by the first's port lock before either had bound it (CI, stop 51)."""
+    count = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+    worker = int(re.sub(r"\D", "", os.environ.get("PYTEST_XDIST_WORKER", "")) or 0) % count
+    width = (high - low) // count
+    return range(low + worker * width, low + (worker + 1) * width - PORT_SPAN, PORT_SPAN)
+
+
+_cursor = random.Random(os.urandom(8))  # where this worker starts its walk through its slice
+_handed: list[int] = []
+
+
+def _taken(port: int) -> bool:
+    return any(port_in_use(p) or port_lock_holder(p) for p in range(port, port + PORT_SPAN))
+
+
 def free_port() -> int:
-    """A port nobody listens on or connects from right now, the next PORT_SPAN - 1 free too,
-    outside the ephemeral range (when the host leaves room below it; else one the kernel picks)."""
-    low, high = SERVER_PORTS[0], min(SERVER_PORTS[1], _ephemeral_low() - PORT_SPAN)
-    for _ in range(200 if high > low else 0):
-        port = _ports.randrange(low, high)
-        if not any(port_in_use(port + i) for i in range(PORT_SPAN)):
-            return port
+    """A port nobody listens on, connects from or holds omnibench's lock on right now, the next
+    PORT_SPAN - 1 too, outside the ephemeral range, from this xdist worker's own slice, walked in
+    order so a port handed to an earlier test (whose run may not have bound it yet) comes last;
+    when the host leaves no room below its ephemeral range, one the kernel picks."""
+    ports = _worker_slice(SERVER_PORTS[0], min(SERVER_PORTS[1], _ephemeral_low() - PORT_SPAN))
+    if len(ports) > 1:
+        start = _handed[-1] + PORT_SPAN if _handed else ports[_cursor.randrange(len(ports))]
+        offset = (start - ports.start) // PORT_SPAN
+        for i in range(len(ports)):
+            port = ports[(offset + i) % len(ports)]
+            if not _taken(port):
+                _handed.append(port)
+                return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
