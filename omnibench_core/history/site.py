@@ -1,7 +1,9 @@
 """``invoke publish``: a static site of a :class:`~.series.History` that works offline from disk
-(``file://``): an index of workloads and metrics with the regressions newest first, and per
-series a page with its plot (drawn server-side as SVG, no JavaScript: :mod:`.site_svg`), its
-change points, and each commit's numbers, report and environment.
+(``file://``): an index with the regressions newest first, then per workload its sweeps, A/B
+experiments and metric series grouped by kind (with a filter in plain JavaScript,
+:data:`FILTER_JS`); per series a page with its plot (drawn server-side as SVG: :mod:`.site_svg`),
+its change points, and each commit's numbers, report and environment; per sweep and per A/B
+experiment of the results root a page read from its record (:mod:`.site_sweeps`, :mod:`.site_ab`).
 
 The reports are copied into the site (:mod:`.site_reports`), so the links keep working when the
 folder is opened alone. The site is built in a temporary folder beside ``out`` and renamed onto
