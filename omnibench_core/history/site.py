@@ -1,7 +1,9 @@
 """``invoke publish``: a static site of a :class:`~.series.History` that works offline from disk
-(``file://``): an index of workloads and metrics with the regressions newest first, and per
-series a page with its plot (drawn server-side as SVG, no JavaScript: :mod:`.site_svg`), its
-change points, and each commit's numbers, report and environment.
+(``file://``): an index with the regressions newest first, then per workload its sweeps, A/B
+experiments and metric series grouped by kind (with a filter in plain JavaScript,
+:data:`FILTER_JS`); per series a page with its plot (drawn server-side as SVG: :mod:`.site_svg`),
+its change points, and each commit's numbers, report and environment; per sweep and per A/B
+experiment of the results root a page read from its record (:mod:`.site_sweeps`, :mod:`.site_ab`).
 
 The reports are copied into the site (:mod:`.site_reports`), so the links keep working when the
 folder is opened alone. The site is built in a temporary folder beside ``out`` and renamed onto
@@ -28,8 +30,11 @@ from pathlib import Path
 from ..errors import OmnibenchError, storage_error
 from ..jsonio import strict
 from .series import ORDER_UNKNOWN, ChangePoint, History, Point, Series
+from .site_ab import AbPage, ab_page, copy_result, find_experiments
+from .site_ab import counts as ab_counts
 from .site_reports import CopiedReport, copy_report
 from .site_svg import num, plot, varying_facts
+from .site_sweeps import SweepPage, find_sweeps, sweep_page
 
 MARK = ".omnibench-site"  # in every site's root: a folder with it may be replaced by a new site
 SERIES = "series"  # the folder of the per-series pages
@@ -139,18 +144,43 @@ def pages_of(history: History) -> list[Page]:
     return pages
 
 
+@dataclass(frozen=True)
+class Studies:
+    """The sweeps and A/B experiments of the results root, each with its page."""
+
+    sweeps: tuple[SweepPage, ...] = ()
+    experiments: tuple[AbPage, ...] = ()
+
+
+def studies_of(results: Path, skipped: list[str] | None = None) -> Studies:
+    """The sweeps and experiments under ``results``; what cannot be read appended to ``skipped``."""
+    unread: list[str] = []
+    found = Studies(tuple(find_sweeps(results, slug, unread)), tuple(find_experiments(results, slug, unread)))
+    if skipped is not None:
+        skipped.extend(unread)
+    return found
+
+
 def write_site(history: History, results: Path, site: Path, skipped: list[str] | None = None) -> None:
     """Every file of the site into the folder ``site``; what was not copied appended to ``skipped``."""
     pages = pages_of(history)
     copied: dict[str, CopiedReport] = {}
     (site / SERIES).mkdir(parents=True, exist_ok=True)
     (site / "style.css").write_text(STYLE, encoding="utf-8")
+    (site / "filter.js").write_text(FILTER_JS, encoding="utf-8")
     for page in pages:
         reports = {p.revision: copy_report(results, p, site, copied) for p in page.series.points}
         (site / page.path).write_text(series_page(page.series, history, reports), encoding="utf-8")
     if skipped is not None:
         skipped.extend(line for made in copied.values() for line in made.skipped)
-    (site / "index.html").write_text(index_page(history, pages), encoding="utf-8")
+    studies = studies_of(results, skipped)
+    for sweep in studies.sweeps:
+        (site / sweep.path).parent.mkdir(parents=True, exist_ok=True)
+        (site / sweep.path).write_text(sweep_page(sweep, _doc, _table), encoding="utf-8")
+    for experiment in studies.experiments:
+        (site / experiment.path).parent.mkdir(parents=True, exist_ok=True)
+        (site / experiment.path).write_text(ab_page(experiment, copy_result(experiment, site), _doc), encoding="utf-8")
+    (site / "index.html").write_text(index_page(history, pages, studies), encoding="utf-8")
     (site / "history.json").write_text(json.dumps(strict(history.to_json()), indent=1, allow_nan=False) + "\n",
                                        encoding="utf-8")
     (site / MARK).write_text(json.dumps({"made_by": "invoke publish", "results": str(results)}) + "\n",
@@ -199,10 +229,13 @@ def _env_change(c: ChangePoint) -> str:
     return "; ".join(f"{k}: {a} → {b}" for k, (a, b) in c.environment_changed.items()) or "-"
 
 
-def index_page(history: History, pages: Sequence[Page]) -> str:
-    """The index: every workload's metrics (commits, latest mean, change points) and the regressions."""
+def index_page(history: History, pages: Sequence[Page], studies: Studies = Studies()) -> str:
+    """The index: the regressions; then each workload's sweeps, A/B experiments and metric series
+    grouped by kind (speed, quality, resources); a filter (:data:`FILTER_JS`: by words and kind, in
+    the page, no server) narrows every list."""
     body = ["<h1>omnibench history</h1>",
-            f'<p class="about">{len(pages)} series; intervals at {history.confidence:.0%}; change points: '
+            f'<p class="about">{len(pages)} series, {len(studies.sweeps)} sweeps, {len(studies.experiments)} A/B '
+            f"experiments; intervals at {history.confidence:.0%}; change points: "
             f"{escape(history.detector or 'not given')}</p>", "<h2>Regressions, newest first</h2>"]
     found = regressions(history, pages)
     if found:
@@ -215,20 +248,130 @@ def index_page(history: History, pages: Sequence[Page]) -> str:
                         "bisected"), rows, "regressions")
     else:
         body.append('<p class="none">No regression found.</p>')
-    for workload in sorted({p.series.workload for p in pages}):
-        body.append(f"<h2>Workload {escape(workload)}</h2>")
-        rows = []
-        for page in (p for p in pages if p.series.workload == workload):
-            s, last = page.series, (page.series.points[-1] if page.series.points else None)
-            kinds = [c.kind for c in s.change_points]
-            rows.append([f'<a href="{escape(page.path)}">{escape(s.metric)}</a>', escape(s.target),
-                         escape(s.direction), str(len(s.points)),
-                         f"{num(last.mean)} [{num(last.low)}, {num(last.high)}] at {escape(last.short)}" if last else "-",
-                         "order unknown" if s.order == "unknown"
-                         else ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"])
-        body += _table(("metric", "target", "better", "commits", "latest mean [interval]", "change points"),
-                       rows, "metrics")
+    body.append(_filter_form())
+    workloads = sorted({p.series.workload for p in pages} | {s.workload for s in studies.sweeps}
+                       | {w for e in studies.experiments for w in e.experiment.identity.workloads})
+    for workload in workloads:
+        body.append(f'<section class="workload" data-workload="{escape(workload)}"><h2>Workload {escape(workload)}</h2>')
+        sweeps = [s for s in studies.sweeps if s.workload == workload]
+        if sweeps:
+            body += [f'<h3 data-kind="{SWEEP_KIND}">Sweeps</h3>', *_filtered(
+                ("sweep", "revision", "points", "knee", "Pareto front"),
+                [(SWEEP_KIND, f"{s.name} {s.revision} {s.points}",
+                  [f'<a href="{escape(s.path)}">{escape(s.name)}</a>', escape(s.revision), escape(s.points),
+                   escape(", ".join(map(str, s.record.get("knees") or [])) or "none"),
+                   escape(", ".join(map(str, s.record.get("pareto_front") or [])))]) for s in sweeps], "sweeps")]
+        experiments = [e for e in studies.experiments if workload in e.experiment.identity.workloads]
+        if experiments:
+            body += [f'<h3 data-kind="{AB_KIND}">A/B experiments</h3>', *_filtered(
+                ("experiment", "design", "status", "verdicts"),
+                [(AB_KIND, e.experiment.name, [f'<a href="{escape(e.path)}">{escape(e.experiment.name)}</a>',
+                                               escape(e.experiment.identity.design.value),
+                                               escape(e.experiment.status.value), escape(ab_counts(e))])
+                 for e in experiments], "experiments")]
+        in_workload = [p for p in pages if p.series.workload == workload]
+        for kind in KINDS:
+            of_kind = [p for p in in_workload if kind_of(p.series.metric) == kind]
+            if not of_kind:
+                continue
+            rows2 = []
+            for page in of_kind:
+                s, last = page.series, (page.series.points[-1] if page.series.points else None)
+                kinds = [c.kind for c in s.change_points]
+                rows2.append((kind, f"{s.metric} {s.target}", [
+                    f'<a href="{escape(page.path)}">{escape(s.metric)}</a>', escape(s.target), escape(s.direction),
+                    str(len(s.points)),
+                    f"{num(last.mean)} [{num(last.low)}, {num(last.high)}] at {escape(last.short)}" if last else "-",
+                    "order unknown" if s.order == "unknown"
+                    else ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"]))
+            body += [f'<h3 data-kind="{kind}">{kind.capitalize()} metrics</h3>', *_filtered(
+                ("metric", "target", "better", "commits", "latest mean [interval]", "change points"), rows2, "metrics")]
+        body.append("</section>")
+    body += ['<p class="none" id="nothing-shown" hidden>Nothing matches the filter.</p>',
+             '<script src="filter.js"></script>']
     return _doc("omnibench history", body, "")
+
+
+SWEEP_KIND, AB_KIND = "sweep", "ab"
+KINDS = ("speed", "quality", "resources")  # a metric's kind on the index, in this order
+# matched against the words of a metric's leaf name (split at "_" and "."): what the score phase
+# makes is quality, what the host used is resources (a word starting so: gpu_util_pct, memory)
+_QUALITY_WORDS = frozenset(("wer", "cer", "sim", "utmos", "accuracy", "matched", "empty", "above", "score"))
+_RESOURCE_STARTS = ("gpu", "mem", "power", "energy", "cpu", "mib", "clock", "rss", "vram")
+
+
+def kind_of(metric: str) -> str:
+    """``speed``, ``quality`` or ``resources``: what a metric measures, from the words of its name
+    after the workload: the score phase's words are quality, the host's use resources, the rest speed."""
+    words = re.split(r"[_.]", metric.split(".", 1)[-1].lower())
+    if _QUALITY_WORDS.intersection(words):
+        return "quality"
+    if any(w.startswith(_RESOURCE_STARTS) or w in ("w", "j") for w in words):
+        return "resources"
+    return "speed"
+
+
+def _filter_form() -> str:
+    """The index's filter: words (every one must be in a row's name) and a box per kind."""
+    shown = {SWEEP_KIND: "sweeps", AB_KIND: "A/B experiments"}
+    boxes = "".join(f'<label><input type="checkbox" name="kind" value="{k}" checked> {shown.get(k, k)}</label> '
+                    for k in (*KINDS, SWEEP_KIND, AB_KIND))
+    return ('<form id="filter" class="filter" role="search" onsubmit="return false">'
+            '<label>Filter <input type="search" id="filter-words" placeholder="workload, metric, sweep, experiment" '
+            f'autocomplete="off"></label> {boxes}<span id="filter-count" class="about"></span></form>')
+
+
+def _filtered(headers: Sequence[str], rows: Sequence[tuple[str, str, Sequence[str]]], cls: str) -> list[str]:
+    """A table whose rows the filter narrows: each ``(kind, words, cells)``; ``words`` is what the
+    filter's words are matched against (with the section's workload), the cells HTML already."""
+    return ([f'<table class="{cls}" data-filtered><thead><tr>' + "".join(f"<th>{escape(h)}</th>" for h in headers)
+             + "</tr></thead><tbody>"]
+            + [f'<tr data-kind="{escape(kind)}" data-words="{escape(words.lower())}">'
+               + "".join(f"<td>{c}</td>" for c in cells) + "</tr>" for kind, words, cells in rows]
+            + ["</tbody></table>"])
+
+
+# The filter, plain JavaScript in a file beside the index: no server, no library, no network. It
+# reads names only through dataset and textContent (never innerHTML), so a planted name stays text.
+FILTER_JS = """\
+(function () {
+  "use strict";
+  var words = document.getElementById("filter-words");
+  var boxes = Array.prototype.slice.call(document.querySelectorAll('#filter input[name="kind"]'));
+  var count = document.getElementById("filter-count");
+  var nothing = document.getElementById("nothing-shown");
+  function apply() {
+    var wanted = words.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var kinds = boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
+    var shown = 0, total = 0;
+    document.querySelectorAll("section.workload").forEach(function (section) {
+      var workload = (section.dataset.workload || "").toLowerCase();
+      var inSection = 0;
+      section.querySelectorAll("table[data-filtered]").forEach(function (table) {
+        var inTable = 0;
+        table.querySelectorAll("tbody tr").forEach(function (row) {
+          var text = workload + " " + row.dataset.words;
+          var ok = kinds.indexOf(row.dataset.kind) >= 0 && wanted.every(function (w) { return text.indexOf(w) >= 0; });
+          row.hidden = !ok;
+          total += 1;
+          if (ok) { inTable += 1; }
+        });
+        table.hidden = inTable === 0;
+        var heading = table.previousElementSibling;
+        if (heading && heading.tagName === "H3") { heading.hidden = inTable === 0; }
+        inSection += inTable;
+      });
+      section.hidden = inSection === 0;
+      shown += inSection;
+    });
+    count.textContent = shown + " of " + total + " shown";
+    nothing.hidden = shown > 0;
+  }
+  words.addEventListener("input", apply);
+  boxes.forEach(function (b) { b.addEventListener("change", apply); });
+  apply();
+}());
+"""
 
 
 def _better(s: Series) -> str:
@@ -302,4 +445,11 @@ svg .point { fill: #1565c0; } svg a:hover .point { fill: #ff6f00; }
 svg .run { fill: #888; }
 svg .change-point line { stroke-dasharray: 5 4; stroke-width: 2; }
 svg text { font: 11px system-ui, sans-serif; fill: #444; }
+svg.sweep-plot, svg.ab-plot { max-width: 100%; height: auto; background: #fff; }
+svg .mean-line { fill: none; stroke-width: 2; } svg .p95-line { fill: none; stroke-dasharray: 6 4; stroke-opacity: .7; }
+svg .xbar, svg .ybar, svg .cap { stroke-width: 1.2; } svg .knee { stroke-width: 1.8; }
+svg .target line { stroke: #c62828; stroke-dasharray: 2 3; } svg .target text { fill: #c62828; }
+svg .zero { stroke: #999; } svg .ab-plot .interval { stroke-width: 3; }
+form.filter { margin: 1em 0; padding: .5em; background: #f6f6f6; } form.filter label { margin-right: .8em; }
+h3 { margin-bottom: .2em; } .state { font-weight: 600; }
 """

@@ -1,5 +1,6 @@
 """``invoke publish``'s front door: the history the flags select (:mod:`.query`, the store's
-side), rendered as a static site (:mod:`.site`)."""
+side), rendered as a static site (:mod:`.site`) with every sweep and A/B experiment of the
+results root (the flags narrow the history's series only)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Published:
     series: int
     regressions: int
     skipped: tuple[str, ...] = ()  # what of the reports was not copied (links out of the results root)
+    sweeps: int = 0
+    experiments: int = 0
 
 
 def _query() -> Callable[..., History]:
@@ -51,12 +54,14 @@ def publish(settings: Settings, out: Path, *, target: str | None = None, workloa
                        checkout=checkout)
     skipped: list[str] = []
     made = site.render(history, results, out, skipped)
+    studies = site.studies_of(results)  # what the site shows of them, counted for the line printed
     return Published(made, len(history.series), len(site.regressions(history, site.pages_of(history))),
-                     tuple(skipped))
+                     tuple(skipped), len(studies.sweeps), len(studies.experiments))
 
 
 def publish_text(done: Published) -> str:
     """What ``invoke publish`` prints."""
     lines = [f"skipped {line}" for line in done.skipped]
-    return "\n".join([*lines, f"site: {done.site / 'index.html'} ({done.series} series, {done.regressions} regressions); "
+    return "\n".join([*lines, f"site: {done.site / 'index.html'} ({done.series} series, {done.regressions} regressions, "
+                               f"{done.sweeps} sweeps, {done.experiments} A/B experiments); "
                                "open it from disk, or copy the folder anywhere (the reports are inside it)"])

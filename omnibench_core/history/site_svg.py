@@ -7,9 +7,10 @@ between; hovering a dot shows its commit, numbers and environment (SVG ``<title>
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from html import escape
 
+from ..sweep.curve import PointResult
 from ..units import unit_of
 from .series import ChangePoint, Point, Series
 
@@ -17,6 +18,8 @@ WIDTH, HEIGHT = 960, 360
 LEFT, RIGHT, TOP, BOTTOM = 80, 70, 34, 70  # margins: y labels, the last commit label, change labels, commit labels
 PAD = 24  # between the y axis and the first commit
 KIND_COLOUR = {"worse": "#c62828", "better": "#2e7d32", "changed": "#6d6d6d"}
+CURVE_COLOURS = ("#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#c62828")  # one a sweep's curve
+VERDICT_COLOUR = {"worse": "#c62828", "better": "#2e7d32", "equivalent": "#1565c0", "inconclusive": "#6d6d6d"}
 MAX_X_LABELS = 24  # past this many commits only every k-th is labelled
 
 
@@ -130,3 +133,130 @@ def _change_marks(changes: Sequence[ChangePoint], index: Mapping[str, int], x: C
                    f'fill="{colour}">{escape(label)}</text><title>{escape(c.kind)}: {escape(label)} '
                    f"[{c.step_low:+.1%}, {c.step_high:+.1%}]</title></g>")
     return out
+
+
+def sweep_plot(curves: Sequence[Sequence[PointResult]], *, knees: Collection[str], front: Collection[str],
+               target: tuple[str, float] | None = None) -> str:
+    """A sweep's SVG: mean latency against throughput, one line per curve (a request rate when both
+    vary), each point's error bars one standard deviation over its runs each way (throughput and
+    mean latency), p95 latency as a dashed line of triangles, each point labelled in words
+    (``4 concurrent``), the knees (labels, from the sweep's record) ringed, points off the Pareto
+    front hollow, the target a dotted line; both axes from zero."""
+    drawn = [[r for r in c if r.throughput_qps is not None and r.latency_mean_s is not None] for c in curves]
+    every = [r for c in drawn for r in c]
+    x_high = max([(r.throughput_qps or 0.0) + (r.throughput_sd or 0.0) for r in every] or [1.0]) * 1.12 or 1.0
+    y_values = [v for r in every for v in ((r.latency_mean_s or 0.0) + (r.latency_sd or 0.0), r.latency_p95_s or 0.0)]
+    y_high = max([*y_values, target[1] if target else 0.0] or [1.0]) * 1.1 or 1.0
+    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(v: float) -> float:
+        return LEFT + inner_w * v / x_high
+
+    def y(v: float) -> float:
+        return TOP + inner_h * (1 - v / y_high)
+
+    out = [f'<svg class="sweep-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+           f'width="{WIDTH}" height="{HEIGHT}" role="img" data-points="{len(every)}" data-curves="{len(drawn)}">',
+           "<title>latency against throughput</title>"]
+    for tick in _ticks(0.0, y_high):
+        out.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
+                   f'<text class="ylabel" x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{num(tick)}</text>')
+    for tick in _ticks(0.0, x_high):
+        out.append(f'<text class="xtick" x="{x(tick):.1f}" y="{TOP + inner_h + 16}" text-anchor="middle">{num(tick)}</text>')
+    out += [f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + inner_h}"/>',
+            f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + inner_h}" y2="{TOP + inner_h}"/>',
+            f'<text class="yunit" transform="translate(14,{TOP + inner_h / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle">latency (seconds)</text>',
+            f'<text class="xunit" x="{LEFT + inner_w / 2:.1f}" y="{HEIGHT - 16}" text-anchor="middle">'
+            "throughput (requests/s)</text>"]
+    if target is not None:
+        out.append(f'<g class="target"><line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(target[1]):.1f}" '
+                   f'y2="{y(target[1]):.1f}"/><text x="{LEFT + 6}" y="{y(target[1]) - 4:.1f}">'
+                   f"target: {escape(target[0])}</text></g>")
+    for i, curve in enumerate(drawn):
+        colour = CURVE_COLOURS[i % len(CURVE_COLOURS)]
+        out.append(f'<g class="curve" stroke="{colour}" fill="{colour}">')
+        if len(curve) > 1:
+            out.append('<polyline class="mean-line" points="' + " ".join(
+                f"{x(r.throughput_qps or 0.0):.1f},{y(r.latency_mean_s or 0.0):.1f}" for r in curve) + '"/>')
+        p95 = [r for r in curve if r.latency_p95_s is not None]
+        if len(p95) > 1:
+            out.append('<polyline class="p95-line" points="' + " ".join(
+                f"{x(r.throughput_qps or 0.0):.1f},{y(r.latency_p95_s or 0.0):.1f}" for r in p95) + '"/>')
+        out += [f'<path class="p95" d="M{x(r.throughput_qps or 0.0):.1f},{y(r.latency_p95_s or 0.0) - 5:.1f} l4,7 h-8 z">'
+                f"<title>{escape(r.point.words)}: p95 latency {num(r.latency_p95_s or 0.0)} s</title></path>" for r in p95]
+        for r in curve:
+            out += _sweep_point(r, x, y, on_front=r.point.label in front, knee=r.point.label in knees)
+        out.append("</g>")
+    out.append(f'<text class="legend" x="{WIDTH - RIGHT}" y="{TOP - 14}" text-anchor="end">filled: on the Pareto front; '
+               "hollow: dominated; ring: the knee; bars: ±1 sd over the runs; triangles: p95 latency</text>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _sweep_point(r: PointResult, x: Callable[[float], float], y: Callable[[float], float], *, on_front: bool,
+                 knee: bool) -> list[str]:
+    """One point: its error bars (where the runs' spread is known), its dot, its ring at the knee,
+    its label in words and what hovering it says."""
+    tx, lat = r.throughput_qps or 0.0, r.latency_mean_s or 0.0
+    cx, cy = x(tx), y(lat)
+    out = []
+    if r.throughput_sd:
+        out.append(f'<line class="xbar" x1="{x(tx - r.throughput_sd):.1f}" x2="{x(tx + r.throughput_sd):.1f}" '
+                   f'y1="{cy:.1f}" y2="{cy:.1f}"/>')
+    if r.latency_sd:
+        out.append(f'<line class="ybar" x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(lat - r.latency_sd):.1f}" '
+                   f'y2="{y(lat + r.latency_sd):.1f}"/>')
+        out += [f'<line class="cap" x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{y(v):.1f}" y2="{y(v):.1f}"/>'
+                for v in (lat - r.latency_sd, lat + r.latency_sd)]
+    sd = lambda v: f" ± {num(v)}" if v else ""  # noqa: E731 (a one-word helper)
+    tip = (f"{r.point.words} ({r.campaign}, {r.runs} runs)\nthroughput {num(tx)}{sd(r.throughput_sd)} req/s\n"
+           f"mean latency {num(lat)}{sd(r.latency_sd)} s" + (f"\np95 latency {num(r.latency_p95_s)} s"
+                                                             if r.latency_p95_s is not None else ""))
+    fill = "" if on_front else ' fill="#fff"'
+    out.append(f'<circle class="sweep-point{" front" if on_front else ""}" cx="{cx:.1f}" cy="{cy:.1f}" r="5"{fill} '
+               f'data-label="{escape(r.point.label)}"><title>{escape(tip)}</title></circle>')
+    if knee:
+        out.append(f'<circle class="knee" cx="{cx:.1f}" cy="{cy:.1f}" r="11" fill="none" data-label="{escape(r.point.label)}"/>')
+    out.append(f'<text class="point-words" x="{cx + 7:.1f}" y="{cy + 15:.1f}" stroke="none">{escape(r.point.words)}</text>')
+    return out
+
+
+def ab_plot(rows: Sequence[tuple[str, float, float, float, str]], *, relative: bool) -> str:
+    """An A/B's verdicts as an SVG: per metric (``(metric, change, low, high, verdict)``, as the
+    experiment's result holds them) B's change against A as a dot and its interval as a bar, 0 (no
+    change) a line, coloured by the verdict; ``relative``: changes are fractions of A."""
+    row_h, left, right = 26, 300, 60
+    height = TOP + row_h * max(len(rows), 1) + 40
+    ends = [v for _, c, lo, hi, _ in rows for v in (c, lo, hi) if math.isfinite(v)]
+    reach = max([abs(v) for v in ends] or [0.01]) * 1.15 or 0.01
+
+    def x(v: float) -> float:
+        return left + (WIDTH - left - right) * (v + reach) / (2 * reach)
+
+    def label(v: float) -> str:
+        return f"{v:+.1%}" if relative else num(v)
+
+    out = [f'<svg class="ab-plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+           f'height="{height}" role="img" data-rows="{len(rows)}">',
+           "<title>B against A: each metric's change and its interval</title>",
+           f'<line class="axis zero" x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{TOP - 8}" y2="{height - 34}"/>']
+    for tick in (-reach / 1.15, 0.0, reach / 1.15):
+        out.append(f'<text class="xtick" x="{x(tick):.1f}" y="{height - 18}" text-anchor="middle">{label(tick)}</text>')
+    out.append(f'<text class="xunit" x="{x(0):.1f}" y="{height - 4}" text-anchor="middle">'
+               f"{'B - A, as a fraction of A' if relative else 'B - A'}</text>")
+    for i, (metric, change, low, high, word) in enumerate(rows):
+        cy = TOP + row_h * i + row_h / 2
+        colour = VERDICT_COLOUR.get(word, KIND_COLOUR["changed"])
+        out.append(f'<g class="verdict {escape(word)}" stroke="{colour}" fill="{colour}">'
+                   f'<text class="metric" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end" stroke="none">'
+                   f"{escape(metric)}</text>")
+        if math.isfinite(low) and math.isfinite(high):
+            out.append(f'<line class="interval" x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{cy:.1f}" y2="{cy:.1f}"/>')
+        if math.isfinite(change):
+            out.append(f'<circle class="change" cx="{x(change):.1f}" cy="{cy:.1f}" r="5"><title>{escape(metric)}: '
+                       f"{escape(word)}, {label(change)} [{label(low)}, {label(high)}]</title></circle>")
+        out.append(f'<text class="word" x="{WIDTH - right + 8}" y="{cy + 4:.1f}" stroke="none">{escape(word)}</text>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .points import LoadPoint, Slo
 
@@ -37,6 +38,26 @@ class PointResult:
     lateness_mean_s: float | None = None  # open loop only: how far sends fell behind the schedule
     lateness_max_s: float | None = None
     arrival_seed: int | str | None = None  # an int, "unseeded", or None (closed loop)
+    latency_sd: float | None = None  # the mean latency's standard deviation over the runs: its error bar
+
+    @classmethod
+    def from_record(cls, doc: dict[str, Any]) -> PointResult:
+        """A point as ``sweep.json`` holds it (:func:`..writing._point`; the file checked by
+        ``store.sweep_file.load``): a field the record lacks or holds as no number is None."""
+        def number(key: str, within: dict[str, Any] | None = None) -> float | None:
+            value = (doc if within is None else within).get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        given = doc.get("latency")
+        latency: dict[str, Any] = given if isinstance(given, dict) else {}
+        runs, failed, seed = doc.get("runs"), doc.get("failed"), doc.get("arrival_seed")
+        return cls(point=LoadPoint(doc.get("concurrency"), number("request_rate")), campaign=str(doc.get("campaign")),
+                   runs=runs if isinstance(runs, int) else 0, throughput_qps=number("throughput_qps"),
+                   throughput_sd=number("throughput_sd"), latency_mean_s=number("latency_mean_s"),
+                   latency_p95_s=number("latency_p95_s"), stats={k: number(k, latency) for k in latency},
+                   goodput_qps=number("goodput_qps"), failed=failed if isinstance(failed, int) else None,
+                   lateness_mean_s=number("dispatch_lateness_mean_s"), lateness_max_s=number("dispatch_lateness_max_s"),
+                   arrival_seed=seed if isinstance(seed, (int, str)) else None, latency_sd=number("latency_mean_sd_s"))
 
     def holds(self, slo: Slo) -> bool | None:
         """Whether this point's statistic is within the target (None: the statistic is missing)."""

@@ -1,5 +1,6 @@
 """The sweep's plot: latency (mean and p95, seconds) against throughput (requests per second),
-one line per curve and per sweep, each point labelled with its load, the knee ringed, points off
+one line per curve and per sweep, each point labelled with its load in words (``4 concurrent``)
+and its error bars one standard deviation over its runs, the knee ringed, points off
 the Pareto front hollow, the target as a line. Both axes start at zero; 800 x 500 pixels.
 
 matplotlib is the optional ``plots`` extra, as for reports (:mod:`..campaign.plots`)."""
@@ -46,16 +47,20 @@ def curve_plot(path: Path, title: str, series: Sequence[Series], slo: Slo | None
             ax.plot(xs, [r.latency_mean_s for r in drawn], "-", color=color, label=f"{prefix}mean latency")
             ax.scatter(xs, [r.latency_mean_s for r in drawn], s=40, zorder=3, color=color,
                        facecolors=[color if id(r) in front else "white" for r in drawn])
+            # error bars: one standard deviation over the point's runs, each way it was measured
+            ax.errorbar(xs, [r.latency_mean_s for r in drawn], xerr=[r.throughput_sd or 0.0 for r in drawn],
+                        yerr=[r.latency_sd or 0.0 for r in drawn], fmt="none", ecolor=color, elinewidth=1,
+                        capsize=3, alpha=0.8, zorder=2)
             p95 = [(r.throughput_qps, r.latency_p95_s) for r in drawn if r.latency_p95_s is not None]
             if p95:
                 ax.plot(*zip(*p95, strict=True), "--", marker="^", color=color, alpha=0.7, label=f"{prefix}p95 latency")
             for r in drawn:
-                ax.annotate(r.point.label, (r.throughput_qps, r.latency_mean_s), textcoords="offset points",
+                ax.annotate(r.point.words, (r.throughput_qps, r.latency_mean_s), textcoords="offset points",
                             xytext=(5, -12), fontsize=8, color=color)
             k = knee(curve)
             if k is not None and k.throughput_qps is not None and k.latency_mean_s is not None:
                 ax.scatter([k.throughput_qps], [k.latency_mean_s], s=260, facecolors="none", edgecolors=color,
-                           linewidths=1.5, zorder=4, label=f"{prefix}knee at {k.point.label}")
+                           linewidths=1.5, zorder=4, label=f"{prefix}knee at {k.point.words}")
     if slo is not None:
         ax.axhline(slo.bound, color="C3", linestyle=":", label=f"target: {slo.text()}")
     ax.set_xlim(left=0)
@@ -67,7 +72,7 @@ def curve_plot(path: Path, title: str, series: Sequence[Series], slo: Slo | None
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     ax.text(0.99, 0.01, "filled: on the Pareto front; hollow: dominated (another point has more throughput at "
-            "less latency)", transform=ax.transAxes, fontsize=7, ha="right", va="bottom", color="0.4")
+            "less latency); bars: ±1 sd over the runs", transform=ax.transAxes, fontsize=7, ha="right", va="bottom", color="0.4")
     return _save(plt, fig, path, dpi=DPI)
 
 

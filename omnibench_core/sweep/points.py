@@ -52,6 +52,15 @@ class LoadPoint:
             parts.append(f"r{format_value(self.rate)}")
         return "-".join(parts) or "rinf"
 
+    @property
+    def words(self) -> str:
+        """The point as a reader says it, for plots and pages: ``4 concurrent``, ``2 req/s``,
+        ``4 concurrent, 2 req/s``, ``all at once`` (the label ``c4-r2`` is the campaign's suffix)."""
+        parts = [f"{self.concurrency} concurrent"] if self.concurrency is not None else []
+        if self.rate is not None:
+            parts.append(f"{format_value(self.rate)} req/s")
+        return ", ".join(parts) or "all at once"
+
     def options(self, workload: str) -> list[str]:
         """The ``--opt`` words that put a campaign at this point."""
         out = [f"{workload}.{CONCURRENCY_OPTION}={self.concurrency}"] if self.concurrency is not None else []

@@ -37,6 +37,7 @@ def point_result(workload: str, point: LoadPoint, path: Path, slo: Slo | None, *
     lateness = [_summary(doc, "dispatch_lateness_mean_s") for doc in speed]
     late_max = [_summary(doc, "dispatch_lateness_max_s") for doc in speed]
     throughput = stats.metric(f"{w}.throughput_qps")
+    latency = stats.metric(f"{w}.latency_mean_s")
     failed = _number(stats, f"{w}.failed")
     return PointResult(
         point=point, campaign=path.stem, runs=len(stats.runs),
@@ -45,7 +46,7 @@ def point_result(workload: str, point: LoadPoint, path: Path, slo: Slo | None, *
         stats={k: _stat(stats, speed, w, k) for k in SLO_METRICS},
         goodput_qps=_mean(rates), failed=None if failed is None else round(failed * len(stats.runs)),
         lateness_mean_s=_mean(lateness), lateness_max_s=max((v for v in late_max if v is not None), default=None),
-        arrival_seed=_seed(speed) if point.rate is not None else None)
+        arrival_seed=_seed(speed) if point.rate is not None else None, latency_sd=latency.sd if latency else None)
 
 
 def _speed(path: Path) -> dict[str, Any] | None:

@@ -116,7 +116,7 @@ def _point(r: PointResult) -> dict[str, Any]:
     return {"label": r.point.label, "concurrency": r.point.concurrency, "request_rate": r.point.rate,
             "campaign": r.campaign, "runs": r.runs, "throughput_qps": r.throughput_qps,
             "throughput_sd": r.throughput_sd, "latency_mean_s": r.latency_mean_s, "latency_p95_s": r.latency_p95_s,
-            "latency": r.stats, "goodput_qps": r.goodput_qps, "failed": r.failed,
+            "latency_mean_sd_s": r.latency_sd, "latency": r.stats, "goodput_qps": r.goodput_qps, "failed": r.failed,
             "dispatch_lateness_mean_s": r.lateness_mean_s, "dispatch_lateness_max_s": r.lateness_max_s,
             "arrival_seed": r.arrival_seed}
 
@@ -139,7 +139,7 @@ def write_sweep(result: SweepResult, root: Path) -> SweepWritten:
 
 def title(result: SweepResult) -> str:
     """The plot's title: the workload, the points, and the knee(s)."""
-    knees = [k.point.label for k in (knee(c) for c in curves(result.results)) if k is not None]
+    knees = [k.point.words for k in (knee(c) for c in curves(result.results)) if k is not None]
     return (f"{result.spec.workload}: latency against throughput, {len(result.results)} load points x "
             f"{result.spec.runs} runs; " + (f"knee at {', '.join(knees)}" if knees else "no knee in the swept range"))
 
