@@ -50,6 +50,8 @@ CONFIG_KEYS = ("model", "base_url", "repo_id", "split", "max_samples", "max_toke
                "max_concurrency", "warmup", "request_rate", "enable_audio", "asr_device", "asr_concurrency", "lang")
 OWN_CONFIG_KEYS = ("client", "data", "output_dir", "host", "port", "timeout_s", "answer_method", "request_text",
                    "request_text_source", "request_text_sha256")
+# omnibench's own keys written only when set: a run with stream off writes config as before.
+ONLY_WHEN_ON_CONFIG_KEYS = ("stream",)
 # The video fields sglang-omni's client sends when set, in its order.
 VIDEO_FIELDS = ("video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels")
 
@@ -269,7 +271,7 @@ def results_config(cfg: VideoClientConfig) -> dict[str, Any]:
     upstream = {**dict.fromkeys(CONFIG_KEYS), **{k: mine[k] for k in CONFIG_KEYS if k in mine},
                 "base_url": cfg.endpoint.base_url, "warmup": cfg.warmup_requests}
     own = {**mine, "client": "omnibench-native", "request_text_sha256": sha256(cfg.request_text)}
-    keys = (*OWN_CONFIG_KEYS, "stream") if cfg.stream else OWN_CONFIG_KEYS  # off: the file as before
+    keys = (*OWN_CONFIG_KEYS, *ONLY_WHEN_ON_CONFIG_KEYS) if cfg.stream else OWN_CONFIG_KEYS
     return {**upstream, **{k: own[k] for k in keys}}
 
 
