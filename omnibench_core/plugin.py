@@ -41,7 +41,7 @@ from .scoring import voice
 from .scoring.coverage import sample_rules, zero
 from .scoring.documents import field, load_doc
 from .scoring.speed import round_or_none, speed_summary
-from .stats.percentiles import mean, median, percentile
+from .stats.percentiles import mean, median, percentile, samples_needed
 from .toolkit.arrivals import DEFAULT_ARRIVAL_SEED, lateness_summary, planned_offsets, schedule_problem, slowest_rate
 from .toolkit.audio import resample, wav_data_uri, wav_duration_s
 from .toolkit.clients import (
@@ -76,7 +76,7 @@ __all__ = [
     # clients and scorers
     "PROGRESS_PREFIX", "Progress", "post_chat", "ChatReply", "error_text",
     "REPLY_BYTES", "TOO_DEEP", "ReplyTooLarge", "mib", "read_bounded", "token_count", "ASR_SERVER", "voice", "sample_rules", "zero", "field", "load_doc",
-    "speed_summary", "round_or_none", "mean", "median", "percentile",
+    "speed_summary", "round_or_none", "mean", "median", "percentile", "samples_needed",
     # open-loop arrivals at a request rate
     "DEFAULT_ARRIVAL_SEED", "planned_offsets", "lateness_summary", "schedule_problem", "slowest_rate",
     # a metric at a load point: seedtts@c4.latency_p95_s

@@ -35,7 +35,7 @@ SEEDTTS, VIDEOAMME, SERVE = load("benchmark_omni_seedtts"), load("benchmark_omni
 # -- the fixtures themselves ------------------------------------------------------------------------
 def test_every_fixture_names_its_upstream_file_at_a_commit():
     names = sorted(p.stem for p in FIXTURES.glob("*.json"))
-    assert names == ["benchmark_omni_seedtts", "benchmark_omni_videoamme", "ci-scripts", "output-keys",
+    assert names == ["benchmark_omni_seedtts", "benchmark_omni_videoamme", "chat-stream", "ci-scripts", "output-keys",
                      "sgl-omni-serve", "sgl-omni-serve-legacy", "signatures", "taskset-cpulist"]
     for name in names:
         found = provenance(load(name))
@@ -86,6 +86,25 @@ def test_videoamme_sglang_command_passes_only_upstream_flags(tmp_path, options):
     own = list(steps["generate"].run.argv[3:])  # python -c <the runbook's block> <flags>
     assert argv_problems(own, VIDEOAMME) == [], own
     assert own[own.index("--model") + 1] == "minicpmo"
+
+
+def test_videoamme_stream_is_the_native_clients_and_upstreams_stream_is_its_contract(tmp_path):
+    """sglang-omni's Video-AMME client has no --stream (its recorded flags): stream on with it is
+    refused before a server starts, and the native client gets --stream only when asked; the
+    stream's end and usage are upstream's, as recorded."""
+    assert "--stream" not in flags(VIDEOAMME)
+    env = _sglang_env(tmp_path)
+    with pytest.raises(SettingsError, match="no stream mode") as refused:
+        videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="sglang", stream=True))
+    assert "videoamme.client=native" in refused.value.hint
+    native = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="native",
+                                                     stream=True))}
+    plain = {s.name: s for s in videoamme.plan(_ctx(env, tmp_path, "videoamme", videoamme, client="native"))}
+    assert native["generate"].run.argv[-1] == "--stream" and "--stream" not in plain["generate"].run.argv
+    assert list(native["generate"].run.argv[:-1]) == list(plain["generate"].run.argv)
+    stream = load("chat-stream")["facts"]
+    assert "[DONE]" in stream["done"] and "completion_tokens" in stream["usage_fields"]
+    assert "delta.content" in stream["text"]
 
 
 def test_the_runbook_blocks_call_upstreams_signatures(tmp_path):
@@ -510,7 +529,7 @@ def test_native_videoamme_config_keys_are_upstreams(native_results):
     native client is one or the other (a new one must be named)."""
     from dataclasses import fields
 
-    from omnibench_plugins.videoamme.client import OWN_CONFIG_KEYS, VideoClientConfig
+    from omnibench_plugins.videoamme.client import ONLY_WHEN_ON_CONFIG_KEYS, OWN_CONFIG_KEYS, VideoClientConfig
 
     _, video = native_results
     record = load("output-keys")["videoamme_config"]
@@ -518,7 +537,8 @@ def test_native_videoamme_config_keys_are_upstreams(native_results):
     assert video["config"]["base_url"] == f"http://127.0.0.1:{video['config']['port']}"
     assert video["config"]["warmup"] == video["config"]["max_concurrency"] == 2  # resolve_warmup: the count sent
     assert video["config"]["request_rate"] is None and video["config"]["seed"] is None
-    assert [f.name for f in fields(VideoClientConfig) if f.name not in (*record["config"], *OWN_CONFIG_KEYS)] == []
+    assert [f.name for f in fields(VideoClientConfig)
+            if f.name not in (*record["config"], *OWN_CONFIG_KEYS, *ONLY_WHEN_ON_CONFIG_KEYS)] == []
     # a doctored record: upstream writing a key the native client does not
     assert key_order_problems(list(video["config"]), [*record["config"], "record_fingerprint"], OWN_CONFIG_KEYS) == [
         "record_fingerprint: upstream writes it, omnibench does not"]

@@ -305,7 +305,11 @@ def test_streaming_sends_text_audio_chunks_usage_and_done(server):
     events = [line[6:] for line in reply.text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
-    assert chunks[0]["choices"][0]["delta"]["content"] == "First sentence here. And a second one."
+    # the text a token a chunk, as a thinker streams it (upstream: one delta.content per text chunk),
+    # the role on the first; joined, the whole answer
+    texts = [c["choices"][0]["delta"]["content"] for c in chunks if "content" in c["choices"][0]["delta"]]
+    assert "".join(texts) == "First sentence here. And a second one." and len(texts) == 9, texts
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and "role" not in chunks[1]["choices"][0]["delta"]
     audio = [c["choices"][0]["delta"]["audio"]["data"] for c in chunks if "audio" in c["choices"][0]["delta"]]
     assert len(audio) >= 2  # in pieces of at most 0.5 s (--stream-chunk-ms)
     for data in audio:

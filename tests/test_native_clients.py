@@ -434,3 +434,72 @@ def test_a_failed_videoamme_warmup_stops_the_client_before_any_timed_request(loc
     assert "no timed request was sent" in done.stderr
     assert _chat_count(port) - before == 2
     assert not (tmp_path / "out" / "videoamme_results.json").exists()
+
+
+def _collected(out: Path):
+    """The run's collection of the client's results: the workload's metrics and the run's percentiles."""
+    from omnibench_core.run.collection import Collection, with_percentiles
+    from omnibench_plugins.videoamme import metrics
+
+    got = metrics.collect(out, scored=False)
+    base = Collection(dict(got.metrics), got.rates, got.rules, got.notes, got.samples)
+    return with_percentiles(base, (50, 90, 99))
+
+
+TIMING = ("ttft", "tpot", "itl", "output_tokens_per_s")
+
+
+def test_a_streamed_videoamme_run_on_the_local_server_has_token_timing_with_percentiles(local_video_server,
+                                                                                         tmp_path):
+    """Six questions streamed (videoamme.stream): TTFT, TPOT and ITL means, each one's p50 (six
+    samples support it), p90 and p99 kept apart as thin; the same questions unstreamed give the
+    metrics as before, none of these (the bad case of the streamed run's keys)."""
+    port, media = local_video_server
+    data = _video_set(tmp_path / "set", media, 6)
+    done = _run_video(data, port, tmp_path / "on", "--warmup", "0", "--stream")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads((tmp_path / "on" / "videoamme_results.json").read_text())["per_sample"]
+    assert all(r["is_success"] and r["ttft_s"] > 0 and len(r["itl_s"]) >= 1 for r in rows), rows
+    assert all(r["ttft_s"] + sum(r["itl_s"]) <= r["latency_s"] for r in rows)  # the text ends before [DONE]
+    on = _collected(tmp_path / "on")
+    for name in ("ttft_mean_s", "tpot_mean_s", "itl_mean_s", "ttft_p50_s", "tpot_p50_s", "itl_p50_s",
+                 "output_tokens_per_s_mean", "output_tokens_per_s_p50"):
+        assert isinstance(on.metrics[f"videoamme.{name}"], float), name
+    assert {p.metric for p in on.thin} >= {"videoamme.ttft_p90_s", "videoamme.ttft_p99_s", "videoamme.tpot_p99_s"}
+    assert any("videoamme.tpot: tokens counted from usage" in n for n in on.notes), on.notes
+    off_done = _run_video(data, port, tmp_path / "off", "--warmup", "0")
+    assert off_done.returncode == 0, off_done.stdout + off_done.stderr
+    off = _collected(tmp_path / "off")
+    assert not [k for k in off.metrics if any(f".{t}" in k for t in TIMING)] and set(off.samples) == {"videoamme.latency_s"}
+    assert set(on.metrics) - set(off.metrics) and set(off.metrics) <= set(on.metrics)
+    doc = json.loads((tmp_path / "off" / "videoamme_results.json").read_text())
+    assert "stream" not in doc["config"] and "ttft_s" not in doc["per_sample"][0]
+
+
+@pytest.mark.slow
+def test_a_token_delay_planted_on_the_local_server_is_measured(tmp_path):
+    """`--delay-ms 100 --delay-on every-token`: the text's end is at least the planted gap times its
+    gaps after the send (a bound no load breaks), and the mean ITL carries the plant."""
+    from omnibench_core.process.processes import start_group
+    from omnibench_core.run.gates import wait_ready
+    from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
+
+    media = tmp_path / "media"
+    media.mkdir()
+    write_color_video(media / "red.mp4", PALETTE["red"], fps=4, seconds=1)
+    (media / "q.wav").write_bytes(wav(0.3))
+    port = free_port()
+    proc = start_group([sys.executable, "-m", "omnibench_core.local", "serve", "--model-name", "minicpmo", "--port",
+                        str(port), "--allowed-local-media-path", str(media), "--delay-ms", "100", "--delay-on",
+                        "every-token"], log_path=tmp_path / "server.log", env=dict(os.environ))
+    try:
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", timeout_s=600)
+        done = _run_video(_video_set(tmp_path / "set", media, 1), port, tmp_path / "out", "--warmup", "0", "--stream")
+    finally:
+        proc.stop(10)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads((tmp_path / "out" / "videoamme_results.json").read_text())["per_sample"]
+    gaps = row["itl_s"]
+    assert row["is_success"] and len(gaps) >= 2, row
+    assert row["ttft_s"] + sum(gaps) >= 0.1 * len(gaps), row
+    assert sum(gaps) / len(gaps) > 0.05, gaps  # 100 ms planted: only reads late by half of it could hide it

@@ -360,3 +360,54 @@ def test_the_standins_own_client_streams(tmp_path):
     assert speed["config"]["stream"] is True and all(r["streamed"] for r in speed["per_request"])
     metrics = json.loads((run / "metrics.json").read_text())["metrics"]
     assert 0 < metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
+
+
+# -- Video-AMME token timing (videoamme.stream): the thinker's text timed chunk by chunk --------------
+def test_token_timing_maths_on_a_planted_arrival_schedule():
+    """TTFT, ITL and TPOT from arrival times: usage's count when sent, else the content chunks."""
+    from omnibench_plugins.videoamme.token_timing import token_timing
+
+    t = token_timing(10.0, [10.5, 11.5, 11.6], 7)
+    assert t.ttft_s == pytest.approx(0.5) and t.itl_s == pytest.approx((1.0, 0.1))
+    assert t.output_tokens == 7 and t.tokens_from == "usage" and t.tpot_s == pytest.approx(1.1 / 6)
+    assert t.output_tokens_per_s == pytest.approx(7 / 1.6)
+    counted = token_timing(10.0, [10.5, 11.5, 11.6], None)  # no usage: the chunks are the tokens
+    assert counted.output_tokens == 3 and counted.tokens_from == "chunks" and counted.tpot_s == pytest.approx(0.55)
+    assert token_timing(10.0, [10.2], None).tpot_s is None  # one token: no time per output token
+    assert token_timing(10.0, [], 7) is None  # no text: nothing to time, never zeros
+
+
+def run_video_client(port: int, tmp_path: Path) -> dict:
+    """omnibench's Video-AMME client with --stream, one question (the scripted server reads no file)."""
+    data = tmp_path / "set"
+    data.mkdir()
+    (data / "samples.json").write_text(json.dumps([{"sample_id": "q0", "video": "v.mp4", "audio": "q.wav",
+                                                    "question": "?", "options": ["red", "green"], "answer": "B",
+                                                    "duration": "short"}]))
+    argv = [sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--port", str(port),
+            "--output-dir", str(tmp_path / "out"), "--warmup", "0", "--max-concurrency", "1", "--stream"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "out" / "videoamme_results.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("usage, tokens, source", [(True, 7, "usage"), (False, 3, "chunks")])
+def test_videoamme_text_chunks_are_timed_as_they_arrive(scripted, tmp_path, usage, tokens, source):
+    """Three content chunks, the first 1 s after the request and the second 1 s after it: TTFT is
+    at least the planted second (from the send: a bound no load breaks), the planted gap shows in
+    ITL over 100 ms (1 s: only a read late by most of a second could hide it), and the text's
+    tokens are usage's count when the server sends it, else the chunks."""
+    parts = [(1.0, event({"role": "assistant", "content": "Answer"})), (1.0, event({"content": ": B"})),
+             (0, event({"content": "."})), *([(0, USAGE)] if usage else []), (0, DONE)]
+    script = Script(parts)
+    results = run_video_client(scripted(script), tmp_path)
+    body = script.bodies[0]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    (row,) = results["per_sample"]
+    assert row["is_success"] and row["raw_response"] == "Answer: B." and row["predicted"] == "B", row
+    assert row["ttft_s"] >= 1.0 and len(row["itl_s"]) == 2 and row["itl_s"][0] > 0.1, row
+    assert row["output_tokens"] == tokens and row["output_tokens_from"] == source
+    e2e = row["ttft_s"] + sum(row["itl_s"])
+    assert row["tpot_s"] == pytest.approx((e2e - row["ttft_s"]) / (tokens - 1))
+    assert row["output_tokens_per_s"] == pytest.approx(tokens / e2e) and results["config"]["stream"] is True

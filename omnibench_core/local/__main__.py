@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="added latency, slept asynchronously where --delay-on says (a planted regression)")
     serve.add_argument("--delay-on", choices=DELAY_ON, default="request",
                        help="where --delay-ms goes: before each chat/transcription request (default), or before the "
-                            "first / every audio chunk of a chat answer (an answer that does not stream is one chunk)")
+                            "first / every audio chunk of a chat answer (an answer that does not stream is one chunk), or "
+                            "between the text tokens of a streamed answer (every-token)")
     serve.add_argument("--stream-chunk-ms", type=float, default=500.0,
                        help="length of each audio piece of a streamed answer")
     serve.add_argument("--quality-flip", type=float, default=0.0, metavar="P",

@@ -186,6 +186,16 @@ def reply_text(request: ChatRequest, read_aloud_prefixes: tuple[str, ...] = DEFA
     return prompt
 
 
+def split_tokens(text: str) -> list[str]:
+    """``text`` cut into its tokens (:func:`count_tokens`'s), each with the text before the next
+    one: joined, they are ``text`` again (a streamed answer's ``delta.content`` pieces)."""
+    starts = [m.start() for m in _TOKEN.finditer(text)]
+    if not starts:
+        return [text] if text else []
+    starts[0] = 0
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+
 def truncate_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     """At most ``max_tokens`` tokens of ``text``; True when something was cut."""
     tokens = list(_TOKEN.finditer(text))

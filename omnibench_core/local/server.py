@@ -24,8 +24,8 @@ from .media import MediaPolicy
 from .request_counts import ModelNames
 from .wav import AudioLimits, decode_wav
 
-DelayOn = Literal["request", "first-chunk", "every-chunk"]
-DELAY_ON: tuple[DelayOn, ...] = ("request", "first-chunk", "every-chunk")
+DelayOn = Literal["request", "first-chunk", "every-chunk", "every-token"]
+DELAY_ON: tuple[DelayOn, ...] = ("request", "first-chunk", "every-chunk", "every-token")
 # What a server loads: the synthesizer and the recogniser, or the recogniser alone (a scoring ASR server).
 ENGINES = ("speech", "asr")
 
@@ -47,7 +47,7 @@ class ServerConfig:
     body_timeout_s: float = 60.0  # a request body must arrive within this
     audio_limits: AudioLimits = field(default_factory=AudioLimits)
     delay_ms: float = 0.0  # added latency, slept where delay_on says (a planted regression)
-    delay_on: DelayOn = "request"  # each chat/transcription request, or an answer's first or every audio chunk
+    delay_on: DelayOn = "request"  # each request, an answer's first or every audio chunk, or between text tokens
     stream_chunk_s: float = 0.5  # a streamed answer's audio goes out in pieces of this length
     quality_flip: float = 0.0  # share of samples answered differently (a planted quality change: flip.py)
 
@@ -195,7 +195,13 @@ class Handlers:
                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **extra}
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
-        await send({"role": "assistant", "content": text})
+        # the text one token a chunk, as a model's thinker streams it (sglang-omni: one delta.content
+        # an engine step); "every-token" plants a gap before each token after the first
+        tokens = protocol.split_tokens(text)
+        for i, token in enumerate(tokens or [""]):
+            if i:
+                await self._delay("every-token")
+            await send({"role": "assistant", "content": token} if i == 0 else {"content": token})
         pieces: list[np.ndarray] = []
         if req.wants_audio and text:
             step = max(1, int(self.config.stream_chunk_s * TTS_RATE))

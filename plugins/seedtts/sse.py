@@ -45,6 +45,7 @@ class StreamReply:
     arrivals: list[float] = field(default_factory=list)  # one per audio chunk
     durations: list[float] = field(default_factory=list)  # seconds of audio in each chunk
     text_first: float | None = None
+    text_arrivals: list[float] = field(default_factory=list)  # one per non-empty ``delta.content``
     first_payload_bytes: int | None = None
     wav: bytes | None = None
     prompt_tokens: int | None = None
@@ -163,6 +164,7 @@ def _take_event(reply: StreamReply, pcm: _Pcm, event: dict[str, Any], at: float)
         content = delta.get("content")
         if isinstance(content, str) and content:
             reply.text_parts.append(content)
+            reply.text_arrivals.append(at)
             if reply.text_first is None:
                 reply.text_first = at
         audio = delta.get("audio")
@@ -212,6 +214,7 @@ def _whole_body(reply: StreamReply, body: Any, at: float) -> None:
     content = message.get("content")
     reply.text_parts = [content] if isinstance(content, str) and content else []
     reply.text_first = at if reply.text_parts else None
+    reply.text_arrivals = [at] if reply.text_parts else []
     reply.prompt_tokens, reply.completion_tokens = token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
     audio = (message.get("audio") or {}).get("data")
     if audio:

@@ -34,11 +34,13 @@ from omnibench_core.plugin import (
     wav_duration_s,
     write_json,
 )
+from omnibench_plugins.seedtts.sse import post_stream
 
 from .answers import choices_of, fallback_rng, parse_multi_choice_response
 from .data import VideoSample, load_samples
 from .options import CLIENT_FLAGS, OPTIONAL_FLAGS, OPTIONS
 from .prompt import OWN_COPY, REQUEST_TEXT, sha256
+from .token_timing import token_timing
 
 OPTION = by_name(OPTIONS)  # the workload's schema: the one place the defaults and ranges live
 # ``config`` as upstream's ``run_video_eval`` writes it (stevejake007/sglang-omni
@@ -48,6 +50,8 @@ CONFIG_KEYS = ("model", "base_url", "repo_id", "split", "max_samples", "max_toke
                "max_concurrency", "warmup", "request_rate", "enable_audio", "asr_device", "asr_concurrency", "lang")
 OWN_CONFIG_KEYS = ("client", "data", "output_dir", "host", "port", "timeout_s", "answer_method", "request_text",
                    "request_text_source", "request_text_sha256")
+# omnibench's own keys written only when set: a run with stream off writes config as before.
+ONLY_WHEN_ON_CONFIG_KEYS = ("stream",)
 # The video fields sglang-omni's client sends when set, in its order.
 VIDEO_FIELDS = ("video_fps", "video_max_frames", "video_min_pixels", "video_max_pixels", "video_total_pixels")
 
@@ -76,6 +80,7 @@ class VideoClientConfig:
     answer_method: str = ""  # how the server picks answers, when known (the local target's substitute)
     request_text: str = REQUEST_TEXT
     request_text_source: str = OWN_COPY
+    stream: bool = False  # ask ``stream: true`` and time the text's content chunks (token_timing.py)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -98,10 +103,12 @@ def request_body(cfg: VideoClientConfig, sample: VideoSample) -> dict[str, Any]:
     paths, speech asked for with ``enable_audio``, each ``video_*`` field that is set."""
     body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": cfg.request_text}],
                             "modalities": ["text", "audio"] if cfg.enable_audio else ["text"],
-                            "max_tokens": cfg.max_tokens, "temperature": cfg.temperature, "stream": False,
+                            "max_tokens": cfg.max_tokens, "temperature": cfg.temperature, "stream": cfg.stream,
                             "videos": [sample.video], "audios": [sample.audio]}
     if cfg.enable_audio:
         body["audio"] = {"format": "wav"}
+    if cfg.stream:  # OpenAI's way to ask for usage in a stream; sglang-omni sends it unasked (docs/fidelity.md)
+        body["stream_options"] = {"include_usage": True}
     for key in VIDEO_FIELDS:
         if getattr(cfg, key) is not None:
             body[key] = getattr(cfg, key)
@@ -120,7 +127,13 @@ async def _one(session: aiohttp.ClientSession, cfg: VideoClientConfig, sample: V
                            "waited_for_slot": False}
     body = request_body(cfg, sample)
     t0 = time.perf_counter()
-    reply = await post_chat(session, cfg.endpoint.chat_url, body, cfg.timeout_s)
+    if cfg.stream:
+        streamed = await post_stream(session, cfg.endpoint.chat_url, body, cfg.timeout_s)
+        reply = streamed
+        row["token_timing"] = None if streamed.error else token_timing(t0, streamed.text_arrivals,
+                                                                        streamed.completion_tokens)
+    else:
+        reply = await post_chat(session, cfg.endpoint.chat_url, body, cfg.timeout_s)
     row.update(text=reply.text or "", prompt_tokens=reply.prompt_tokens or 0,
                completion_tokens=reply.completion_tokens or 0, error=reply.error)
     if not reply.error and cfg.enable_audio and not reply.wav:
@@ -160,6 +173,8 @@ def records(samples: list[VideoSample], rows: list[dict[str, Any]]) -> list[dict
             "raw_response": row["error"], "is_correct": False, "is_success": False, "is_mc_fallback": False,
             "error": row["error"], "engine_time_s": round_or_none(row["engine_time_s"], 4),
             "waited_for_slot": row["waited_for_slot"]}
+        if "token_timing" in row:  # streamed: each answer's text timing (docs/workloads.md)
+            record.update(_timing_fields(row["token_timing"]))
         if row["is_success"]:
             letters, index2ans = choices_of(sample.options)
             predicted, guessed = parse_multi_choice_response(row["text"], letters, index2ans, rng)
@@ -167,6 +182,16 @@ def records(samples: list[VideoSample], rows: list[dict[str, Any]]) -> list[dict
                           is_success=True, is_mc_fallback=guessed, error="")
         out.append(record)
     return out
+
+
+def _timing_fields(timing: Any) -> dict[str, Any]:
+    """A streamed record's token timing fields (None each when no text arrived)."""
+    if timing is None:
+        return {"ttft_s": None, "tpot_s": None, "itl_s": [], "output_tokens": None, "output_tokens_from": None,
+                "output_tokens_per_s": None}
+    return {"ttft_s": timing.ttft_s, "tpot_s": timing.tpot_s, "itl_s": list(timing.itl_s),
+            "output_tokens": timing.output_tokens, "output_tokens_from": timing.tokens_from,
+            "output_tokens_per_s": timing.output_tokens_per_s}
 
 
 def _breakdown(per_sample: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -246,7 +271,8 @@ def results_config(cfg: VideoClientConfig) -> dict[str, Any]:
     upstream = {**dict.fromkeys(CONFIG_KEYS), **{k: mine[k] for k in CONFIG_KEYS if k in mine},
                 "base_url": cfg.endpoint.base_url, "warmup": cfg.warmup_requests}
     own = {**mine, "client": "omnibench-native", "request_text_sha256": sha256(cfg.request_text)}
-    return {**upstream, **{k: own[k] for k in OWN_CONFIG_KEYS}}
+    keys = (*OWN_CONFIG_KEYS, *ONLY_WHEN_ON_CONFIG_KEYS) if cfg.stream else OWN_CONFIG_KEYS
+    return {**upstream, **{k: own[k] for k in keys}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in (*CLIENT_FLAGS, *OPTIONAL_FLAGS):
         add_argument(p, OPTION[name])
     p.add_argument("--enable-audio", action="store_true")
+    p.add_argument("--stream", action="store_true", help="stream each answer and time its text (TTFT, TPOT, ITL)")
     p.add_argument("--answer-method", default="", help="recorded in config: how the server answers, if known")
     p.add_argument("--request-text", default=REQUEST_TEXT, help="the text sent with each video (sglang-omni's)")
     p.add_argument("--request-text-source", default=OWN_COPY, help="recorded: where the text was read")

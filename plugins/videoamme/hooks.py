@@ -71,6 +71,11 @@ def _flags(ctx: RunContext) -> list[str]:
     return [*flags, "--enable-audio", "--output-dir", str(ctx.workload_dir)]
 
 
+def _native_flags(ctx: RunContext) -> list[str]:
+    """The runbook's flags, and ``--stream`` when the ``stream`` option is on (off: the argv as before)."""
+    return [*_flags(ctx), "--stream"] if ctx.options.get("stream") else _flags(ctx)
+
+
 def _dataset_step(ctx: RunContext, make) -> Step:
     return Step("dataset", make, outputs=(f"{NAME}/dataset.json",))
 
@@ -89,7 +94,7 @@ def _native_client(ctx: RunContext, data: Path) -> Command:
     return Command((sys.executable, "-m", "omnibench_plugins.videoamme.client", "--data", str(data), "--model",
                     MODEL_NAME, "--port", str(ctx.port), "--answer-method", ctx.target.facts.substitute("video_answer"),
                     "--request-text", text.text, "--request-text-source", text.recorded_source,
-                    "--request-text-sha256", text.sha256, *_flags(ctx)))
+                    "--request-text-sha256", text.sha256, *_native_flags(ctx)))
 
 
 def _sglang_wer(ctx: RunContext) -> Step:
@@ -107,8 +112,18 @@ def check_sglang_types(options: Mapping[str, object]) -> None:
                             "or --opt videoamme.client=native (omnibench's client takes fractions)")
 
 
+def check_no_stream(options: Mapping[str, object]) -> None:
+    """sglang-omni's Video-AMME client has no stream mode (no ``--stream``): ``stream`` needs the
+    native client, refused here before any server starts."""
+    if options.get("stream"):
+        raise SettingsError("videoamme.stream=true: sglang-omni's Video-AMME client has no stream mode, so it cannot "
+                            "time the text's tokens", hint="add --opt videoamme.client=native (omnibench's client "
+                            "streams the same request), or leave videoamme.stream off")
+
+
 def _sglang_steps(ctx: RunContext) -> list[Step]:
     check_sglang_types(ctx.options)
+    check_no_stream(ctx.options)
     def record(step: StepContext) -> None:
         write_json(step.workload_dir / "dataset.json", {"source": REPO_ID, "revision": REVISION,
                                                         "samples": ctx.options["max_samples"]})

@@ -26,6 +26,8 @@ OPTIONS = (
     Option("max_concurrency", int, 16, "requests in flight at once", min=1),
     Option("warmup", int, None, "untimed warmup requests, all with the first sample, before the timed window "
            "(0: none)", min=0, optional=True, unset="max_concurrency (the runbook's 16)"),
+    Option("stream", bool, False, "stream each answer (stream: true) and time its text: TTFT, TPOT, ITL, output "
+           "tokens/s with percentiles (native client only; docs/workloads.md)"),
     Option("asr_concurrency", int, 4, "ASR requests in flight at once when scoring WER", min=1),
     Option("data_dir", str, None, "where the local set is made", optional=True,
            unset=str(default_cache_dir() / "videoamme-local-v1")),
