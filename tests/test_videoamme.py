@@ -266,3 +266,21 @@ def test_a_request_text_changed_on_its_way_is_refused(tmp_path):
                            "--request-text-sha256", hashlib.sha256(SGLANG_TEXT.encode()).hexdigest()],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "pass the text unchanged" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_docs_streamed_videoamme_command_runs_as_written_and_times_the_text(tmp_path):
+    """docs/workloads.md's token-timing command, word for word (a port added, as for every run the
+    suite starts): the run completes with time to first token and time per output token."""
+    (line,) = [x for x in (TESTS.parent / "docs" / "workloads.md").read_text().splitlines()
+               if x.startswith("invoke run") and "videoamme.stream=true" in x]
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", *line.split(), "--port", str(free_port())], cwd=TESTS.parent,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)})
+    assert done.returncode == 0 and "RUN_COMPLETE" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    (metrics,) = results.glob("*/run0/metrics.json")
+    values = json.loads(metrics.read_text())
+    values = values.get("metrics", values)
+    for name in ("videoamme.ttft_mean_s", "videoamme.ttft_p50_s", "videoamme.tpot_mean_s", "videoamme.itl_mean_s"):
+        assert isinstance(values.get(name), float) and values[name] > 0, (name, sorted(values))
