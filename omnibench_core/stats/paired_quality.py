@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from .verdict import Verdict, holm_levels
 
@@ -50,19 +49,23 @@ class McNemar:
     def p(self) -> float:
         """McNemar's exact two-sided p: twice the smaller binomial tail of ``c`` in ``b + c`` at one
         half (capped at 1); 1 when no pair is discordant."""
+        from scipy.special import bdtr  # lazily: scipy.stats cost every command ~0.5 s of CPU to start
+
         m = self.discordant
         if m == 0:
             return 1.0
-        return float(min(1.0, 2 * sps.binom.cdf(min(self.b, self.c), m, 0.5)))
+        return float(min(1.0, 2 * bdtr(min(self.b, self.c), m, 0.5)))  # the binomial CDF
 
     def interval(self, level: float) -> tuple[float, float]:
         """A ``1 - level`` interval of the accuracy difference: the discordant pairs' share of B wins
         ``c / m`` in its exact interval [lo, hi], then ``(2 share - 1) m / n``."""
+        from scipy.special import betaincinv  # the beta distribution's quantile (Clopper-Pearson)
+
         m = self.discordant
         if m == 0:
             return 0.0, 0.0
-        lo = 0.0 if self.c == 0 else float(sps.beta.ppf(level / 2, self.c, m - self.c + 1))
-        hi = 1.0 if self.c == m else float(sps.beta.ppf(1 - level / 2, self.c + 1, m - self.c))
+        lo = 0.0 if self.c == 0 else float(betaincinv(self.c, m - self.c + 1, level / 2))
+        hi = 1.0 if self.c == m else float(betaincinv(self.c + 1, m - self.c, 1 - level / 2))
         return (2 * lo - 1) * m / self.n, (2 * hi - 1) * m / self.n
 
 
