@@ -98,3 +98,28 @@ def test_a_warmup_set_smaller_than_the_warmup_is_refused_while_planning(tmp_path
     assert err.message.startswith(f"seedtts.warmup_meta={small} holds 2 samples; the warm-up sends 3"), err.message
     err = _run(tmp_path, port, f"seedtts.warmup_meta={small}")  # warmup unset: max_concurrency's 16
     assert "holds 2 samples; the warm-up sends 16" in err.message, err.message
+
+
+def test_a_meta_whose_reference_audio_is_missing_is_refused_naming_the_file_and_line(tmp_path, port):
+    """A meta.lst naming reference audio that is not there failed each of its requests, found only
+    once the server was up; now while planning, by option, file and line (issue 46). Only the
+    lines the run sends count, and a meta whose references are all there passes."""
+    from omnibench_plugins.seedtts.hooks import _check_references
+
+    (tmp_path / "wavs").mkdir()
+    (tmp_path / "wavs" / "ref.wav").write_bytes(b"RIFF")  # the check is for presence, not content
+    (tmp_path / "wavs" / "dir.wav").mkdir()
+    lines = ["# a comment line: fewer than four fields, skipped as upstream does",
+             "a|ref text|wavs/ref.wav|one", "b|ref text|wavs/ref.wav|two", "c|ref text|wavs/gone.wav|three",
+             "d|ref text|wavs/dir.wav|four"]
+    listed = tmp_path / "meta.lst"
+    listed.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    err = _run(tmp_path, port, f"seedtts.meta={listed}")
+    assert err.message == (f"seedtts.meta={listed} line 4 names reference audio {tmp_path / 'wavs' / 'gone.wav'}, "
+                           "which is not a regular file (and 1 more line(s): 5)"), err.message
+    assert err.evidence["line"] == "4" and err.evidence["file"] == str(listed)
+    err = _run(tmp_path, port, f"seedtts.warmup_meta={listed}", "seedtts.warmup=4")
+    assert err.message.startswith(f"seedtts.warmup_meta={listed} line 4 names reference audio"), err.message
+    _check_references("seedtts.meta", listed, 2)  # the first two samples' references are there: no refusal
+    with pytest.raises(SettingsError, match="line 4 "):
+        _check_references("seedtts.meta", listed, 3)

@@ -90,6 +90,32 @@ def load_meta(path: str | os.PathLike[str], max_samples: int | None = None) -> l
     return samples
 
 
+@dataclass(frozen=True)
+class MissingReference:
+    """A meta line whose reference audio is not a regular file: where it is named and what it names."""
+
+    line: int  # 1-based, as an editor shows it
+    path: str  # absolute, resolved against the meta's folder as :func:`load_meta` does
+
+
+def missing_references(path: str | os.PathLike[str], max_samples: int | None = None) -> list[MissingReference]:
+    """The samples :func:`load_meta` would give (the first ``max_samples``) whose reference audio is
+    missing or not a regular file (a folder, a FIFO that would hang its reader), by line."""
+    base = Path(path).resolve().parent
+    missing, samples = [], 0
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.strip().split("|")
+        if len(parts) < 4:
+            continue
+        ref = base / parts[2]
+        if not ref.is_file():
+            missing.append(MissingReference(number, str(ref)))
+        samples += 1
+        if max_samples is not None and samples >= max_samples:
+            break
+    return missing
+
+
 def local_set_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where the local set lives: ``<cache>/seedtts-local-v1``."""
     return dataset_folder(cache_dir, SET_NAME, "seedtts.data_dir")  # "/" or a file: refused, naming the option

@@ -29,7 +29,7 @@ from omnibench_core.plugin import (
 from omnibench_plugins.common import MODEL_NAME, client_kind, model_server
 
 from . import metrics
-from .data import SET_NAME, TARGET_SENTENCES, ensure_local_set, load_meta, local_set_dir
+from .data import SET_NAME, TARGET_SENTENCES, ensure_local_set, load_meta, local_set_dir, missing_references
 from .options import OPTIONS
 
 NAME = "seedtts"
@@ -235,11 +235,33 @@ def _samples(ctx: RunContext, max_samples: int | None) -> int:
     return min(size, max_samples) if max_samples is not None else size
 
 
+def _check_references(option: str, meta: object, most: int | None) -> None:
+    """Refuse a named meta.lst whose samples (the first ``most``) name reference audio that is not a
+    regular file: each of their requests would fail, found only once the server is up (issue 46)."""
+    try:
+        missing = missing_references(_path(meta), most)
+    except (OSError, UnicodeDecodeError):
+        return  # the options' parse read and checked it; one gone since is the client's to name
+    if missing:
+        first = missing[0]
+        more = f" (and {len(missing) - 1} more line(s): {', '.join(str(m.line) for m in missing[1:6])}" \
+               f"{'...' if len(missing) > 6 else ''})" if len(missing) > 1 else ""
+        raise SettingsError(f"{option}={meta} line {first.line} names reference audio {first.path}, which is not "
+                            f"a regular file{more}",
+                            evidence={"option": option, "file": _path(meta), "line": str(first.line),
+                                      "reference": first.path},
+                            hint="fix the meta.lst's third field (a path relative to the meta.lst's folder) or "
+                                 "put the audio there; --opt seedtts.max_samples=N sends only the first N lines")
+
+
 def check_up_front(ctx: RunContext, max_samples: int | None) -> None:
     """What a client would meet only once the server is up, refused while the run is planned: a
     request rate whose schedule outlasts :data:`~omnibench_core.toolkit.arrivals.MAX_SCHEDULE_S`,
-    and a warm-up set holding fewer samples than the warm-up sends (both clients stop on that)."""
+    a warm-up set holding fewer samples than the warm-up sends (both clients stop on that), and a
+    named meta.lst whose reference audio is missing (by file and line)."""
     o = ctx.options
+    if o["meta"]:
+        _check_references("seedtts.meta", o["meta"], max_samples)
     rate = o["request_rate"]
     if rate is not None:
         count = _samples(ctx, max_samples)
@@ -256,6 +278,8 @@ def check_up_front(ctx: RunContext, max_samples: int | None) -> None:
                                 f"{wanted} (seedtts.warmup, else seedtts.max_concurrency) and its client stops short",
                                 evidence={"option": "seedtts.warmup_meta", "samples": str(held)},
                                 hint=f"name a meta.lst of at least {wanted} samples, or set --opt seedtts.warmup={held}")
+        if wanted:
+            _check_references("seedtts.warmup_meta", o["warmup_meta"], int(str(wanted)))
 
 
 def plan(ctx: RunContext) -> list[Step]:
