@@ -22,6 +22,7 @@ from run_helpers import REPO, free_port
 from omnibench_core.ab import experiment_file, record
 from omnibench_core.ab.analysis import analyse
 from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Position, Side, SideReport
+from omnibench_core.ab.writing import markdown
 from omnibench_core.statuses import AttemptStatus, ExperimentStatus, SideStatus
 from omnibench_core.store import manifest as manifest_file
 
@@ -141,6 +142,8 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
         load = {"window": "selftest.client", "seconds": 2.0, "cpus": [0], "busy_cpu_s": 2.0, "own_cpu_s": 0.5,
                 "foreign_cpu_s": 1.5, "foreign_fraction": 0.75, "load_start": 1.0, "load_end": 2.0,
                 "threshold": 0.1, "noisy": (side, rnd) == ("B", 2)}
+        if (side, rnd) == ("A", 1):  # a quiet window beside a tenant holding memory idle: present, not noise
+            load.update(foreign_cpu_s=0.0, foreign_fraction=0.0, gpu_present=["pid 7 (idle) 708 MiB on GPU 0, SM 0 %"])
         (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "phase": "generate",
                                                                     "status": "ok", "host_load": load}]}))
         e = e.with_attempt(Attempt(side, rnd, run.name, "local-abc", AttemptStatus.COMPLETE, f"t{i}"))
@@ -150,6 +153,13 @@ def test_the_analysis_pairs_rounds_and_names_noisy_runs(tmp_path):
     assert [n.describe() for n in a.not_compared] == \
         ["selftest.note: a value is not a finite number ('text'); it gets no verdict"]
     assert len(a.noisy) == 1 and a.noisy[0].startswith("B round 2: run5 was noisy: selftest.client: 75%")
+    assert a.present == ("A round 1: run2 selftest.client: present on the slot's GPUs, holding memory idle (not "
+                         "noise): pid 7 (idle) 708 MiB on GPU 0, SM 0 %",)
+    assert not any("pid 7" in line for line in a.noisy)
+    md = markdown(e, a, tmp_path / "ab.json")
+    host = md.split("## Host noise", 1)[1]
+    assert "GPU processes present, not noise" in host and "pid 7 (idle) 708 MiB on GPU 0, SM 0 %" in host, host
+    assert host.index("B round 2: run5 was noisy") < host.index("pid 7")  # listed apart from the noisy windows
 
 
 def test_a_metric_missing_in_a_run_is_not_compared_and_fails_fail_on_unless_it_is_context(tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import defaults
 from ..campaign import directions as meta
-from ..campaign.summary import noisy_runs
+from ..campaign.summary import noisy_runs, present_runs
 from ..errors import OmnibenchError, RunFileError
 from ..quality.paired import QualityReport, compare_runs
 from ..stats import verdict
@@ -70,6 +70,9 @@ class Analysis:
     scored_rounds: tuple[int, ...] = ()  # of ``rounds``, those scored for quality
     # outputs matched by sample id across the sides, and the quality verdicts of the paired samples
     quality: QualityReport | None = None
+    # "A round 1: run2 selftest.client: present on the slot's GPUs ..." for each window that was not
+    # noisy but saw another process hold GPU memory idle: named, not weighed as noise
+    present: tuple[str, ...] = ()
 
     def scored_text(self) -> str:
         """Which runs were scored for quality, in words for the console and ab.md."""
@@ -158,10 +161,12 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
         else:
             bad = next(v for v in a + b if not _number(v))
             not_compared.append(NotCompared(name, meta.direction(name), f"a value is not a finite number ({bad!r})"))
-    noisy = []
+    noisy: list[str] = []
+    present: list[str] = []
     for side, ds in dirs.items():
         for r, d in zip(rounds, ds, strict=True):
             noisy += [f"{side} round {r}: {line}" for line in noisy_runs([d])]
+            present += [f"{side} round {r}: {line}" for line in present_runs([d])]
     alone = [f"{side} round {r} ({runs[r].run}) ran without its partner"
              for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
@@ -169,7 +174,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at),
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
                     score=experiment.score.value, scored_rounds=scored,
-                    quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)))
+                    quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)),
+                    present=tuple(present))
 
 
 def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,

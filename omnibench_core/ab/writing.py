@@ -93,6 +93,9 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
     md += ([f"- {t(line)}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
                                                           "not the code's: repeat the experiment on a quieter host."]
            if analysis.noisy else ["No timed window was noisy (the noise guard's threshold: `noise_max_foreign`)."])
+    if analysis.present:
+        md += ["", "GPU processes present, not noise (they held memory on a slot's GPUs and computed nothing in "
+                   "these windows; the verdicts keep these runs):", ""] + [f"- {t(line)}" for line in analysis.present]
     return "\n".join(md) + "\n"
 
 

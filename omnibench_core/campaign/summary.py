@@ -19,7 +19,7 @@ from ..stats.estimators import mean_sd
 from ..statuses import CampaignStatus
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
-from ..telemetry.hostload import noisy_windows
+from ..telemetry.hostload import noisy_windows, present_windows
 from . import campaign_file, record
 from . import directions as meta
 
@@ -176,6 +176,18 @@ def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
         except RunFileError:
             continue
         out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.steps)]
+    return out
+
+
+def present_runs(run_dirs: Sequence[Path]) -> list[str]:
+    """Each timed window not noisy in which another process only held GPU memory, as ``runN: ...``."""
+    out = []
+    for d in run_dirs:
+        try:
+            manifest = manifest_file.read(d)
+        except RunFileError:
+            continue
+        out += [f"{d.name} {w.describe_present()}" for w in present_windows(manifest.steps)]
     return out
 
 

@@ -149,6 +149,10 @@ class HostLoad:
         out["foreign_fraction"] = round(self.foreign_fraction, 4)
         return out
 
+    def describe_present(self) -> str:
+        """One line for a report: the processes that held memory idle on the slot's GPUs (not noise)."""
+        return f"{self.window}: present on the slot's GPUs, holding memory idle (not noise): {'; '.join(self.gpu_present)}"
+
     def describe(self) -> str:
         """One line for a report: what the other processes took, against the threshold."""
         load = f", load {self.load_start:.1f} -> {self.load_end:.1f}" if self.load_start is not None \
@@ -223,10 +227,20 @@ class LoadWindow:
 
 def noisy_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
     """The noisy timed windows of a run's manifest steps (none for a run made before the guard)."""
+    return _windows(steps, noisy=True)
+
+
+def present_windows(steps: Sequence[StepEntry]) -> list[HostLoad]:
+    """The timed windows not marked noisy in which another process only held GPU memory (present,
+    not computing): named in reports as present, never as noise (issue 43)."""
+    return [w for w in _windows(steps, noisy=False) if w.gpu_present]
+
+
+def _windows(steps: Sequence[StepEntry], *, noisy: bool) -> list[HostLoad]:
     out = []
     for step in steps:
         record = step.host_load
-        if record is not None and record.get("noisy") is True:
+        if record is not None and record.get("noisy") is noisy:
             try:
                 out.append(HostLoad(**{**record, "cpus": tuple(record.get("cpus") or ()),
                                         "gpu_tenants": tuple(record.get("gpu_tenants") or ()),
