@@ -45,3 +45,6 @@ ETA_REVISE_RATIO = 2.0  # a phase that took over this many times its estimate (o
 # (omnibench_core/stats/percentiles.py, docs/usage.md "Percentiles").
 PERCENTILES = "50,90,99"
 PERCENTILE_TAIL = 3
+# How long a duet waits for a slot to be free before its round (a killed server may still be dying);
+# gpu_free_timeout_s, where shorter, bounds it.
+SLOT_FREE_WAIT_S = 30.0

@@ -595,3 +595,27 @@ def test_the_library_refuses_a_given_experiment_name_the_one_rule_refuses(tmp_pa
 
     with pytest.raises(SettingsError, match="U\\+202E"):
         request_from(Settings.of(results=str(tmp_path)), ["selftest"], aa=True, name="ab\u202ec")
+
+
+@pytest.mark.slow
+def test_a_duets_busy_gpu_is_refused_naming_the_holder_as_the_runs_gpu_free_does(tmp_path):
+    """`invoke ab --design duet` on GPUs a tenant holds: its final error (SLOT_FREE before the first
+    round) names each holder as a run's GPU_FREE does, `pid P (command) M MiB` under `held by`
+    (it said `pid 4242  (GPU compute (2048 MiB))`), and waits no longer than gpu_free_timeout_s."""
+    from checkout_helpers import make_fake_checkout
+    from gpu_helpers import write_fake_nvidia_smi
+
+    write_fake_nvidia_smi(tmp_path / "fakebin", [50000], apps=[(4242, 2048), (os.getpid(), 512)])
+    env = {**os.environ, "PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}",
+           "INVOKE_OMNIBENCH_CHECKOUT": str(make_fake_checkout(tmp_path / "sglang-omni")),
+           "INVOKE_OMNIBENCH_TARGET": "sglang-omni", "INVOKE_OMNIBENCH_GPU_FREE_TIMEOUT_S": "0.5",
+           "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results")}
+    done = subprocess.run(ab_argv("--b-set", "local_delay_ms=40", "--rounds", "2", "--retries", "0", "--design", "duet",
+                                  "--slots", "0,1,2,3", "--slot-cpus", "shared"),
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    mine = open(f"/proc/{os.getpid()}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()[:200]
+    assert done.stderr.startswith("error: slot 0 (GPU 0, port "), done.stderr
+    assert f"  held by: pid 4242 (not visible here) 2048 MiB; pid {os.getpid()} ({mine}) 512 MiB\n" in done.stderr, \
+        done.stderr
+    assert not list((tmp_path / "results").rglob("run0"))  # refused before any server started

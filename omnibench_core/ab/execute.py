@@ -516,9 +516,10 @@ class _Driver:
     def _duet_attempt(self, r: int, pending: list[Position]) -> None:
         e = self.experiment
         placed = {p.side: self.slots[record.duet_slot(p.side, r)] for p in pending}
-        for host in placed.values():
-            check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi,
-                       free_mib=self.sides["A"].run.gpu_free_mib, timeout_s=30.0)
+        run = self.sides["A"].run
+        for host in placed.values():  # a slot's wait: 30 s (a killed server may be dying), less where GPU_FREE's is
+            check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi, free_mib=run.gpu_free_mib,
+                       timeout_s=min(defaults.SLOT_FREE_WAIT_S, run.gpu_free_timeout_s))
         what = " and ".join(f"{p.side} on {placed[p.side].label}" for p in pending)
         self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}", self._to_score())
         phases = self._phases(r)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import GateError, GpuQueryError, OmnibenchError, SettingsError
-from ..process.gpu import call_timeout, query_memory_used
+from ..process.gpu import call_timeout, describe_holders, query_memory_used
 from ..process.ports import port_in_use
 from ..process.strays import find_strays
 from ..records import Slot
@@ -176,7 +176,8 @@ def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int 
                timeout_s: float = 30.0, interval_s: float = 0.2) -> None:
     """SLOT_FREE: the port has no listener and the slot's GPUs (idle ones too) no compute process
     and less than ``free_mib`` used. Waits up to ``timeout_s`` (a server of a killed campaign may
-    still be dying), then raises :class:`SlotBusy` with what holds it."""
+    still be dying), then raises :class:`SlotBusy` with what holds it: the GPUs' holders under
+    ``held by`` as GPU_FREE names them (``pid P (command) M MiB``), so every command's error reads alike."""
     gpus = (*slot.slot.gpus, *slot.idle_gpus)
     port = slot.slot.port
     deadline = time.monotonic() + timeout_s
@@ -189,14 +190,14 @@ def check_free(slot: HostSlot, *, nvidia_smi: str = "nvidia-smi", free_mib: int 
         if gpus:
             scan = find_strays(gpus=gpus, nvidia_smi=nvidia_smi, gpu_timeout_s=call_s)
             if scan.strays:
-                held["GPU processes"] = "; ".join(f"pid {s.pid} {s.command[:60]} ({', '.join(s.reasons)})"
-                                                  for s in scan.strays)
+                held["held by"] = describe_holders(gpus, nvidia_smi, timeout_s=min(call_s, 10.0))
             try:
                 busy = {g: m for g, m in query_memory_used(gpus, nvidia_smi, call_s).items() if m >= free_mib}
             except GpuQueryError as exc:
                 busy, held["GPU memory"] = {}, f"unknown: {exc.message}"
             if busy:
                 held["GPU memory"] = ", ".join(f"GPU {g}: {m} MiB" for g, m in busy.items())
+                held.setdefault("held by", describe_holders(gpus, nvidia_smi, timeout_s=min(call_s, 10.0)))
         if not held:
             return
         if time.monotonic() >= deadline:
