@@ -112,6 +112,28 @@ def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Se
     return asked
 
 
+def check_decide(workloads: Sequence[str], decide: Sequence[str], extra_plugins: Iterable[tuple[str, object]] = ()
+                 ) -> None:
+    """Refuse, before anything starts, a ``--decide`` metric no run of ``workloads`` can write: its
+    first part names none of them (nor a run-wide check of theirs), or its workload declares its
+    metrics (``Workload.metrics``) and this is not one. The refusal lists the known metrics."""
+    _, registry = plugin_manager.load(extra_plugins)
+    chosen = {name: registry.get("workload", name) for name in workloads}
+    checks = {c for w in chosen.values() for c in w.checks}
+    for metric in decide:
+        head = metric.split(".", 1)[0]
+        if head in checks or (head in chosen and chosen[head].may_report(metric)):
+            continue
+        known = [m[:-1] + ".*" if m.endswith(".") else m
+                 for w in chosen.values() for m in ((*w.metrics, f"{w.name}.server_ready_s") if w.metrics
+                                                    else (f"{w.name}.*",))] + [f"{c}.*" for c in sorted(checks)]
+        raise SettingsError(f"--decide {metric}: no run of {', '.join(workloads)} can produce it; known: "
+                            f"{', '.join(known)}, and percentiles <latency>_p<q>_s of a latency",
+                            evidence={"asked": ", ".join(decide)},
+                            hint="name metrics from the list (`invoke report` of a run shows them), or leave out "
+                                 "--decide for the latency and throughput metrics")
+
+
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the

@@ -392,7 +392,11 @@ def test_the_driver_stops_at_the_first_deciding_look_and_resumes_without_repeati
     assert made.looks[0] == f"stopped: decided after {state.rounds_run} of at most 12 rounds a side"
 
 
-def test_an_unknown_decide_metric_stops_at_the_first_look_and_a_corrected_one_resumes_it(tmp_path, scripted):
+def test_an_unknown_decide_metric_stops_at_the_first_look_and_a_corrected_one_resumes_it(tmp_path, scripted,
+                                                                                         monkeypatch):
+    # as for a plugin that declares no metrics (Workload.metrics empty): the request cannot tell a
+    # misspelt name, so the first look finds it (a declared workload's is refused up front: below)
+    monkeypatch.setattr(execute.api, "check_decide", lambda *args, **kwargs: None)
     settings = Settings.from_mapping({"results": str(tmp_path)})
 
     def request(decide: str) -> execute.Request:
@@ -490,7 +494,34 @@ def test_an_unknown_decide_metric_is_refused_in_one_line_naming_the_known_ones(t
                       "3", "--decide", "selftest.latncy")
     assert done.returncode == 1, done.stdout + done.stderr
     first = done.stderr.split("error: ", 1)[1].splitlines()[0]
-    assert first.startswith("--decide selftest.latncy: not a metric of the runs; known: ") and LATENCY in first
-    assert "Traceback" not in done.stderr
-    rec = _record(tmp_path / "results")
-    assert rec["status"] == "stopped" and "selftest.latncy" in rec["reason"] and rec["sequential"]["looks"] == []
+    # refused before anything starts (issue 46; it was found at the first look, after three rounds)
+    assert first.startswith("--decide selftest.latncy: no run of selftest can produce it; known: ") and LATENCY in first
+    assert "selftest.matched" in first and "Traceback" not in done.stderr
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("run*"))
+    assert not list((tmp_path / "results").glob("ab/*.json"))
+
+
+def test_a_decide_metric_no_workload_can_produce_is_refused_up_front_naming_the_known_ones(tmp_path):
+    """Issue 46: `--decide` named a metric no run makes and was found only at the first look. Each
+    workload declares the metrics its files give (Workload.metrics); the request refuses any other,
+    listing them, while a declared name, its server's READY time, a percentile of a declared
+    latency and a run-wide check's metric pass. An undeclared workload's names are left to the look."""
+    from omnibench_core import api
+    from omnibench_core.ab.execute import request_from
+    from omnibench_core.errors import SettingsError
+    from omnibench_core.plugin import Workload
+    from omnibench_core.settings import Settings
+
+    api.check_decide(["selftest", "seedtts"], ["selftest.latency_mean_s", "selftest.latency_p90_s",
+                                               "selftest.server_ready_s", "seedtts.wer.wer_corpus",
+                                               "seedtts.audio_ttfp_p50_s", "audio.files"])
+    for bad in ("selftest.latncy", "selftest.latency_p9x_s", "nosuch.latency_mean_s", "seedtts.wer"):
+        with pytest.raises(SettingsError) as err:
+            request_from(Settings.of(results=str(tmp_path)), ["selftest", "seedtts"], b_sets=["local_delay_ms=5"],
+                         max_rounds=4, decide=[bad])
+        assert err.value.message.startswith(f"--decide {bad}: no run of selftest, seedtts can produce it; known: "
+                                            "selftest.requests, selftest.failed, selftest.latency_mean_s"), err.value.message
+        assert "seedtts.wer.*" in err.value.message and "audio.*" in err.value.message
+    undeclared = Workload("w", "a plugin that declares no metrics", lambda ctx: [])
+    assert undeclared.may_report("w.anything") and not Workload(
+        "w", "d", lambda ctx: [], metrics=("w.x",)).may_report("w.y")

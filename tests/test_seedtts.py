@@ -73,6 +73,12 @@ def test_full_local_run_is_complete_with_the_runbooks_metric_names(full_run):
     assert {k for k in metrics.metrics if not k.startswith("videoamme.")} == \
         RUNBOOK_SEEDTTS_KEYS | {"audio.files", "audio.empty_or_nan", "seedtts.server_ready_s"} | percentiles
     assert "seedtts.latency_p50_s" in percentiles and "seedtts.latency_p99_s" in metrics.thin_percentiles
+    # every metric of the real run is one --decide accepts up front (each workload declares its names;
+    # a misspelt one is refused: issue 46), streaming's too
+    from omnibench_core import api
+    api.check_decide(["videoamme", "seedtts"], [*metrics.metrics, *metrics.thin_percentiles])
+    streamed = collecting.collect(run / "seedtts", stream=True).metrics
+    api.check_decide(["seedtts"], list(streamed))
     samples = run / "request_samples.json"  # Video-AMME's latencies (its percentiles); of seed-tts, with
     # stream off (the default), nothing of streaming's
     assert not samples.exists() or not [k for k in json.loads(samples.read_text()) if k.startswith("seedtts.")]

@@ -161,6 +161,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     if max_rounds is not None:
         _check_max_rounds(max_rounds, chosen, decide)
     options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
+    api.check_decide(workloads, decide)  # a misspelt metric, refused now, not at the first look
     flag = "--max-rounds" if max_rounds is not None else "--rounds"
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:

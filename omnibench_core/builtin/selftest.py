@@ -135,7 +135,8 @@ def omnibench_workloads() -> list[Workload]:
     """The self-test workload."""
     return [Workload(NAME, "harness self-test: a loopback echo server, client, shared scoring server",
                      plan, collect, scorers=("echo-check",), options=OPTIONS, collect_unscored=collect_unscored,
-                     quality_metrics=(f"{NAME}.matched",))]
+                     quality_metrics=(f"{NAME}.matched",),
+                     metrics=tuple(f"{NAME}.{m}" for m in ("requests", "failed", "latency_mean_s", "matched")))]
 
 
 @hookimpl

@@ -393,6 +393,10 @@ class Workload:
     reads such a run: the generation's metrics and rules only (None: the workload's runs are
     always scored). ``quality_metrics`` names the metrics only its score phase makes (a name
     ending in ``.`` is a prefix), so a ``--decide`` on one of them scores every round.
+    ``metrics`` names every metric its ``collect`` can write (a name ending in ``.`` is a prefix;
+    the run adds ``<name>.server_ready_s`` and percentiles ``<base>_p<q>_s`` of its latencies), so a
+    ``--decide`` no run of it could produce is refused before anything starts; empty: undeclared,
+    such a name is found at the experiment's first look.
     """
 
     name: str
@@ -405,10 +409,24 @@ class Workload:
     checks: tuple[str, ...] = ()
     collect_unscored: Callable[[Path, Mapping[str, Any]], Collected] | None = None
     quality_metrics: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     def is_quality(self, metric: str) -> bool:
         """``metric`` is made by the score phase (one of ``quality_metrics``, or under a prefix of them)."""
         return any(metric == q or (q.endswith(".") and metric.startswith(q)) for q in self.quality_metrics)
+
+    def may_report(self, metric: str) -> bool:
+        """``metric`` is one a run of this workload can write: declared (or under a declared prefix),
+        its server's READY time, or a percentile (``<base>_p<q>_s``) of a declared latency; True
+        whenever nothing is declared."""
+        if not self.metrics:
+            return True
+        declared = (*self.metrics, *self.quality_metrics, f"{self.name}.server_ready_s")
+        if any(metric == m or (m.endswith(".") and metric.startswith(m)) for m in declared):
+            return True
+        base, _, q = metric.rpartition("_p")
+        return bool(base) and q.endswith("_s") and q[:-2].replace(".", "", 1).isdigit() \
+            and any(m.startswith(f"{base}_") for m in declared)
 
     def __post_init__(self) -> None:
         # A {name: default} mapping (the form before option schemas) is refused: its values had no type.

@@ -325,4 +325,5 @@ def omnibench_workloads() -> list[Workload]:
     """The seed-tts voice-clone workload."""
     return [Workload(NAME, "seed-tts voice clone: speech from text with a reference voice; WER, SIM, UTMOS",
                      plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",),
-                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY))]
+                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY),
+                     metrics=tuple(f"{NAME}.{m}" for m in metrics.names()))]

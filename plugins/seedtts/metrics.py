@@ -31,6 +31,13 @@ QUALITY = ("wer.", "sim", "sim_skipped", "utmos", "utmos_skipped")
 SCORED_FILES = ("wer", "sim", "utmos")
 
 
+def names() -> tuple[str, ...]:
+    """Every metric name (less the prefix) :func:`collect` and :func:`collect_sweep` can write: the
+    workload's declared ``metrics``."""
+    return tuple(dict.fromkeys(("failed", "completion_tokens_sum", *SPEED_METRICS, *QUALITY, *STREAM_METRICS,
+                                *SWEEP_METRICS)))
+
+
 def collect(workload_dir: Path, prefix: str = "seedtts", stream: bool = False, scored: bool = True) -> Collected:
     """Metrics and RUN_COMPLETE rules for a seed-tts output folder.
 

@@ -194,4 +194,5 @@ def omnibench_workloads() -> list[Workload]:
     """The Video-AMME Talker workload."""
     return [Workload(NAME, "Video-AMME Talker: video and a spoken question in, text and speech out; accuracy, WER",
                      plan, collect, scorers=(WER,), options=OPTIONS, checks=("audio",),
-                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY))]
+                     collect_unscored=collect_unscored, quality_metrics=tuple(f"{NAME}.{m}" for m in metrics.QUALITY),
+                     metrics=tuple(f"{NAME}.{m}" for m in metrics.NAMES))]

@@ -26,6 +26,10 @@ QUALITY = ("wer.",)
 RATE_PERCENTILES = (50, 90, 99)
 
 
+# Every metric name (less the prefix) collect can write: the workload's declared ``metrics``.
+NAMES = ("accuracy", "failed", *SPEED_METRICS, *QUALITY)
+
+
 def collect(workload_dir: Path, prefix: str = "videoamme", scored: bool = True) -> Collected:
     """``videoamme.*`` metrics; the sample count is the data set's own (the runbook's 10).
     ``scored`` False (the score phase was skipped): the answers' metrics and rules, no WER."""
