@@ -284,3 +284,5 @@ def test_the_docs_streamed_videoamme_command_runs_as_written_and_times_the_text(
     values = values.get("metrics", values)
     for name in ("videoamme.ttft_mean_s", "videoamme.ttft_p50_s", "videoamme.tpot_mean_s", "videoamme.itl_mean_s"):
         assert isinstance(values.get(name), float) and values[name] > 0, (name, sorted(values))
+    from omnibench_core import api
+    api.check_decide(["videoamme"], list(values))  # each one a name ab --decide accepts up front (declared)

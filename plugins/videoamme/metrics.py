@@ -27,7 +27,8 @@ RATE_PERCENTILES = (50, 90, 99)
 
 
 # Every metric name (less the prefix) collect can write: the workload's declared ``metrics``.
-NAMES = ("accuracy", "failed", *SPEED_METRICS, *QUALITY)
+NAMES = ("accuracy", "failed", *SPEED_METRICS, *QUALITY, "ttft_mean_s", "tpot_mean_s", "itl_mean_s",
+         "output_tokens_per_s_mean", *(f"output_tokens_per_s_p{q}" for q in RATE_PERCENTILES))
 
 
 def collect(workload_dir: Path, prefix: str = "videoamme", scored: bool = True) -> Collected:
