@@ -108,3 +108,22 @@ def test_compare_of_two_campaigns_one_with_the_flip_says_what_the_ab_says(tmp_pa
     assert f"videoamme: 0 of {CAMPAIGN_SAMPLES} answers changed between A and B" in same.stdout, same.stdout
     quality = [line for line in same.stdout.splitlines() if line.startswith("videoamme.accuracy") and "McNemar" in line]
     assert quality and not any(word in line for line in quality for word in ("WORSE", "BETTER")), quality
+
+
+@pytest.mark.slow
+def test_a_seedtts_flip_is_worse_wer_by_the_paired_test(tmp_path):
+    """A seed-tts A/B whose B drops or replaces words in half the utterances (local_quality_flip=0.5):
+    WER `worse` from the paired sign-flip test over utterances, and the transcripts changed counted."""
+    from plugins.seedtts.data import TARGET_SENTENCES
+
+    samples = 24  # 10 of the first 24 sentences are flipped at 0.5: the sign-flip p is about 2 ** -10
+    n = sum(flip.chosen(t, 0.5) for t in TARGET_SENTENCES[:samples])
+    done = invoke(tmp_path / "results", "ab", "--workload", "seedtts", "--opt", f"seedtts.max_samples={samples}",
+                  "--opt", "seedtts.warmup=1", "--b-set", "local_quality_flip=0.5", "--rounds", "2",
+                  "--port", str(free_port()))
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert f"seedtts: {n} of {samples} transcripts changed between A and B" in out, out
+    row = next(line for line in out.splitlines() if line.lstrip("| ").startswith("seedtts.wer") and "paired bootstrap over" in line)
+    assert "WORSE" in row and f"over {samples} samples" in row, row
+    assert "seedtts.wer (paired samples)" not in out  # no gate was asked: the verdict is reported, not failed
