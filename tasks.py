@@ -251,7 +251,8 @@ def standin(c, given):
     with reported():
         spec = StandinSpec(commits=given.commits, regress_at=given.regress_at, delay_ms=given.delay_ms,
                            fail_stage=given.fail_stage, base_delay_ms=given.base_delay_ms, era_from=given.era_from,
-                           startup_s=given.startup_s, serve_era_from=given.serve_era_from)
+                           startup_s=given.startup_s, serve_era_from=given.serve_era_from,
+                           quality_flip=given.quality_flip)
         made = make_standin(Path(given.out), spec, fake_gpus=Path(given.fake_gpus) if given.fake_gpus else None,
                             gpus=given.fake_gpu_count)
     emit(history_text(made, spec))

@@ -186,3 +186,14 @@ def test_bench_changepoints_smoke_scores_the_installed_candidates(tmp_path):
     assert {"asv", "omnibench"} <= set(rows)  # asv is a dependency; the others say they are not installed here
     assert all(r["series"] == 2 and r["planted"] == 1 for r in rows.values())
     assert (tmp_path / "omnibench.json").is_file()
+
+
+def test_bench_quality_smoke_judges_every_arm_and_refuses_a_folder_without_answers(tmp_path):
+    done = _run("bench_quality.py", "--smoke", "--out", str(tmp_path / "q.json"))
+    rows = json.loads((tmp_path / "q.json").read_text())["rows"]
+    assert [r["arm"] for r in rows] == ["A/A", "A/A deterministic", "flip 0.05", "flip 0.1"]
+    assert all(sum(r[w] for w in ("better", "worse", "equivalent", "inconclusive")) == r["experiments"] for r in rows)
+    assert "false alarms: 0 of 5" in done.stdout.splitlines()[2]  # a deterministic A/A changes nothing
+    few = subprocess.run([sys.executable, str(BENCH / "bench_quality.py"), "--runs", str(tmp_path), "--experiments", "10"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert few.returncode != 0 and "no Video-AMME per_sample rows" in few.stderr  # an empty folder is no pool

@@ -190,3 +190,54 @@ def test_seedtts_transcripts_wer_and_sim_are_matched_and_a_flip_is_worse_wer(tmp
     assert by["seedtts.wer"].verdict is Verdict.WORSE and by["seedtts.wer"].change > 0
     assert by["seedtts.sim"].verdict is Verdict.EQUIVALENT  # the same similarity: inside its margin
     assert "one run, its own nondeterminism unknown" in lines(report)[0]
+
+
+def test_bisect_on_accuracy_takes_the_paired_verdict_that_run_against_run_cannot_give(tmp_path):
+    """bisect --metric videoamme.accuracy: a deterministic server's accuracy is one value a run, so
+    run against run a flipped commit is only `equivalent` (bisect would call it good); the paired
+    McNemar verdict of the same runs says `worse` (bad)."""
+    from omnibench_core.scale.bisect import is_bad
+    from omnibench_core.scale.campaigns import Verdict as ScaleVerdict
+    from omnibench_core.scale.campaigns import paired_verdict
+
+    truth = {f"s{i:03d}": "A" for i in range(200)}
+    flipped = {i: ("B" if flip.chosen(i, 0.3) else "A") for i in truth}
+    a = [_run(tmp_path, f"a{r}", dict(truth), truth) for r in range(2)]
+    b = [_run(tmp_path, f"b{r}", dict(flipped), truth) for r in range(2)]
+    report = compare_runs(a, b, metrics=("videoamme.accuracy",))
+    (paired,) = report.verdicts
+    run_against_run = ScaleVerdict("videoamme.accuracy", 0.8, 0.6, -0.25, "equivalent", "0 sd: the same every run")
+    assert is_bad(run_against_run) is False  # the bad case: without the paired test the flip passes as good
+    taken = paired_verdict(run_against_run, paired)
+    assert taken.verdict == "worse" and is_bad(taken) is True and "McNemar" in taken.why and not taken.relative
+    assert taken.high is not None and taken.high < 0
+    # a metric not asked for is not in the family (a family of one, as bisect's)
+    assert compare_runs(a, b, metrics=("seedtts.wer",)).verdicts == ()
+
+
+def test_history_flags_a_commit_whose_answers_changed_while_accuracy_did_not_move(tmp_path):
+    """history's accuracy series: commit 2 answers one question another wrong letter (accuracy the
+    same), commit 3 answers as commit 2 did; only commit 2 is flagged, with its count."""
+    from omnibench_core.history import store as st
+    from omnibench_core.history.outputs import changed_lines
+    from omnibench_core.history.series import Series
+    from omnibench_core.history.text import series_text
+
+    truth = {f"s{i:03d}": "A" for i in range(40)}
+    answers = {1: {**truth, "s000": "B"}, 2: {**truth, "s000": "C"}, 3: {**truth, "s000": "C"}}
+    identity = st.Identity(("videoamme",), (), "native", "local")
+    campaigns = []
+    for i, said in answers.items():
+        rev = f"{i}" * 40
+        for r in ("run1", "run2"):
+            _run(tmp_path / f"local-{rev[:12]}", r, said, truth)
+        accuracy = sum(said[q] == truth[q] for q in truth) / len(truth)
+        campaigns.append(st.IndexedCampaign(f"c{i}.json", f"local-{rev[:12]}", rev, identity, {},
+                                            {"run1": {"videoamme.accuracy": accuracy},
+                                             "run2": {"videoamme.accuracy": accuracy}}, ""))
+    assert len({c.runs["run1"]["videoamme.accuracy"] for c in campaigns}) == 1  # the aggregate did not move
+    flagged = changed_lines(tmp_path, "videoamme.accuracy", campaigns)
+    assert len(flagged) == 1 and flagged[0].startswith(f"{'2' * 7} (after {'1' * 7}): videoamme: 1 of 40 answers")
+    assert changed_lines(tmp_path, "videoamme.latency_mean_s", campaigns) == ()  # a speed series: no flag
+    shown = series_text(Series("videoamme", "videoamme.accuracy", "local", "higher", (), (), "checkout", flagged), 0.95)
+    assert f"outputs changed at {'2' * 7}" in shown and "the aggregate did not move" in shown

@@ -205,11 +205,12 @@ def test_the_selftest_model_is_the_selftest_server_with_its_loading_delay(standi
 @pytest.mark.slow
 def test_history_carries_a_planted_regression(invoke, tmp_path):
     made = invoke_standin(tmp_path / "co", "--commits", "3", "--regress-at", "2", "--delay-ms", "40",
-                          "--fail-stage", "mmsu_ci")
+                          "--fail-stage", "mmsu_ci", "--quality-flip", "0.3")
     shown = [json.loads(subprocess.run(["git", "-C", str(made.root), "show", f"{sha}:standin.json"], capture_output=True,
                                        text=True, check=True).stdout) for sha in made.commits]
     assert [s["delay_ms"] for s in shown] == [0, 40, 40]
     assert [s["ci_thresholds"] for s in shown] == [{}, {"mmsu_ci": 1.01}, {"mmsu_ci": 1.01}]
+    assert [s.get("quality_flip") for s in shown] == [None, 0.3, 0.3]  # the planted quality change (issue 44)
     log = subprocess.run(["git", "-C", str(made.root), "log", "--format=%s"], capture_output=True, text=True).stdout
     assert "planted regression" in log.splitlines()[0] and "no regression" in log.splitlines()[-1]
     assert subprocess.run(["git", "-C", str(made.root), "status", "--porcelain"], capture_output=True,
@@ -218,6 +219,15 @@ def test_history_carries_a_planted_regression(invoke, tmp_path):
     probe = [str(made.venv / "bin" / "python"), "-c", "from sglang_omni_standin import cli; import argparse; "
              "a, e = cli.parse(['serve', '--model-path', 'm', '--port', '1']); print(cli.serve_argv(a, e, 1, 40.0)[-2:])"]
     assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "['--delay-ms', '40']"
+    # and the planted quality change as its --quality-flip (none without one)
+    probe[-1] = probe[-1].replace("40.0)[-2:]", "0, 0.3)[-2:]")
+    assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip() == "['--quality-flip', '0.3']"
+    probe[-1] = probe[-1].replace("0, 0.3)[-2:]", "0)[-2:]")
+    assert "--quality-flip" not in subprocess.run(probe, capture_output=True, text=True, check=True).stdout
+    for bad in ("1.5", "-0.1", "x"):  # a share of samples, refused in one line before anything is made
+        refused = invoke("standin", "--out", str(tmp_path / "bad"), "--quality-flip", bad)
+        assert refused.returncode != 0 and "--quality-flip" in refused.stderr and "Traceback" not in refused.stderr
+        assert not (tmp_path / "bad").exists()
     again = invoke("standin", "--out", str(made.root))
     assert again.returncode == 1 and "not empty" in again.stderr and "Traceback" not in again.stderr
 
@@ -245,11 +255,11 @@ def test_startup_s_holds_the_gpu_with_the_port_closed_as_a_gpu_host_loads_weight
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(600)
     # a hand-edited standin.json: one line naming the field, never time.sleep's traceback
-    for value in (-5, "soon", float("nan")):
-        (made.root / "standin.json").write_text(json.dumps({**shown, "startup_s": value}))
+    for key, value in (("startup_s", -5), ("startup_s", "soon"), ("startup_s", float("nan")), ("quality_flip", 1.5)):
+        (made.root / "standin.json").write_text(json.dumps({**shown, key: value}))
         refused = subprocess.run([str(made.venv / "bin" / "sgl-omni"), "serve", "--model-path", "openbmb/MiniCPM-o-4_5",
                                   "--port", str(free_port())], cwd=made.root, capture_output=True, text=True)
-        assert refused.returncode == 2 and "standin.json's startup_s is" in refused.stderr, refused.stderr
+        assert refused.returncode == 2 and f"standin.json's {key} is" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
     # issue 46: a standin.json that is no settings object killed the server with a traceback
     for text, words in (("{not json", "is not JSON"), ("[" * 10_000 + "]" * 10_000, "nests JSON deeper than Python parses"),

@@ -202,7 +202,7 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, mi
         notes += [f"{side} GPU telemetry: {w}" for w in telemetry_view.view(stats.run_dirs).warnings]
         # Another process took the slot's CPUs during a timed window: a verdict may be the host's.
         notes += [f"{side} {n}" for n in stats.noisy]
-    quality = compare_runs(a.run_dirs, b.run_dirs, alpha) if metrics is None else None  # bisect asks of one metric
+    quality = compare_runs(a.run_dirs, b.run_dirs, alpha, metrics)  # bisect asks of one metric: a family of one
     return Comparison(a.title, b.title, TEST, alpha, min_effect, tuple(rows), tuple(diffs),
                       bool(diffs), tuple(notes), quality=quality)
 

@@ -223,6 +223,9 @@ STANDIN = {
     "fake_gpu_count": Flag(f.positive_int(), f"GPUs the fake nvidia-smi has (default {DEFAULT_GPUS}, a pair)",
                            DEFAULT_GPUS),
     "base_delay_ms": Flag(f.number(0), "latency every commit adds per request (default 0)", StandinSpec.base_delay_ms),
+    "quality_flip": Flag(f.fraction_closed(0, 1), "from --regress-at on (every commit without it), a planted quality "
+                         "change: the share of samples the server answers differently (standin.json quality_flip, "
+                         "the local server's --quality-flip; default 0)", StandinSpec.quality_flip),
     "era_from": Flag(f.positive_int(), "commits before this one (1-based) are the old era: their seed-tts client has "
                      "no --reference-audio-field (argparse exits 2 on it)"),
     "serve_era_from": Flag(f.positive_int(), "commits before this one (1-based) serve with upstream's legacy "

@@ -147,6 +147,18 @@ def number(low: float = -math.inf) -> Check:
     return Check(f"a number >= {low:g}", convert)
 
 
+def fraction_closed(low: float = 0.0, high: float = 1.0) -> Check:
+    """A number from ``low`` to ``high``, both included, e.g. a share of samples."""
+
+    def convert(text: str) -> float:
+        value = _finite(text)
+        if not low <= value <= high:
+            raise Refused("out of range")
+        return value
+
+    return Check(f"a number from {low:g} to {high:g}", convert)
+
+
 def fraction_open(low: float = 0.0, high: float = 1.0, example: str = "") -> Check:
     """A number strictly between ``low`` and ``high``, e.g. a significance level in (0, 1)."""
 

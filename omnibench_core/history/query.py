@@ -19,6 +19,7 @@ from ..stats.estimators import t_quantile
 from ..sweep.points import parse_point_metric
 from . import store as st
 from .changepoints import CONFIDENCE, MIN_EFFECT, Step, describe, find_steps
+from .outputs import changed_lines
 from .rebuild import ensure
 from .series import ChangePoint, History, OrderSource, Point, Series, StepKind
 
@@ -216,7 +217,7 @@ def find(results: Path, *, metric: str | None = None, workload: str | None = Non
         for m in ([reads.get(identity, metric)] if metric else
                   sorted({m for c in ordered for run in c.runs.values() for m in run})):
             series = _series(identity, m, ordered, by_rev, [b for b in bisects if b.series == identity.key()],
-                             series_line, min_effect, source)
+                             series_line, min_effect, source, results)
             if series is not None:
                 found.append(Found(identity, series, series_line))
     return found
@@ -235,7 +236,7 @@ def _label(identity: st.Identity, metric: str) -> str:
 
 def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCampaign], by_rev: Mapping[str, Commit],
             bisects: Sequence[st.Bisected], line: Sequence[str], min_effect: float,
-            order: OrderSource = "checkout") -> Series | None:
+            order: OrderSource = "checkout", results: Path | None = None) -> Series | None:
     points = []
     for c in ordered:
         values = tuple(run[metric] for _, run in sorted(c.runs.items()) if metric in run)
@@ -249,8 +250,10 @@ def _series(identity: st.Identity, metric: str, ordered: Sequence[st.IndexedCamp
     if not points:
         return None
     steps = find_steps([p.values for p in points], min_effect=min_effect) if order != "unknown" else []
+    measured = [c for c in ordered if any(metric in run for run in c.runs.values())]
     return Series(_label(identity, metric), metric, identity.target, direction(metric), tuple(points),
-                  tuple(_change_point(points, s, line, metric, bisects) for s in steps), order)
+                  tuple(_change_point(points, s, line, metric, bisects) for s in steps), order,
+                  changed_lines(results, metric, measured) if results is not None and order != "unknown" else ())
 
 
 def history(results: Path, *, metric: str | None = None, workload: str | None = None, revisions: str | None = None,

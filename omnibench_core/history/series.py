@@ -72,6 +72,7 @@ class Series:
     points: tuple[Point, ...]
     change_points: tuple[ChangePoint, ...] = ()
     order: OrderSource = "checkout"  # "unknown": points in commit-time order, no change points
+    outputs_changed: tuple[str, ...] = ()  # quality series: commits whose outputs changed, sample by sample
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class History:
                                   "environment_changed": {k: (v[0], v[1]) for k, v in c["environment_changed"].items()}})
 
         return cls(series=tuple(Series(**{**s, "points": tuple(point(p) for p in s["points"]),
-                                          "change_points": tuple(change(c) for c in s["change_points"])})
+                                          "change_points": tuple(change(c) for c in s["change_points"]),
+                                          "outputs_changed": tuple(s.get("outputs_changed", ()))})
                                 for s in data["series"]),
                    confidence=data["confidence"], detector=data["detector"])

@@ -40,6 +40,9 @@ def series_text(s: Series, confidence: float) -> str:
     elif not s.change_points:
         lines.append("  no change points")
     lines += [change_line(c) for c in s.change_points]
+    stepped = {c.first_after[:7] for c in s.change_points}
+    lines += [f"  outputs changed at {x}" + ("" if x[:7] in stepped else " (no change point here: the aggregate did not move)")
+              for x in s.outputs_changed]
     return "\n".join(lines)
 
 

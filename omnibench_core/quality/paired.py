@@ -99,8 +99,10 @@ def _tests(workload: str, ids: Sequence[str], a: Mapping[str, Combined], b: Mapp
     return tests
 
 
-def compare_runs(a_runs: Sequence[Path], b_runs: Sequence[Path], alpha: float = defaults.ALPHA) -> QualityReport:
-    """Each side's runs (run folders) compared sample by sample: outputs changed and the verdicts."""
+def compare_runs(a_runs: Sequence[Path], b_runs: Sequence[Path], alpha: float = defaults.ALPHA,
+                 metrics: Sequence[str] | None = None) -> QualityReport:
+    """Each side's runs (run folders) compared sample by sample: outputs changed and the verdicts
+    (of ``metrics`` only when given: bisect asks of one metric, so the family is that one)."""
     sides = {"A": [read_outputs(d) for d in a_runs], "B": [read_outputs(d) for d in b_runs]}
     workloads = [w for w in (VIDEOAMME, SEEDTTS) if any(w in r for runs in sides.values() for r in runs)]
     changed, tests = [], []
@@ -116,7 +118,7 @@ def compare_runs(a_runs: Sequence[Path], b_runs: Sequence[Path], alpha: float = 
                   for s, runs in per_side.items()}
         changed.append(OutputsChanged(w, len(ids), sum(1 for i in ids if combined["A"][i].text != combined["B"][i].text),
                                       within))
-        tests += _tests(w, ids, combined["A"], combined["B"])
+        tests += [t for t in _tests(w, ids, combined["A"], combined["B"]) if metrics is None or t.metric in metrics]
     return QualityReport(tuple(changed), judge(tests, alpha), alpha)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..campaign.front_door import compare as compare_campaigns
 from ..campaign.pr_summary import COMPARISON_SUMMARY
 from ..errors import RunFileError
 from ..settings import Settings
+from ..stats.paired_quality import QualityVerdict
 from ..stats.verdict import change_text, interval_text
 from ..statuses import CampaignStatus, JobStatus, RunStatus
 from ..store import manifest as manifest_file
@@ -131,6 +132,22 @@ def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settin
 
 
 def compare(a: CampaignOutcome, b: CampaignOutcome, metric: str, threshold: float, settings: Settings) -> Verdict:
-    """B against A on one metric, a family of one (``missing`` when the campaigns lack it)."""
-    found = [v for v in compare_all(a, b, threshold, settings, metrics=(metric,)) if v.metric == metric]
+    """B against A on one metric, a family of one (``missing`` when the campaigns lack it). A
+    quality metric judged sample by sample (``videoamme.accuracy``: McNemar's test) takes the
+    paired verdict: run against run, a deterministic server's accuracy can never be ``worse``."""
+    made = compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True,
+                             metrics=(metric,), summary=COMPARISON_SUMMARY)
+    found = [Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level, m.needed)
+             for m in made.comparison.metrics if m.name == metric]
+    paired = [q for q in (made.comparison.quality.verdicts if made.comparison.quality else ()) if q.metric == metric]
+    if found and paired:
+        return paired_verdict(found[0], paired[0])
     return found[0] if found else Verdict(metric, None, None, None, "missing", "not in the comparison")
+
+
+def paired_verdict(run_against_run: Verdict, paired: QualityVerdict) -> Verdict:
+    """The row of ``run_against_run`` with the paired samples' verdict, interval (B - A, not
+    relative) and level in place."""
+    return replace(run_against_run, verdict=paired.verdict.value, low=paired.low, high=paired.high, relative=False,
+                   level=paired.level, needed=None,
+                   why=f"paired samples ({paired.counts or paired.method}): {paired.why}")

@@ -44,7 +44,10 @@ class StandinSpec:
     ``startup_s`` is every commit's model loading time: ``sgl-omni serve`` holds its port closed
     that long, as a GPU host loads weights for minutes (scaled down), so a campaign pays for its
     server starts as it would there. With ``serve_era_from``, the commits before it serve with
-    upstream's legacy ``sgl-omni serve``: named flags only, a dotted stage flag a KeyError (exit 1)."""
+    upstream's legacy ``sgl-omni serve``: named flags only, a dotted stage flag a KeyError (exit 1).
+    ``quality_flip`` (0 to 1) is a planted quality change, from ``regress_at`` on (every commit
+    without it): the server answers differently for that share of samples (the local server's
+    ``--quality-flip``). Real sglang-omni has no such setting: it is the stand-in's test plant."""
 
     commits: int = 1
     regress_at: int | None = None
@@ -54,6 +57,7 @@ class StandinSpec:
     era_from: int | None = None  # commits before this one (1-based) are the old era: no --reference-audio-field
     startup_s: float = 0.0
     serve_era_from: int | None = None  # commits before this one (1-based) serve with upstream's legacy serve
+    quality_flip: float = 0.0  # share of samples answered differently from regress_at on (a test plant)
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
@@ -75,6 +79,9 @@ class StandinSpec:
             raise SettingsError(f"--serve-era-from {self.serve_era_from} leaves no legacy-serve commit before it, or "
                                 f"is not one of the commits 1..{self.commits}",
                                 hint="e.g. --commits 4 --serve-era-from 4: commits 1 to 3 serve with the legacy serve")
+        if not (math.isfinite(self.quality_flip) and 0 <= self.quality_flip <= 1):
+            raise SettingsError(f"--quality-flip {self.quality_flip:g} is not a share of samples from 0 to 1",
+                                hint="e.g. --quality-flip 0.3")
         if self.fail_stage and self.fail_stage not in KINDS:
             raise SettingsError(f"no CI stage named {self.fail_stage!r}", hint=f"one of {', '.join(KINDS)}")
 
@@ -85,6 +92,7 @@ class StandinSpec:
         made = {"commit": index, "delay_ms": self.base_delay_ms + (self.delay_ms if regressed else 0),
                 "ci_thresholds": {failing: UNREACHABLE} if failing else {}}
         made = {**made, "startup_s": self.startup_s} if self.startup_s else made
+        made = {**made, "quality_flip": self.quality_flip} if self.flipped(index) else made
         return {**made, "serve_era": LEGACY_SERVE} if self.legacy_serve(index) else made
 
     def legacy_serve(self, index: int) -> bool:
@@ -94,6 +102,10 @@ class StandinSpec:
     def old_era(self, index: int) -> bool:
         """Whether commit ``index`` (1-based) is of the old era (no --reference-audio-field)."""
         return self.era_from is not None and index < self.era_from
+
+    def flipped(self, index: int) -> bool:
+        """Whether commit ``index`` (1-based) holds the planted quality change."""
+        return bool(self.quality_flip) and (self.regress_at is None or index >= self.regress_at)
 
     def regressed(self, index: int) -> bool:
         """Whether commit ``index`` (1-based) holds the planted latency."""
@@ -149,6 +161,8 @@ def _message(spec: StandinSpec, index: int) -> str:
     if spec.regressed(index):
         planted.append(f"{spec.delay_ms:g} ms added per request")
     planted += [f"CI stage {name} cannot pass" for name in s["ci_thresholds"]]
+    if spec.flipped(index):
+        planted.append(f"{spec.quality_flip:g} of samples answered differently")
     era = f" (old era: its seed-tts client has no {ERA_FLAG})" if spec.old_era(index) else \
         f" (the seed-tts client gains {ERA_FLAG})" if spec.era_from == index else ""
     if spec.legacy_serve(index):

@@ -7,7 +7,9 @@ as sglang-omni does (``SGLANG_OMNI_STRICT_PORT=1``: a taken port is an error; ot
 a free one and says so), then replaces itself with omnibench's local server, so the process the
 caller started is the server. This commit's ``standin.json`` may add per-request latency
 (``delay_ms``, passed on as the local server's ``--delay-ms``) and a loading time (``startup_s``:
-the port stays closed that long, as while a GPU host loads weights).
+the port stays closed that long, as while a GPU host loads weights) and a planted quality change
+(``quality_flip``, 0 to 1: passed on as the local server's ``--quality-flip``; real sglang-omni has
+no such setting, it is the stand-in's test plant).
 
 A commit whose ``standin.json`` says ``"serve_era": "legacy-1b4b375"`` (``invoke standin
 --serve-era-from``) serves as upstream's legacy serve did: named flags (``--thinker-mem-fraction-static``,
@@ -195,8 +197,10 @@ def _config_model_path(config: Path, parser: argparse.ArgumentParser) -> str:
     parser.error(f"Config file {str(config)!r} sets no model_path")
 
 
-def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float) -> list[str]:
-    """The server's argv for these flags: the selftest server for ``--model-path selftest``, else the local server."""
+def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms: float,
+               quality_flip: float = 0.0) -> list[str]:
+    """The server's argv for these flags: the selftest server for ``--model-path selftest``, else the local server
+    (with ``quality_flip``, the share of samples it answers differently)."""
     if args.model_path == SELFTEST:
         argv = [sys.executable, "-m", "omnibench_core.builtin.selftest_programs", "serve", "--host", args.host, "--port", str(port)]
         if args.delay is not None:
@@ -208,6 +212,8 @@ def serve_argv(args: argparse.Namespace, engine: list[str], port: int, delay_ms:
         argv += ["--allowed-local-media-path", args.allowed_local_media_path]
     if delay_ms:
         argv += ["--delay-ms", f"{delay_ms:g}"]
+    if quality_flip:
+        argv += ["--quality-flip", f"{quality_flip:g}"]
     return argv
 
 
@@ -247,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Port {args.port} is already in use. Using port {port} instead.", flush=True)
     try:
         delay_ms, startup_s = _number_setting("delay_ms"), _number_setting("startup_s")
+        quality_flip = _number_setting("quality_flip")
+        if quality_flip > 1:
+            raise BadSetting(f"standin.json's quality_flip is {quality_flip:g}, not a share of samples from 0 to 1; "
+                             "fix it in this commit's standin.json or make the checkout again with invoke standin")
     except BadSetting as exc:
         print(exc, file=sys.stderr, flush=True)
         return 2
@@ -255,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"standin.json asks for {delay_ms:g} ms of added latency, but this omnibench's local server has "
               "no --delay-ms flag; update omnibench", file=sys.stderr, flush=True)
         return 2
-    full = serve_argv(args, engine, port, delay_ms)
+    full = serve_argv(args, engine, port, delay_ms, quality_flip)
     print(f"sgl-omni (stand-in) serving {args.model_name or args.model_path} on {args.host}:{port}: "
           f"{' '.join(full)}", flush=True)
     GPU_STATE.mkdir(parents=True, exist_ok=True)
