@@ -10,6 +10,7 @@ from typing import Any
 
 from ..defaults import PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
 from ..errors import SettingsError
+from ..store.names import path_problem
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,11 @@ class Settings:
             raise refuse("percentiles", exc.message, exc.hint) from None
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
+        for name in ("results", "checkout"):  # a path the kernel cannot take: one refusal, not an OSError
+            problem = path_problem(getattr(settings.run, name))
+            if problem:
+                raise refuse(name, f"{name} {getattr(settings.run, name)[:60]!r}... refused: {problem}",
+                             "give a shorter path")
         problem = results_problem(settings.run.results_root)
         if problem:
             raise refuse("results", problem, "name a folder (it is made if missing), or move the file away")
