@@ -45,3 +45,8 @@ ETA_REVISE_RATIO = 2.0  # a phase that took over this many times its estimate (o
 # (omnibench_core/stats/percentiles.py, docs/usage.md "Percentiles").
 PERCENTILES = "50,90,99"
 PERCENTILE_TAIL = 3
+
+# The longest a time setting (``*_s``; ``*_ms`` in milliseconds) may be: a day. A longer timeout,
+# grace or planted delay is no bound at all (``local_delay_ms=1e308`` was taken and its A/B side's
+# requests slept until their own timeout); a day is 12 times the longest default (a CI stage's 2 h).
+MAX_SETTING_S = 86_400

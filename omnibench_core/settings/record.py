@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..defaults import PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
+from ..defaults import MAX_SETTING_S, PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
 from ..errors import SettingsError
 from ..store.names import path_problem
 
@@ -179,6 +179,10 @@ class Settings:
             if kind in (int, float) and not (math.isfinite(number) and number >= 0):
                 raise refuse(name, f"setting {name!r} must be a finite number of 0 or more, got {value!r}",
                              f"e.g. {name}={default}")
+            longest = MAX_SETTING_S * 1000 if name.endswith("_ms") else MAX_SETTING_S if name.endswith("_s") else None
+            if longest is not None and number > longest:
+                raise refuse(name, f"setting {name!r} is {number:g}, over a day ({longest:,}{name.rsplit('_', 1)[1]}): "
+                             "a time longer than that bounds nothing", f"e.g. {name}={default}")
         settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
         try:
             settings.run.cpu_list()  # validate early
