@@ -50,3 +50,7 @@ PERCENTILE_TAIL = 3
 # grace or planted delay is no bound at all (``local_delay_ms=1e308`` was taken and its A/B side's
 # requests slept until their own timeout); a day is 12 times the longest default (a CI stage's 2 h).
 MAX_SETTING_S = 86_400
+
+# The most commits `invoke standin` makes: a bisect over 1000 commits takes 10 steps; --commits
+# 10**9 made commits for as long as it was let run (a git commit each, without end in sight).
+MAX_STANDIN_COMMITS = 1000
