@@ -54,3 +54,9 @@ MAX_SETTING_S = 86_400
 # The most commits `invoke standin` makes: a bisect over 1000 commits takes 10 steps; --commits
 # 10**9 made commits for as long as it was let run (a git commit each, without end in sight).
 MAX_STANDIN_COMMITS = 1000
+
+# The one deadline of a git call that reads a checkout (its HEAD, status, log): git answers in
+# well under a second; a hung one (a network file system, a hook, a stuck lock) is stopped with
+# whatever it started, through process/capture.py. GIT_OUTPUT_BYTES: a long log or a dirty status.
+GIT_S = 60.0
+GIT_OUTPUT_BYTES = 64 * 1024 * 1024
