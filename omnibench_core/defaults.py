@@ -48,3 +48,18 @@ PERCENTILE_TAIL = 3
 # How long a duet waits for a slot to be free before its round (a killed server may still be dying);
 # gpu_free_timeout_s, where shorter, bounds it.
 SLOT_FREE_WAIT_S = 30.0
+
+# The longest a time setting (``*_s``; ``*_ms`` in milliseconds) may be: a day. A longer timeout,
+# grace or planted delay is no bound at all (``local_delay_ms=1e308`` was taken and its A/B side's
+# requests slept until their own timeout); a day is 12 times the longest default (a CI stage's 2 h).
+MAX_SETTING_S = 86_400
+
+# The most commits `invoke standin` makes: a bisect over 1000 commits takes 10 steps; --commits
+# 10**9 made commits for as long as it was let run (a git commit each, without end in sight).
+MAX_STANDIN_COMMITS = 1000
+
+# The one deadline of a git call that reads a checkout (its HEAD, status, log): git answers in
+# well under a second; a hung one (a network file system, a hook, a stuck lock) is stopped with
+# whatever it started, through process/capture.py. GIT_OUTPUT_BYTES: a long log or a dirty status.
+GIT_S = 60.0
+GIT_OUTPUT_BYTES = 64 * 1024 * 1024

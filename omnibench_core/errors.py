@@ -165,6 +165,14 @@ class JsonTooDeep(RunFileError, ValueError):
         return self.message
 
 
+class JsonTooBig(RunFileError, ValueError):
+    """A JSON file omnibench would read that is over :data:`.jsonio.MAX_BYTES` or not a regular
+    file (a FIFO, a device), named; a ValueError for the same reason as :class:`JsonTooDeep`."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class CampaignFileError(RunFileError):
     """A campaign file that cannot be trusted (edited by hand, say, or of another format)."""
 

@@ -7,11 +7,14 @@ writing to it would (a device's error is the write's error, ENOSPC for /dev/full
 refused (IsADirectoryError). The device itself is never turned into a regular file.
 
 JSON is read with one depth limit (:data:`MAX_DEPTH`): a file nested deeper is a typed
-:class:`.errors.RunFileError` naming it, never a RecursionError.
+:class:`.errors.RunFileError` naming it, never a RecursionError. A file is read only when it is a
+regular file of at most :data:`MAX_BYTES` (:class:`.errors.JsonTooBig` otherwise): a campaign file
+planted as a FIFO would wait for a writer for ever, and a 3 GB one was read whole (issue 46).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -22,11 +25,14 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from .errors import JsonTooDeep
+from .errors import JsonTooBig, JsonTooDeep
 
 # The one depth limit of every JSON file omnibench reads: its own files nest under 10 levels;
 # Python's reader recurses once per level and would end a deeper file in a RecursionError.
 MAX_DEPTH = 200
+# The one size bound of every JSON file omnibench reads: its largest (a full run's per-request rows)
+# are a few MB; a file past this is not one omnibench or sglang-omni wrote.
+MAX_BYTES = 64 * 1024 * 1024
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a JSON string, escapes included
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 
@@ -131,7 +137,20 @@ def loads(raw: str | bytes, source: str | os.PathLike[str]) -> Any:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file (see :func:`loads`: one depth limit, a typed error naming the file)."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
+    """Read a JSON file (see :func:`loads`: one depth limit, a typed error naming the file): a
+    regular file of at most :data:`MAX_BYTES`, else :class:`.errors.JsonTooBig` (a missing file
+    or a folder raise as ``open`` does). Opened without blocking, so a FIFO never holds the read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        size = info.st_size if stat.S_ISREG(info.st_mode) else None
+        raw = handle.read(MAX_BYTES + 1) if size is not None and size <= MAX_BYTES else b""
+        if size is None or size > MAX_BYTES or len(raw) > MAX_BYTES:
+            what = "not a regular file (a FIFO, device or socket)" if size is None else \
+                f"{max(size, len(raw)):,} bytes, over the {MAX_BYTES:,} omnibench reads"
+            raise JsonTooBig(f"{path} is {what} (not written by omnibench: move it aside)",
+                             evidence={"file": str(path), "limit_bytes": MAX_BYTES},
+                             hint="the file was not written by omnibench or sglang-omni: move it aside")
     return loads(raw.decode("utf-8"), path)

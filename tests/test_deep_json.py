@@ -16,8 +16,8 @@ import pytest
 from run_helpers import REPO
 
 from omnibench_core import api
-from omnibench_core.errors import JsonTooDeep, RunFileError
-from omnibench_core.jsonio import MAX_DEPTH, loads, nesting, read_json
+from omnibench_core.errors import JsonTooBig, JsonTooDeep, RunFileError
+from omnibench_core.jsonio import MAX_BYTES, MAX_DEPTH, loads, nesting, read_json
 from omnibench_core.settings import Settings
 from omnibench_core.store import manifest as manifest_file
 from omnibench_core.store import metrics as metrics_file
@@ -60,6 +60,32 @@ def test_the_reader_names_a_too_deep_file_and_reads_everything_else(tmp_path):
     _deep(run / "metrics.json")
     with pytest.raises(RunFileError, match="nests JSON"):
         metrics_file.read(run)
+
+
+def test_the_reader_refuses_a_file_past_its_size_bound_or_not_regular_naming_it(tmp_path):
+    # issue 46, second round: `report --name big.json` read a 3 GB file whole (47 s, 3 GB of
+    # memory) before finding it was no JSON; a FIFO would wait for a writer for ever
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:
+        handle.truncate(MAX_BYTES + 1)  # sparse: no disk, and no JSON either
+    with pytest.raises(JsonTooBig, match=f"{big} is {MAX_BYTES + 1:,} bytes, over the {MAX_BYTES:,}") as caught:
+        read_json(big)
+    assert isinstance(caught.value, RunFileError) and isinstance(caught.value, ValueError)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(JsonTooBig, match="not a regular file"):
+        read_json(fifo)  # opened without blocking: no writer is waited for
+    with pytest.raises(FileNotFoundError):
+        read_json(tmp_path / "none.json")  # as open() raises: readers that expect it still get it
+    with pytest.raises(IsADirectoryError):
+        read_json(tmp_path)
+    at_bound = tmp_path / "ok.json"
+    at_bound.write_text("[" + " " * (MAX_BYTES - 2) + "]")
+    assert read_json(at_bound) == []
+    # through the real command: one `error:` line naming the file, exit 1
+    done = _invoke(tmp_path / "results", "report", "--name", str(big))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("error: ") and f"{big} is {MAX_BYTES + 1:,} bytes" in done.stderr, done.stderr
 
 
 @pytest.mark.slow  # four commands

@@ -123,3 +123,26 @@ def test_a_meta_whose_reference_audio_is_missing_is_refused_naming_the_file_and_
     _check_references("seedtts.meta", listed, 2)  # the first two samples' references are there: no refusal
     with pytest.raises(SettingsError, match="line 4 "):
         _check_references("seedtts.meta", listed, 3)
+
+
+def test_a_path_the_kernel_cannot_take_is_one_refusal_by_every_command_that_takes_one(invoke, tmp_path, port):
+    """Second hostile round: a path with a part over 255 bytes (or over 4095 in all) made every
+    command that looks at it end in an OSError traceback (ENAMETOOLONG from Path.is_dir() or
+    exists()): --results, --checkout (run, history, doctor), report --name, --json, standin and
+    publish --out, -o seedtts.data_dir. Now `store.names.path_problem` refuses it in one line."""
+    from omnibench_core.store.names import PART_BYTES, PATH_BYTES, path_problem
+
+    long_part = str(tmp_path / ("a" * (PART_BYTES + 1)))
+    assert "over the 255 a file name may be" in path_problem(long_part)
+    assert "over the 4,095 a path may be" in path_problem("/" + "b/" * (PATH_BYTES // 2 + 1))
+    assert "NUL" in path_problem("a\0b") and path_problem(str(tmp_path / ("a" * PART_BYTES))) == ""
+    cases = [("report", "--results", long_part), ("report", "--name", f"{long_part}/x.json"),
+             ("history", "--checkout", long_part), ("history", "--json", long_part),
+             ("standin", "--out", long_part),
+             ("run", "-w", "seedtts", "-t", "sglang-omni", "--checkout", long_part, "--port", str(port)),
+             ("run", "-w", "seedtts", "-o", f"seedtts.data_dir={long_part}", "--port", str(port))]
+    for args in cases:
+        done = invoke(*args)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.stderr.startswith("error: ") and f"is {PART_BYTES + 1} bytes long, over the 255" in done.stderr, (args, done.stderr)
+    assert not list((tmp_path / "results").rglob("run*"))

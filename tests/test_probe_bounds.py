@@ -133,3 +133,29 @@ def test_answers_are_cached_per_interpreter(tmp_path):
     assert capabilities_file.load(results, COMMIT, "/another/venv/bin/python") is None
     saved = json.loads(capabilities_file.path_for(results, COMMIT, target.python).read_text())
     assert saved["client_flags"] == {KEY: ["--x"]}
+
+
+def test_a_git_that_hangs_is_stopped_at_its_deadline_with_the_child_it_started(tmp_path, monkeypatch):
+    """Second hostile round (issue 46): omnibench's own git calls (a checkout's HEAD and status,
+    history's log, a campaign's commit facts and first parents) were subprocess.run with a
+    timeout per call (30 to 120 s, `history --checkout` ran past 120 s) that left the hung
+    git's children running. Now each goes through capture: one deadline, nothing left."""
+    from omnibench_core.errors import OmnibenchError
+    from omnibench_core.history import query
+    from omnibench_core.history import store as history_store
+    from omnibench_core.setup.gitinfo import git_revision
+
+    pidfile = tmp_path / "child.pid"
+    fake_git = tmp_path / "git"  # a git whose child (a hook, say) hangs and holds the output
+    fake_git.write_text(f"#!/bin/sh\nsleep 100000 &\necho $! > {pidfile}\nwait\n")
+    fake_git.chmod(0o755)
+    assert git_revision(tmp_path, str(fake_git), deadline_s=1.0) is None
+    assert not alive(int(pidfile.read_text()))
+    pidfile.unlink()
+    with pytest.raises(OmnibenchError, match=r"cannot run git in .*: no answer within 1 s \(stopped\)"):
+        query.first_parent_line(tmp_path, "HEAD", str(fake_git), deadline_s=1.0)
+    assert not alive(int(pidfile.read_text()))
+    pidfile.unlink()
+    monkeypatch.setattr(history_store, "GIT_S", 1.0)  # the store's deadline, for this test only
+    assert history_store.commit_facts(tmp_path, "HEAD", str(fake_git)) == ("", "", "")
+    assert not alive(int(pidfile.read_text()))

@@ -7,6 +7,7 @@ from dataclasses import fields
 
 import pytest
 
+from omnibench_core.defaults import MAX_SETTING_S
 from omnibench_core.errors import PluginError, SettingsError
 from omnibench_core.jsonio import read_json, write_json
 from omnibench_core.records import Command, ServeSpec, Step
@@ -72,6 +73,12 @@ def test_a_negative_or_non_finite_number_setting_is_refused_for_every_task(key):
         assert key in err.value.hint
     if key != "port":  # zero is a setting (no delay, no wait); port 0 has its own range
         assert Settings.from_mapping({key: "0"}).flat()[key] == 0
+    if key.endswith(("_s", "_ms")):  # second hostile round: local_delay_ms=1e308 was taken
+        longest = MAX_SETTING_S * (1000 if key.endswith("_ms") else 1)
+        assert Settings.from_mapping({key: str(longest)}).flat()[key] == longest
+        for bad in ("1e308", str(longest + 1)):
+            with pytest.raises(SettingsError, match=f"setting {key!r} is .*, over a day"):
+                Settings.from_mapping({key: bad})
 
 
 def test_cpu_lists_round_trip():

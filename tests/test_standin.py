@@ -279,6 +279,14 @@ def test_startup_s_holds_the_gpu_with_the_port_closed_as_a_gpu_host_loads_weight
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "NotADirectoryError" not in bad.stderr, bad.stderr
     assert f"--out {tmp_path / 'a-file'} is a file, not a folder" in bad.stderr
     assert (tmp_path / "a-file").read_text() == "mine\n"
+    # second hostile round: --commits 10**9 made commits for as long as it was let run, and
+    # --startup-s 1e308 made every server sleep for ever: both refused in one line, nothing made
+    for flags, why in ((("--startup-s", "1e308"), "must each be at most a day"),
+                       (("--commits", str(10 ** 9)), "--commits must be from 1 to 1000")):
+        bad = subprocess.run([sys.executable, "-m", "invoke", "standin", "--out", str(tmp_path / "big"), *flags],
+                             cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert bad.returncode == 1 and why in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert not (tmp_path / "big").exists()
 
 
 @pytest.mark.slow

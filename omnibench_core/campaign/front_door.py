@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
-from ..errors import OmnibenchError
+from ..errors import OmnibenchError, SettingsError
 from ..heartbeat import working
 from ..identity import RUN_SETTINGS
 from ..quality.paired import HEADERS as QUALITY_HEADERS
@@ -19,7 +19,7 @@ from ..quality.paired import rows as quality_rows
 from ..registry import manager as plugin_manager
 from ..settings import Settings
 from ..stats.verdict import Verdict
-from ..store.names import COMPARISONS, REPORTS
+from ..store.names import COMPARISONS, REPORTS, path_problem
 from ..tables import table
 from . import campaign_file, execute, record, references
 from .compare import Comparison
@@ -101,6 +101,9 @@ def latest_campaign(settings: Settings) -> tuple[Path, str]:
 
 def _named_campaign(settings: Settings, ref: str) -> Path:
     """A campaign file from NAME (this revision folder), REVISION/NAME or a file path."""
+    if path_problem(ref):
+        raise SettingsError(f"--name {ref[:60]!r}... refused: {path_problem(ref)}", evidence={"name": ref[:200]},
+                            hint="give a campaign's name, REVISION/NAME or a campaign file's path")
     if ref and Path(ref).is_file():
         return Path(ref)
     if ref and "/" in ref:

@@ -13,6 +13,7 @@ from ..campaign.writing import write_atomic
 from ..errors import SettingsError, storage_error
 from ..jsonio import write_json
 from ..settings import Settings
+from ..store.names import path_problem
 from . import inbox
 from . import rebuild as rebuild_store
 from .changepoints import CONFIDENCE, MIN_EFFECT, describe
@@ -51,6 +52,9 @@ def checkout_of(settings: Settings, checkout: str | None) -> Path | None:
     to its own order without a word); the setting's default may be absent on a host without one."""
     value = checkout if checkout is not None else settings.run.checkout
     where = Path(value).expanduser() if value else None
+    if checkout and path_problem(checkout):
+        raise SettingsError(f"--checkout {checkout[:60]!r}... refused: {path_problem(checkout)}",
+                            evidence={"flag": "--checkout"}, hint="give the checkout's path")
     if checkout and where is not None and not where.is_dir():
         raise SettingsError(f"no sglang-omni checkout at {where}", evidence={"flag": "--checkout"},
                             hint="pass --checkout the git clone whose first-parent order the history follows, or "

@@ -8,13 +8,14 @@ from __future__ import annotations
 import difflib
 import math
 import statistics
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..campaign.directions import direction, floor
+from ..defaults import GIT_OUTPUT_BYTES, GIT_S
 from ..errors import OmnibenchError, SettingsError
+from ..process.capture import Ending, capture
 from ..stats.estimators import t_quantile
 from ..sweep.points import parse_point_metric
 from . import store as st
@@ -56,16 +57,16 @@ def check_revisions(spec: str) -> str:
     return spec
 
 
-def first_parent_line(checkout: Path, revisions: str | None, git: str = "git") -> list[Commit]:
+def first_parent_line(checkout: Path, revisions: str | None, git: str = "git", deadline_s: float = GIT_S) -> list[Commit]:
     """The commits of ``revisions`` (``A..B`` or a branch; default HEAD) in first-parent order,
     oldest first (``git log --first-parent --reverse``: ``A..B`` leaves A out, as git does)."""
     spec = check_revisions(revisions or "HEAD")
     argv = [git, "-C", str(checkout), "log", "--first-parent", "--reverse", "--format=%H%x1f%cI%x1f%s",
             "--end-of-options", spec, "--"]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OmnibenchError(f"cannot run git in {checkout}: {exc}", hint="install git, or check --checkout") from exc
+    done = capture(argv, deadline_s, max_bytes=GIT_OUTPUT_BYTES)  # one deadline; nothing git started left running
+    if done.ending is not Ending.EXITED:
+        raise OmnibenchError(f"cannot run git in {checkout}: {done.why(deadline_s, GIT_OUTPUT_BYTES)}",
+                             evidence={"argv": " ".join(argv)}, hint="install git, or check --checkout")
     if done.returncode != 0:
         raise SettingsError(f"git cannot list {spec!r} in {checkout}", evidence={"output": done.stderr.strip()},
                             hint="name a range A..B or a branch of the --checkout repository")

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,9 +28,11 @@ from typing import Any
 from ..ab import experiment_file as experiment_files_io
 from ..campaign import campaign_file as campaign_files_io
 from ..campaign.summary import RunSetStats, campaign_stats, environment_of, stats_of
+from ..defaults import GIT_OUTPUT_BYTES, GIT_S
 from ..errors import OmnibenchError
 from ..identity import planted
 from ..jsonio import read_json
+from ..process.capture import Ending, capture
 from ..scale.revisions import WORKTREES
 from ..statuses import CampaignStatus, ExperimentStatus
 from ..store.names import AB_FOLDER, BISECTS, CAMPAIGNS, RECORD_SUFFIX
@@ -417,10 +418,9 @@ def commit_facts(checkout: Path | str, revision: str, git: str = "git") -> tuple
     where git cannot tell (the checkout is gone, say)."""
     if not revision or not Path(checkout).is_dir():
         return "", "", ""
-    try:
-        done = subprocess.run([git, "-C", str(checkout), "show", "-s", "--format=%cI%x1f%P%x1f%s", "--end-of-options",
-                               revision], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    done = capture([git, "-C", str(checkout), "show", "-s", "--format=%cI%x1f%P%x1f%s", "--end-of-options",
+                    revision], GIT_S)  # one deadline; nothing git started left running
+    if done.ending is not Ending.EXITED:
         return "", "", ""
     parts = done.stdout.strip().split("\x1f")
     if done.returncode != 0 or len(parts) != 3:
@@ -434,11 +434,9 @@ def first_parents(checkout: Path | str, revision: str, git: str = "git", depth: 
     without ``--checkout`` still knows the order of the commits it measured."""
     if not revision or not Path(checkout).is_dir():
         return ()
-    try:
-        done = subprocess.run([git, "-C", str(checkout), "rev-list", "--first-parent", f"--max-count={depth + 1}",
-                               "--end-of-options", revision, "--"], capture_output=True, text=True, timeout=60,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    done = capture([git, "-C", str(checkout), "rev-list", "--first-parent", f"--max-count={depth + 1}",
+                    "--end-of-options", revision, "--"], GIT_S, max_bytes=GIT_OUTPUT_BYTES)
+    if done.ending is not Ending.EXITED:
         return ()
     line = done.stdout.split()
     if done.returncode != 0 or not line or line[0] != revision:

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..defaults import PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
+from ..defaults import MAX_SETTING_S, PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
 from ..errors import SettingsError
+from ..store.names import path_problem
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,10 @@ class Settings:
             if kind in (int, float) and not (math.isfinite(number) and number >= 0):
                 raise refuse(name, f"setting {name!r} must be a finite number of 0 or more, got {value!r}",
                              f"e.g. {name}={default}")
+            longest = MAX_SETTING_S * 1000 if name.endswith("_ms") else MAX_SETTING_S if name.endswith("_s") else None
+            if longest is not None and number > longest:
+                raise refuse(name, f"setting {name!r} is {number:g}, over a day ({longest:,}{name.rsplit('_', 1)[1]}): "
+                             "a time longer than that bounds nothing", f"e.g. {name}={default}")
         settings = cls(**{section: SECTIONS[section](**values) for section, values in by_section.items()})
         try:
             settings.run.cpu_list()  # validate early
@@ -203,6 +208,11 @@ class Settings:
             raise refuse("percentiles", exc.message, exc.hint) from None
         if not 0 < settings.run.port < 65536:
             raise refuse("port", f"port {settings.run.port} is out of range", "use 1..65535")
+        for name in ("results", "checkout"):  # a path the kernel cannot take: one refusal, not an OSError
+            problem = path_problem(getattr(settings.run, name))
+            if problem:
+                raise refuse(name, f"{name} {getattr(settings.run, name)[:60]!r}... refused: {problem}",
+                             "give a shorter path")
         problem = results_problem(settings.run.results_root)
         if problem:
             raise refuse("results", problem, "name a folder (it is made if missing), or move the file away")

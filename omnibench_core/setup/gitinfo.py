@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..defaults import GIT_OUTPUT_BYTES, GIT_S
 from ..errors import SettingsError
+from ..process.capture import capture
 
 
-def git_revision(path: Path, git: str = "git") -> tuple[str, str] | None:
-    """``(HEAD commit, git status --porcelain)`` of the work tree at ``path``; None if not one."""
-    try:
-        head = subprocess.run([git, "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=30, check=False)
-        if head.returncode != 0:
-            return None
-        status = subprocess.run([git, "-C", str(path), "status", "--porcelain"], capture_output=True, text=True,
-                                timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+def git_revision(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tuple[str, str] | None:
+    """``(HEAD commit, git status --porcelain)`` of the work tree at ``path``; None if not one
+    (or git did not answer within ``deadline_s``: each call is stopped there, with what it started)."""
+    head = capture([git, "-C", str(path), "rev-parse", "HEAD"], deadline_s, max_bytes=GIT_OUTPUT_BYTES)
+    if not head.ok:
+        return None
+    status = capture([git, "-C", str(path), "status", "--porcelain"], deadline_s, max_bytes=GIT_OUTPUT_BYTES)
+    if not status.ok:
         return None
     return head.stdout.strip(), status.stdout
 

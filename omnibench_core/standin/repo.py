@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..defaults import MAX_SETTING_S, MAX_STANDIN_COMMITS
 from ..errors import OmnibenchError, SettingsError
 from ..setup.checkout import build_venv
 from ..setup.checkout_layout import STANDIN_SETTINGS as SETTINGS_FILE
@@ -61,8 +62,12 @@ class StandinSpec:
 
     def check(self) -> None:
         """A SettingsError for a spec that cannot be made."""
-        if self.commits < 1:
-            raise SettingsError(f"--commits must be at least 1, not {self.commits}")
+        if not 1 <= self.commits <= MAX_STANDIN_COMMITS:
+            raise SettingsError(f"--commits must be from 1 to {MAX_STANDIN_COMMITS}, not {self.commits}",
+                                hint="a stand-in's history is for bisects and matrices: a few commits to a few hundred")
+        if max(self.delay_ms / 1000, self.base_delay_ms / 1000, self.startup_s) > MAX_SETTING_S:
+            raise SettingsError(f"--delay-ms {self.delay_ms:g}, --base-delay-ms {self.base_delay_ms:g} and --startup-s "
+                                f"{self.startup_s:g} must each be at most a day ({MAX_SETTING_S:,} s)")
         if self.regress_at is not None and not 1 <= self.regress_at <= self.commits:
             raise SettingsError(f"--regress-at {self.regress_at} is not one of the commits 1..{self.commits}")
         if not (math.isfinite(self.delay_ms) and math.isfinite(self.base_delay_ms)) or min(self.delay_ms,

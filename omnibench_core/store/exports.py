@@ -14,7 +14,7 @@ from typing import Literal
 
 from ..errors import SettingsError
 from ..jsonio import write_json, write_text
-from .names import name_problem, new_path_problem
+from .names import name_problem, new_path_problem, path_problem
 
 Kind = Literal["csv", "json"]
 Cell = str | int | float | bool | None
@@ -48,6 +48,8 @@ def export_problem(path: str) -> str:
     own), or a folder where the file would go."""
     if not path:
         return "it is empty"
+    if path_problem(path):
+        return path_problem(path)
     target = Path(path)
     if target.is_dir() or target.name in ("", ".", ".."):
         return "it is a folder"

@@ -217,12 +217,37 @@ NAME_HINT = (f"give a plain name: letters, digits and {' '.join(NAME_PUNCTUATION
              f"e.g. seedtts-c4_run+2")
 
 
+# The kernel's bounds on a path (Linux's NAME_MAX and PATH_MAX): past them every call on the path
+# fails with ENAMETOOLONG, which Path.exists()/is_dir() raise instead of answering.
+PART_BYTES, PATH_BYTES = 255, 4095
+
+
+def path_problem(path: str | os.PathLike[str]) -> str:
+    """Why the kernel cannot take ``path`` at all ("" when it can): a NUL byte, a part over
+    :data:`PART_BYTES` or the whole over :data:`PATH_BYTES` (``~`` expanded). Every path a user
+    gives (``--results``, ``--checkout``, ``--out``, an export, a campaign file, ``data_dir``) is
+    held to it before it is looked at, so a long one is one refusal, not an OSError traceback."""
+    text = os.path.expanduser(os.fspath(path))
+    if "\0" in text:
+        return "it holds a NUL byte"
+    raw = os.fsencode(text)
+    if len(raw) > PATH_BYTES:
+        return f"it is {len(raw):,} bytes long, over the {PATH_BYTES:,} a path may be"
+    long_part = next((part for part in raw.split(b"/") if len(part) > PART_BYTES), None)
+    if long_part is not None:
+        return (f"its part {os.fsdecode(long_part)[:40]!r}... is {len(long_part):,} bytes long, over the "
+                f"{PART_BYTES} a file name may be")
+    return ""
+
+
 def new_path_problem(path: str) -> str:
     """Why a path a user gives for a folder omnibench makes (``standin --out``, ``publish --out``)
     cannot be made ("" when it can): each part of it that does not exist yet is a name omnibench
     makes, held to :func:`name_problem`; the parts that exist are the user's own."""
     if not path:
         return "it is empty"
+    if path_problem(path):
+        return path_problem(path)
     parts = Path(path).parts
     for i, part in enumerate(parts):
         if part in ("/", ".", "..") or Path(*parts[:i + 1]).exists():

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SettingsError
+from ..store.names import path_problem
 
 
 def default_cache_dir() -> Path:
@@ -24,6 +25,9 @@ def dataset_folder(configured: str | os.PathLike[str] | None, set_name: str, opt
     file is a SettingsError naming the option, before any step runs."""
     if not configured:
         return default_cache_dir() / set_name
+    if path_problem(configured):
+        raise SettingsError(f"-o {option}={str(configured)[:60]}... refused: {path_problem(configured)}",
+                            evidence={"option": option}, hint="name a folder of its own for the set")
     folder = Path(configured).expanduser()
     resolved = folder.resolve()
     why = ("is the file system's root: a set is made as a folder of its own" if not resolved.name else
