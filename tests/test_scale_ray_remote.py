@@ -306,6 +306,8 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     (matrix_file,) = (results / "matrices").glob("*.json")
     record = json.loads(matrix_file.read_text())
     assert record["status"] == "interrupted" and record["interrupted"], record
+    if sig == signal.SIGTERM:
+        return  # the record is the same interrupted one as after SIGINT: its resume is shown there once
     kept = {k: v for k, v in _started(results).items()
             if json.loads((results / k / "manifest.json").read_text())["status"] == "complete"}
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
