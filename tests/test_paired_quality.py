@@ -239,5 +239,16 @@ def test_history_flags_a_commit_whose_answers_changed_while_accuracy_did_not_mov
     flagged = changed_lines(tmp_path, "videoamme.accuracy", campaigns)
     assert len(flagged) == 1 and flagged[0].startswith(f"{'2' * 7} (after {'1' * 7}): videoamme: 1 of 40 answers")
     assert changed_lines(tmp_path, "videoamme.latency_mean_s", campaigns) == ()  # a speed series: no flag
-    shown = series_text(Series("videoamme", "videoamme.accuracy", "local", "higher", (), (), "checkout", flagged), 0.95)
+    series = Series("videoamme", "videoamme.accuracy", "local", "higher", (), (), "checkout", flagged)
+    shown = series_text(series, 0.95)
     assert f"outputs changed at {'2' * 7}" in shown and "the aggregate did not move" in shown
+    # the published site's series page shows the same line (escaped), and none for a series without it
+    from omnibench_core.history.series import History
+    from omnibench_core.history.site import series_page
+
+    page = series_page(series, History((series,)), {})
+    assert "<h2>Outputs changed</h2>" in page and f"<li>{flagged[0]}</li>" in page
+    planted = Series("videoamme", "videoamme.accuracy", "local", "higher", (), (), "checkout", ("<b>x</b>",))
+    assert "&lt;b&gt;x&lt;/b&gt;" in series_page(planted, History((planted,)), {})
+    assert "Outputs changed" not in series_page(Series("videoamme", "videoamme.accuracy", "local", "higher", (), (),
+                                                       "checkout"), History(()), {})

@@ -411,6 +411,10 @@ def series_page(s: Series, history: History, reports: dict[str, CopiedReport]) -
                          escape(c.bisected or "-")] for c in s.change_points], "change-points")
     else:
         body.append('<p class="none">None found.</p>')
+    if s.outputs_changed:  # a quality series: commits whose outputs moved, sample by sample (issue 44)
+        body.append("<h2>Outputs changed</h2>")
+        body.append('<ul class="outputs-changed">' + "".join(f"<li>{escape(line)}</li>" for line in s.outputs_changed)
+                    + "</ul>")
     body.append("<h2>Commits</h2>")
     rows, shown = [], varying_facts(s.points)
     for p in reversed(s.points):  # newest first, as the regressions
