@@ -300,10 +300,10 @@ def _planted_delay_is_worse_with_its_interval_and_each_side_passes_the_runbook_b
     assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
 
 
-@pytest.mark.slow
-def test_an_a_a_experiment_calls_nothing_better_or_worse(tmp_path):
-    # alpha 0.001: by construction at most 0.1 % of such experiments call a change, busy host or not
-    done = run_ab(tmp_path / "results", "--aa", "--rounds", "2", "--alpha", "0.001")
+def _an_a_a_experiment_calls_nothing_better_or_worse(done: subprocess.CompletedProcess) -> None:
+    """An A/A (--aa) at alpha 0.001: by construction at most 0.1 % of such experiments call a
+    change, busy host or not. (Told by the resume story's experiment, which is this A/A: its own
+    experiment cost 4.6 CPU-s more; issue 40.)"""
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = done.stdout.split("verdicts: ", 1)[1].splitlines()[0]
     assert "better" not in verdicts and "worse" not in verdicts
@@ -331,7 +331,7 @@ def test_ctrl_c_mid_round_then_the_same_command_measures_nothing_twice(tmp_path,
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:  # wait until round 1 is under way
+        while time.monotonic() < deadline and proc.poll() is None:  # wait until round 1 is under way
             try:
                 if any(a["round"] == 1 and a["status"] == "running" for a in the_record(results)["attempts"]):
                     break
@@ -561,12 +561,13 @@ def test_a_duet_worker_stopped_by_sigstop_is_named_killed_and_replaced(tmp_path)
 @pytest.mark.slow
 def test_an_attempt_left_running_whose_run_finished_is_taken_as_finished_on_resume(tmp_path):
     """Issue 31: the record said `running` for a run whose own manifest says complete (its
-    omnibench died between the two writes); the same command takes the run, measures nothing."""
+    omnibench died between the two writes); the same command takes the run, measures nothing.
+    The experiment is an A/A, which first tells that story (scored as ab scores by default)."""
     results = tmp_path / "results"
-    argv = ab_argv("--b-set", "local_delay_ms=1", "--rounds", "2", "--score", "none")  # the record's story, not quality
+    argv = ab_argv("--aa", "--rounds", "2", "--alpha", "0.001")
     env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)}
     first = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stdout + first.stderr
+    _an_a_a_experiment_calls_nothing_better_or_worse(first)
     (path,) = (results / "ab").glob("*.json")
     rec = json.loads(path.read_text())
     last = rec["attempts"][-1]
