@@ -16,7 +16,8 @@ rounds used; sequential is not run that way, since `invoke ab` refuses it (no pa
 
     python benchmarks/bench_verdict_cost.py [--startup-s 20] [--rounds 3] [--max-rounds 6]
                                             [--designs duet,interleaved,sequential] [--out verdict_cost.json]
-    python benchmarks/bench_verdict_cost.py --smoke   # 0.3 s starts, 2 rounds, duet and sequential: the wiring
+    python benchmarks/bench_verdict_cost.py --smoke   # 0.3 s starts, 2 rounds, 1 request, --score none,
+                                                      # duet and sequential: the wiring
 
 The revisions' worktrees and venvs are prepared before the clock starts, so no design pays for
 them (the first would otherwise pay for all).
@@ -109,7 +110,8 @@ def experiment(root: Path, checkout: Path, commits: list[str], design: str, mode
             "--workload", "selftest", "--opt", "selftest.serve_with_target=true",
             # the selftest server's own loading time comes on top of startup_s: kept small so startup_s dominates
             "--opt", "selftest.delay=0.05", "--opt", f"selftest.requests={args.requests}",
-            "--design", design, *length, *slots, "--port", str(free_port()), "--name", name]
+            "--design", design, *length, *slots, "--port", str(free_port()), "--name", name,
+            *(["--score", args.score] if args.score else [])]
     t0 = time.monotonic()
     done = invoke(*argv, env=env, timeout=7200)
     seconds = time.monotonic() - t0
@@ -203,12 +205,14 @@ def main() -> int:
     parser.add_argument("--base-delay-ms", type=float, default=100.0, help="every commit's latency per request")
     parser.add_argument("--delay-ms", type=float, default=40.0, help="commit 2's planted extra latency (+40 %% of 100)")
     parser.add_argument("--requests", type=int, default=4, help="requests a run")
+    parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server starts")
     parser.add_argument("--out", type=Path, help="write the host, the arguments, the outcomes and the ratios as JSON")
-    parser.add_argument("--smoke", action="store_true", help="0.3 s starts, 2 rounds, the duet and sequential designs: the wiring, no figures")
+    parser.add_argument("--smoke", action="store_true", help="0.3 s starts, 2 rounds, 1 request, --score none, the duet and sequential designs: the wiring, no figures")
     parser.add_argument("--keep", type=Path, help="work in this new folder and keep it (the stand-in, every run)")
     args = parser.parse_args()
     if args.smoke:  # the wiring: a two-slot and a one-slot design, fixed rounds (add --max-rounds 3 for that mode)
-        args.startup_s, args.rounds, args.requests = 0.3, 2, 2
+        # one request, no scoring (quality is not the point; its server starts are counted all the same)
+        args.startup_s, args.rounds, args.requests, args.score = 0.3, 2, 1, "none"
         args.designs = "duet,sequential"
     from tabulate import tabulate
 

@@ -203,7 +203,8 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
             "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
-            "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides]
+            "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides,
+            *(["--score", args.score] if args.score else [])]
 
 
 def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
@@ -492,9 +493,10 @@ def main() -> int:
     parser.add_argument("--hog-on", type=float, default=20.0, help="seconds a drift hog runs before it pauses")
     parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again")
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
+    parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
     parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
     parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
-    parser.add_argument("--smoke", action="store_true", help="two tiny experiments (A/A fixed, A/B sequential): the wiring, no figures")
+    parser.add_argument("--smoke", action="store_true", help="two tiny experiments (A/A fixed, A/B sequential), --score none: the wiring, no figures")
     args = parser.parse_args()
     if args.summary:
         report(read_outcomes(args.summary))
@@ -503,6 +505,7 @@ def main() -> int:
         # fixed mode, A/B in the sequential one (schedule()); the hog runs 0.2 s in 2.2, its wiring, not a load
         args.aa, args.ab, args.effects, args.rounds, args.max_rounds = 1, 1, [0.5], [2], 3
         args.requests, args.base_delay_ms, args.conditions, args.hog_on, args.hog_off = 2, 5.0, ["slot-drift"], 0.2, 2.0
+        args.score = "none"  # the verdicts are on latency: no scoring server
     lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)
     args.ports = [args.base_port + 10 * k for k in range(len(lanes))] if args.base_port else free_pairs(len(lanes))
     if args.out:

@@ -125,7 +125,7 @@ def ab_argv(design: str, kind: str, n: int, checkout: Path, commits: dict[str, s
     return [sys.executable, "-m", "invoke", "ab", "--workload", "selftest", "--target", "sglang-omni",
             "--checkout", str(checkout), *sides, "--design", design, "--rounds", str(args.rounds),
             "--seed", str(n), "--min-effect", f"{args.min_effect:g}", "--port", str(port),
-            "--name", f"{design}-{kind}-{n}", *opts, *slots]
+            "--name", f"{design}-{kind}-{n}", *opts, *slots, *(["--score", args.score] if args.score else [])]
 
 
 def run_windows(run_dir: Path) -> list[dict[str, Any]]:
@@ -295,6 +295,7 @@ def main() -> int:
     parser.add_argument("--gib", type=float, default=4.0, help="GPU memory each server's load holds")
     parser.add_argument("--slot-cpus", default="rule", help="the slots' CPUs: rule (the runbook's groups) or shared")
     parser.add_argument("--budget-s", type=float, default=0, help="start no experiment past this (0: no limit)")
+    parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
     parser.add_argument("--dry-run", action="store_true", help="no GPU, no PyTorch: checks the wiring")
     parser.add_argument("--dry-gpus", type=int, default=1, help="the dry run's fake GPUs (2: the duet's path)")
     parser.add_argument("--merge", type=Path, nargs="+", help="summarise these duet_check.json files into --out")

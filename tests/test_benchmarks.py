@@ -97,7 +97,7 @@ def test_nvml_process_util_check_dry_run_reads_both_tenants():
 @pytest.mark.slow
 def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     out = tmp_path / "gpu-matrix.json"
-    _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "2", "--out", str(out),
+    _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "1", "--out", str(out),
          "--port", str(free_port()))
     report = json.loads(out.read_text())
     campaigns = report["matrix"]["campaigns"]
@@ -125,7 +125,7 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     _run("bench_verdicts.py", "--smoke", "--out", str(out), timeout=600)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     host, outcomes = lines[0], lines[1:]
-    assert host["lanes"] and "host" in host
+    assert host["lanes"] and "host" in host and host["args"]["score"] == "none"  # the smoke's: no scoring server
     # the wiring in two experiments (issue 40): A/A in the fixed mode, A/B in the sequential one
     assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("sequential-3", 0.5)]
     assert not [o["error"] for o in outcomes if o["error"]]
@@ -155,6 +155,8 @@ def test_bench_verdict_cost_smoke_gives_every_design_a_verdict(tmp_path):
     _run("bench_verdict_cost.py", "--smoke", "--out", str(out), timeout=1800)
     got = json.loads(out.read_text())
     assert {o["design"] for o in got["outcomes"]} >= {"duet", "sequential"}
+    # the smoke's --score none reached `invoke ab`: every server start was a model server's, none scoring's
+    assert got["args"]["score"] == "none" and all(o["server_starts"] == o["model_starts"] for o in got["outcomes"])
     assert {o["latency"] for o in got["outcomes"]} <= {"better", "worse", "equivalent", "inconclusive"}
     assert all(o["model_starts"] > 0 for o in got["outcomes"])
 
@@ -163,8 +165,9 @@ def test_bench_verdict_cost_smoke_gives_every_design_a_verdict(tmp_path):
 def test_gpu_duet_check_dry_run_takes_the_duet_on_two_fake_gpus_and_merges(tmp_path):
     # two fake GPUs: the duet's path (slots swapped; no two-GPU machine has run it yet) and a one-GPU design
     _run("gpu_duet_check.py", "--dry-run", "--dry-gpus", "2", "--designs", "interleaved,duet", "--kinds", "ab10",
-         "--experiments", "1", "--rounds", "2", "--requests", "2", "--out", str(tmp_path), timeout=600)
+         "--experiments", "1", "--rounds", "2", "--requests", "1", "--score", "none", "--out", str(tmp_path), timeout=600)
     report = json.loads((tmp_path / "duet_check.json").read_text())
+    assert report["settings"]["score"] == "none"  # quality is not the point here: no scoring server
     assert report["designs"] == ["interleaved", "duet"] and [g["index"] for g in report["host"]["gpus"]] == ["0", "1"]
     assert [(o["design"], o["kind"]) for o in report["outcomes"]] == [(d, "ab10") for d in report["designs"]]
     for o in report["outcomes"]:
