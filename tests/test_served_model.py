@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -131,3 +132,24 @@ def test_the_target_pythons_packages_are_listed_or_why_not_said(tmp_path):
     failing.chmod(0o755)
     assert "exited 1" in target_packages(str(failing)) and "ModuleNotFoundError" in target_packages(str(failing))
 
+
+
+def test_a_venvs_packages_are_listed_once_until_something_is_installed_there(tmp_path):
+    """A campaign's runs each recorded the venv's packages by starting its interpreter (0.11 CPU-s a
+    run); now once a process, and again when the venv's site-packages changes (an install)."""
+    from omnibench_core.run.environment import target_packages
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    calls = tmp_path / "calls"
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir()
+    # the venv's interpreter, as far as listing goes: each call counted, one pair per dist-info folder
+    python.write_text(f"#!{sys.executable}\nimport json, os\nopen({str(calls)!r}, 'a').write('x')\n"
+                      f"print(json.dumps([[n.split('-')[0], '1'] for n in sorted(os.listdir({str(site)!r}))]))\n")
+    python.chmod(0o755)
+    assert target_packages(str(python)) == {} and target_packages(str(python)) == {}
+    assert calls.read_text().count("x") == 1  # listed once
+    (site / "torch-2.11.0.dist-info").mkdir()  # an install: the folder changes
+    assert target_packages(str(python)) == {"torch": "1"}
+    assert calls.read_text().count("x") == 2
