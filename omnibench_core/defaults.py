@@ -58,6 +58,10 @@ MAX_SETTING_S = 86_400
 # 10**9 made commits for as long as it was let run (a git commit each, without end in sight).
 MAX_STANDIN_COMMITS = 1000
 
+# The most campaigns one matrix plans (revisions x option sets): 2,000 --sweep values were planned and
+# measured one after another without a word (second hostile round); a day of runs is far fewer.
+MAX_MATRIX_CAMPAIGNS = 1000
+
 # The one deadline of a git call that reads a checkout (its HEAD, status, log): git answers in
 # well under a second; a hung one (a network file system, a hook, a stuck lock) is stopped with
 # whatever it started, through process/capture.py. GIT_OUTPUT_BYTES: a long log or a dirty status.

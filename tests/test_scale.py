@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from gpu_helpers import write_fake_nvidia_smi
-from run_helpers import free_port
+from run_helpers import REPO, free_port
 from scale_helpers import invoke_standin, server_pids
 
 from omnibench_core.errors import OmnibenchError, SettingsError, WrongRevision
@@ -138,6 +138,30 @@ def test_sweep_is_every_combination():
     assert parse_sweep(["w.a=1,4", "w.b=x,y"]) == [("w.a=1", "w.b=x"), ("w.a=1", "w.b=y"), ("w.a=4", "w.b=x"),
                                                    ("w.a=4", "w.b=y")]
     assert parse_sweep([]) == [()]
+
+
+def test_a_matrix_of_more_campaigns_than_the_cap_is_refused_before_it_is_planned():
+    """Second hostile round: 2,000 --sweep values (or 27,000 combinations) were planned and measured
+    one after another; now refused in one line, as many as the cap still planned."""
+    import subprocess
+    import sys
+
+    from omnibench_core import defaults
+    from omnibench_core.errors import SettingsError
+    from omnibench_core.scale.matrix import check_size
+
+    values = ",".join(str(i) for i in range(30))
+    with pytest.raises(SettingsError, match="27,000 campaigns, over the 1,000"):
+        parse_sweep([f"w.a={values}", f"w.b={values}", f"w.c={values}"])
+    assert len(parse_sweep([f"w.a={','.join(str(i) for i in range(defaults.MAX_MATRIX_CAMPAIGNS))}"])) == 1000
+    check_size(defaults.MAX_MATRIX_CAMPAIGNS, "x")
+    with pytest.raises(SettingsError, match="1,001 campaigns"):
+        check_size(defaults.MAX_MATRIX_CAMPAIGNS + 1, "the revisions x option sets")
+    done = subprocess.run([sys.executable, "-m", "invoke", "matrix", "--workload", "selftest", "--revisions", "HEAD",
+                           "--sweep", "selftest.requests=" + ",".join(str(i) for i in range(1, 2001))],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1 and "2,000 campaigns, over the 1,000" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 3 and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])

@@ -16,7 +16,7 @@ from ..sweep.points import at_point, parse_point_metric
 from . import bisect as bisect_mod
 from . import revisions
 from .engine import ENGINE_METHODS, Engine
-from .matrix import MatrixResult, MatrixSpec, parse_sweep, run_matrix
+from .matrix import MatrixResult, MatrixSpec, check_size, parse_sweep, run_matrix
 from .transport import DEFAULT_TRANSPORT
 
 Progress = Callable[[str], None]
@@ -82,8 +82,10 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
     """``invoke matrix``: every revision x option set one campaign; the table and compares."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
-    spec = MatrixSpec(resolve_revisions(settings, revisions_spec), tuple(workloads), tuple(parse_sweep(sweep)),
-                      tuple(options), runs, client)
+    option_sets = tuple(parse_sweep(sweep))
+    revisions = resolve_revisions(settings, revisions_spec)
+    check_size(len(revisions) * len(option_sets), "the revisions x option sets")
+    spec = MatrixSpec(revisions, tuple(workloads), option_sets, tuple(options), runs, client)
     try:
         return run_matrix(settings, spec, engine, resume=resume, threshold=threshold, progress=progress)
     finally:

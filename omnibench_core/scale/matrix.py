@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,15 @@ def parse_sweep(sweeps: Sequence[str]) -> list[tuple[str, ...]]:
         if not sep or "." not in key or not values.strip():
             raise SettingsError(f"cannot read --sweep {sweep!r}", hint="write --sweep WORKLOAD.KEY=V1,V2,...")
         axes.append([f"{key.strip()}={v.strip()}" for v in values.split(",") if v.strip()])
+    check_size(math.prod(len(axis) for axis in axes), "--sweep's option sets")
     return [tuple(combo) for combo in itertools.product(*axes)] if axes else [()]
+
+
+def check_size(campaigns: int, what: str) -> None:
+    """Refuse a matrix of more than ``defaults.MAX_MATRIX_CAMPAIGNS`` campaigns before it is planned."""
+    if campaigns > defaults.MAX_MATRIX_CAMPAIGNS:
+        raise SettingsError(f"{what} make {campaigns:,} campaigns, over the {defaults.MAX_MATRIX_CAMPAIGNS:,} one "
+                            "matrix may plan", hint="sweep fewer values or revisions, or split it into several matrices")
 
 
 @dataclass(frozen=True)
