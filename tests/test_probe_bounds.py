@@ -152,6 +152,14 @@ def test_a_git_that_hangs_is_stopped_at_its_deadline_with_the_child_it_started(t
     assert git_revision(tmp_path, str(fake_git), deadline_s=1.0) is None
     assert not alive(int(pidfile.read_text()))
     pidfile.unlink()
+    # why, for the checkout check: git's own failure is said as such (it read "is not a git work
+    # tree", blaming the checkout), and a folder git refuses is still "not a work tree" ("")
+    from omnibench_core.setup.gitinfo import git_revision_or_why
+
+    assert git_revision_or_why(tmp_path, str(fake_git), deadline_s=1.0) == "no answer within 1 s (stopped)"
+    pidfile.unlink()
+    assert git_revision_or_why(tmp_path, str(tmp_path / "no-git")).startswith("could not start")
+    assert git_revision_or_why(tmp_path / "nowhere") == ""
     with pytest.raises(OmnibenchError, match=r"cannot run git in .*: no answer within 1 s \(stopped\)"):
         query.first_parent_line(tmp_path, "HEAD", str(fake_git), deadline_s=1.0)
     assert not alive(int(pidfile.read_text()))
@@ -159,3 +167,29 @@ def test_a_git_that_hangs_is_stopped_at_its_deadline_with_the_child_it_started(t
     monkeypatch.setattr(history_store, "GIT_S", 1.0)  # the store's deadline, for this test only
     assert history_store.commit_facts(tmp_path, "HEAD", str(fake_git)) == ("", "", "")
     assert not alive(int(pidfile.read_text()))
+
+
+def test_a_checkout_that_is_no_work_tree_and_a_git_that_fails_are_told_apart(tmp_path):
+    """`invoke run -t sglang-omni`: a folder git says is no work tree names the checkout; a git
+    that cannot run (or hangs) names git and the setting that points at it, not the checkout."""
+    import os
+    import subprocess
+    import sys
+
+    from run_helpers import REPO
+
+    co = tmp_path / "co"
+    for name in ("python", "sgl-omni"):
+        tool = co / "omni" / "bin" / name
+        tool.parent.mkdir(parents=True, exist_ok=True)
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+    argv = [sys.executable, "-m", "invoke", "run", "-w", "selftest", "--target", "sglang-omni", "--checkout", str(co)]
+    env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "r"), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    plain = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    assert plain.returncode == 1 and f"error: {co} is not a git work tree" in plain.stderr, plain.stderr
+    broken = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600,
+                            env={**env, "INVOKE_OMNIBENCH_GIT": str(tmp_path / "no-git")})
+    assert broken.returncode == 1, broken.stderr
+    assert f"error: cannot read the commit of {co}: {tmp_path / 'no-git'} could not start" in broken.stderr
+    assert "omnibench.git" in broken.stderr and "not a git work tree" not in broken.stderr

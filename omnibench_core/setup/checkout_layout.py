@@ -14,7 +14,7 @@ from pathlib import Path
 from ..defaults import CHECKOUT_PACKAGES
 from ..errors import SettingsError
 from ..settings import Settings
-from .gitinfo import git_revision
+from .gitinfo import git_revision_or_why
 
 # The tasks that take a setting as a flag; elsewhere (nox -s ci_stages, a setting without a flag)
 # only invoke.yaml and the environment variable reach it.
@@ -74,8 +74,13 @@ def check_checkout(settings: Settings) -> Checkout:
                                 evidence={"setting": "omnibench.venv", "venv": str(venv)},
                                 hint="build it with `OMNI_CI_HOME=/root/omni_ci bash .github/scripts/"
                                      "prepare_omni_venv.sh omni` in the checkout, or " + _setting_hint("venv"))
-    rev = git_revision(checkout, settings.tools.git)
-    if rev is None:
+    rev = git_revision_or_why(checkout, settings.tools.git)
+    if isinstance(rev, str) and rev:  # git itself failed (hung, missing): not the checkout's fault
+        raise SettingsError(f"cannot read the commit of {checkout}: {settings.tools.git} {rev}",
+                            evidence={"setting": "omnibench.git", "checkout": str(checkout)},
+                            hint="check that git works there (`git -C CHECKOUT rev-parse HEAD`), or point "
+                                 "omnibench.git at a working git")
+    if isinstance(rev, str):
         raise SettingsError(f"{checkout} is not a git work tree", evidence={"setting": "omnibench.checkout"},
                             hint="point omnibench.checkout at a clone of sglang-omni")
     return Checkout(checkout, venv, rev[0], rev[1])

@@ -7,19 +7,26 @@ from pathlib import Path
 
 from ..defaults import GIT_OUTPUT_BYTES, GIT_S
 from ..errors import SettingsError
-from ..process.capture import capture
+from ..process.capture import Ending, capture
 
 
 def git_revision(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tuple[str, str] | None:
     """``(HEAD commit, git status --porcelain)`` of the work tree at ``path``; None if not one
     (or git did not answer within ``deadline_s``: each call is stopped there, with what it started)."""
-    head = capture([git, "-C", str(path), "rev-parse", "HEAD"], deadline_s, max_bytes=GIT_OUTPUT_BYTES)
-    if not head.ok:
-        return None
-    status = capture([git, "-C", str(path), "status", "--porcelain"], deadline_s, max_bytes=GIT_OUTPUT_BYTES)
-    if not status.ok:
-        return None
-    return head.stdout.strip(), status.stdout
+    found = git_revision_or_why(path, git, deadline_s)
+    return None if isinstance(found, str) else found
+
+
+def git_revision_or_why(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tuple[str, str] | str:
+    """:func:`git_revision`, or why not: "" when git said ``path`` is no work tree, else what went
+    wrong with git itself (it did not start, or did not answer by its deadline)."""
+    for argv in ([git, "-C", str(path), "rev-parse", "HEAD"], [git, "-C", str(path), "status", "--porcelain"]):
+        done = capture(argv, deadline_s, max_bytes=GIT_OUTPUT_BYTES)
+        if not done.ok:
+            return "" if done.ending is Ending.EXITED else done.why(deadline_s, GIT_OUTPUT_BYTES)
+        if argv[-1] == "HEAD":
+            head = done.stdout.strip()
+    return head, done.stdout
 
 
 OPTION_LIKE = "starts with '-', which git would read as an option"
