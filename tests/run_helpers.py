@@ -90,6 +90,13 @@ def invoke_run_into(results: Path, *workloads: str, timeout: float = 900,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def invoke_in(results: Path, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 900) -> subprocess.CompletedProcess:
+    """A real ``invoke ARGS...`` with its results under ``results`` (and ``env`` added)."""
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **(env or {})}, timeout=timeout)
+
+
 def page_files(page: str) -> dict[str, str]:
     """The files a docs page's example package is made of (docs/plugins.md, docs/engines.md): each
     code block whose first line is a comment naming a file (``# acme_bench/client.py``), by that name."""

@@ -252,6 +252,11 @@ def test_an_asr_only_server_transcribes_and_refuses_chat_naming_the_flag(server,
         heard = transcribe(asr, samples, rate)
         assert heard.status_code == 200
         assert heard.json()["text"] == transcribe(url, samples, rate).json()["text"]  # the same recogniser
+        # the same audio again (a campaign's next run of a deterministic synthesizer): the same text,
+        # transcribed once per server
+        assert transcribe(asr, samples, rate).json()["text"] == heard.json()["text"]
+        stats = requests.get(f"{asr}/local/stats", timeout=600).json()
+        assert stats["requests"]["transcriptions"] == 2 and stats["transcribed"] == 1, stats
         refused = chat(asr)
         assert refused.status_code == 400 and "--engines asr" in refused.text and "--engines speech" in refused.text
     finally:

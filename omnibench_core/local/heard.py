@@ -3,6 +3,8 @@
 The local recogniser is deterministic, so a second transcription of the same samples would give
 the same text; the local Video-AMME set of more than ten questions reuses its ten spoken questions
 (plugins/videoamme/data.py), so a 200-question run costs ten transcriptions, not 200.
+The scoring server (`/v1/audio/transcriptions`) keeps them too: a campaign's runs of a deterministic
+synthesizer send it the same answers' audio run after run, and the transcript is the same each time.
 """
 
 from __future__ import annotations

@@ -87,7 +87,9 @@ class Handlers:
         self.pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="speech")
         self.media = MediaPolicy.of(config.media_roots, config.max_media_mb * 2**20)
         self.stats = ModelNames(config.model_name)
-        self.heard = HeardCache(recog)  # a video question's audio is transcribed once per server
+        # the same audio is transcribed once per server: a video question's spoken audio, and a
+        # deterministic answer's audio that each run of a campaign sends its scoring server again
+        self.heard = HeardCache(recog)
 
     async def _run(self, fn, *args, **kwargs):
         return await asyncio.get_running_loop().run_in_executor(self.pool, lambda: fn(*args, **kwargs))
@@ -108,7 +110,7 @@ class Handlers:
             await asyncio.sleep(cfg.delay_ms / 1000)
 
     async def stats_view(self, request: web.Request) -> web.Response:
-        return web.json_response(self.stats.as_json())
+        return web.json_response({**self.stats.as_json(), "transcribed": self.heard.misses})  # audio heard anew
 
     def _record(self, route: str, asked: str | None) -> None:
         line = self.stats.record(route, asked)
@@ -246,7 +248,7 @@ class Handlers:
         if not data:
             raise RequestError(400, "'file' is empty")
         samples, rate = decode_wav(data, "'file'", self.config.audio_limits)
-        text = await self._run(self.recog.transcribe, samples, rate)
+        text = await self._run(self.heard.transcribe, samples, rate)
         if form.get("response_format") == "text":
             return web.Response(text=text)
         return web.json_response({"text": text})

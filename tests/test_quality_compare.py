@@ -1,0 +1,42 @@
+"""Issue 44's check: `invoke compare` of two campaigns, one measured with the planted quality
+change, says what the A/B says (test_quality_ab.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from run_helpers import free_port
+from run_helpers import invoke_in as invoke
+
+from omnibench_core.local import flip
+
+CAMPAIGN_SAMPLES = 40  # the fewest that show it: 11 of 40 questions flipped at 0.3, McNemar needs 6 one way (p 0.03)
+
+
+@pytest.mark.slow
+def test_compare_of_two_campaigns_one_with_the_flip_says_what_the_ab_says(tmp_path):
+    """`invoke measure` twice (the second with local_quality_flip=0.3), then `invoke compare`: accuracy
+    `worse` with McNemar's counts and the answers changed; a campaign against itself: 0 changed, no
+    quality row better or worse."""
+    results = tmp_path / "results"
+    opts = ("-w", "videoamme", "--runs", "2", "-o", f"videoamme.max_samples={CAMPAIGN_SAMPLES}", "-o", "videoamme.warmup=1")
+    for name, flip_share in (("base", "0"), ("flipped", "0.3")):
+        done = invoke(results, "measure", *opts, "--name", name, "-p", str(free_port()),
+                      env={"INVOKE_OMNIBENCH_LOCAL_QUALITY_FLIP": flip_share})
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    n = sum(flip.chosen(f"local_vamme_{i:03d}.mp4", 0.3) for i in range(CAMPAIGN_SAMPLES))
+    done = invoke(results, "compare", "base", "flipped", "--wide")
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert f"videoamme: {n} of {CAMPAIGN_SAMPLES} answers changed between A and B" in out, out
+    row = next(line for line in out.splitlines() if line.startswith("videoamme.accuracy") and "McNemar" in line)
+    b, c = (int(x) for x in re.findall(r"McNemar: (\d+) right on A only, (\d+) right on B only", row)[0])
+    assert "WORSE" in row and b + c <= n and b >= 6 > c, row
+    gate = invoke(results, "compare", "base", "flipped", "--fail-on", "worse")
+    assert gate.returncode == 1 and "videoamme.accuracy (paired samples): worse" in gate.stdout + gate.stderr
+    same = invoke(results, "compare", "base", "base", "--wide")
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
+    assert f"videoamme: 0 of {CAMPAIGN_SAMPLES} answers changed between A and B" in same.stdout, same.stdout
+    quality = [line for line in same.stdout.splitlines() if line.startswith("videoamme.accuracy") and "McNemar" in line]
+    assert quality and not any(word in line for line in quality for word in ("WORSE", "BETTER")), quality
