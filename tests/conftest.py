@@ -48,13 +48,14 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 # The files that take longest, first: xdist hands whole files to its workers in collection order,
 # so a long file collected last leaves one core idle at the end (the workers' count and its
 # measurement: pyproject.toml's pytest addopts). By the summed wall time of each file's tests in a
-# whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md).
-LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_sweep.py", "test_campaign_faults.py", "test_benchmarks.py",
+# whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md); the quality
+# files first since their fresh-clone run of ba3df1a (2026-12-06: 170 and 94 s tests).
+LONGEST_FIRST = ("test_quality_compare.py", "test_quality_ab.py", "test_quality_seedtts.py", "test_streaming.py", "test_ab.py", "test_sweep.py", "test_campaign_faults.py", "test_benchmarks.py",
                  "test_history.py", "test_standin.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
                  "test_campaign.py", "test_eras.py", "test_scale.py", "test_scale_standin.py", "test_seedtts.py",
                  "test_ci_stages.py", "test_pr_summary.py", "test_videoamme.py", "test_flags.py",
                  "test_scale_interrupt.py", "test_ab_sequential.py", "test_scoring_phases.py", "test_verdicts.py",
-                 "test_ab_score.py", "test_gates.py", "test_scale_ray.py", "test_setup.py")
+                 "test_ab_score.py", "test_gates.py", "test_scale_ray.py", "test_setup.py", "test_sweep_standin.py")
 
 
 # Tests that must not run beside each other, by node id prefix: each group is one unit of work,
@@ -64,7 +65,8 @@ XDIST_GROUPS = {
     # two Chromiums on two cores made a page load outlast its wait; test_history.py goes whole, its
     # story made once (its last test publishes that story and opens it in the browser)
     "browser": ("tests/test_history.py::",
-                "tests/test_publish.py::test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_resolve"),
+                "tests/test_publish.py::test_the_site_opened_alone_from_disk_draws_its_plots_and_its_report_links_resolve",
+                "tests/test_publish_studies.py::test_the_new_pages_load_clean_with_names_inert_and_the_index_filter_works"),
     # two local Ray clusters started at once hung both fixtures in ray.init() (2026-12-04)
     "ray": ("tests/test_scale_ray.py::", "tests/test_scale_ray_remote.py::"),
 }

@@ -70,7 +70,7 @@ def test_units_go_out_longest_first_not_by_their_number_of_tests(tmp_path):
     """LONGEST_FIRST's order, as collected: xdist reorders units by their number of tests unless told
     not to, which sent the long stories of few tests out last (found 2026-12-05). One worker runs the
     units in the order they are handed out."""
-    files = {"test_streaming.py": PROBE.format(name="long_story"),  # first in LONGEST_FIRST, one test
+    files = {"test_streaming.py": PROBE.format(name="long_story"),  # in LONGEST_FIRST, one test
              "test_aaa_many.py": "".join(PROBE.format(name=f"quick_{i}") for i in range(5))}
     order = [name for name, _ in _probe_suite(tmp_path, files, 1)]
     assert order == ["long_story", *(f"quick_{i}" for i in range(5))], order
