@@ -384,6 +384,7 @@ def test_history_and_publish_refuse_a_checkout_that_does_not_exist_as_run_does(t
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("INVOKE_OMNIBENCH_RESULTS", str(tmp_path / "results"))
     missing = str(tmp_path / "no-such-checkout")
+    (tmp_path / "results").mkdir()  # publish refuses a results folder that does not exist, before the checkout
     said = {}
     for task, argv in {"run": ["run", "-w", "selftest", "--target", "sglang-omni"], "history": ["history"],
                        "publish": ["publish", "--out", "site"]}.items():
@@ -391,7 +392,7 @@ def test_history_and_publish_refuse_a_checkout_that_does_not_exist_as_run_does(t
         said[task] = err.splitlines()[0]
         assert code == 1, (task, err)
     assert set(said.values()) == {f"error: no sglang-omni checkout at {missing}"}, said
-    assert not (tmp_path / "results").exists() and not (tmp_path / "site").exists()
+    assert not list((tmp_path / "results").iterdir()) and not (tmp_path / "site").exists()
 
 
 @pytest.mark.parametrize("task, flag, file", [("HISTORY", "json", "history.json"), ("HISTORY", "summary", "pr.md"),

@@ -146,6 +146,12 @@ def test_invoke_publish_refuses_a_folder_that_is_not_a_site_before_anything_else
     done = invoke("publish", "--out", str(mine))
     assert done.returncode == 1 and "not a site made by invoke publish" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and (mine / "notes.txt").read_text() == "keep"
+    # a results folder that does not exist (a typo) is refused: it made an empty history there and
+    # replaced the site at --out with an empty one (a new user's trial, 2026-12-06)
+    site = tmp_path / "site"
+    first = invoke("publish", "--out", str(site), "--results", str(tmp_path / "resluts"))
+    assert first.returncode == 1 and f"no results folder at {tmp_path / 'resluts'}" in first.stderr, first.stderr
+    assert not (tmp_path / "resluts").exists() and not site.exists()
     helped = invoke("publish", "-h")
     assert helped.returncode == 0 and all(f in helped.stdout for f in ("--out", "--target", "--workload", "--results"))
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OmnibenchError
+from ..errors import OmnibenchError, SettingsError
 from ..settings import Settings
 from . import site
 from .series import History
@@ -50,6 +50,9 @@ def publish(settings: Settings, out: Path, *, target: str | None = None, workloa
     """The history of ``settings``' results root (narrowed by the flags) as a site at ``out``."""
     results = settings.run.results_root
     site.refuse_unless_replaceable(Path(os.path.abspath(out)))  # before the query: a wrong --out costs nothing
+    if not Path(results).is_dir():  # a mistyped --results made an empty history there and replaced the site
+        raise SettingsError(f"no results folder at {results}", evidence={"setting": "omnibench.results"},
+                            hint="pass --results where your runs are (the folder `invoke run` printed them under)")
     history = _query()(results, metric=metric, workload=workload, revisions=revisions, target=target,
                        checkout=checkout)
     skipped: list[str] = []
