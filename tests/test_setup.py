@@ -421,3 +421,15 @@ def test_doctor_names_the_campaign_whose_run_holds_the_port(invoke, tmp_path):
     free = invoke("doctor", "--port", str(port), env={"OMNIBENCH_LOCK_DIR": str(locks)})
     row = next(line for line in free.stdout.splitlines() if line.startswith(f"port {port} free"))
     assert " OK " in row and "free" in row  # the lock file stays; nobody holds it
+
+
+def test_setup_venv_without_a_checkout_is_one_error_line_and_makes_no_folder(invoke, tmp_path):
+    """A new user's trial (2026-12-06): `invoke setup.venv` with no checkout at omnibench.checkout
+    ended in a FileNotFoundError traceback, after making the bench folder's logs/."""
+    bench = tmp_path / "bench"
+    done = invoke("setup.venv", env={"INVOKE_OMNIBENCH_CHECKOUT": str(tmp_path / "no-checkout"),
+                                     "INVOKE_OMNIBENCH_BENCH_DIR": str(bench)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: no sglang-omni checkout with .github/scripts/prepare_omni_venv.sh at "
+                                  f"{tmp_path / 'no-checkout'}") and "INVOKE_OMNIBENCH_CHECKOUT" in done.stderr
+    assert not bench.exists()

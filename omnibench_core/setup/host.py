@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import OmnibenchError, SettingsError
 from ..settings import Settings
-from .checkout import build_venv, check_venv, checkout_commit
+from .checkout import VENV_SCRIPT, build_venv, check_venv, checkout_commit
 from .checkout_layout import check_checkout
 from .container import ContainerPlan, create_container, plan_container, read_env_file
 from .cpus import CpuGroups, cpu_groups, read_topology
@@ -81,6 +81,11 @@ def at_commit(settings: Settings, commit: str | None = None) -> bool:
 def venv(settings: Settings, progress: Progress = print) -> str:
     """Build the venv with CI's script, then VENV_OK."""
     root = Path(settings.run.checkout)
+    if not (root / VENV_SCRIPT).is_file():  # before any folder is made: a missing checkout was a traceback
+        raise SettingsError(f"no sglang-omni checkout with {VENV_SCRIPT} at {root}",
+                            evidence={"setting": "omnibench.checkout"},
+                            hint="clone it first (invoke setup.checkout), or set omnibench.checkout in invoke.yaml "
+                                 "or INVOKE_OMNIBENCH_CHECKOUT in the environment")
     log = Path(settings.host.bench_dir) / "logs" / "prepare_omni_venv.log"
     progress(f"building the venv in {settings.ci.omni_ci_home} (log {log}); this takes a while")
     build_venv(root, Path(settings.ci.omni_ci_home), bash=settings.tools.bash, log=log)
