@@ -5,7 +5,7 @@ all measure the same thing (workloads, options, target)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -167,28 +167,23 @@ def thin_notes(names: Sequence[str], thin: Sequence[Mapping[str, Mapping[str, An
     return out
 
 
-def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
-    """Each timed window the noise guard marked, as ``runN: <what other processes took>``."""
-    out = []
+def _manifests(run_dirs: Sequence[Path]) -> Iterator[tuple[Path, manifest_file.RunManifest]]:
+    """Each run folder with its readable manifest (unreadable ones left out: named elsewhere)."""
     for d in run_dirs:
         try:
-            manifest = manifest_file.read(d)
+            yield d, manifest_file.read(d)
         except RunFileError:
             continue
-        out += [f"{d.name} was noisy: {w.describe()}" for w in noisy_windows(manifest.steps)]
-    return out
+
+
+def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
+    """Each timed window the noise guard marked, as ``runN: <what other processes took>``."""
+    return [f"{d.name} was noisy: {w.describe()}" for d, m in _manifests(run_dirs) for w in noisy_windows(m.steps)]
 
 
 def present_runs(run_dirs: Sequence[Path]) -> list[str]:
     """Each timed window not noisy in which another process only held GPU memory, as ``runN: ...``."""
-    out = []
-    for d in run_dirs:
-        try:
-            manifest = manifest_file.read(d)
-        except RunFileError:
-            continue
-        out += [f"{d.name} {w.describe_present()}" for w in present_windows(manifest.steps)]
-    return out
+    return [f"{d.name} {w.describe_present()}" for d, m in _manifests(run_dirs) for w in present_windows(m.steps)]
 
 
 def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
