@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -127,16 +128,16 @@ def tts_wer(base: str, count: int = 2) -> float:
 
     ensure_local_set(local_set_dir())
     samples = load_meta(local_set_dir() / "meta.lst", count)
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"standin-tts-{os.getpid()}"
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for s in samples:
-        reply = chat(base, READ_ALOUD + s.target_text, talker=True,
-                     audio={"ref_audio": wav_data_uri(Path(s.ref_audio).read_bytes())})
-        path = out / f"{s.sample_id}.wav"
-        path.write_bytes(base64.b64decode(reply["choices"][0]["message"]["audio"]["data"]))
-        paths.append(path)
-    heard = transcribe_files(paths, url=f"{base}/v1/audio/transcriptions", model=MODEL_NAME)
+    with tempfile.TemporaryDirectory(prefix="standin-tts-") as folder:  # gone after (42 were left in /tmp)
+        out = Path(folder)
+        paths = []
+        for s in samples:
+            reply = chat(base, READ_ALOUD + s.target_text, talker=True,
+                         audio={"ref_audio": wav_data_uri(Path(s.ref_audio).read_bytes())})
+            path = out / f"{s.sample_id}.wav"
+            path.write_bytes(base64.b64decode(reply["choices"][0]["message"]["audio"]["data"]))
+            paths.append(path)
+        heard = transcribe_files(paths, url=f"{base}/v1/audio/transcriptions", model=MODEL_NAME)
     scored = wer.score_transcripts([({}, s.target_text, text, error, wer.Timing())
                                     for s, (text, error) in zip(samples, heard, strict=True)])
     return scored.summary()["wer_corpus"]
