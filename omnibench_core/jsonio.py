@@ -150,7 +150,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         if size is None or size > MAX_BYTES or len(raw) > MAX_BYTES:
             what = "not a regular file (a FIFO, device or socket)" if size is None else \
                 f"{max(size, len(raw)):,} bytes, over the {MAX_BYTES:,} omnibench reads"
-            raise JsonTooBig(f"{path} is {what} (not written by omnibench: move it aside)",
+            raise JsonTooBig(f"{path} is {what}",
                              evidence={"file": str(path), "limit_bytes": MAX_BYTES},
                              hint="the file was not written by omnibench or sglang-omni: move it aside")
     return loads(raw.decode("utf-8"), path)
