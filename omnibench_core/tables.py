@@ -176,14 +176,17 @@ def options_table(rows: Iterable[Any], owner: str = "workload") -> str:
 
 
 def thin_text(metric: str, record: Mapping[str, object]) -> str:
-    """A percentile too few samples support, as a table shows it: marked, its value in brackets."""
-    return f"thin: n={record.get('n')} < {record.get('needed')} ({display(metric, record.get('value'))} not measured)"
+    """A percentile too few samples support, as a table shows it: marked, its value in brackets
+    (a workload's own value, kept in metrics.json, says whose it is)."""
+    whose = "the workload's " if record.get("kept") else ""
+    return f"thin: n={record.get('n')} < {record.get('needed')} ({whose}{display(metric, record.get('value'))} not measured)"
 
 
 def metrics_table(metrics: Mapping[str, object], thin: Mapping[str, Mapping[str, object]] | None = None) -> str:
     """The metrics of a run, one per line, sorted by name, in the units people read
     (:func:`omnibench_core.units.display`); a percentile in ``thin`` marked as unsupported."""
-    rows = [(k, display(k, v)) for k, v in metrics.items()] + [(k, thin_text(k, r)) for k, r in (thin or {}).items()]
+    thin = thin or {}
+    rows = [(k, display(k, v)) for k, v in metrics.items() if k not in thin] + [(k, thin_text(k, r)) for k, r in thin.items()]
     return table(sorted(rows), ("metric", "value"))
 
 

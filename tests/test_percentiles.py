@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from omnibench_core.campaign.compare import compare
 from omnibench_core.campaign.directions import direction, floor
+from omnibench_core.campaign.summary import stats_of
 from omnibench_core.errors import SettingsError
-from omnibench_core.run.collection import Collection, with_percentiles
+from omnibench_core.run.collection import Collection, with_percentiles, write_metrics
 from omnibench_core.settings import parse_percentiles
 from omnibench_core.stats.percentiles import label, samples_needed
 from omnibench_core.store import metrics as metrics_file
@@ -37,13 +39,13 @@ def test_percentiles_join_the_metrics_only_where_the_samples_support_them():
     base = Collection({"w.latency_mean_s": float(np.mean(values)), "w.latency_p95_s": 1234.0}, (), (), (),
                       by_request={"w.latency_mean_s": {str(i): v for i, v in enumerate(values)},
                                   "w.rtf_mean": {"a": 0.5}})
-    got = with_percentiles(base, parse_percentiles("50,90,95,99"))
+    got = with_percentiles(base, parse_percentiles("50,90,99"))
     assert got.metrics["w.latency_p50_s"] == float(np.percentile(values, 50))
     assert got.metrics["w.latency_p90_s"] == float(np.percentile(values, 90))
     assert got.metrics["w.latency_p95_s"] == 1234.0  # the workload's own (the runbook's) p95 is never replaced
     assert "w.latency_p99_s" not in got.metrics and not any(k.startswith("w.rtf_p") for k in got.metrics)
     (thin,) = got.thin
-    assert (thin.metric, thin.n, thin.needed) == ("w.latency_p99_s", 40, 300)
+    assert (thin.metric, thin.n, thin.needed, thin.kept) == ("w.latency_p99_s", 40, 300, False)
     # the planted case: 300 requests support p99
     many = with_percentiles(Collection({}, (), (), (), samples={"w.audio_ttfp_s": [0.1] * 300}), (99,))
     assert many.metrics == {"w.audio_ttfp_p99_s": pytest.approx(0.1)} and not many.thin
@@ -90,3 +92,53 @@ def test_sig3_keeps_three_digits_without_an_exponent():
 def test_the_run_table_marks_a_thin_percentile():
     text = metrics_table({"w.latency_p50_s": 0.0101}, {"w.latency_p99_s": {"value": 0.02, "n": 8, "needed": 300}})
     assert "10.1 ms" in text and "thin: n=8 < 300 (20.0 ms not measured)" in text
+
+
+def test_a_workloads_own_percentile_its_requests_cannot_support_keeps_its_value_and_is_marked_thin(tmp_path):
+    """Upstream's summary p99 of ten requests (seed-tts streaming's audio_ttfp_p99_s) stays in metrics
+    as upstream wrote it, is marked thin (kept) in metrics.json, printed as thin, and no verdict reads it."""
+    values = [0.1 + i / 100 for i in range(10)]
+    base = Collection({"w.audio_ttfp_p99_s": 0.5, "w.audio_ttfp_p95_s": 0.4}, (), (), (),
+                      samples={"w.audio_ttfp_s": values})
+    got = with_percentiles(base, parse_percentiles("50,90,99"))
+    assert got.metrics["w.audio_ttfp_p99_s"] == 0.5 and got.metrics["w.audio_ttfp_p95_s"] == 0.4  # upstream's values
+    assert {(p.metric, p.value, p.n, p.kept) for p in got.thin} == {("w.audio_ttfp_p99_s", 0.5, 10, True),
+                                                                    ("w.audio_ttfp_p90_s", got.thin[0].value, 10, False)}
+    write_metrics(tmp_path, got, "local")
+    read = metrics_file.read(tmp_path)
+    assert read.metrics["w.audio_ttfp_p99_s"] == 0.5  # metrics.json's upstream key unchanged
+    assert read.thin_percentiles["w.audio_ttfp_p99_s"] == {"value": 0.5, "n": 10, "needed": 300, "kept": True}
+    assert "w.audio_ttfp_p99_s" not in read.measured and read.measured["w.audio_ttfp_p95_s"] == 0.4
+    text = metrics_table(read.metrics, read.thin_percentiles)
+    assert "thin: n=10 < 300 (the workload's 500 ms not measured)" in text and text.count("500 ms") == 1
+    # asked for p95 too, the runbook's p95 of ten requests is marked the same way, its value kept
+    asked = with_percentiles(base, parse_percentiles("50,95"))
+    assert asked.metrics["w.audio_ttfp_p95_s"] == 0.4 and any(p.metric == "w.audio_ttfp_p95_s" and p.kept
+                                                               for p in asked.thin)
+
+
+def test_a_campaign_neither_averages_nor_judges_a_thin_kept_percentile(tmp_path):
+    """Two campaigns whose runs carry upstream's p99 of ten requests: the report has no mean for it and
+    says why; compare lists it as not comparable, and --fail-on does not count it as a gap."""
+    sides = {}
+    for side, shift in (("a", 0.0), ("b", 0.5)):
+        runs = []
+        for i in range(3):
+            run = tmp_path / side / f"run{i + 1}"
+            run.mkdir(parents=True)
+            values = [0.1 + shift + (i + j) / 100 for j in range(10)]
+            got = with_percentiles(Collection({"w.audio_ttfp_p99_s": max(values), "w.latency_mean_s": sum(values) / 10},
+                                              (), (), (), samples={"w.audio_ttfp_s": values}), (50, 99))
+            write_metrics(run, got, "local")
+            (run / "manifest.json").write_text(json.dumps({"steps": [], "status": "complete"}))
+            runs.append(run)
+        sides[side] = stats_of(side, runs)
+    row = sides["a"].metric("w.audio_ttfp_p99_s")
+    assert row is not None and row.mean is None and row.thin and "thin percentile" in row.problem
+    assert any("w.audio_ttfp_p99_s: thin percentile, not measured (300 samples needed; run1 n=10" in n
+               for n in sides["a"].notes)
+    got = compare(sides["a"], sides["b"], force=True)
+    by = {m.name: m for m in got.metrics}
+    assert by["w.audio_ttfp_p99_s"].verdict == "not comparable" and by["w.audio_ttfp_p99_s"].thin
+    assert by["w.latency_mean_s"].verdict == "worse"  # the measured metric is judged
+    assert "w.latency_mean_s: worse" in got.fail_on("worse") and not any("p99" in f for f in got.fail_on("worse"))

@@ -288,8 +288,13 @@ def test_each_run_of_the_streaming_campaign_streams_every_request(base):
     for row in rows:
         assert row["streamed"] and row["audio_chunk_count"] >= 2, row
         assert 0 < row["audio_ttfp_s"] < row["latency_s"] and row["text_ttft_s"] <= row["audio_ttfp_s"]
-    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    doc = json.loads((run / "metrics.json").read_text())
+    metrics = doc["metrics"]
     assert metrics["seedtts.audio_ttfp_mean_s"] < metrics["seedtts.latency_mean_s"]
+    # upstream's summary p99s of two requests: kept in metrics as upstream wrote them, marked thin (issue 45)
+    for name in ("seedtts.audio_ttfp_p99_s", "seedtts.inter_chunk_p99_s"):
+        assert doc["thin_percentiles"][name]["kept"] is True and doc["thin_percentiles"][name]["needed"] == 300
+        assert doc["thin_percentiles"][name]["value"] == metrics[name]
     # measured (a number), not bounded: the server sends its chunks back to back, but a client that a
     # loaded host stalls between two of them records a real underrun (the planted test shows one found)
     assert metrics["seedtts.max_playback_underrun_mean_s"] >= 0 and metrics["seedtts.not_streamed_requests"] == 0
@@ -332,9 +337,11 @@ def test_a_planted_per_chunk_delay_is_found_worse(planted):
     for name in ("seedtts.inter_chunk_p95_s", "seedtts.max_playback_underrun_p95_s"):
         assert verdicts[name] in ("worse", "inconclusive"), f"{name}: {verdicts[name]}\n{compared.stdout}"
     assert b_means["seedtts.inter_chunk_p95_s"] >= 0.8, compared.stdout  # 0.8 s planted before every chunk
-    # a p99 of two requests' gaps is one gap: on a busy machine base's own stalls can make it too
-    # wide to call; it may say it cannot tell, never that nothing changed or it got better
-    assert verdicts["seedtts.inter_chunk_p99_s"] in ("worse", "inconclusive"), compared.stdout
+    # a p99 of a few requests' gaps is nearly their largest gap: upstream's value, kept in metrics.json,
+    # is a thin percentile, not measured, so neither judged nor counted by --fail-on (issue 45)
+    p99 = next(m for m in doc["metrics"] if m["name"] == "seedtts.inter_chunk_p99_s")
+    assert p99["verdict"] == "not comparable" and "thin percentile" in p99["why"], p99
+    assert "seedtts.inter_chunk_p99_s" not in compared.stderr, compared.stderr
     assert verdicts["seedtts.wer.wer_corpus"] != "worse"  # the same speech, only later
 
 

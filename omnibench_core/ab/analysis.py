@@ -102,7 +102,7 @@ def _number(value: Any) -> bool:
 
 def _metrics(run_dir: Path) -> Mapping[str, Any]:
     try:
-        return metrics_file.read(run_dir).metrics
+        return metrics_file.read(run_dir).measured
     except RunFileError as exc:
         raise OmnibenchError(exc.message, evidence=exc.evidence,
                              hint="move that run folder aside (its manifest still says complete), then repeat the "

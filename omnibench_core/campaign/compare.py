@@ -119,6 +119,7 @@ class MetricComparison:
     needed: int | None = None  # inconclusive: about this many runs a side would resolve it
     in_family: bool = False  # counted in the family held to alpha
     unscored: bool = False  # not comparable because --score scored it on one run a side: not a gap
+    thin: bool = False  # not comparable because a side's runs had too few samples for this percentile: not a gap
 
 
 @dataclass(frozen=True)
@@ -141,10 +142,11 @@ class Comparison:
     def fail_on(self, verdict: str) -> list[str]:
         """What makes ``--fail-on VERDICT`` fail: each metric with that verdict, and each metric
         that could not be compared (it might hide that verdict; a CI gate must not pass it unseen),
-        except a quality metric ``--score`` scored on one run a side on purpose (the report says so)."""
+        except a quality metric ``--score`` scored on one run a side on purpose and a percentile too
+        few samples support (the report says so of each)."""
         return [f"{m.name}: {m.verdict}" + (f" ({m.why})" if m.verdict == NOT_COMPARABLE else "")
                 for m in self.metrics if m.verdict == verdict
-                or (m.verdict == NOT_COMPARABLE and m.direction != "context" and not m.unscored)] + \
+                or (m.verdict == NOT_COMPARABLE and m.direction != "context" and not m.unscored and not m.thin)] + \
             [f"{q.metric} (paired samples): {q.verdict.value}" for q in (self.quality.verdicts if self.quality else ())
              if q.verdict.value == verdict]
 
@@ -191,7 +193,8 @@ def compare(a: RunSetStats, b: RunSetStats, *, alpha: float = defaults.ALPHA, mi
             f"{side}: {m.problem or 'no mean'}" for side, m in (("A", ma), ("B", mb)) if m.mean is None)
         rows.append(MetricComparison(ma.name, ma.direction, ma.mean, ma.sd, mb.mean if mb else None,
                                      mb.sd if mb else None, None, None, None, NOT_COMPARABLE, why,
-                                     unscored=ma.unscored or (mb is not None and mb.unscored)))
+                                     unscored=ma.unscored or (mb is not None and mb.unscored),
+                                     thin=ma.thin or (mb is not None and mb.thin)))
     rows += [MetricComparison(m.name, m.direction, None, None, m.mean, m.sd, None, None, None, NOT_COMPARABLE,
                               "A has no such metric") for m in b.metrics
              if a.metric(m.name) is None and (metrics is None or m.name in metrics)]

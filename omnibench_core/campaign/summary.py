@@ -41,6 +41,7 @@ class MetricStats:
     flags: tuple[str, ...] = ()
     problem: str = ""  # why it has no mean: a value that is not a finite number, named with its run
     unscored: bool = False  # a quality metric the campaign's --score left out of most runs on purpose
+    thin: bool = False  # a percentile too few samples support in some run: not measured, so not a gap
 
     @property
     def numbers(self) -> list[float]:
@@ -137,6 +138,9 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         left_out = bool(problem) and set(names) - set(present) <= unscored and not value_problem(key, present)
         if left_out:
             problem = f"{key}: scored in {', '.join(present)} only (the other runs were left unscored, --score)"
+        thin = {n: doc.thin_percentiles[key] for n, doc in zip(names, docs, strict=True) if key in doc.thin_percentiles}
+        if thin and not problem:  # a workload's own percentile (kept in metrics) its requests cannot support
+            problem = thin_problem(key, thin)
         if not problem:
             mean, sd = mean_sd([float(v) for v in values.values()])
             rel = sd / abs(mean) if sd is not None and mean else (0.0 if sd == 0 else None)
@@ -144,27 +148,33 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
         else:
             mean = sd = rel = None
             notes = [*notes, f"{problem}: no mean or spread, and it cannot be compared"]
-        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel, problem=problem, unscored=left_out))
+        rows.append(MetricStats(key, values, mean, sd, meta.direction(key), rel, problem=problem, unscored=left_out,
+                                thin=bool(thin)))
     flagged: dict[str, list[str]] = {}
     for f in meta.flags(numeric, {r.name: r.rel_spread for r in rows}):
         flagged.setdefault(f.metric, []).append(f.note)
     rows = [replace(r, flags=tuple(flagged.get(r.name, ()))) for r in rows]
-    notes = [*notes, *thin_notes(names, [doc.thin_percentiles for doc in docs])]
+    shown = {r.name for r in rows}  # a kept one's row says it already
+    notes = [*notes, *thin_notes(names, [{k: v for k, v in doc.thin_percentiles.items() if k not in shown}
+                                         for doc in docs])]
     run_notes = dict.fromkeys(n for doc in docs for n in doc.notes)
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},
                        tuple(run_notes), noisy)
 
 
+def thin_problem(key: str, thin: Mapping[str, Mapping[str, Any]]) -> str:
+    """Why a percentile a workload reported itself has no mean: some run had too few samples for it."""
+    where = ", ".join(f"{n} n={t.get('n')}" for n, t in thin.items())
+    needed = next(iter(thin.values())).get("needed")
+    return f"{key}: thin percentile, not measured ({needed} samples needed; {where})"
+
+
 def thin_notes(names: Sequence[str], thin: Sequence[Mapping[str, Mapping[str, Any]]]) -> list[str]:
     """A note for each percentile too few samples supported in some run (metrics.json's
     ``thin_percentiles``): marked as not measured, with each run's sample count and the count needed."""
-    out = []
-    for key in sorted({k for t in thin for k in t}):
-        where = ", ".join(f"{n} n={t[key].get('n')}" for n, t in zip(names, thin, strict=True) if key in t)
-        needed = next(t[key].get("needed") for t in thin if key in t)
-        out.append(f"{key}: thin percentile, not measured ({needed} samples needed; {where})")
-    return out
+    return [thin_problem(key, {n: t[key] for n, t in zip(names, thin, strict=True) if key in t})
+            for key in sorted({k for t in thin for k in t})]
 
 
 def _manifests(run_dirs: Sequence[Path]) -> Iterator[tuple[Path, manifest_file.RunManifest]]:

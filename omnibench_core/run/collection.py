@@ -124,16 +124,19 @@ def with_percentiles(collection: Collection, qs: Sequence[float]) -> Collection:
     """``collection`` with the percentiles ``qs`` of every latency-like quantity
     (:func:`latency_samples`): each one its samples support joins the metrics as
     ``<base>_p<q>_s``; one they do not is kept apart (``thin``), never printed as measured. A
-    metric a workload reports itself (the runbook's p95, an upstream summary's p99) keeps its value."""
+    metric a workload reports itself (an upstream summary's p99) keeps its value in ``metrics``
+    (upstream's keys are never replaced), and is marked thin too (``kept``) when it is one of
+    ``qs`` its requests cannot support: a p99 of ten requests is no more measured for being upstream's."""
     metrics, thin = dict(collection.metrics), list(collection.thin)
     for base, values in sorted(latency_samples(collection).items()):
         for p in percentiles_of(base, values, qs):
-            if p.metric in metrics:
-                continue
+            reported = metrics.get(p.metric)
             if p.supported:
-                metrics[p.metric] = p.value
-            else:
+                metrics.setdefault(p.metric, p.value)
+            elif reported is None:
                 thin.append(p)
+            elif isinstance(reported, (int, float)):
+                thin.append(replace(p, value=float(reported), kept=True))
     return replace(collection, metrics=metrics, thin=tuple(thin))
 
 

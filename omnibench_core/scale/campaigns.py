@@ -67,7 +67,7 @@ def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
     values: dict[str, list[float]] = {}
     for run in runs:
         try:
-            metrics = metrics_file.read(folder / run).metrics
+            metrics = metrics_file.read(folder / run).measured
         except RunFileError:
             continue
         for name, value in metrics.items():

@@ -60,6 +60,8 @@ class Percentile:
     value: float
     n: int
     needed: int
+    # the value is the workload's own (an upstream summary's p99), kept in ``metrics`` unchanged
+    kept: bool = False
 
     @property
     def supported(self) -> bool:
@@ -68,7 +70,8 @@ class Percentile:
 
     def as_record(self) -> dict[str, object]:
         """Its ``metrics.json`` entry under ``thin_percentiles`` (docs/usage.md, "Percentiles")."""
-        return {"value": self.value, "n": self.n, "needed": self.needed}
+        record: dict[str, object] = {"value": self.value, "n": self.n, "needed": self.needed}
+        return {**record, "kept": True} if self.kept else record
 
 
 def percentile_name(base: str, q: float) -> str:

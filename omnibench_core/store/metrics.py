@@ -43,7 +43,14 @@ class RunMetrics:
     broken_rules: tuple[BrokenRule, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     # percentiles too few samples support: {metric: {"value", "n", "needed"}}, never in ``metrics``
+    # but for a workload's own value (``"kept": true``: upstream's summary keys are never replaced)
     thin_percentiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> dict[str, Any]:
+        """The metrics a verdict may judge: ``metrics`` less a workload's own percentile its
+        requests could not support (kept in ``metrics`` as upstream wrote it, marked thin)."""
+        return {k: v for k, v in self.metrics.items() if k not in self.thin_percentiles}
 
 
 def write(run_dir: Path, metrics: Mapping[str, Any], rates: Sequence[int], complete: bool, target: str,
