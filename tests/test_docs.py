@@ -4,8 +4,11 @@ fails here instead of in a new user's terminal."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -52,6 +55,50 @@ def invoke_commands(text: str) -> list[tuple[str, list[str]]]:
                         words = match.group(1).split()
                     found.append((line.strip(), words))
     return found
+
+
+def shell_commands(text: str) -> list[str]:
+    """Each command of a page's bash blocks as the page writes it: continued lines joined, comment
+    lines and trailing comments dropped; and each ``$ `` line of its text blocks (a shown session)."""
+    found = []
+    for kind, block in re.findall(r"```(bash|text)\n(.*?)```", text, flags=re.S):
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():
+            if kind == "text" and not line.startswith("$ "):
+                continue
+            line = line.removeprefix("$ ").split(" #", 1)[0].strip()
+            if line and not line.startswith("#"):
+                found.append(line)
+    return found
+
+
+def page_command(page: str, *needles: str) -> str:
+    """The one command of ``page`` (README.md, or a docs/ page by name) that holds every needle."""
+    path = REPO / page if page == "README.md" else REPO / "docs" / page
+    found = [c for c in shell_commands(path.read_text()) if all(n in c for n in needles)]
+    assert len(found) == 1, f"{page}: {len(found)} commands hold {needles}: {found}"
+    return found[0]
+
+
+def run_page_command(command: str, *, paths: dict[str, str], env: dict[str, str],
+                     timeout: float = 900) -> subprocess.CompletedProcess:
+    """A page's command run with bash from the repository root as the page writes it, but for the
+    example folders it names (``paths``: the page's /tmp/x -> this test's folder); ``env`` over this
+    environment (INVOKE_OMNIBENCH_RESULTS, INVOKE_OMNIBENCH_PORT: what a user's own host differs in),
+    with this python's `invoke` first on PATH, as an activated venv has it."""
+    for page_path in sorted(paths, key=len, reverse=True):  # /tmp/standin-eras before /tmp/standin
+        command = re.sub(rf"{re.escape(page_path)}(?![\w-])", lambda _, p=page_path: paths[p], command)
+    here = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.run(["bash", "-c", command], cwd=REPO, env={**here, **env}, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_page_commands_are_read_whole_and_their_folders_replaced(tmp_path):
+    text = ("```text\n$ invoke report\nrun0 ...\n```\n```bash\n# a comment\nPATH=/tmp/fakegpu:$PATH invoke matrix --checkout /tmp/standin-eras \\\n"
+            "    --revisions c1,c3   # a note\necho /tmp/standin /tmp/standin-eras\n```\n`invoke run` inline\n")
+    assert shell_commands(text) == ["invoke report", "PATH=/tmp/fakegpu:$PATH invoke matrix --checkout /tmp/standin-eras "
+                                    "--revisions c1,c3", "echo /tmp/standin /tmp/standin-eras"]
+    done = run_page_command(shell_commands(text)[2], paths={"/tmp/standin": "A", "/tmp/standin-eras": "B"}, env={})
+    assert done.stdout == "A B\n"
 
 
 def task_of(words: list[str]) -> tuple[str | None, list[str]]:
@@ -130,6 +177,20 @@ def test_every_task_and_flag_shown_exists(page):
         checked += 1
     if page.name in ("README.md", "usage.md", "campaigns.md", "scale.md"):
         assert checked, f"{page.name} shows no invoke command: the parser missed them"
+
+
+def test_every_tasks_list_line_is_a_whole_sentence():
+    """`invoke --list` shows a task's first docstring line: one cut mid-phrase ("then each
+    workload's and", the plugins task's) reads as broken; each ends a sentence."""
+    def tasks(ns, prefix=""):
+        for name, task in ns.tasks.items():
+            yield prefix + name, (task.__doc__ or "").strip().splitlines()[0].rstrip()
+        for sub_name, sub in ns.collections.items():
+            yield from tasks(sub, f"{prefix}{sub_name}.")
+
+    cut = [(name, first) for name, first in tasks(collection()) if not first.endswith((".", ")"))]
+    assert cut == []
+    assert not "then each workload's and".endswith((".", ")"))  # the line the trial saw fails here
 
 
 def test_the_checker_catches_a_wrong_flag_and_task():
