@@ -235,3 +235,16 @@ def test_every_nox_session_the_pages_show_is_one_the_noxfile_has():
              for m in re.finditer(r"\bnox(?: -R)? -s (\w+)", page.read_text())}
     assert {name for _, name in shown} >= {"tests", "fast", "coverage"}
     assert [(page, name) for page, name in shown if name not in sessions] == []
+
+
+@pytest.mark.slow
+def test_usages_report_of_named_runs_runs_as_written(tmp_path):
+    """usage.md's `report --runs run1,run2,run3` names the runs its own measure makes in a new root
+    (after the pages' other commands run1..run3 were no one measurement, and it was refused)."""
+    from run_helpers import free_port
+
+    command = page_command("usage.md", "--runs run1,run2,run3")
+    done = run_page_command(command, paths={"/tmp/first": str(tmp_path / "first")},
+                            env={"INVOKE_OMNIBENCH_PORT": str(free_port())})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "these runs measured different things" not in done.stderr and "run3" in done.stdout
