@@ -110,8 +110,8 @@ def measure(c, given):
 
 @command(d.SWEEP)
 def sweep_load(c, given):
-    """A load sweep: the workload measured at each concurrency and/or request rate (each point a campaign), then
-    a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
+    """A load sweep: the workload at each concurrency and/or request rate, each point a campaign.
+    Then a table and a plot of latency against throughput, the knee, the Pareto front and the goodput."""
     with reported():
         settings = settings_from(c, given)
         api.check_clean(settings, given.allow_dirty, "sweep")
@@ -162,8 +162,8 @@ def compare(c, given):
 
 @command(d.PLUGINS)
 def plugins(c, given):
-    """List every workload, target, scorer and engine with who provides it, then each workload's and
-    each engine's options."""
+    """Every workload, target, scorer and engine with who provides it; then their options.
+    Each workload's and each engine's options follow the list (--options: only those)."""
     with reported():
         rows = [] if given.options else api.list_plugins()
         option_rows, engine_rows = api.list_options(), api.list_engine_options()

@@ -7,6 +7,9 @@ from __future__ import annotations
 # scorer): REV_OK checks them, and a dirty tree's state covers their untracked files
 CHECKOUT_PACKAGES = ("sglang_omni_router", "benchmarks")
 RUNS = 3  # measured runs after the warm-up run0, as the runbook
+# omnibench's own engines run its campaign worker as `invoke measure` runs a campaign: their campaigns
+# are measure's (one name); a plugin's engine is other code, and its campaigns get a name of their own
+SHARED_ENGINES = ("local", "ray")
 RETRIES = 2  # tries again of a run that misses a gate or a coverage rule
 SCORING = "deferred"  # every run generated, then one scoring server start for all
 ROUNDS = 3  # an A/B experiment's rounds after the warm-ups

@@ -24,6 +24,7 @@ from scale_helpers import make_revisions_checkout, server_pids
 from omnibench_core.campaign import campaign_file
 from omnibench_core.process.ports import port_in_use
 from omnibench_core.process.proctree import cmdline, snapshot
+from omnibench_core.run import ownership
 from omnibench_core.store import manifest as manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -629,3 +630,21 @@ def test_a_sweep_point_measured_after_the_revision_moved_is_refused(tmp_path):
     assert "moved from local-0000000 to local-" in err.value.message and "while sweep 'sweep-selftest'" in err.value.message
     assert "go back to 0000000" in err.value.hint
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("campaigns"))
+
+
+@pytest.mark.slow
+def test_a_measure_refused_before_any_run_leaves_no_campaign_and_the_next_one_measures(invoke, tmp_path):
+    """A port another omnibench run holds refuses the measure before run0: no campaign file is left
+    (it was, empty: `report --name base` then said "runs: none" and it stood for these settings);
+    the same command, the port free, measures the campaign."""
+    port = free_port()
+    command = ("measure", "-w", "selftest", "-o", "selftest.requests=4", "--runs", "2", "--name", "base", "-p", str(port))
+    with ownership.port_lock(port):  # another omnibench run holds it
+        refused = invoke(*command)
+    assert refused.returncode == 1 and f"port {port} is held by another omnibench run" in refused.stderr, refused.stderr
+    assert "campaigns/base.json" in refused.stdout  # it had made its file, and took it back
+    assert not list((tmp_path / "results").glob("*/campaigns/*.json"))
+    done = invoke(*command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (made,) = (tmp_path / "results").glob("*/campaigns/*.json")
+    assert made.name == "base.json" and campaign_file.load(made).status == "complete"

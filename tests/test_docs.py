@@ -4,8 +4,11 @@ fails here instead of in a new user's terminal."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -52,6 +55,50 @@ def invoke_commands(text: str) -> list[tuple[str, list[str]]]:
                         words = match.group(1).split()
                     found.append((line.strip(), words))
     return found
+
+
+def shell_commands(text: str) -> list[str]:
+    """Each command of a page's bash blocks as the page writes it: continued lines joined, comment
+    lines and trailing comments dropped; and each ``$ `` line of its text blocks (a shown session)."""
+    found = []
+    for kind, block in re.findall(r"```(bash|text)\n(.*?)```", text, flags=re.S):
+        for line in re.sub(r"\\\n\s*", "", block).splitlines():
+            if kind == "text" and not line.startswith("$ "):
+                continue
+            line = line.removeprefix("$ ").split(" #", 1)[0].strip()
+            if line and not line.startswith("#"):
+                found.append(line)
+    return found
+
+
+def page_command(page: str, *needles: str) -> str:
+    """The one command of ``page`` (README.md, or a docs/ page by name) that holds every needle."""
+    path = REPO / page if page == "README.md" else REPO / "docs" / page
+    found = [c for c in shell_commands(path.read_text()) if all(n in c for n in needles)]
+    assert len(found) == 1, f"{page}: {len(found)} commands hold {needles}: {found}"
+    return found[0]
+
+
+def run_page_command(command: str, *, paths: dict[str, str], env: dict[str, str],
+                     timeout: float = 900) -> subprocess.CompletedProcess:
+    """A page's command run with bash from the repository root as the page writes it, but for the
+    example folders it names (``paths``: the page's /tmp/x -> this test's folder); ``env`` over this
+    environment (INVOKE_OMNIBENCH_RESULTS, INVOKE_OMNIBENCH_PORT: what a user's own host differs in),
+    with this python's `invoke` first on PATH, as an activated venv has it."""
+    for page_path in sorted(paths, key=len, reverse=True):  # /tmp/standin-eras before /tmp/standin
+        command = re.sub(rf"{re.escape(page_path)}(?![\w-])", lambda _, p=page_path: paths[p], command)
+    here = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.run(["bash", "-c", command], cwd=REPO, env={**here, **env}, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_page_commands_are_read_whole_and_their_folders_replaced(tmp_path):
+    text = ("```text\n$ invoke report\nrun0 ...\n```\n```bash\n# a comment\nPATH=/tmp/fakegpu:$PATH invoke matrix --checkout /tmp/standin-eras \\\n"
+            "    --revisions c1,c3   # a note\necho /tmp/standin /tmp/standin-eras\n```\n`invoke run` inline\n")
+    assert shell_commands(text) == ["invoke report", "PATH=/tmp/fakegpu:$PATH invoke matrix --checkout /tmp/standin-eras "
+                                    "--revisions c1,c3", "echo /tmp/standin /tmp/standin-eras"]
+    done = run_page_command(shell_commands(text)[2], paths={"/tmp/standin": "A", "/tmp/standin-eras": "B"}, env={})
+    assert done.stdout == "A B\n"
 
 
 def task_of(words: list[str]) -> tuple[str | None, list[str]]:
@@ -132,6 +179,20 @@ def test_every_task_and_flag_shown_exists(page):
         assert checked, f"{page.name} shows no invoke command: the parser missed them"
 
 
+def test_every_tasks_list_line_is_a_whole_sentence():
+    """`invoke --list` shows a task's first docstring line: one cut mid-phrase ("then each
+    workload's and", the plugins task's) reads as broken; each ends a sentence."""
+    def tasks(ns, prefix=""):
+        for name, task in ns.tasks.items():
+            yield prefix + name, (task.__doc__ or "").strip().splitlines()[0].rstrip()
+        for sub_name, sub in ns.collections.items():
+            yield from tasks(sub, f"{prefix}{sub_name}.")
+
+    cut = [(name, first) for name, first in tasks(collection()) if not first.endswith((".", ")"))]
+    assert cut == []
+    assert not "then each workload's and".endswith((".", ")"))  # the line the trial saw fails here
+
+
 def test_the_checker_catches_a_wrong_flag_and_task():
     """The checker itself: a made-up flag or task is found."""
     (line, words), = invoke_commands("```bash\ninvoke compare A B --fail-onn worse\n```")
@@ -174,3 +235,16 @@ def test_every_nox_session_the_pages_show_is_one_the_noxfile_has():
              for m in re.finditer(r"\bnox(?: -R)? -s (\w+)", page.read_text())}
     assert {name for _, name in shown} >= {"tests", "fast", "coverage"}
     assert [(page, name) for page, name in shown if name not in sessions] == []
+
+
+@pytest.mark.slow
+def test_usages_report_of_named_runs_runs_as_written(tmp_path):
+    """usage.md's `report --runs run1,run2,run3` names the runs its own measure makes in a new root
+    (after the pages' other commands run1..run3 were no one measurement, and it was refused)."""
+    from run_helpers import free_port
+
+    command = page_command("usage.md", "--runs run1,run2,run3")
+    done = run_page_command(command, paths={"/tmp/first": str(tmp_path / "first")},
+                            env={"INVOKE_OMNIBENCH_PORT": str(free_port())})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "these runs measured different things" not in done.stderr and "run3" in done.stdout

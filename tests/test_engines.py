@@ -5,7 +5,8 @@ installed by entry point and runs a matrix; an unknown engine or option is refus
 from __future__ import annotations
 
 import pytest
-from run_helpers import REPO, install_page_package, page_commands, page_files
+from run_helpers import REPO, free_port, install_page_package, page_commands, page_files
+from test_docs import page_command, run_page_command
 
 from omnibench_core.errors import SettingsError
 from omnibench_core.registry import manager as plugin_manager
@@ -44,7 +45,8 @@ def test_an_unknown_engine_or_engine_option_is_refused_naming_it(tmp_path):
 def test_the_engines_page_example_is_installed_by_entry_point_and_runs_a_matrix(invoke, tmp_path):
     """docs/engines.md's engine, taken from the page: built and installed with pip into a folder of
     its own, listed by `invoke plugins`, and the page's matrix command runs on it (its log option
-    reaches it: a line per campaign it started)."""
+    reaches it: a line per campaign it started), after docs/campaigns.md's `invoke measure -w
+    selftest` as a reader of the pages in order ran it: the engine's campaign is its own, not that one."""
     page = (REPO / "docs" / "engines.md").read_text()
     files = page_files(page)
     assert sorted(files) == ["acme_engine/plugin.py", "pyproject.toml"]
@@ -61,9 +63,19 @@ def test_the_engines_page_example_is_installed_by_entry_point_and_runs_a_matrix(
     escaping = invoke(*matrix[1:-1], "log=../acme.log", env=env)  # a name that leaves the results root
     assert escaping.returncode == 1 and "leaves the results root" in escaping.stderr, escaping.stderr
     assert not (tmp_path / "acme.log").exists()
+    # campaigns.md's first campaign (its line's first command), measured before, by invoke measure
+    first = page_command("campaigns.md", "invoke measure -w selftest &&").split(" && ")[0]
+    assert first == "invoke measure -w selftest"
+    measured = run_page_command(first, paths={}, env={"INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "results"),
+                                                      "INVOKE_OMNIBENCH_PORT": str(free_port())})
+    assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-3000:]
+    (measures,) = (tmp_path / "results").glob("local-*/campaigns/selftest_local.json")
+    before = measures.read_text()
     done = invoke(*matrix[1:], env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     log = (tmp_path / "results" / "acme.log").read_text().splitlines()
-    assert len(log) == 1 and log[0].startswith("started ") and log[0].endswith(" on slot 0")
-    (campaign,) = (tmp_path / "results").glob("local-*/campaigns/*.json")
+    assert len(log) == 1 and log[0].startswith("started ") and log[0].endswith(" on slot 0")  # the engine ran it
+    # its campaign is the engine's own; measure's is left as it was (neither refused nor taken for done)
+    assert "complete already" not in done.stdout and measures.read_text() == before
+    (campaign,) = (tmp_path / "results").glob("local-*/campaigns/selftest_local_engine-acme.json")
     assert '"status": "complete"' in campaign.read_text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 from scale_helpers import MadeStandin, invoke_standin, path_without_nvidia_smi, server_pids
+from test_docs import page_command, run_page_command
 
 from omnibench_core import api
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
@@ -334,6 +336,14 @@ class TwoEras:
     env: dict[str, str]
     common: tuple[str, ...]
 
+    def page(self, *needles: str) -> subprocess.CompletedProcess:
+        """docs/scale.md's command holding ``needles``, run as the page writes it, on this story's
+        stand-in and fake GPUs (the page's /tmp folders), results root and a free port."""
+        return run_page_command(page_command("scale.md", *needles),
+                                paths={"/tmp/standin-eras": str(self.made.root), "/tmp/fakegpu": str(self.made.fake_gpus)},
+                                env={"INVOKE_OMNIBENCH_RESULTS": str(self.results), "INVOKE_OMNIBENCH_PORT": str(free_port()),
+                                     "PATH": path_without_nvidia_smi()})
+
     def invoke(self, *args: str) -> subprocess.CompletedProcess:
         """`invoke ARGS` from the repository root with this story's results root and PATH."""
         env = {**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(self.results), **self.env}
@@ -351,9 +361,16 @@ def two_eras(tmp_path_factory) -> TwoEras:
     The matrix, the bisect and the history below run one after another on one results root, as a
     user runs them (one test each, so none takes over a minute: issue 40)."""
     tmp = tmp_path_factory.mktemp("eras")
-    made = invoke_standin(tmp / "co", "--commits", "4", "--era-from", "3", "--serve-era-from", "4", "--regress-at", "4",
-                          "--base-delay-ms", "100", "--delay-ms", "2500", "--fake-gpus", str(tmp / "gpu"))
+    # docs/scale.md's own `invoke standin` (its --out and --fake-gpus in this test's folder)
+    words = shlex.split(page_command("scale.md", "invoke standin", "--era-from"))
+    assert words[:4] == ["invoke", "standin", "--out", "/tmp/standin-eras"], words
+    flags = [str(tmp / "gpu") if w == "/tmp/fakegpu" else w for w in words[4:]]
+    made = invoke_standin(tmp / "co", *flags)
     assert made.fake_gpus is not None
+    # its commits tagged c1..c4 oldest first, as the page's --revisions c1,c3 and --good c1 name them
+    tagged = subprocess.run(["git", "-C", str(made.root), "rev-parse", "c1", "c2", "c3", "c4"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert tagged == list(made.commits) and " c3 " in made.output
     # One sample a run: the runs are the verdict's samples, and each run's deferred scoring (an ASR
     # server, SIM, UTMOS) of two took the bisect over a minute beside the suite (issue 40)
     common = ("--target", "sglang-omni", "--checkout", str(made.root), "--workload", "seedtts", "--opt",
@@ -387,7 +404,7 @@ def _served_in(results: Path, commit: str, spelling: list[str]) -> None:
 @pytest.mark.slow
 def test_a_matrix_across_two_eras_marks_the_old_one_not_measurable_and_measures_the_new(two_eras):
     c1, _, c3, _ = two_eras.made.commits
-    matrix = two_eras.invoke("matrix", *two_eras.common, "--revisions", f"{c1},{c3}", "--port", str(free_port()))
+    matrix = two_eras.page("invoke matrix", "--revisions c1,c3")  # docs/scale.md's, as written
     assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
     rows = _rows(matrix.stdout)
     assert "not-measurable" in rows[c1[:7]] and f"does not support {ERA_FLAG}" in rows[c1[:7]], matrix.stdout
@@ -399,8 +416,7 @@ def test_a_matrix_across_two_eras_marks_the_old_one_not_measurable_and_measures_
 @pytest.mark.slow
 def test_a_bisect_across_two_eras_names_the_planted_commit_from_the_first_measurable_base(two_eras):
     c1, c2, c3, c4 = two_eras.made.commits
-    bisect = two_eras.invoke("bisect", *two_eras.common, "--good", c1, "--bad", c4, "--metric",
-                             "seedtts.latency_mean_s", "--port", str(free_port()))
+    bisect = two_eras.page("invoke bisect", "--good c1 --bad c4")  # docs/scale.md's, as written
     assert bisect.returncode == 0, bisect.stdout[-4000:] + bisect.stderr[-2000:]
     assert f"first bad commit: {c4}" in bisect.stdout
     assert f"the base is {c3[:7]}" in bisect.stdout and "2 commit(s)" in bisect.stdout

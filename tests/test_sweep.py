@@ -488,9 +488,14 @@ def test_the_docs_compare_of_the_two_sweeps_compares_their_common_points(rate_sw
     revision = folder.parent.parent.parent.name
     name = folder.parent.name
     assert f"{revision}/sweeps/{name}/c4-r2_c4" in rate_swept.done.stdout  # the names the page says to fill in
-    # the page's command, its names filled in from the `sweep data:` line: the sets written last
-    # (c4-r2_c4) on both sides, so every point is common and unchanged
+    # the page's command, its names filled in from the `sweep data:` line: the name holds two sets of
+    # points (c1_c4, c4-r2_c4), so it is refused naming both, not guessed
     filled = COMPARE_COMMAND.replace("REVISION_A", revision).replace("REVISION_B", revision).replace("SWEEP", name)
+    asked = _invoke(results, filled)
+    assert asked.returncode == 1 and "was written for 2 sets of points" in asked.stderr, asked.stdout + asked.stderr
+    assert f"{revision}/{name}/c1_c4, {revision}/{name}/c4-r2_c4" in asked.stderr
+    # the set the page names (c4-r2_c4) on both sides: every point is common and unchanged
+    filled = filled.replace(f"{revision}/{name}", f"{revision}/{name}/c4-r2_c4")
     same = _invoke(results, filled)
     assert same.returncode == 0 and "2 common load points;" in same.stdout, same.stdout[-3000:] + same.stderr[-3000:]
     done = _invoke(results, f"invoke compare {revision}/{name}/c1_c4 {revision}/{name}/c4-r2_c4")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 from scipy import stats as scipy_stats
+from test_docs import run_page_command, shell_commands
 
 from omnibench_core.campaign.compare import VERDICTS as COMPARE_VERDICTS
 from omnibench_core.scale import bisect
@@ -227,10 +228,14 @@ def campaigns(tmp_path_factory):
         return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=600)
 
-    for name, delay, runs in (("base", 150, 3), ("again", 150, 2), ("slower", 300, 3)):
-        done = invoke("measure", "-w", "selftest", "-o", "selftest.requests=4", "--runs", str(runs), "--name", name,
-                      "-p", str(free_port()), delay=delay)
+    # fast and slower: the docs' own commands (EXPORT_COMMANDS), as written
+    for command in EXPORT_COMMANDS[:2]:
+        done = run_page_command(command, paths={}, env={"INVOKE_OMNIBENCH_RESULTS": str(results),
+                                                        "INVOKE_OMNIBENCH_PORT": str(free_port())}, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    done = invoke("measure", "-w", "selftest", "-o", "selftest.requests=4", "--runs", "2", "--name", "again",
+                  "-p", str(free_port()), delay=150)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     return invoke, results
 
 
@@ -242,7 +247,7 @@ def _json_of(stdout: str) -> dict:
 @pytest.mark.slow
 def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns):
     invoke, _ = campaigns
-    done = invoke("compare", "base", "slower", "--fail-on", "worse")
+    done = invoke("compare", "fast", "slower", "--fail-on", "worse")
     assert done.returncode == 1 and "--fail-on worse: selftest.latency_mean_s: worse" in done.stderr, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("selftest.latency_mean_s"))
     assert "WORSE" in row and "[+" in row, done.stdout
@@ -261,7 +266,7 @@ def test_invoke_compare_calls_a_planted_delay_worse_with_its_interval(campaigns)
     matched = next(m for m in doc["metrics"] if m["name"] == "selftest.matched")
     assert matched["verdict"] == "equivalent" and matched["method"].startswith("exact") and not matched["in_family"]
     assert doc["correction"] == "Holm" and "Welch" in doc["test"]
-    assert invoke("compare", "base", "slower", "--fail-on", "better").returncode == 0
+    assert invoke("compare", "fast", "slower", "--fail-on", "better").returncode == 0
 
 
 @pytest.mark.slow
@@ -269,7 +274,7 @@ def test_invoke_compare_of_an_a_a_pair_calls_nothing_better_or_worse(campaigns):
     invoke, _ = campaigns
     # alpha 0.001, as test_ab's A/A: two campaigns measured minutes apart on a loaded host differ
     # by that host's load (what `invoke ab` pairs away); the test is about the code, not the host
-    done = invoke("compare", "base", "again", "--fail-on", "worse", "--alpha", "0.001")
+    done = invoke("compare", "fast", "again", "--fail-on", "worse", "--alpha", "0.001")
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = {m["name"]: m["verdict"] for m in _json_of(done.stdout)["metrics"]}
     assert not {"better", "worse"} & set(verdicts.values()), done.stdout
@@ -321,14 +326,18 @@ def test_two_far_apart_rounds_at_a_small_level_give_an_unbounded_interval_not_an
     assert interval_text(row.low, row.high, row.relative).endswith("+inf%]")
 
 
-EXPORT_COMMANDS = ("invoke report --name base --csv report.csv",
-                   "invoke compare base slower --csv compare.csv --json compare.json")
+EXPORT_COMMANDS = ("INVOKE_OMNIBENCH_LOCAL_DELAY_MS=150 invoke measure -w selftest -o selftest.requests=4 --name fast",
+                   "INVOKE_OMNIBENCH_LOCAL_DELAY_MS=300 invoke measure -w selftest -o selftest.requests=4 --name slower",
+                   "invoke report --name fast --csv report.csv",
+                   "invoke compare fast slower --csv compare.csv --json compare.json")
 
 
 def test_the_docs_show_the_export_commands_these_tests_run():
+    """Each page shows the four commands, in this order, one block: what the exports name is made there."""
     for page in ("usage.md", "campaigns.md"):
-        text = (REPO / "docs" / page).read_text()
-        assert all(command in text for command in EXPORT_COMMANDS), page
+        commands = shell_commands((REPO / "docs" / page).read_text())
+        at = commands.index(EXPORT_COMMANDS[0])
+        assert tuple(commands[at:at + 4]) == EXPORT_COMMANDS, page
 
 
 @pytest.mark.slow
@@ -336,7 +345,7 @@ def test_report_and_compare_export_exact_rows_with_units_in_their_columns(campai
     # the docs' commands (EXPORT_COMMANDS), their files put under tmp_path
     invoke, results = campaigns
     out = tmp_path / "exports"
-    done = invoke("compare", "base", "slower", "--csv", str(out / "compare.csv"), "--json", str(out / "compare.json"))
+    done = invoke("compare", "fast", "slower", "--csv", str(out / "compare.csv"), "--json", str(out / "compare.json"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"wrote CSV rows: {out / 'compare.csv'}" in done.stdout
     doc = {m["name"]: m for m in _json_of(done.stdout)["metrics"]}
@@ -350,7 +359,7 @@ def test_report_and_compare_export_exact_rows_with_units_in_their_columns(campai
         by_metric = {r["metric"]: r for r in csv.DictReader(handle)}
     assert float(by_metric["selftest.latency_mean_s"]["b_mean"]) == doc["selftest.latency_mean_s"]["b_mean"]
     # report: one row a run, one column a metric with its unit; the runs' exact values
-    made = invoke("report", "--name", "base", "--csv", str(out / "report.csv"))
+    made = invoke("report", "--name", "fast", "--csv", str(out / "report.csv"))
     assert made.returncode == 0, made.stdout + made.stderr
     with (out / "report.csv").open() as handle:
         runs = list(csv.DictReader(handle))
@@ -362,5 +371,5 @@ def test_report_and_compare_export_exact_rows_with_units_in_their_columns(campai
     assert re.search(r"selftest\.latency_mean_s +lower +[0-9.]+ ms", made.stdout), made.stdout
     assert "selftest.latency_p50_s: thin percentile, not measured (6 samples needed; run1 n=4" in made.stdout
     # a path whose new folder breaks the name rule is refused before anything is written
-    bad = invoke("report", "--name", "base", "--json", str(tmp_path / "a b" / "r.json"))
+    bad = invoke("report", "--name", "fast", "--json", str(tmp_path / "a b" / "r.json"))
     assert bad.returncode == 1 and "--json" in bad.stderr and not (tmp_path / "a b").exists(), bad.stderr

@@ -117,7 +117,8 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     path = under_root(settings.run.results_root, campaign_file.campaign_path(revision, name), "campaign file")
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))
-        if path.exists():
+        new = not path.exists()
+        if not new:
             campaign = campaign_file.load(path)
             record.check_same(campaign, asked)
             if campaign.asked.score is not asked.score and any(a.run for a in campaign.attempts):
@@ -133,7 +134,14 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
         reclaim([revision], progress)
         campaign = campaign_file.save(path, campaign)
         driver = _Driver(settings, path, campaign, progress, later)
-        return Outcome(path, driver.go())
+        try:
+            return Outcome(path, driver.go())
+        except BaseException:
+            # refused before any run began (a port another run holds, say): nothing was measured, so
+            # no campaign is left to be reported as "runs: none" or taken for one with these settings
+            if new and not any(a.run for a in driver.campaign.attempts):
+                path.unlink(missing_ok=True)
+            raise
 
 
 def _dead(attempt: Attempt) -> Attempt:

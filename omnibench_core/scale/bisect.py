@@ -220,7 +220,7 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     the first measurable commit after it (the commits before are named: a change among them cannot
     be found); a not-measurable bad end is an UnsupportedOption."""
     def job(i: int) -> CampaignJob:
-        return CampaignJob(commits[i], tuple(workloads), tuple(sorted(options)), runs, client)
+        return CampaignJob(commits[i], tuple(workloads), tuple(sorted(options)), runs, client, engine=engine.name)
 
     measured: dict[str, CampaignOutcome] = {}
     not_measurable: dict[str, CampaignOutcome] = dict(skipped_ends or {})

@@ -38,7 +38,8 @@ Progress = Callable[[str], None]
 def campaign_path(folder: Path, job: CampaignJob, settings: Settings) -> Path:
     """``<results>/<revision folder>/campaigns/<name>.json``: the file ``invoke measure`` with
     these settings would use (an older omnibench's name for it, when only that one is there)."""
-    return campaign_file.path_for(folder, job.identity(settings))
+    name = job.campaign_name(settings)
+    return campaign_file.campaign_path(folder, name) if name else campaign_file.path_for(folder, job.identity(settings))
 
 
 def _measured_runs(folder: Path, campaign: record.Campaign) -> list[str]:
@@ -91,7 +92,8 @@ def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], 
     slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default."""
     t0 = time.monotonic()
     asked = asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
-    done = measure(settings, asked, progress=progress)  # named by its identity, as measure names it
+    # named by its identity, as measure names it (a plugin engine's campaign: with the engine's name)
+    done = measure(settings, asked, name=job.campaign_name(settings), progress=progress)
     campaign_done(settings, done.path, progress)  # a matrix makes no report: told at once
     return outcome_of(done.path, job, slot=slot, seconds=time.monotonic() - t0)
 

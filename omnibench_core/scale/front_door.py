@@ -85,7 +85,7 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
     option_sets = tuple(parse_sweep(sweep))
     revisions = resolve_revisions(settings, revisions_spec)
     check_size(len(revisions) * len(option_sets), "the revisions x option sets")
-    spec = MatrixSpec(revisions, tuple(workloads), option_sets, tuple(options), runs, client)
+    spec = MatrixSpec(revisions, tuple(workloads), option_sets, tuple(options), runs, client, engine=engine.name)
     try:
         return run_matrix(settings, spec, engine, resume=resume, threshold=threshold, progress=progress)
     finally:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import defaults
-from ..identity import Identity
+from ..identity import Identity, file_name
 from ..records import short_revision
 from ..settings import Settings
 from ..statuses import JobStatus
@@ -24,6 +24,7 @@ class CampaignJob:
     runs: int = defaults.RUNS
     client: str | None = None
     retries: int = defaults.RETRIES
+    engine: str = ""  # the engine that measures it; "" or one of defaults.SHARED_ENGINES: measure's own
 
     @property
     def short(self) -> str:
@@ -40,16 +41,28 @@ class CampaignJob:
         the same campaign name, as ``invoke measure`` with those settings."""
         return Identity.from_settings(settings, self.workloads, self.options, self.client)
 
+    def campaign_name(self, settings: Settings) -> str | None:
+        """The campaign's own name when a plugin's engine measures it (its identity's name with
+        ``engine-NAME``: what another engine ran is not what ``invoke measure`` measured, so it is
+        neither refused as existing nor resumed as done); None: the identity's name, as measure's."""
+        if not self.engine or self.engine in defaults.SHARED_ENGINES:
+            return None
+        return file_name([self.identity(settings).name(), f"engine-{self.engine}"])
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (for subprocesses, Ray tasks and the matrix file)."""
-        return asdict(self)
+        """JSON-ready (for subprocesses, Ray tasks and the matrix file); ``engine`` only when set,
+        so a matrix file's hash (its name) stays what it was for the shared engines."""
+        data = asdict(self)
+        if not self.engine:
+            del data["engine"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignJob:
         """Inverse of :meth:`as_dict`."""
         return cls(str(data["revision"]), tuple(data["workloads"]), tuple(data.get("options", ())),
                    int(data.get("runs", defaults.RUNS)), data.get("client"),
-                   int(data.get("retries", defaults.RETRIES)))
+                   int(data.get("retries", defaults.RETRIES)), str(data.get("engine", "")))
 
 
 @dataclass(frozen=True)

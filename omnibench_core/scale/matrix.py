@@ -60,10 +60,12 @@ class MatrixSpec:
     options: tuple[str, ...] = ()  # --opt, in every campaign
     runs: int = defaults.RUNS
     client: str | None = None
+    engine: str = ""  # the engine's name (CampaignJob.engine)
 
     def jobs(self) -> list[CampaignJob]:
         """One job per revision x option set, revisions outermost."""
-        return [CampaignJob(rev, self.workloads, tuple(sorted((*self.options, *opts))), self.runs, self.client)
+        return [CampaignJob(rev, self.workloads, tuple(sorted((*self.options, *opts))), self.runs, self.client,
+                            engine=self.engine)
                 for rev, opts in itertools.product(self.revisions, self.option_sets)]
 
 

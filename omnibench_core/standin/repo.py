@@ -224,6 +224,8 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
             client.write_text(old_era_client(new_era) if spec.old_era(index) else new_era)
         _git(out, "add", "-A", git=git)
         _git(out, "commit", "-q", "--allow-empty", "-m", _message(spec, index), git=git)
+        # a tag a commit: the pages (and a user) name commits c1..cN, not shas that differ each time
+        _git(out, "tag", commit_tag(index), git=git)
         commits.append(_git(out, "rev-parse", "HEAD", git=git))
     state = out / STATE
     state.mkdir(exist_ok=True)
@@ -233,6 +235,11 @@ def make_standin(out: Path, spec: StandinSpec | None = None, *, git: str = "git"
     if fake_gpus is not None:
         fake_gpus = write_fake_nvidia_smi(Path(fake_gpus), out, gpus=gpus).parent
     return Standin(out, tuple(commits), spec, fake_gpus)
+
+
+def commit_tag(index: int) -> str:
+    """The tag ``invoke standin`` puts on commit ``index`` (1-based): c1, c2, ..."""
+    return f"c{index}"
 
 
 def try_it(made: Standin) -> str:
@@ -248,11 +255,11 @@ def history_text(made: Standin, spec: StandinSpec, *, nvidia_smi: str = "nvidia-
     Without a fake and without ``nvidia_smi`` on PATH it says the target needs one, and how."""
     from ..tables import table
 
-    rows = ((i, sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-",
+    rows = ((i, commit_tag(i), sha[:12], spec.settings_at(i)["delay_ms"], ", ".join(spec.settings_at(i)["ci_thresholds"]) or "-",
              "old (no " + ERA_FLAG + ")" if spec.old_era(i) else "new",
              LEGACY_SERVE if spec.legacy_serve(i) else "dotted")
             for i, sha in enumerate(made.commits, start=1))
-    lines = [table(rows, ("commit", "sha", "delay_ms", "failing CI stage", "era", "serve")), f"STANDIN_OK {made.root}"]
+    lines = [table(rows, ("commit", "tag", "sha", "delay_ms", "failing CI stage", "era", "serve")), f"STANDIN_OK {made.root}"]
     if made.fake_gpus:
         lines.append(f"fake nvidia-smi: {made.fake_gpus / 'nvidia-smi'} (memory in use while a stand-in server lives)")
     elif shutil.which(nvidia_smi) is None:

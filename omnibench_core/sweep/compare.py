@@ -3,7 +3,7 @@
 
 A sweep is named as a campaign is: ``NAME`` (this revision folder), ``REVISION/NAME``, or
 ``REVISION/NAME/POINTS`` where a sweep of that name was written for several sets of points
-(without it, the set written last). The files go to
+(without it such a name is refused, naming each set: two sweeps sharing a name are not guessed). The files go to
 ``<results>/comparisons/<A>__vs__<B>/sweep-compare.{md,json,png}``, each side named
 ``REVISION.NAME.POINTS``.
 """
@@ -89,6 +89,11 @@ def find_sweep(settings: Settings, ref: str) -> SweepOnDisk:
     revision, name, points = _sweep_folder(settings, ref)
     base = sweep_file.sweeps_dir(revision) / name
     sets = sweep_file.point_sets(base)
+    if not points and len(sets) > 1:  # one name swept at several sets of points: which one is not a guess
+        prefix = ref.strip("/")
+        raise OmnibenchError(f"sweep {ref!r} was written for {len(sets)} sets of points", evidence={
+            "point sets there": ", ".join(f"{prefix}/{p.name}" for p in sets)},
+            hint=f"name one: {prefix}/POINTS (e.g. {prefix}/{sets[-1].name})")
     folder = base / points if points else (sets[-1] if sets else base)
     if not sweep_file.record_path(folder).is_file():
         raise OmnibenchError(f"no sweep {ref!r} at {base}", evidence={"point sets there": ", ".join(

@@ -78,7 +78,7 @@ def headers(result: SweepResult) -> tuple[str, ...]:
     """The table's columns: the target's only with one, the schedule's only with a request rate."""
     slo = SLO_HEADERS if result.spec.slo else ()
     open_loop = OPEN_LOOP_HEADERS if any(r.point.rate is not None for r in result.results) else ()
-    return (*BASE_HEADERS, *slo, *open_loop, "")
+    return (*BASE_HEADERS, *slo, *open_loop, "knee")
 
 
 def rows(result: SweepResult) -> list[list[str]]:
