@@ -107,9 +107,10 @@ def test_topology_from_the_standins_fake_and_a_malformed_one_is_typed(tmp_path):
     assert topo.gpu_nodes == [("0", 0), ("1", 0)]
     slots = plan_slots(("0", "1"), 9000, per="gpu", topology=lambda: topo)
     assert slots[0].slot.cpus == tuple(range(2, 16)) and slots[1].slot.cpus == tuple(range(16, 30))
-    with pytest.raises(SettingsError, match="cannot read the NUMA node"):  # no such device: typed, names the way out
+    with pytest.raises(SettingsError, match="cannot read the NUMA node") as refused:  # no such device: typed
         plan_slots(("0",), 9000, per="gpu", topology=lambda: read_topology(lscpu=str(lscpu), nvidia_smi=str(fake),
                                                                            sysfs=tmp_path / "nothing"))
+    assert "fake nvidia-smi" in refused.value.hint  # the stand-in's fakes name no real device: says so (issue 46)
     old = tmp_path / "old" / "nvidia-smi"  # the stand-in's old fake: five fields whatever was asked
     old.parent.mkdir()
     old.write_text(f"#!{sys.executable}\nprint('0, Stand-in GPU, 0.0, 143771 MiB, 00000000:00:00.0')\n")

@@ -105,6 +105,10 @@ def test_bad_option_is_explained(invoke):
     done = invoke("run", "--workload", "selftest", "--opt", "selftest.nosuch=1")
     assert done.returncode == 1
     assert "has no option 'nosuch'" in done.stderr and "client_seconds" in done.stderr
+    assert "did you mean" not in done.stderr  # nothing close to guess
+    # the new-user trial's typo (issue 46): the close name is offered, as for a misspelt flag
+    done = invoke("run", "--workload", "seedtts", "--opt", "seedtts.max_sampels=10")
+    assert done.returncode == 1 and "did you mean seedtts.max_samples?" in done.stderr, done.stderr
 
 
 def test_next_run_name_reuses_a_run_moved_aside(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from ..errors import SettingsError
@@ -225,9 +225,7 @@ def parse(pairs: Sequence[str], workloads: Sequence[Workload], client: str | Non
             raise SettingsError(f"option {pair!r} names workload {workload!r}, which is not in this run",
                                 hint=f"workloads in this run: {', '.join(schemas)}")
         if name not in schemas[workload]:
-            known = ", ".join(sorted(schemas[workload])) or "none"
-            raise SettingsError(f"workload {workload!r} has no option {name!r}", evidence={"known options": known},
-                                hint=LISTED_BY)
+            raise unknown_option(f"workload {workload!r}", name, schemas[workload], f"{workload}.")
         values[workload][name] = _read(workload, schemas[workload][name], text)
     return values
 
@@ -243,10 +241,21 @@ def parse_pairs(owner: str, schema: Sequence[Option], pairs: Sequence[str], flag
         if not sep or not key:
             raise SettingsError(f"cannot read {flag} {pair!r}", hint=f"write it as {flag} KEY=VALUE")
         if key not in known:
-            raise SettingsError(f"{owner!r} has no option {key!r}",
-                                evidence={"known options": ", ".join(sorted(known)) or "none"}, hint=LISTED_BY)
+            raise unknown_option(repr(owner), key, known)
         values[key] = _read(owner, known[key], text, f"{flag} {pair}")
     return values
+
+def unknown_option(owner: str, name: str, known: Iterable[str], prefix: str = "") -> SettingsError:
+    """The refusal of option ``name`` that ``owner`` does not have: the known ones as evidence, and
+    the close names first in the hint (``max_sampels`` -> did you mean ``seedtts.max_samples``?)."""
+    import difflib  # only on this error path
+
+    names = sorted(known)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    guess = f"did you mean {' or '.join(prefix + c for c in close)}? " if close else ""
+    return SettingsError(f"{owner} has no option {name!r}", evidence={"known options": ", ".join(names) or "none"},
+                         hint=guess + LISTED_BY)
+
 
 def _read(workload: str, opt: Option, text: str, given: str = "") -> OptionValue:
     try:

@@ -104,7 +104,10 @@ def read_topology(*, lscpu: str = "lscpu", nvidia_smi: str = "nvidia-smi", sysfs
             node = max(int(path.read_text().strip() or 0), 0)
         except (OSError, ValueError) as exc:
             raise OmnibenchError(f"cannot read the NUMA node of GPU {index}", evidence={"file": str(path)},
-                                 hint="check the PCI bus id nvidia-smi prints against /sys/bus/pci/devices") from exc
+                                 hint="check the PCI bus id nvidia-smi prints against /sys/bus/pci/devices; a fake "
+                                      "nvidia-smi (invoke standin --fake-gpus) names no real device there: setup.cpus "
+                                      "reads a real GPU host's topology, so run it on one (or point the sysfs setting "
+                                      "at a copy of one host's /sys)") from exc
         gpu_nodes.append((index, node))
     return Topology(siblings, core_node, gpu_nodes)
 
