@@ -110,7 +110,10 @@ def test_topology_from_the_standins_fake_and_a_malformed_one_is_typed(tmp_path):
     with pytest.raises(SettingsError, match="cannot read the NUMA node") as refused:  # no such device: typed
         plan_slots(("0",), 9000, per="gpu", topology=lambda: read_topology(lscpu=str(lscpu), nvidia_smi=str(fake),
                                                                            sysfs=tmp_path / "nothing"))
-    assert "fake nvidia-smi" in refused.value.hint  # the stand-in's fakes name no real device: says so (issue 46)
+    assert "--slot-cpus shared" in refused.value.hint
+    with pytest.raises(OmnibenchError, match="cannot read the NUMA node") as direct:  # invoke setup.cpus's own path
+        read_topology(lscpu=str(lscpu), nvidia_smi=str(fake), sysfs=tmp_path / "nothing")
+    assert "fake nvidia-smi" in direct.value.hint  # the stand-in's fakes name no real device: says so (issue 46)
     old = tmp_path / "old" / "nvidia-smi"  # the stand-in's old fake: five fields whatever was asked
     old.parent.mkdir()
     old.write_text(f"#!{sys.executable}\nprint('0, Stand-in GPU, 0.0, 143771 MiB, 00000000:00:00.0')\n")
