@@ -137,9 +137,11 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
         try:
             return Outcome(path, driver.go())
         except BaseException:
-            # refused before any run began (a port another run holds, say): nothing was measured, so
-            # no campaign is left to be reported as "runs: none" or taken for one with these settings
-            if new and not any(a.run for a in driver.campaign.attempts):
+            # refused before any attempt began (a port another omnibench run holds, say): nothing was
+            # tried, so no campaign is left to be reported as "runs: none" or taken for one with these
+            # settings. An attempt that began and stopped (a foreign listener on the port) is kept:
+            # the file says why it stopped, and the same command resumes it.
+            if new and not driver.campaign.attempts:
                 path.unlink(missing_ok=True)
             raise
 
