@@ -1,25 +1,25 @@
 """The seed-tts A/B commands that plant a regression, as README.md and docs/ab.md write them
-(issue 46): each is run as the page writes it (its own port and results root added), the planted
-+250 ms a request on side B is called WORSE, and the CI gate's `--fail-on worse` exits 1 on it.
+(issue 46): each is run as the page writes it (its port and results folder this test's, by
+INVOKE_OMNIBENCH_PORT and INVOKE_OMNIBENCH_RESULTS, as test_docs.run_page_command does), B's
+planted 250 ms a request more than A's is called WORSE, and the CI gate's `--fail-on worse` exits 1.
 
 Why these commands and not `--b-set local_delay_ms=250 --rounds 4` (docs/ab.md, "A planted
 regression on seed-tts"): at the default 16 requests in flight the local server's two synthesis
 threads queue them, the queue's wait swings with the host's load (a round's mean 0.36 s to 0.85 s
 on side A) and a sleep before the queue is partly hidden in it; that command read +26.3 %
 [-58.4 %, +283.4 %] `inconclusive` on this host (2026-12-06), so a test of it would fail. One
-request in flight makes a request its synthesis (about 0.05 s) plus the sleep."""
+request in flight makes a request its synthesis (about 0.05 s) plus its sleep, and a sleep on A too
+(100 ms) keeps a busy round from moving A's small synthesis time, and so the round's log-ratio, far."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from run_helpers import REPO, free_port
-from test_docs import invoke_commands
+from test_docs import invoke_commands, run_page_command
 
 from omnibench_core.ab.sequential import looks
 
@@ -49,9 +49,8 @@ def test_every_planted_seedtts_ab_command_the_pages_show_is_one_this_file_runs()
 
 
 def _run(results: Path, command: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", *command.split(), "--port", str(free_port())]
-    return subprocess.run(argv, cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
-                          capture_output=True, text=True, timeout=900)
+    return run_page_command(command, paths={}, env={"INVOKE_OMNIBENCH_RESULTS": str(results),
+                                                    "INVOKE_OMNIBENCH_PORT": str(free_port())})
 
 
 def _record(results: Path) -> dict:
