@@ -49,9 +49,11 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 # so a long file collected last leaves one core idle at the end (the workers' count and its
 # measurement: pyproject.toml's pytest addopts). By the summed wall time of each file's tests in a
 # whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md); the quality
-# files first since their fresh-clone run of ba3df1a (2026-12-06: 170 and 94 s tests).
-LONGEST_FIRST = ("test_quality_compare.py", "test_quality_ab.py", "test_quality_seedtts.py", "test_streaming.py", "test_ab.py", "test_ab_seedtts_docs.py", "test_sweep.py", "test_campaign_faults.py", "test_benchmarks.py",
-                 "test_history.py", "test_standin.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
+# files after the stand-in's since the local target keeps its questions' transcripts (w-speed40,
+# 2026-12-06: 221, 203 and 90 s tests down to 27 to 51 s each, run alone at load 2.5).
+LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_ab_seedtts_docs.py", "test_sweep.py", "test_campaign_faults.py",
+                 "test_benchmarks.py", "test_history.py", "test_standin.py", "test_quality_compare.py",
+                 "test_quality_ab.py", "test_quality_seedtts.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
                  "test_campaign.py", "test_eras.py", "test_scale.py", "test_scale_standin.py", "test_seedtts.py",
                  "test_ci_stages.py", "test_pr_summary.py", "test_videoamme.py", "test_flags.py",
                  "test_scale_interrupt.py", "test_ab_sequential.py", "test_scoring_phases.py", "test_verdicts.py",

@@ -366,6 +366,23 @@ def test_video_pixel_fields_shape_the_sampled_frames(media):
     assert fewer.frames == 2 and fewer.pixels <= 40000
 
 
+def test_a_video_is_decoded_once_per_content_and_sampling(media):
+    """The server keeps a video's summary by its bytes and the request's sampling (seen.py): the same
+    file under another name (a local set past ten questions hard-links its ten videos) is not decoded
+    again; another sampling is; a video that cannot be decoded is refused every time, never kept."""
+    from omnibench_core.local.seen import SeenVideos
+    from omnibench_core.local.vision import VideoError
+
+    seen, data = SeenVideos(), (media / "red.mp4").read_bytes()
+    assert seen.summarize(data, Sampling(fps=4), "videos[0]") == summarize_video(data, Sampling(fps=4))
+    assert seen.summarize(bytes(data), Sampling(fps=4), "a hard link's name").color == "red" and seen.decoded == 1
+    assert seen.summarize(data, Sampling(fps=2)).frames == 2 and seen.decoded == 2
+    for _ in range(2):
+        with pytest.raises(VideoError):
+            seen.summarize((media / "garbage.mp4").read_bytes(), Sampling(fps=4))
+    assert seen.decoded == 2
+
+
 def test_a_fresh_wav_outside_the_allowed_folders_reads_as_missing(server, media, tmp_path):
     url, _ = server
     outside = tmp_path / "fresh.wav"

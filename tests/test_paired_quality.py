@@ -164,6 +164,41 @@ def test_heard_cache_transcribes_each_audio_once_even_when_asked_together():
     assert cache.transcribe(np.ones(100, np.float32), 16000) and Counting.calls == 2  # another audio: heard anew
 
 
+def test_kept_transcripts_serve_the_next_server_and_never_another_recogniser(tmp_path, monkeypatch):
+    """A video question's transcript kept in the folder (--heard-dir) is read by the next server
+    process instead of transcribing again (every run starts one); a recogniser of another identity
+    (a pocketsphinx upgrade, a changed speech.py) reads none of them; without a folder nothing lasts."""
+    import numpy as np
+
+    from omnibench_core.local import heard
+    from omnibench_core.local.heard import HeardCache
+
+    class Counting:
+        calls = 0
+
+        def transcribe(self, samples, rate):
+            Counting.calls += 1
+            return f"heard {len(samples)} at {rate}"
+
+    audio = np.zeros(100, np.float32)
+    first = HeardCache(Counting(), folder=tmp_path)  # type: ignore[arg-type]
+    assert first.transcribe(audio, 16000) == "heard 100 at 16000" and (first.misses, Counting.calls) == (1, 1)
+    kept = list(tmp_path.glob("*/*.txt"))
+    assert len(kept) == 1 and kept[0].parent.name == heard.recogniser_identity()
+    after = HeardCache(Counting(), folder=tmp_path)  # type: ignore[arg-type]  # the next run's server
+    assert after.transcribe(audio, 16000) == "heard 100 at 16000"
+    assert (after.misses, after.recalled, Counting.calls) == (0, 1, 1)
+    kept[0].write_text("a planted transcript")  # what is recalled is the file's: the folder is really read
+    assert HeardCache(Counting(), folder=tmp_path).transcribe(audio, 16000) == "a planted transcript"  # type: ignore[arg-type]
+    # another pocketsphinx: another identity, so the planted (old) transcript is not read; heard anew
+    monkeypatch.setattr(heard.importlib.metadata, "version", lambda name: "9.9.9")
+    other = heard.recogniser_identity.__wrapped__()
+    assert other != heard.recogniser_identity()
+    upgraded = HeardCache(Counting(), folder=tmp_path, identity=other)  # type: ignore[arg-type]
+    assert upgraded.transcribe(audio, 16000) == "heard 100 at 16000" and Counting.calls == 2
+    assert HeardCache(Counting()).transcribe(audio, 16000) and Counting.calls == 3  # type: ignore[arg-type]  # no folder
+
+
 def _tts_run(root: Path, name: str, texts: dict[str, str], refs: dict[str, str], sims: dict[str, float]) -> Path:
     folder = root / name / "seedtts"
     folder.mkdir(parents=True)

@@ -23,6 +23,7 @@ from aiohttp import web
 
 from ..toolkit.datasets import default_cache_dir
 from ..toolkit.speech import Recognizer, Synthesizer
+from .heard import FOLDER
 from .protocol import DEFAULT_READ_ALOUD_PREFIXES
 from .server import DELAY_ON, ENGINES, ServerConfig, build_app
 from .wav import AudioLimits
@@ -68,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--quality-flip", type=float, default=0.0, metavar="P",
                        help="a planted quality change: a share P (0 to 1) of video questions is answered with another "
                             "letter and of spoken answers has words dropped or replaced; the same samples every run")
+    serve.add_argument("--heard-dir", metavar="DIR",
+                       help="folder where the transcripts of video questions' spoken audio are kept for the servers "
+                            "started after this one, keyed by the recogniser and the audio (default: heard/ in the "
+                            "omnibench cache folder; '' keeps them in memory only)")
     args, ignored = parser.parse_known_args(argv)
     if not 0 <= args.quality_flip <= 1:
         parser.error(f"--quality-flip {args.quality_flip:g} is outside 0..1")
@@ -90,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                           max_media_mb=args.max_media_mb, idle_timeout_s=args.idle_timeout,
                           body_timeout_s=args.body_timeout, delay_ms=args.delay_ms, delay_on=args.delay_on,
                           stream_chunk_s=max(args.stream_chunk_ms, 1.0) / 1000, quality_flip=args.quality_flip,
-                          audio_limits=AudioLimits(max_seconds=args.max_audio_seconds))
+                          audio_limits=AudioLimits(max_seconds=args.max_audio_seconds),
+                          heard_dir=str(default_cache_dir() / FOLDER) if args.heard_dir is None else args.heard_dir)
     print(f"local media allowed under: {', '.join(roots)}", flush=True)
     try:
         web.run_app(build_app(config, synth, recog), host=config.host, port=config.port, print=None,

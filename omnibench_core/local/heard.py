@@ -1,35 +1,63 @@
-"""The recogniser's answers kept per audio: the same question audio is transcribed once per server.
+"""The recogniser's answers kept per audio: the same question audio is transcribed once per server,
+and with a folder, once per host.
 
 The local recogniser is deterministic, so a second transcription of the same samples would give
 the same text; the local Video-AMME set of more than ten questions reuses its ten spoken questions
 (plugins/videoamme/data.py), so a 200-question run costs ten transcriptions, not 200.
 The scoring server (`/v1/audio/transcriptions`) keeps them too: a campaign's runs of a deterministic
 synthesizer send it the same answers' audio run after run, and the transcript is the same each time.
+
+A video question's spoken audio is also kept in a folder (the server's ``--heard-dir``, by default
+``<omnibench cache>/heard``): every run of a campaign or an A/B starts a server anew, and each one
+transcribed the same ten questions again (about 1.5 CPU-s each: most of a local Video-AMME run's
+work). The folder is keyed by the recogniser's identity (pocketsphinx's version and the source of the
+code that turns audio into text) and the audio's hash, so a changed recogniser never reads an old
+transcript.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import os
 import threading
 from collections import OrderedDict
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
+from ..toolkit import audio, speech
 from ..toolkit.speech import Recognizer
 
 KEEP = 256  # transcripts kept, the least recently used dropped first
+FOLDER = "heard"  # the kept transcripts' folder in the omnibench cache (the server's --heard-dir default)
+
+
+@cache
+def recogniser_identity() -> str:
+    """What a kept transcript depends on besides the audio: pocketsphinx's version and the source of
+    the modules that turn samples into its text (speech.py, audio.py's resampling)."""
+    digest = hashlib.sha256(importlib.metadata.version("pocketsphinx").encode())
+    for module in (speech, audio):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 class HeardCache:
-    """``transcribe(samples, rate)`` as the recogniser's, remembered by a hash of the audio."""
+    """``transcribe(samples, rate)`` as the recogniser's, remembered by a hash of the audio; with a
+    ``folder``, also in files there (under the recogniser's identity), for the server processes after."""
 
-    def __init__(self, recognizer: Recognizer, keep: int = KEEP) -> None:
+    def __init__(self, recognizer: Recognizer, keep: int = KEEP, folder: Path | None = None,
+                 identity: str | None = None) -> None:
         self.recognizer = recognizer
         self.keep = keep
+        self.folder = folder / (identity or recogniser_identity()) if folder is not None else None
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[str, threading.Lock] = {}  # one transcription per audio at a time
-        self.misses = 0
+        self.misses = 0  # transcribed by this process
+        self.recalled = 0  # read from the folder
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """The recogniser's transcript of ``samples`` at ``rate``, from the cache when heard before."""
@@ -43,11 +71,38 @@ class HeardCache:
                 if key in self._texts:
                     self._texts.move_to_end(key)
                     return self._texts[key]
-            text = self.recognizer.transcribe(samples, rate)
+            text = self._recall(key)
+            if text is None:
+                text = self.recognizer.transcribe(samples, rate)
+                self._keep(key, text)
+                with self._lock:
+                    self.misses += 1
+            else:
+                with self._lock:
+                    self.recalled += 1
             with self._lock:
-                self.misses += 1
                 self._texts[key] = text
                 self._pending.pop(key, None)
                 while len(self._texts) > self.keep:
                     self._texts.popitem(last=False)
         return text
+
+    def _recall(self, key: str) -> str | None:
+        if self.folder is None:
+            return None
+        try:
+            return (self.folder / f"{key}.txt").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # not there yet, or unreadable: heard anew
+            return None
+
+    def _keep(self, key: str, text: str) -> None:
+        """Written aside and renamed into place: servers running beside read a whole file or none."""
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            aside = self.folder / f".{key}.{os.getpid()}.{threading.get_ident()}"
+            aside.write_text(text, encoding="utf-8")
+            os.replace(aside, self.folder / f"{key}.txt")
+        except OSError:  # a read-only cache: this server keeps it in memory only
+            pass

@@ -17,6 +17,7 @@ from .errors import RequestError
 from .heard import HeardCache
 from .media import MediaPolicy, read_media
 from .protocol import ChatRequest, audio_tokens
+from .seen import SeenVideos
 from .vision import TOKENS_PER_FRAME, Sampling, VideoError, choose_option, summarize_video
 from .wav import AudioLimits, decode_wav
 
@@ -79,20 +80,22 @@ def sampling_of(extra: dict) -> Sampling:
 
 
 def answer(request: ChatRequest, recognizer: Recognizer | HeardCache, max_seq_len: int, media: MediaPolicy,
-           limits: AudioLimits, quality_flip: float = 0.0) -> Answer:
+           limits: AudioLimits, quality_flip: float = 0.0, videos: SeenVideos | None = None) -> Answer:
     """Read and check the files, add their tokens to the prompt, and compose the reply; a video
-    question among the ``quality_flip`` share (keyed by the video's file name) gets another letter."""
+    question among the ``quality_flip`` share (keyed by the video's file name) gets another letter.
+    ``videos``: the server's summaries kept by content (seen.py), else each video is decoded."""
     target = clone_target(request.prompt) if request.extra.get("audios") else None
     if target is not None:
         found = _clone(request, target, media, limits)
         _check_length(request, max_seq_len)
         return found
     sampling = sampling_of(request.extra)
+    summarize = videos.summarize if videos is not None else summarize_video
     summaries = []
     for i, path in enumerate(request.extra.get("videos", [])):
         what = f"videos[{i}]"
         try:
-            summaries.append(summarize_video(read_media(path, what, media), sampling, what))
+            summaries.append(summarize(read_media(path, what, media), sampling, what))
         except VideoError as exc:
             raise RequestError(400, str(exc)) from exc
     heard = []

@@ -10,6 +10,7 @@ import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -22,6 +23,7 @@ from .errors import RequestError
 from .heard import HeardCache
 from .media import MediaPolicy
 from .request_counts import ModelNames
+from .seen import SeenVideos
 from .wav import AudioLimits, decode_wav
 
 DelayOn = Literal["request", "first-chunk", "every-chunk", "every-token"]
@@ -50,6 +52,7 @@ class ServerConfig:
     delay_on: DelayOn = "request"  # each request, an answer's first or every audio chunk, or between text tokens
     stream_chunk_s: float = 0.5  # a streamed answer's audio goes out in pieces of this length
     quality_flip: float = 0.0  # share of samples answered differently (a planted quality change: flip.py)
+    heard_dir: str = ""  # where video questions' transcripts are kept for later servers (heard.py); "": memory only
 
 
 def _error(status: int, detail: str) -> web.Response:
@@ -90,6 +93,10 @@ class Handlers:
         # the same audio is transcribed once per server: a video question's spoken audio, and a
         # deterministic answer's audio that each run of a campaign sends its scoring server again
         self.heard = HeardCache(recog)
+        # a video question's spoken audio: also kept for the servers after this one (every run starts
+        # one), and the videos' summaries by content (a set past ten questions reuses its ten videos)
+        self.questions = HeardCache(recog, folder=Path(config.heard_dir) if config.heard_dir else None)
+        self.videos = SeenVideos()
 
     async def _run(self, fn, *args, **kwargs):
         return await asyncio.get_running_loop().run_in_executor(self.pool, lambda: fn(*args, **kwargs))
@@ -110,7 +117,9 @@ class Handlers:
             await asyncio.sleep(cfg.delay_ms / 1000)
 
     async def stats_view(self, request: web.Request) -> web.Response:
-        return web.json_response({**self.stats.as_json(), "transcribed": self.heard.misses})  # audio heard anew
+        return web.json_response({**self.stats.as_json(), "transcribed": self.heard.misses,  # audio heard anew
+                                  "questions_transcribed": self.questions.misses,
+                                  "questions_recalled": self.questions.recalled, "videos_decoded": self.videos.decoded})
 
     def _record(self, route: str, asked: str | None) -> None:
         line = self.stats.record(route, asked)
@@ -151,8 +160,8 @@ class Handlers:
         self._record("chat", req.model)
         reference = (req.reference, req.reference_rate) if req.reference is not None else None
         if multimodal.is_multimodal(req):
-            found = await self._run(multimodal.answer, req, self.heard, cfg.max_seq_len, self.media, cfg.audio_limits,
-                                    cfg.quality_flip)
+            found = await self._run(multimodal.answer, req, self.questions, cfg.max_seq_len, self.media,
+                                    cfg.audio_limits, cfg.quality_flip, self.videos)
             reply, reference = found.text, reference or found.reference  # audio.ref_audio wins over audios
         else:
             reply = protocol.reply_text(req, cfg.read_aloud_prefixes)
