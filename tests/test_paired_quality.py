@@ -5,6 +5,7 @@ their margins, outputs matched by sample id from real per-sample files, and the 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -190,13 +191,25 @@ def test_kept_transcripts_serve_the_next_server_and_never_another_recogniser(tmp
     assert (after.misses, after.recalled, Counting.calls) == (0, 1, 1)
     kept[0].write_text("a planted transcript")  # what is recalled is the file's: the folder is really read
     assert HeardCache(Counting(), folder=tmp_path).transcribe(audio, 16000) == "a planted transcript"  # type: ignore[arg-type]
+    # a FIFO or an oversized file in its place is not one of ours: heard anew, never a blocked open or a huge read
+    for plant in ("fifo", "huge"):
+        kept[0].unlink()
+        if plant == "fifo":
+            os.mkfifo(kept[0])
+        else:
+            kept[0].write_text("x" * (heard.MAX_TRANSCRIPT_BYTES + 1))
+        calls = Counting.calls
+        assert HeardCache(Counting(), folder=tmp_path).transcribe(audio, 16000) == "heard 100 at 16000"  # type: ignore[arg-type]
+        assert Counting.calls == calls + 1
+    assert kept[0].read_text() == "heard 100 at 16000"  # and the heard one replaced the plant
     # another pocketsphinx: another identity, so the planted (old) transcript is not read; heard anew
     monkeypatch.setattr(heard.importlib.metadata, "version", lambda name: "9.9.9")
     other = heard.recogniser_identity.__wrapped__()
     assert other != heard.recogniser_identity()
+    calls = Counting.calls
     upgraded = HeardCache(Counting(), folder=tmp_path, identity=other)  # type: ignore[arg-type]
-    assert upgraded.transcribe(audio, 16000) == "heard 100 at 16000" and Counting.calls == 2
-    assert HeardCache(Counting()).transcribe(audio, 16000) and Counting.calls == 3  # type: ignore[arg-type]  # no folder
+    assert upgraded.transcribe(audio, 16000) == "heard 100 at 16000" and Counting.calls == calls + 1
+    assert HeardCache(Counting()).transcribe(audio, 16000) and Counting.calls == calls + 2  # type: ignore[arg-type]  # no folder
 
 
 def _tts_run(root: Path, name: str, texts: dict[str, str], refs: dict[str, str], sims: dict[str, float]) -> Path:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import stat
 import threading
 from collections import OrderedDict
 from functools import cache
@@ -31,6 +32,7 @@ from ..toolkit import audio, speech
 from ..toolkit.speech import Recognizer
 
 KEEP = 256  # transcripts kept, the least recently used dropped first
+MAX_TRANSCRIPT_BYTES = 64 * 1024  # a kept transcript larger than this is not one of ours
 FOLDER = "heard"  # the kept transcripts' folder in the omnibench cache (the server's --heard-dir default)
 
 
@@ -90,8 +92,14 @@ class HeardCache:
     def _recall(self, key: str) -> str | None:
         if self.folder is None:
             return None
+        path = self.folder / f"{key}.txt"
         try:
-            return (self.folder / f"{key}.txt").read_text(encoding="utf-8")
+            # a transcript is a line of words: anything but a small regular file (a planted FIFO would
+            # block the open, a huge file the read) is not one of ours, so it is heard anew
+            found = path.stat()
+            if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_TRANSCRIPT_BYTES:
+                return None
+            return path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):  # not there yet, or unreadable: heard anew
             return None
 
