@@ -372,14 +372,14 @@ def test_the_standins_own_client_streams(tmp_path):
 # -- Video-AMME token timing (videoamme.stream): the thinker's text timed chunk by chunk --------------
 def test_token_timing_maths_on_a_planted_arrival_schedule():
     """TTFT, ITL and TPOT from arrival times: usage's count when sent, else the content chunks."""
-    from omnibench_plugins.videoamme.token_timing import token_timing
+    from omnibench_plugins.videoamme.token_timing import TokensFrom, token_timing
 
     t = token_timing(10.0, [10.5, 11.5, 11.6], 7)
     assert t.ttft_s == pytest.approx(0.5) and t.itl_s == pytest.approx((1.0, 0.1))
-    assert t.output_tokens == 7 and t.tokens_from == "usage" and t.tpot_s == pytest.approx(1.1 / 6)
+    assert t.output_tokens == 7 and t.tokens_from is TokensFrom.USAGE and t.tpot_s == pytest.approx(1.1 / 6)
     assert t.output_tokens_per_s == pytest.approx(7 / 1.6)
     counted = token_timing(10.0, [10.5, 11.5, 11.6], None)  # no usage: the chunks are the tokens
-    assert counted.output_tokens == 3 and counted.tokens_from == "chunks" and counted.tpot_s == pytest.approx(0.55)
+    assert counted.output_tokens == 3 and counted.tokens_from is TokensFrom.CHUNKS and counted.tpot_s == pytest.approx(0.55)
     assert token_timing(10.0, [10.2], None).tpot_s is None  # one token: no time per output token
     assert token_timing(10.0, [], 7) is None  # no text: nothing to time, never zeros
 

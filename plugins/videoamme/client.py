@@ -190,7 +190,7 @@ def _timing_fields(timing: Any) -> dict[str, Any]:
         return {"ttft_s": None, "tpot_s": None, "itl_s": [], "output_tokens": None, "output_tokens_from": None,
                 "output_tokens_per_s": None}
     return {"ttft_s": timing.ttft_s, "tpot_s": timing.tpot_s, "itl_s": list(timing.itl_s),
-            "output_tokens": timing.output_tokens, "output_tokens_from": timing.tokens_from,
+            "output_tokens": timing.output_tokens, "output_tokens_from": timing.tokens_from.value,
             "output_tokens_per_s": timing.output_tokens_per_s}
 
 
