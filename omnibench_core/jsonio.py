@@ -136,21 +136,58 @@ def loads(raw: str | bytes, source: str | os.PathLike[str]) -> Any:
                           "limit": MAX_DEPTH}, hint="move the file aside") from None
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (a named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class NotReadable(ValueError):
+    """A file :func:`read_bounded` refuses: ``kind`` names what it is when it is not a regular file
+    (``"a FIFO (a named pipe)"``), else ``size`` is the bytes it holds (or grew to while read)."""
+
+    def __init__(self, path: str, kind: str | None, size: int, max_bytes: int):
+        self.path, self.kind, self.size, self.max_bytes = path, kind, size, max_bytes
+        super().__init__(f"{path} is {kind}, not a regular file" if kind else
+                         f"{path} holds {size:,} bytes, over the {max_bytes:,} it may hold")
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``: the one bounded read under
+    every file omnibench reads (its records here, a file a user names in ``records.user_files``).
+    Opened without blocking and checked on the open descriptor, so a FIFO never holds the read, a
+    device (``/dev/zero``) is never read without end, and a file swapped for either between a look
+    and the read is still refused (:class:`NotReadable`); a file that grows while read is cut at the
+    bound and refused too. A missing or unreadable file raises as ``os.open`` does."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((word for test, word in _KINDS if test(info.st_mode)), "not a regular file")
+            raise NotReadable(str(path), kind, 0, max_bytes)
+        if info.st_size > max_bytes:
+            raise NotReadable(str(path), None, info.st_size, max_bytes)
+        data = bytearray()
+        while len(data) <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) > max_bytes:
+            raise NotReadable(str(path), None, len(data), max_bytes)
+        return bytes(data)
+    finally:
+        os.close(fd)
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file (see :func:`loads`: one depth limit, a typed error naming the file): a
-    regular file of at most :data:`MAX_BYTES`, else :class:`.errors.JsonTooBig` (a missing file
-    or a folder raise as ``open`` does). Opened without blocking, so a FIFO never holds the read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        size = info.st_size if stat.S_ISREG(info.st_mode) else None
-        raw = handle.read(MAX_BYTES + 1) if size is not None and size <= MAX_BYTES else b""
-        if size is None or size > MAX_BYTES or len(raw) > MAX_BYTES:
-            what = "not a regular file (a FIFO, device or socket)" if size is None else \
-                f"{max(size, len(raw)):,} bytes, over the {MAX_BYTES:,} omnibench reads"
-            raise JsonTooBig(f"{path} is {what}",
-                             evidence={"file": str(path), "limit_bytes": MAX_BYTES},
-                             hint="the file was not written by omnibench or sglang-omni: move it aside")
+    regular file of at most :data:`MAX_BYTES` (:func:`read_bounded`), else
+    :class:`.errors.JsonTooBig` (a missing file or a folder raise as ``open`` does)."""
+    try:
+        raw = read_bounded(path, MAX_BYTES)
+    except NotReadable as exc:
+        if exc.kind == "a folder":
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path)) from None
+        what = f"{exc.kind}, not a regular file" if exc.kind else f"{exc.size:,} bytes, over the {MAX_BYTES:,} omnibench reads"
+        raise JsonTooBig(f"{path} is {what}", evidence={"file": str(path), "limit_bytes": MAX_BYTES},
+                         hint="the file was not written by omnibench or sglang-omni: move it aside") from None
     return loads(raw.decode("utf-8"), path)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
-import stat
 import threading
 from collections import OrderedDict
 from functools import cache
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..jsonio import NotReadable, read_bounded
 from ..toolkit import audio, speech
 from ..toolkit.speech import Recognizer
 
@@ -92,15 +92,11 @@ class HeardCache:
     def _recall(self, key: str) -> str | None:
         if self.folder is None:
             return None
-        path = self.folder / f"{key}.txt"
         try:
             # a transcript is a line of words: anything but a small regular file (a planted FIFO would
             # block the open, a huge file the read) is not one of ours, so it is heard anew
-            found = path.stat()
-            if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_TRANSCRIPT_BYTES:
-                return None
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):  # not there yet, or unreadable: heard anew
+            return read_bounded(self.folder / f"{key}.txt", MAX_TRANSCRIPT_BYTES).decode("utf-8")
+        except (OSError, NotReadable, UnicodeDecodeError):  # not there yet, or not ours: heard anew
             return None
 
     def _keep(self, key: str, text: str) -> None:

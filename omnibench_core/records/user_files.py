@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
+
+from ..jsonio import NotReadable, read_bounded
 
 MAX_BYTES = 16 * 1024 * 1024  # 80 times the runbook's whole seed-tts list: more is not a list of samples
-
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (a named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 class UserFileError(ValueError):
@@ -31,33 +29,19 @@ class UserFileError(ValueError):
 
 def read_user_file(path_text: str, max_bytes: int = MAX_BYTES) -> str:
     """The text of the regular file ``path_text`` (``~`` expanded), at most ``max_bytes`` bytes of
-    UTF-8; raises :class:`UserFileError` saying why not."""
+    UTF-8 (the bounded read of :func:`omnibench_core.jsonio.read_bounded`); raises
+    :class:`UserFileError` saying why not."""
     path = os.path.expanduser(path_text)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        data = read_bounded(path, max_bytes)
+    except NotReadable as exc:
+        if exc.kind:
+            raise UserFileError(f"{path} is {exc.kind}, not a regular file") from None
+        raise UserFileError(f"{path} holds {exc.size:,} bytes, over the {max_bytes:,} a named file may hold") from None
     except OSError as exc:
         why = {errno.ENOENT: "no such file", errno.EACCES: "it cannot be read (permission denied)",
                errno.ENOTDIR: "a part of its path is not a folder", errno.ELOOP: "it is a loop of links"}
         raise UserFileError(f"{path}: {why.get(exc.errno or 0, exc.strerror or str(exc))}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((word for test, word in _KINDS if test(info.st_mode)), "not a regular file")
-            raise UserFileError(f"{path} is {kind}, not a regular file")
-        if info.st_size > max_bytes:
-            raise UserFileError(f"{path} holds {info.st_size:,} bytes, over the {max_bytes:,} a named file may hold")
-        data = bytearray()
-        while len(data) <= max_bytes:  # a file that grows while read is cut at the bound as well
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - len(data)))
-            if not chunk:
-                break
-            data += chunk
-        if len(data) > max_bytes:
-            raise UserFileError(f"{path} grew past the {max_bytes:,} bytes a named file may hold while it was read")
-    except OSError as exc:
-        raise UserFileError(f"{path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     try:
         return bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
