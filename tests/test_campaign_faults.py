@@ -633,18 +633,23 @@ def test_a_sweep_point_measured_after_the_revision_moved_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_measure_refused_before_any_run_leaves_no_campaign_and_the_next_one_measures(invoke, tmp_path):
-    """A port another omnibench run holds refuses the measure before run0: no campaign file is left
-    (it was, empty: `report --name base` then said "runs: none" and it stood for these settings);
-    the same command, the port free, measures the campaign."""
+def test_a_measure_refused_before_any_run_says_why_in_its_campaign_and_report_and_the_same_command_resumes(
+        invoke, tmp_path):
+    """A port another omnibench run holds refuses the measure before run0. Its campaign file stays
+    (stopped, saying why: the same command resumes it, as after a foreign listener on the port);
+    `invoke report --name base` names the campaign and why it has no runs, where it said only
+    "runs: none" (issue 46's new-user trial); the same command, the port free, measures it."""
     port = free_port()
     command = ("measure", "-w", "selftest", "-o", "selftest.requests=4", "--runs", "2", "--name", "base", "-p", str(port))
     with ownership.port_lock(port):  # another omnibench run holds it
         refused = invoke(*command)
     assert refused.returncode == 1 and f"port {port} is held by another omnibench run" in refused.stderr, refused.stderr
-    assert "campaigns/base.json" in refused.stdout  # it had made its file, and took it back
-    assert not list((tmp_path / "results").glob("*/campaigns/*.json"))
+    (made,) = (tmp_path / "results").glob("*/campaigns/*.json")
+    stopped = campaign_file.load(made)
+    assert made.name == "base.json" and stopped.status == "stopped" and f"port {port}" in stopped.reason
+    report = invoke("report", "--name", "base")
+    assert report.returncode == 1 and "has 0 complete measured run(s)" in report.stderr, report.stderr
+    assert f"port {port} is held by another omnibench run" in report.stderr and "resumes the campaign" in report.stderr
     done = invoke(*command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (made,) = (tmp_path / "results").glob("*/campaigns/*.json")
-    assert made.name == "base.json" and campaign_file.load(made).status == "complete"
+    assert campaign_file.load(made).status == "complete"

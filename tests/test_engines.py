@@ -71,7 +71,7 @@ def test_the_engines_page_example_is_installed_by_entry_point_and_runs_a_matrix(
     assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-3000:]
     (measures,) = (tmp_path / "results").glob("local-*/campaigns/selftest_local.json")
     before = measures.read_text()
-    done = invoke(*matrix[1:], env=env, timeout=600)
+    done = invoke(*matrix[1:], env={**env, "INVOKE_OMNIBENCH_PORT": str(free_port())}, timeout=600)  # 8000 may be held
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     log = (tmp_path / "results" / "acme.log").read_text().splitlines()
     assert len(log) == 1 and log[0].startswith("started ") and log[0].endswith(" on slot 0")  # the engine ran it

@@ -336,7 +336,8 @@ def test_bad_input_unreachable_address_no_gpus_and_a_revision_missing_on_the_nod
     assert "Traceback" not in none.stderr
     # the nodes clone from a repository that lacks the newest commit
     old = tmp_path / "old"
-    subprocess.run(["git", "clone", "-q", str(made.root), str(old)], check=True)
+    # --no-tags: the stand-in tags its commits c1..cN, and a tag would keep the newest commit reachable
+    subprocess.run(["git", "clone", "-q", "--no-tags", str(made.root), str(old)], check=True)
     subprocess.run(["git", "-C", str(old), "reset", "-q", "--hard", "HEAD~1"], check=True)
     settings = _settings(made, fake, tmp_path / "results")
     lines: list[str] = []

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from checkout_helpers import make_fake_checkout
+from run_helpers import free_port
 
 from omnibench_core.builtin.targets import prepare_local, prepare_sglang_omni
 from omnibench_core.errors import SettingsError
@@ -82,7 +83,7 @@ def test_a_bad_profile_flag_is_refused_before_anything_starts(invoke, tmp_path):
 def test_every_manifest_says_which_profile_it_measured(invoke, tmp_path):
     """A local run records the runbook's profile; the ci profile is refused there before a run
     directory exists."""
-    done = invoke("run", "--workload", "selftest")
+    done = invoke("run", "--workload", "selftest", "--port", str(free_port()))  # 8000 may be another run's
     assert done.returncode == 0, done.stdout + done.stderr
     (run,) = (tmp_path / "results").glob("*/run0")
     assert manifest_file.read(run).settings["server_profile"] == "runbook"

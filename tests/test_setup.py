@@ -319,7 +319,8 @@ def test_doctor_prints_ok_and_fail_with_fixes(invoke, tmp_path):
     env = setup_env(bin_dir, sysfs, INVOKE_OMNIBENCH_CHECKOUT=str(checkout),
                     INVOKE_OMNIBENCH_OMNI_CI_HOME=str(tmp_path / "omni_ci"),
                     INVOKE_OMNIBENCH_HF_CACHE=str(tmp_path / "hub"), INVOKE_OMNIBENCH_DOCKER="no-such-docker",
-                    INVOKE_OMNIBENCH_CPUS=str(min(os.sched_getaffinity(0))))
+                    INVOKE_OMNIBENCH_CPUS=str(min(os.sched_getaffinity(0))),
+                    INVOKE_OMNIBENCH_PORT=str(free_port()))  # 8000 may be another run's: its row is not the point
     done = invoke("doctor", "--target", "sglang-omni", env=env)
     assert done.returncode == 1
     rows = {line.split("  ")[0].strip(): line for line in done.stdout.splitlines()[2:]}

@@ -117,8 +117,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
     path = under_root(settings.run.results_root, campaign_file.campaign_path(revision, name), "campaign file")
     with contextlib.ExitStack() as stack:
         stack.enter_context(_campaign_lock(path))
-        new = not path.exists()
-        if not new:
+        if path.exists():
             campaign = campaign_file.load(path)
             record.check_same(campaign, asked)
             if campaign.asked.score is not asked.score and any(a.run for a in campaign.attempts):
@@ -134,16 +133,7 @@ def measure(settings: Settings, asked: Asked, *, name: str | None = None,
         reclaim([revision], progress)
         campaign = campaign_file.save(path, campaign)
         driver = _Driver(settings, path, campaign, progress, later)
-        try:
-            return Outcome(path, driver.go())
-        except BaseException:
-            # refused before any attempt began (a port another omnibench run holds, say): nothing was
-            # tried, so no campaign is left to be reported as "runs: none" or taken for one with these
-            # settings. An attempt that began and stopped (a foreign listener on the port) is kept:
-            # the file says why it stopped, and the same command resumes it.
-            if new and not driver.campaign.attempts:
-                path.unlink(missing_ok=True)
-            raise
+        return Outcome(path, driver.go())
 
 
 def _dead(attempt: Attempt) -> Attempt:

@@ -205,6 +205,14 @@ def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
     if c.status != CampaignStatus.COMPLETE or len(measured) < c.asked.runs:
         notes.append(f"campaign is {c.status}: {len(measured)} of {c.asked.runs} measured runs complete"
                      + (f" ({c.reason})" if c.reason else ""))
+    if len(measured) < 2:
+        # a campaign stopped before two runs (a port another run held, say) has no statistics: say
+        # which campaign, why it stopped, and that the same command resumes it
+        raise OmnibenchError(f"campaign {c.revision}/{c.name} has {len(measured)} complete measured run(s); mean and "
+                             "spread need at least two", evidence={"campaign file": str(path), "status": str(c.status),
+                                                                   "why": c.reason or "not measured yet"},
+                             hint="run the measure command that made it again: it resumes the campaign with its "
+                                  "settings")
     env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})
     stats = stats_of(f"{c.revision}/{c.name}", [revision / a.run for a in measured], env, notes)
     return c, stats

@@ -41,11 +41,17 @@ class CampaignJob:
         the same campaign name, as ``invoke measure`` with those settings."""
         return Identity.from_settings(settings, self.workloads, self.options, self.client)
 
+    def __post_init__(self) -> None:
+        # omnibench's own engines measure measure's campaigns: stored as "" so that a job, its matrix
+        # file and that file's name (a hash of the jobs) are the same whichever of them ran it
+        if self.engine in defaults.SHARED_ENGINES:
+            object.__setattr__(self, "engine", "")
+
     def campaign_name(self, settings: Settings) -> str | None:
         """The campaign's own name when a plugin's engine measures it (its identity's name with
         ``engine-NAME``: what another engine ran is not what ``invoke measure`` measured, so it is
         neither refused as existing nor resumed as done); None: the identity's name, as measure's."""
-        if not self.engine or self.engine in defaults.SHARED_ENGINES:
+        if not self.engine:
             return None
         return file_name([self.identity(settings).name(), f"engine-{self.engine}"])
 
