@@ -244,7 +244,8 @@ def test_usages_report_of_named_runs_runs_as_written(tmp_path):
     from run_helpers import free_port
 
     command = page_command("usage.md", "--runs run1,run2,run3")
-    done = run_page_command(command, paths={"/tmp/first": str(tmp_path / "first")},
-                            env={"INVOKE_OMNIBENCH_PORT": str(free_port())})
+    done = run_page_command(command, paths={}, env={"INVOKE_OMNIBENCH_PORT": str(free_port()),
+                                                    "TMPDIR": str(tmp_path)})  # mktemp -d makes its root here
+    assert len(list(tmp_path.glob("tmp.*"))) == 1  # a new root each time: the page's command runs again as written
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "these runs measured different things" not in done.stderr and "run3" in done.stdout

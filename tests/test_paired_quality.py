@@ -300,3 +300,21 @@ def test_history_flags_a_commit_whose_answers_changed_while_accuracy_did_not_mov
     assert "&lt;b&gt;x&lt;/b&gt;" in series_page(planted, History((planted,)), {})
     assert "Outputs changed" not in series_page(Series("videoamme", "videoamme.accuracy", "local", "higher", (), (),
                                                        "checkout"), History(()), {})
+
+
+def test_a_runs_row_that_differs_from_its_paired_samples_says_which_decides():
+    """Two rounds of a deterministic answer set give every run the same accuracy: the runs' row
+    cannot tell (`inconclusive [-28.8 %, -28.8 %]`), while McNemar over the samples says worse; the
+    console then says which one to read (the new-user retrial met both verdicts side by side)."""
+    from omnibench_core.quality.paired import QualityReport, deciding
+    from omnibench_core.stats.paired_quality import QualityVerdict
+    from omnibench_core.stats.verdict import Verdict
+
+    worse = QualityVerdict("videoamme.accuracy", "higher", "McNemar", 200, -0.23, -0.3, -0.16, 1e-12, 0.05, 0.01,
+                           Verdict.WORSE, "", counts="McNemar: 48 right on A only, 2 right on B only")
+    report = QualityReport((), (worse,), 0.05)
+    (line,) = deciding(report, {"videoamme.accuracy": "inconclusive", "videoamme.latency_mean_s": "worse"})
+    assert line == ("videoamme.accuracy: the runs' row says inconclusive; its paired samples decide it: worse "
+                    "(McNemar: 48 right on A only, 2 right on B only)")
+    assert deciding(report, {"videoamme.accuracy": "worse"}) == []  # they agree: nothing to say
+    assert deciding(report, {}) == []  # no runs' row (a metric of the samples alone)

@@ -47,6 +47,8 @@ def test_a_planted_flip_is_worse_by_mcnemar_and_a_side_against_itself_changes_no
     row = next(line for line in out.splitlines() if line.lstrip("| ").startswith("videoamme.accuracy") and "McNemar" in line)
     b, c = (int(x) for x in re.findall(r"McNemar: (\d+) right on A only, (\d+) right on B only", row)[0])
     assert "WORSE" in row and b + c <= n and b >= 6 and b > 3 * c and f"of {SAMPLES}" in row
+    # two rounds of one answer set: the rounds' accuracy row cannot tell; the console says the samples decide
+    assert "videoamme.accuracy: the runs' row says inconclusive; its paired samples decide it: worse (McNemar:" in out, out
     md = next((results / "ab").glob("*/ab.md")).read_text()
     assert "## Outputs and quality, sample by sample" in md and f"McNemar: {b} right on A only" in md
     # the same request with --fail-on resumes the finished experiment (the port is not part of its

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import SettingsError
 from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import deciding
 from ..quality.paired import lines as quality_lines
 from ..quality.paired import rows as quality_rows
 from ..registry import manager as plugin_manager
@@ -109,6 +110,7 @@ def ab_text(done: Done) -> str:
         lines += [f"outputs: {line}" for line in quality_lines(a.quality)]
         if a.quality.verdicts:
             lines.append(table(quality_rows(a.quality), QUALITY_HEADERS))
+            lines += deciding(a.quality, {v.metric: str(v.verdict) for v in a.verdicts})
     lines += list(a.looks)
     lines.append(a.scored_text())
     state = done.experiment.sequential

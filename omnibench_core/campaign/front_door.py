@@ -14,6 +14,7 @@ from ..errors import OmnibenchError, SettingsError
 from ..heartbeat import working
 from ..identity import RUN_SETTINGS
 from ..quality.paired import HEADERS as QUALITY_HEADERS
+from ..quality.paired import deciding
 from ..quality.paired import lines as quality_lines
 from ..quality.paired import rows as quality_rows
 from ..registry import manager as plugin_manager
@@ -203,6 +204,7 @@ def compare_text(made: Compared) -> str:
         lines += [f"outputs: {line}" for line in quality_lines(c.quality)]
         if c.quality.verdicts:
             lines.append(table(quality_rows(c.quality), QUALITY_HEADERS))
+            lines += deciding(c.quality, {m.name: str(m.verdict) for m in c.metrics})
     lines += [f"{m.verdict} {m.name}: {m.why}" for m in c.metrics if m.verdict == Verdict.INCONCLUSIVE]
     lines += [f"note: {n}" for n in c.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in c.verdicts().items()))

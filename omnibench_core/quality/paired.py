@@ -137,3 +137,17 @@ def lines(report: QualityReport) -> list[str]:
     return ([c.describe() for c in report.changed]
             + [f"{v.metric}: {v.verdict.value}: {v.why}" + (f" ({v.counts})" if v.counts else "")
                for v in report.verdicts])
+
+
+def deciding(report: QualityReport, others: Mapping[str, str]) -> list[str]:
+    """Where a metric has both a row over runs or rounds (``others``: metric -> its verdict word)
+    and a verdict of its paired samples that differ, which one to read: the samples', since a
+    deterministic answer set gives every run the same value and two runs a side can tell nothing
+    of it (``inconclusive [-28.8 %, -28.8 %]``) where hundreds of paired samples can."""
+    out = []
+    for v in report.verdicts:
+        word = others.get(v.metric)
+        if word is not None and word != v.verdict.value:
+            out.append(f"{v.metric}: the runs' row says {word}; its paired samples decide it: {v.verdict.value}"
+                       + (f" ({v.counts})" if v.counts else ""))
+    return out
