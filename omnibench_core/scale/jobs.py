@@ -24,7 +24,7 @@ class CampaignJob:
     runs: int = defaults.RUNS
     client: str | None = None
     retries: int = defaults.RETRIES
-    engine: str = ""  # the engine that measures it; "" or one of defaults.SHARED_ENGINES: measure's own
+    engine: str = ""  # a plugin engine that measures it; "" for measure's own (defaults.SHARED_ENGINES)
 
     @property
     def short(self) -> str:
