@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..campaign import campaign_file, record
-from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+from ..campaign.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, Comparison
 from ..campaign.execute import asked_from, measure
 from ..campaign.front_door import campaign_done
 from ..campaign.front_door import compare as compare_campaigns
@@ -121,27 +121,33 @@ class Verdict:
         return f"{change} {interval_text(self.low, self.high, self.relative)}"
 
 
+def _comparison(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settings: Settings,
+                metrics: Sequence[str] | None) -> Comparison:
+    """The campaign layer's comparison of B with A (its compare.md/json written too); campaigns of
+    one matrix may differ in their slot's CPU group, which is noted rather than refused."""
+    return compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
+                             summary=COMPARISON_SUMMARY).comparison
+
+
+def _rows(comparison: Comparison) -> tuple[Verdict, ...]:
+    return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
+                         m.needed) for m in comparison.metrics)
+
+
 def compare_all(a: CampaignOutcome, b: CampaignOutcome, threshold: float, settings: Settings,
                 metrics: Sequence[str] | None = None) -> tuple[Verdict, ...]:
     """B against A on every metric (or on ``metrics``): the campaign layer's verdicts (Welch's t
-    interval, the family Holm-held to alpha, a minimum effect of ``threshold``; its compare.md/json
-    are written too). Campaigns of one matrix may differ in their slot's CPU group, which is noted
-    rather than refused."""
-    made = compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True, metrics=metrics,
-                         summary=COMPARISON_SUMMARY)
-    return tuple(Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level,
-                         m.needed) for m in made.comparison.metrics)
+    interval, the family Holm-held to alpha, a minimum effect of ``threshold``)."""
+    return _rows(_comparison(a, b, threshold, settings, metrics))
 
 
 def compare(a: CampaignOutcome, b: CampaignOutcome, metric: str, threshold: float, settings: Settings) -> Verdict:
     """B against A on one metric, a family of one (``missing`` when the campaigns lack it). A
     quality metric judged sample by sample (``videoamme.accuracy``: McNemar's test) takes the
     paired verdict: run against run, a deterministic server's accuracy can never be ``worse``."""
-    made = compare_campaigns(settings, a.campaign, b.campaign, min_effect=threshold, across_slots=True,
-                             metrics=(metric,), summary=COMPARISON_SUMMARY)
-    found = [Verdict(m.name, m.a_mean, m.b_mean, m.pct, m.verdict, m.why, m.low, m.high, m.relative, m.level, m.needed)
-             for m in made.comparison.metrics if m.name == metric]
-    paired = [q for q in (made.comparison.quality.verdicts if made.comparison.quality else ()) if q.metric == metric]
+    made = _comparison(a, b, threshold, settings, (metric,))
+    found = [v for v in _rows(made) if v.metric == metric]
+    paired = [q for q in (made.quality.verdicts if made.quality else ()) if q.metric == metric]
     if found and paired:
         return paired_verdict(found[0], paired[0])
     return found[0] if found else Verdict(metric, None, None, None, "missing", "not in the comparison")
