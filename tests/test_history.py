@@ -96,10 +96,12 @@ def _driver_wrapper(folder: Path, fake: Path) -> Path:
 @pytest.fixture(scope="module")
 def half(tmp_path_factory) -> Half:
     tmp = tmp_path_factory.mktemp("history")
-    # 100 ms a request on every commit, 300 from commit 6 on: a busy machine's noise stays far below it
-    # with 2 runs (at 50 ms a loaded 2-core machine once made a second, false step among 5 commits)
+    # 100 ms a request on every commit, 1 s from commit 6 on (a sleep: wall time, no CPU). With 2 runs a
+    # commit a step is kept only when Welch's interval at about one degree of freedom (t near 12.7)
+    # excludes 0: at +200 ms, commit 7's two runs (mean 0.33 s, interval [0, 0.70] on a quiet host, a
+    # fresh clone of eed4c73) hid the step; at 50 ms a loaded machine once made a second, false step
     made = invoke_standin(tmp / "co", "--commits", "8", "--regress-at", "6", "--base-delay-ms", "100",
-                          "--delay-ms", "200", "--fake-gpus", str(tmp / "fakegpu"))
+                          "--delay-ms", "900", "--fake-gpus", str(tmp / "fakegpu"))
     assert made.fake_gpus is not None and len(made.commits) == 8
     results, root, c = tmp / "results", str(made.root), made.commits
     old = path_without_nvidia_smi(made.fake_gpus)
