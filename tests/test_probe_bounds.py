@@ -14,7 +14,7 @@ import pytest
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
 from omnibench_core.errors import ProbeFailed, UnsupportedOption
 from omnibench_core.process.capture import MAX_OUTPUT_BYTES, Ending, capture
-from omnibench_core.process.proctree import alive
+from omnibench_core.process.proctree import TOKEN_VAR, Tree, alive
 from omnibench_core.records import TargetEnv
 from omnibench_core.run import capabilities as caps
 from omnibench_core.store import capabilities_file
@@ -60,6 +60,31 @@ def test_a_child_that_left_the_group_is_found_by_its_token_and_stopped(tmp_path)
     got = capture([sys.executable, prog], 600.0)
     child = int(pidfile.read_text())
     assert got.ending is Ending.EXITED and not alive(child)
+
+
+def _plant_process(proc: Path, pid: int, environ: bytes, state: str = "S") -> None:
+    """A process in a planted /proc: its stat (own group and session) and its environment as read."""
+    (proc / str(pid)).mkdir(parents=True, exist_ok=True)
+    (proc / str(pid) / "stat").write_text(f"{pid} (python3) {state} 1 {pid} {pid} 0 -1 0")
+    (proc / str(pid) / "environ").write_bytes(environ)
+
+
+def test_a_member_whose_environment_reads_empty_is_asked_again_and_kept_while_it_exits(tmp_path):
+    """The race behind a flaky capture (2026-12-06, a whole-suite run): a process's environment
+    reads empty while it execs or exits. Not knowing is not "no": an empty read is asked again (not
+    cached as a stranger), and a member found once stays one while it exits, until it is a zombie."""
+    proc, token = tmp_path / "proc", "capture-abc"
+    tree, known = Tree(token=token), {}
+    _plant_process(proc, 4242, b"")  # mid-exec: nothing to read yet
+    assert tree.members(proc, cache=known) == set() and 4242 not in known
+    _plant_process(proc, 4242, f"PATH=/bin\0{TOKEN_VAR}={token}\0".encode())
+    assert tree.members(proc, cache=known) == {4242}
+    _plant_process(proc, 4242, b"")  # exiting: memory released, not yet a zombie
+    assert tree.members(proc, cache=known) == {4242}
+    _plant_process(proc, 4242, b"", state="Z")
+    assert tree.members(proc, cache=known) == set()
+    _plant_process(proc, 77, b"PATH=/bin\0")  # a stranger is known as one
+    assert tree.members(proc, cache=known) == set() and known[77] is False
 
 
 def test_megabytes_are_cut_at_the_cap_and_stop_the_program(tmp_path):

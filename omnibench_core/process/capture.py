@@ -117,7 +117,9 @@ def capture(argv: Sequence[str], deadline_s: float, *, env: Mapping[str, str] | 
     def reap() -> None:
         popen.poll()
 
-    record = stop_members(tree.members, STOP_GRACE_S, pgid=popen.pid, reap=reap, by="capture")
+    # one cache for the whole stop: a member found once stays one while it exits (the watchdog's way)
+    known: dict[int, bool] = {}
+    record = stop_members(lambda: tree.members(cache=known), STOP_GRACE_S, pgid=popen.pid, reap=reap, by="capture")
     popen.wait()
     popen.stdout.close()
     popen.stderr.close()

@@ -80,17 +80,26 @@ def descendants(root: int, snap: dict[int, ProcInfo]) -> set[int]:
     return found
 
 
-def environ_has_token(pid: int, token: str, proc: Path = Path("/proc")) -> bool:
-    """True when ``pid`` was started with ``token`` in :data:`TOKEN_VAR` (unreadable counts as no)."""
+def token_state(pid: int, token: str, proc: Path = Path("/proc")) -> bool | None:
+    """Whether ``pid`` was started with ``token`` in :data:`TOKEN_VAR`; None while its environment
+    cannot be read. A process reads as empty or unreadable while it execs or exits (its memory is
+    being replaced or released): not knowing is not "no", so callers ask again rather than keep it."""
     try:
         data = (proc / str(pid) / "environ").read_bytes()
     except OSError:
-        return False
+        return None
+    if not data:
+        return None
     prefix = TOKEN_VAR.encode() + b"="
     for item in data.split(b"\0"):
         if item.startswith(prefix):
             return token.encode() in item[len(prefix):].split()
     return False
+
+
+def environ_has_token(pid: int, token: str, proc: Path = Path("/proc")) -> bool:
+    """True when ``pid`` was started with ``token`` in :data:`TOKEN_VAR` (unreadable counts as no)."""
+    return bool(token_state(pid, token, proc))
 
 
 def add_token(env: dict[str, str], token: str) -> dict[str, str]:
@@ -113,7 +122,9 @@ class Tree:
         """The live pids that belong to the program now.
 
         ``cache`` (pid -> carries the token) spares re-reading every process's environment on
-        each poll: an environment only changes on exec, and only our processes exec with ours.
+        each poll: an environment only changes on exec, and only our processes exec with ours. It
+        also keeps a member found once while it exits: its environment reads empty before it is a
+        zombie. An environment that could not be read is asked again at the next poll, never cached.
         """
         snap = snapshot(proc) if snap is None else snap
         cache = {} if cache is None else cache
@@ -125,7 +136,10 @@ class Tree:
                 found.add(info.pid)
             elif self.token:
                 if info.pid not in cache:
-                    cache[info.pid] = environ_has_token(info.pid, self.token, proc)
+                    state = token_state(info.pid, self.token, proc)
+                    if state is None:
+                        continue
+                    cache[info.pid] = state
                 if cache[info.pid]:
                     found.add(info.pid)
         found.discard(os.getpid())  # never ourselves, whatever our environment says
