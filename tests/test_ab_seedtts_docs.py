@@ -24,8 +24,8 @@ from test_docs import invoke_commands, run_page_command
 from omnibench_core.ab.sequential import looks
 
 PAGES = (REPO / "README.md", REPO / "docs" / "ab.md")
-PLANTED = ("invoke ab --workload seedtts --opt seedtts.max_concurrency=1 --opt seedtts.max_samples=8 "
-           "--a-set local_delay_ms=100 --b-set local_delay_ms=350 --max-rounds 8")
+PLANTED = ("invoke ab --workload seedtts --opt seedtts.max_concurrency=1 --opt seedtts.max_samples=4 "
+           "--a-set local_delay_ms=100 --b-set local_delay_ms=350 --max-rounds 8 --score none")
 INTERLEAVED = PLANTED
 DUET = f"{PLANTED} --slots 0,1"
 GATE = f"{PLANTED} --fail-on worse"
@@ -67,6 +67,9 @@ def _assert_called_worse(done: subprocess.CompletedProcess, results: Path) -> di
     seq = _record(results)["sequential"]
     assert seq["stop"] == "decided" and seq["rounds_run"] in looks(8), out[-4000:]
     assert LATENCY in seq["decisive"] and {v for _, v in seq["looks"][-1]["verdicts"]} == {"worse"}
+    # a speed question (--score none): no run, warm-up or round, was scored for quality
+    assert "quality: no run scored (--score none)" in done.stdout, out[-4000:]
+    assert not list(results.glob("local-*/run*/asr.log")), out[-4000:]
     return seq
 
 
