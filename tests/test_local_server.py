@@ -158,12 +158,15 @@ def test_the_voice_pitch_a_server_starts_with_is_the_one_it_would_measure():
 
 def test_every_pooled_voice_has_synthesized_once_before_the_port_opens(monkeypatch):
     """A voice's first synthesis is 0.2 s of lazy loading: each pooled voice does it at start, so no
-    request pays it (the pool hands voices out in turn; only the first used to be warm)."""
+    request pays it (the pool hands voices out in turn; only the first used to be warm). Every voice
+    after the first is given the first's G2P (one load a server, not one a voice)."""
     made: list = []
 
     class Voice:  # hibari's voice, counting its syntheses
-        def __init__(self, threads: int):
+        def __init__(self, threads: int, g2p: object = None):
             self.calls = 0
+            self.given = g2p
+            self.g2p = g2p if g2p is not None else object()  # hibari loads its own when given none
             made.append(self)
 
         def __call__(self, text: str, speed: float, seed: int | None) -> np.ndarray:
@@ -173,6 +176,7 @@ def test_every_pooled_voice_has_synthesized_once_before_the_port_opens(monkeypat
     monkeypatch.setitem(sys.modules, "hibari", types.SimpleNamespace(Hibari=Voice, __version__="0.2.1"))
     Synthesizer(3)
     assert [voice.calls for voice in made] == [1, 1, 1]
+    assert made[0].given is None and all(voice.given is made[0].g2p for voice in made[1:])
 
 
 def test_voice_clone_reference_moves_the_voice(server):

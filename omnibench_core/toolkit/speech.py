@@ -90,14 +90,20 @@ class Synthesizer:
     def __init__(self, workers: int = 2):
         import hibari  # imported here: loading is the server's "model load"
 
+        shared: dict[str, Any] = {}
+
         def voice() -> Any:
-            tts = hibari.Hibari(threads=1)
+            # One G2P (lexicons, tagger: read-only once loaded) for every pooled voice: each voice
+            # loading its own cost a speech server 0.2 CPU-s more a start (2026-12-06, issue 40),
+            # and the phonemes are the same either way.
+            tts = hibari.Hibari(threads=1, g2p=shared.get("g2p"))
             # A voice's first synthesis loads what it loads lazily (0.2 s, whatever the text; later ones
             # take 0.01-0.02 s): done here, while the port is closed, for every pooled voice. When only
             # the calibration warmed the first voice, the request that first reached the second paid
             # 0.2 s: a timed one wherever no warm-up request took it first (seedtts.warmup=0, a
             # workload without warm-up). Found 2026-12-05.
             tts(WARM_UP_TEXT, speed=1.0, seed=0)
+            shared.setdefault("g2p", tts.g2p)
             return tts
 
         self._pool = _Pool(voice, workers)
