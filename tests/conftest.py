@@ -51,7 +51,7 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 # whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md); the quality
 # files after the stand-in's since the local target keeps its questions' transcripts (w-speed40,
 # 2026-12-06: 221, 203 and 90 s tests down to 27 to 51 s each, run alone at load 2.5).
-LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_ab_seedtts_docs.py", "test_sweep.py", "test_campaign_faults.py",
+LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_ab_seedtts_docs.py", "test_ab_seedtts_duet_docs.py", "test_sweep.py", "test_campaign_faults.py",
                  "test_benchmarks.py", "test_history.py", "test_standin.py", "test_quality_compare.py",
                  "test_quality_ab.py", "test_quality_seedtts.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
                  "test_campaign.py", "test_eras.py", "test_scale.py", "test_scale_standin.py", "test_seedtts.py",

@@ -87,17 +87,3 @@ def test_the_interleaved_command_calls_the_planted_regression_worse_and_the_ci_g
     assert gate.returncode == 1, gate.stdout[-4000:] + gate.stderr[-4000:]
     assert f"{LATENCY}: worse" in gate.stdout + gate.stderr
     assert sorted(p.name for p in results.glob("local-*/run*")) == runs and _record(results)["sequential"] == seq
-
-
-@pytest.mark.slow
-def test_the_duet_command_of_the_readme_and_ab_md_calls_it_worse_on_balanced_slots(tmp_path):
-    results = tmp_path / "results"
-    done = _run(results, DUET)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    seq = _assert_called_worse(done, results)
-    rec = _record(results)
-    assert rec["identity"]["design"] == "duet"
-    measured = [a for a in rec["attempts"] if a["status"] == "complete" and a["round"] > 0]
-    assert len(measured) == 2 * seq["rounds_run"] and not any(a["alone"] for a in measured)
-    on_slot_0 = [a["where"] for a in measured if a["side"] == "A"]
-    assert len(set(on_slot_0)) == 2 and on_slot_0.count(on_slot_0[0]) == len(on_slot_0) // 2  # A on each slot alike
