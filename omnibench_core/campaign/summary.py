@@ -213,7 +213,7 @@ def campaign_stats(path: Path) -> tuple[record.Campaign, RunSetStats]:
                                                                    "why": c.reason or "not measured yet"},
                              hint="run the measure command that made it again: it resumes the campaign with its "
                                   "settings")
-    env = dict(c.environment) or (environment_of(revision / measured[0].run) if measured else {})
+    env = dict(c.environment) or environment_of(revision / measured[0].run)  # two or more runs here
     stats = stats_of(f"{c.revision}/{c.name}", [revision / a.run for a in measured], env, notes)
     return c, stats
 

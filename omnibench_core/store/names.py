@@ -246,8 +246,9 @@ def new_path_problem(path: str) -> str:
     makes, held to :func:`name_problem`; the parts that exist are the user's own."""
     if not path:
         return "it is empty"
-    if path_problem(path):
-        return path_problem(path)
+    problem = path_problem(path)
+    if problem:
+        return problem
     parts = Path(path).parts
     for i, part in enumerate(parts):
         if part in ("/", ".", "..") or Path(*parts[:i + 1]).exists():
