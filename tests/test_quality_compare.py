@@ -11,21 +11,26 @@ from run_helpers import invoke_in as invoke
 
 from omnibench_core.local import flip
 
-CAMPAIGN_SAMPLES = 40  # the fewest that show it: 11 of 40 questions flipped at 0.3, McNemar needs 6 one way (p 0.03)
+# The fewest that show it: McNemar's exact test needs 6 discordant pairs one way (p 0.03); at a share
+# of 0.6, 8 of the first 12 questions are flipped (p 0.008) and 4 are not (the count of changed answers
+# still tells flipped from unflipped). 40 questions at 0.3 (11 flipped) cost 50 CPU-s (issue 40).
+CAMPAIGN_SAMPLES = 12
+FLIP_SHARE = 0.6
 
 
 @pytest.mark.slow
 def test_compare_of_two_campaigns_one_with_the_flip_says_what_the_ab_says(tmp_path):
-    """`invoke measure` twice (the second with local_quality_flip=0.3), then `invoke compare`: accuracy
+    """`invoke measure` twice (the second with local_quality_flip=0.6), then `invoke compare`: accuracy
     `worse` with McNemar's counts and the answers changed; a campaign against itself: 0 changed, no
     quality row better or worse."""
     results = tmp_path / "results"
     opts = ("-w", "videoamme", "--runs", "2", "-o", f"videoamme.max_samples={CAMPAIGN_SAMPLES}", "-o", "videoamme.warmup=1")
-    for name, flip_share in (("base", "0"), ("flipped", "0.3")):
+    for name, flip_share in (("base", "0"), ("flipped", str(FLIP_SHARE))):
         done = invoke(results, "measure", *opts, "--name", name, "-p", str(free_port()),
                       env={"INVOKE_OMNIBENCH_LOCAL_QUALITY_FLIP": flip_share})
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    n = sum(flip.chosen(f"local_vamme_{i:03d}.mp4", 0.3) for i in range(CAMPAIGN_SAMPLES))
+    n = sum(flip.chosen(f"local_vamme_{i:03d}.mp4", FLIP_SHARE) for i in range(CAMPAIGN_SAMPLES))
+    assert 6 <= n < CAMPAIGN_SAMPLES, n  # enough for McNemar, and some questions left unflipped
     done = invoke(results, "compare", "base", "flipped", "--wide")
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
