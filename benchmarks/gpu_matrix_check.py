@@ -9,7 +9,7 @@ GPU_FREE after each stop waits on the real ``nvidia-smi``.
 
 Two modes (both by default):
 
-* ``matrix``: 3 commits (20/20/80 ms) on slots 0,1 with ``--slot-per gpu`` and ``--slot-cpus rule``
+* ``matrix``: 3 commits (20/20/80 ms; ``--delays-ms``) on slots 0,1 with ``--slot-per gpu`` and ``--slot-cpus rule``
   (``shared`` when the host is too small for the rule; the JSON says which); per campaign its
   slot, GPU_FREE seconds after each server stop, verdicts against the first commit, wall time,
   and the GPU compute processes left afterwards (``nvidia-smi --query-compute-apps``).
@@ -230,6 +230,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2, help="measured runs per matrix campaign (after run0)")
     parser.add_argument("--noise-runs", type=int, default=3, help="measured runs per noise campaign")
     parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--delays-ms", default="20,20,80",
+                        help="the matrix's commits, each request's latency in ms (the third: a slot used twice)")
     parser.add_argument("--gib", type=float, default=4.0, help="GPU memory each load holds")
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--out", required=True)
@@ -258,7 +260,7 @@ def main() -> int:
                 root = Path(tmp) / "matrix"
                 logdir = root / "load"
                 logdir.mkdir(parents=True)
-                commits = make_checkout(root / "co", [20, 20, 80], logdir, args.gib)
+                commits = make_checkout(root / "co", [float(d) for d in args.delays_ms.split(",")], logdir, args.gib)
                 m = run_matrix(root, commits, "0,1", opts, args.runs, args.port, log)
                 m["apps_after"] = compute_apps()
                 m["memory_after"] = memory_used()
