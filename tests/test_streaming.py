@@ -327,8 +327,17 @@ def test_a_planted_per_chunk_delay_is_found_worse(planted):
     assert compared.returncode == 1, compared.stdout + compared.stderr  # --fail-on worse
     doc = json.loads(next((results / "comparisons").glob("*/compare.json")).read_text())
     verdicts = {m["name"]: m["verdict"] for m in doc["metrics"]}
-    for name in ("seedtts.inter_chunk_mean_s", "seedtts.max_playback_underrun_mean_s"):
-        assert verdicts[name] == "worse", f"{name}: {verdicts[name]}\n{compared.stdout}"
+    assert verdicts["seedtts.inter_chunk_mean_s"] == "worse", compared.stdout
+    # The underrun: base's is 0 in every run (sd 0), so Welch's degrees of freedom are B's two runs
+    # less one; a busy host's stalls spread B's 0.35 s underrun by 61 ms in a whole-suite run
+    # (2026-12-06), t 8 against a critical t of about 100 at one degree: "inconclusive, about 4 runs
+    # a side would resolve it" is then the honest answer (four runs cost this fixture 25 s more). What
+    # must hold: never better or the same, every run of B starved and none of A, and an inconclusive
+    # row says how many runs would decide it.
+    row = next(m for m in doc["metrics"] if m["name"] == "seedtts.max_playback_underrun_mean_s")
+    assert row["verdict"] in ("worse", "inconclusive"), compared.stdout
+    assert row["verdict"] == "worse" or row["needed"] > 2, row  # "about N runs a side would resolve it"
+    assert row["a_mean"] == 0 and row["b_mean"] >= 0.25, row  # 0.8 s before each 0.5 s piece: 0.3 s starved
     # A p95 of two requests' gaps is nearly their largest gap: one of base's three runs slowed by a
     # busy host spreads base's p95 so wide that three runs (and B's two) cannot tell (seen at load 7:
     # [-151 %, +2022 %], "about 4 runs a side would resolve it"). That answer is honest; what must
