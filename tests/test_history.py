@@ -34,7 +34,7 @@ from omnibench_core.history.series import History
 from omnibench_core.history.store import DB_NAME, SCHEMA_VERSION, Identity, IndexedCampaign
 
 METRIC = "selftest.latency_mean_s"
-SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=4")
+SELFTEST = ("--workload", "selftest", "--opt", "selftest.serve_with_target=true", "--opt", "selftest.requests=2")
 SLOTS = ("--runs", "2", "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared")
 # the driver story's three campaigns: one step between two commits, each side its own 3 runs (with 2,
 # a busy host's one slow run left a 2-run Welch interval at about 1 degree of freedom that spans 0)
