@@ -22,7 +22,7 @@ from omnibench_core.scale import front_door as commands
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray_helpers import local_cluster  # noqa: E402
 
 from omnibench_core.scale.ray_engine import RayEngine  # noqa: E402
 from omnibench_core.settings import Settings  # noqa: E402
@@ -35,13 +35,13 @@ OPTS = ("selftest.serve_with_target=true", "selftest.delay=0.05", "selftest.requ
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1})
-    worker = c.add_node(num_cpus=2, num_gpus=1)
-    c.wait_for_nodes()
-    ray.init(address=c.address)
-    yield c, worker
-    ray.shutdown()
-    c.shutdown()
+    with local_cluster({"num_cpus": 2, "num_gpus": 1}, {"num_cpus": 2, "num_gpus": 1}) as c:
+        (worker,) = c.worker_nodes
+        ray.init(address=c.address)
+        try:
+            yield c, worker
+        finally:
+            ray.shutdown()
 
 
 def _running_run(results: Path) -> tuple[Path, dict] | None:

@@ -39,7 +39,7 @@ from omnibench_core.statuses import CampaignStatus
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[ray]') to run the Ray "
                                         "engine's tests")
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray_helpers import local_cluster  # noqa: E402
 
 from omnibench_core.scale.ray_engine import RayEngine, _ActorHome  # noqa: E402
 
@@ -57,9 +57,12 @@ def _node_args(base: Path, name: str) -> dict:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("nodes")
-    c = Cluster(initialize_head=True, head_node_args=_node_args(base, "node-a"))
-    c.add_node(**_node_args(base, "node-b"))
-    c.wait_for_nodes()
+    with local_cluster(_node_args(base, "node-a"), _node_args(base, "node-b")) as c:
+        yield from _with_driver(c, base)
+
+
+def _with_driver(c, base: Path):
+    """The module's cluster with this process connected as its driver, and a stand-in checkout."""
     ray.init(address=c.address)
     co = base / "co"
     # the stand-in `invoke standin` makes: 100, 100 and 300 ms a request (far above a busy machine's noise)
@@ -70,7 +73,6 @@ def cluster(tmp_path_factory):
         yield c, base, made, fake
     finally:
         ray.shutdown()
-        c.shutdown()
 
 
 def _settings(made, fake: Path, results: Path) -> Settings:
@@ -327,11 +329,8 @@ def test_bad_input_unreachable_address_no_gpus_and_a_revision_missing_on_the_nod
     assert dead.returncode == 1 and "cannot reach the Ray cluster at 127.0.0.1:" in dead.stderr, dead.stderr
     assert "Traceback" not in dead.stderr
     # a cluster without GPUs
-    bare = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "include_dashboard": False})
-    try:
+    with local_cluster({"num_cpus": 1, "num_gpus": 0, "include_dashboard": False}) as bare:
         none = invoke(*common, "--address", bare.address, timeout=600)
-    finally:
-        bare.shutdown()
     assert none.returncode == 1 and "the Ray cluster has no free GPU slot" in none.stderr, none.stdout + none.stderr
     assert "Traceback" not in none.stderr
     # the nodes clone from a repository that lacks the newest commit
