@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -127,6 +128,30 @@ def test_bench_boundary_smoke_prints_each_rule_with_its_false_alarms():
     done = _run("bench_boundary.py", "--max-rounds", "8", "--sd", "0.06", "--reps", "200")
     rows = [line for line in done.stdout.splitlines() if line.startswith("sd 0.06  N  8")]
     assert rows and any("(the rule)" in line for line in rows) and all("false alarms" in line for line in rows)
+
+
+def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
+    """As its docstring runs it: a real pytest with ``-p suite_cpu`` (a tiny suite of its own: one
+    test that burns CPU in a child, one that does not), then the script reads the folder."""
+    (tmp_path / "test_tiny.py").write_text(
+        "import subprocess, sys\n"
+        "def test_burns_in_a_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True)\n"
+        "def test_idle():\n    pass\n")
+    (tmp_path / "none.ini").write_text("[pytest]\n")  # not this repository's settings (its -n 4)
+    out = tmp_path / "cpu"
+    env = {**os.environ, "PYTHONPATH": str(BENCH), "SUITE_CPU_OUT": str(out)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_cpu", "-q", "-p", "no:cacheprovider",
+                           "-c", str(tmp_path / "none.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {json.loads(line)["id"].split("::")[1]: json.loads(line) for line in (out / "main.jsonl").read_text().splitlines()}
+    assert set(rows) == {"test_burns_in_a_child", "test_idle"}
+    assert rows["test_burns_in_a_child"]["children"] > rows["test_idle"]["children"] == 0  # the child's CPU is counted
+    table = _run("suite_cpu.py", str(out), "--top", "5").stdout
+    assert "2 tests" in table and "test_tiny.py::test_burns_in_a_child" in table.splitlines()[-2]
+    empty = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(tmp_path)], capture_output=True, text=True)
+    assert empty.returncode == 2 and "no test lines" in empty.stderr
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
