@@ -73,13 +73,20 @@ def _assert_called_worse(done: subprocess.CompletedProcess, results: Path) -> di
     return seq
 
 
+def run_called_worse(results: Path, command: str, design: str) -> dict:
+    """``command`` run as the page writes it, exit 0, its design ``design``, called WORSE; its
+    sequential record."""
+    done = _run(results, command)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    seq = _assert_called_worse(done, results)
+    assert _record(results)["identity"]["design"] == design
+    return seq
+
+
 @pytest.mark.slow
 def test_the_interleaved_command_calls_the_planted_regression_worse_and_the_ci_gate_exits_1(tmp_path):
     results = tmp_path / "results"
-    done = _run(results, INTERLEAVED)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    seq = _assert_called_worse(done, results)
-    assert _record(results)["identity"]["design"] == "interleaved"
+    seq = run_called_worse(results, INTERLEAVED, "interleaved")
     # the CI line names the same experiment (--fail-on is not part of it): nothing is measured again,
     # and the verdicts that passed without the gate now fail it
     runs = sorted(p.name for p in results.glob("local-*/run*"))

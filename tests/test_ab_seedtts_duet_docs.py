@@ -5,17 +5,14 @@ balanced slots. Its own file, so it runs on another worker than the interleaved 
 from __future__ import annotations
 
 import pytest
-from test_ab_seedtts_docs import DUET, _assert_called_worse, _record, _run
+from test_ab_seedtts_docs import DUET, _record, run_called_worse
 
 
 @pytest.mark.slow
 def test_the_duet_command_of_the_readme_and_ab_md_calls_it_worse_on_balanced_slots(tmp_path):
     results = tmp_path / "results"
-    done = _run(results, DUET)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    seq = _assert_called_worse(done, results)
+    seq = run_called_worse(results, DUET, "duet")
     rec = _record(results)
-    assert rec["identity"]["design"] == "duet"
     measured = [a for a in rec["attempts"] if a["status"] == "complete" and a["round"] > 0]
     assert len(measured) == 2 * seq["rounds_run"] and not any(a["alone"] for a in measured)
     on_slot_0 = [a["where"] for a in measured if a["side"] == "A"]
