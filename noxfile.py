@@ -93,7 +93,11 @@ def coverage(session: nox.Session) -> None:
     printed. docs/development.md keeps the figures, with the commit and the date."""
     install_browser(session)
     session.install("-e", ".[test]", "coverage>=7.10")  # 7.10: `patch = subprocess`
-    data = Path(session.create_tmp()).resolve() / ".coverage"
+    # not session.create_tmp(): it also points TMPDIR there, inside this repository, and tests whose
+    # temporary folders must lie outside any git work tree (a fake checkout, "not a git work tree")
+    # failed under coverage only (6 of them, 2026-12-06)
+    data = Path(session.virtualenv.location).resolve() / "coverage-data" / ".coverage"
+    data.parent.mkdir(parents=True, exist_ok=True)
     for old in data.parent.glob(".coverage*"):
         old.unlink()
     env = {"COVERAGE_FILE": str(data)}
