@@ -140,7 +140,9 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
         "def test_idle():\n    pass\n")
     (tmp_path / "none.ini").write_text("[pytest]\n")  # not this repository's settings (its -n 4)
     out = tmp_path / "cpu"
-    env = {**os.environ, "PYTHONPATH": str(BENCH), "SUITE_CPU_OUT": str(out)}
+    # a plain pytest of its own: not this xdist worker's (PYTEST_XDIST_WORKER names the recorder's file)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "PYTHONPATH": str(BENCH),
+           "SUITE_CPU_OUT": str(out)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_cpu", "-q", "-p", "no:cacheprovider",
                            "-c", str(tmp_path / "none.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
