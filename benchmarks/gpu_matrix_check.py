@@ -224,13 +224,24 @@ def start_neighbour(root: Path, logdir: Path, gib: float, gpu: str) -> subproces
     return proc
 
 
+def delays_ms(text: str) -> list[float]:
+    """``--delays-ms``: two or more request latencies in ms, each a finite number from 0 to 60,000."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers of ms, e.g. 20,20,80") from None
+    if len(values) < 2 or not all(0 <= v <= 60_000 for v in values):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r}: at least two commits, each 0 to 60000 ms")
+    return values
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("matrix", "noise", "both"), default="both")
     parser.add_argument("--runs", type=int, default=2, help="measured runs per matrix campaign (after run0)")
     parser.add_argument("--noise-runs", type=int, default=3, help="measured runs per noise campaign")
     parser.add_argument("--requests", type=int, default=20)
-    parser.add_argument("--delays-ms", default="20,20,80",
+    parser.add_argument("--delays-ms", type=delays_ms, default="20,20,80",
                         help="the matrix's commits, each request's latency in ms (the third: a slot used twice)")
     parser.add_argument("--gib", type=float, default=4.0, help="GPU memory each load holds")
     parser.add_argument("--port", type=int, default=18400)
@@ -260,7 +271,7 @@ def main() -> int:
                 root = Path(tmp) / "matrix"
                 logdir = root / "load"
                 logdir.mkdir(parents=True)
-                commits = make_checkout(root / "co", [float(d) for d in args.delays_ms.split(",")], logdir, args.gib)
+                commits = make_checkout(root / "co", args.delays_ms, logdir, args.gib)
                 m = run_matrix(root, commits, "0,1", opts, args.runs, args.port, log)
                 m["apps_after"] = compute_apps()
                 m["memory_after"] = memory_used()

@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help=f"the folder ${OUT_VAR} named while the suite ran")
     parser.add_argument("--top", type=int, default=25, help="how many files and tests to list (default 25)")
     args = parser.parse_args(argv)
+    if args.top < 1:
+        parser.error(f"--top {args.top}: at least 1")
     rows = read(args.folder)
     if not rows:
         parser.error(f"no test lines in {args.folder}: run the suite with {OUT_VAR}={args.folder} and -p suite_cpu first")

@@ -116,6 +116,10 @@ def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     _run("gpu_matrix_check.py", "--dry-run", "--mode", "matrix", "--runs", "2", "--requests", "1", "--delays-ms", "20,80",
          "--out", str(out), "--port", str(free_port()))
     report = json.loads(out.read_text())
+    for bad in ("20", "20,x", "20,nan", "20,-5"):  # a bad --delays-ms is refused before anything starts
+        refused = subprocess.run([sys.executable, str(BENCH / "gpu_matrix_check.py"), "--dry-run", "--delays-ms", bad,
+                                  "--out", str(tmp_path / "x.json")], cwd=REPO, capture_output=True, text=True)
+        assert refused.returncode == 2 and "--delays-ms" in refused.stderr and "Traceback" not in refused.stderr, bad
     campaigns = report["matrix"]["campaigns"]
     assert [c["status"] for c in campaigns] == ["complete"] * 2, [(c["revision"], c["status"], c["error"]) for c in campaigns]
     assert sorted(c["slot"]["gpus"] for c in campaigns) == [["0"], ["1"]] and campaigns[1]["verdicts"]  # against the first
@@ -154,6 +158,8 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     assert "2 tests" in table and "test_tiny.py::test_burns_in_a_child" in table.splitlines()[-2]
     empty = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(tmp_path)], capture_output=True, text=True)
     assert empty.returncode == 2 and "no test lines" in empty.stderr
+    none = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(out), "--top", "0"], capture_output=True, text=True)
+    assert none.returncode == 2 and "--top 0: at least 1" in none.stderr
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
