@@ -40,10 +40,10 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
     env = {"PATH": path_without_nvidia_smi(made.fake_gpus)}
     root, results = str(made.root), tmp_path / "results"
     # the two newest commits side by side, one fake GPU each
-    def matrix_at(runs: str) -> subprocess.CompletedProcess:
+    def matrix_at(runs: str, *again: str) -> subprocess.CompletedProcess:
         return invoke("matrix", "--target", "sglang-omni", "--checkout", root, *SELFTEST, "--revisions", "HEAD~1,HEAD",
                       "--runs", runs, "--slots", "0,1", "--slot-per", "gpu", "--slot-cpus", "shared", "--threshold",
-                      "30%", "--port", str(free_port()), env=env, timeout=600)
+                      "30%", "--port", str(free_port()), *again, env=env, timeout=600)
 
     matrix = matrix_at("2")
     # A run a loaded host disturbed can leave the planted commit inconclusive at 2 runs (seen once on
@@ -53,7 +53,8 @@ def test_matrix_then_bisect_on_the_standin_as_documented(invoke, tmp_path):
         asked = re.search(r"selftest\.latency_mean_s \(~(\d+) runs\)", _rows(matrix.stdout).get(made.commits[2][:7], ""))
         if matrix.returncode != 0 or asked is None:
             break
-        matrix = matrix_at(asked.group(1))
+        # with --resume: the repeat without it was refused, "campaign ... exists already" (a fresh clone, 2026-12-06)
+        matrix = matrix_at(asked.group(1), "--resume")
     assert matrix.returncode == 0, matrix.stdout[-4000:] + matrix.stderr[-2000:]
     rows = _rows(matrix.stdout)
     assert "base" in rows[made.commits[1][:7]] and "selftest.latency_mean_s worse" in rows[made.commits[2][:7]]
