@@ -241,6 +241,37 @@ def test_ready_refuses_a_foreign_listener_and_leaves_it_alone(tmp_path, port):
         foreign.wait()
 
 
+def test_ready_names_a_listener_on_another_address_of_the_port_while_its_probe_is_refused(tmp_path, port):
+    """The probe to 127.0.0.1 is refused while a process holds 127.0.0.2 on the same port: the
+    tables are read once a second then (issue 40), and that listener is still named."""
+    ours = start_group([PY, "-c", "import time; time.sleep(600)"], log_path=tmp_path / "s.log", env=dict(os.environ))
+    try:
+        with socket.socket() as other:
+            other.bind(("127.0.0.2", port))
+            other.listen()
+            with pytest.raises(ForeignListener) as err:
+                gates.wait_ready(ours, f"http://127.0.0.1:{port}/health", timeout_s=600, interval_s=0.02)
+        assert err.value.evidence["foreign pids"] == str(os.getpid())
+    finally:
+        ours.stop(5)
+
+
+def test_ready_reads_the_listener_tables_about_once_a_second_while_refused(tmp_path, port, monkeypatch):
+    """A server still loading (its port closed) is polled every 20 ms; the /proc/net/tcp{,6}
+    tables, 10 ms of kernel time a read on a busy host, are read about once a second (they
+    were read at every poll: issue 40)."""
+    reads: list[int] = []
+    real = gates.listener_inodes
+    monkeypatch.setattr(gates, "listener_inodes", lambda *args: reads.append(1) or real(*args))
+    ours = start_group([PY, "-c", "import time; time.sleep(600)"], log_path=tmp_path / "s.log", env=dict(os.environ))
+    try:
+        with pytest.raises(ServerNotReady):
+            gates.wait_ready(ours, f"http://127.0.0.1:{port}/health", timeout_s=2.5, interval_s=0.02)
+    finally:
+        ours.stop(5)
+    assert 1 <= len(reads) <= 2.5 / gates.REFUSED_LOOK_S + 1, reads
+
+
 def test_ready_accepts_a_listener_that_is_a_setsid_descendant(tmp_path, port):
     # The leader hands serving to a child that leaves its session: still ours.
     leader = textwrap.dedent(f"""\

@@ -24,6 +24,9 @@ from ..statuses import GateStatus
 from . import http_get
 
 GPU_FREE_SAY_EVERY_S = 10.0  # while GPU_FREE waits, who holds the GPU is said at least this often
+# While READY's probe is refused, the listener tables are read at most this often (a foreign
+# listener on another address of the port is named within it; one where the probe connects, at once)
+REFUSED_LOOK_S = 1.0
 HEALTH_MAX_BYTES = 64 * 1024  # a health answer is a word or a small object; more is cut, never held
 
 _HEALTHY_WORD = re.compile(r"(?<![A-Za-z])healthy(?![A-Za-z])")  # "unhealthy" is not healthy
@@ -83,15 +86,27 @@ class _ListenerCheck:
     """READY's guard: whoever listens on the port must belong to the server's process tree.
 
     A socket once proven ours is not looked up again, and the environment reads behind
-    membership are cached, so polling stays cheap while a model loads.
+    membership are cached, so polling stays cheap while a model loads. While the probe is
+    refused (nothing listens on its address) the port's tables are read at most once every
+    ``REFUSED_LOOK_S``: each read of /proc/net/tcp{,6} costs the kernel about 10 ms on a busy
+    host, which at every 50 ms poll was a fifth of a core for the whole load (issue 40).
     """
 
-    def __init__(self, server: GroupProcess, port: int, proc: Path):
-        self.server, self.port, self.proc = server, port, proc
+    def __init__(self, server: GroupProcess, port: int, proc: Path, clock: Callable[[], float]):
+        self.server, self.port, self.proc, self.clock = server, port, proc, clock
         self.trusted: set[str] = set()
         self.cache: dict[int, bool] = {}
+        self.looked: float | None = None
 
-    def foreign(self) -> dict[str, set[int]]:
+    def foreign(self, refused: bool = False) -> dict[str, set[int]]:
+        """The foreign holders of the port's listeners (none found: ``{}``). ``refused``: the
+        probe's connection was refused, so none listens where the clients connect; the tables
+        are then read only if ``REFUSED_LOOK_S`` passed since the last read (a listener on
+        another address of the port is still found, a second later)."""
+        now = self.clock()
+        if refused and self.looked is not None and now - self.looked < REFUSED_LOOK_S:
+            return {}
+        self.looked = now
         found = self._look()
         if found:  # look once more: a listener of ours may have been changing hands mid-scan
             found = self._look()
@@ -144,7 +159,7 @@ def wait_ready(
     if port is None:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-    guard = _ListenerCheck(server, port, proc) if check_listener else None
+    guard = _ListenerCheck(server, port, proc, clock) if check_listener else None
     while True:
         code = server.exited()
         if code is not None:
@@ -154,7 +169,7 @@ def wait_ready(
                           "log tail": log_tail(server.log_path)},
                 hint="read the log tail above; fix the server's arguments or environment",
             )
-        healthy = False
+        healthy, refused = False, False
         # each probe's whole call (redirects and a byte-at-a-time answer included) ends by the gate's
         # own deadline: a server that trickles its answer cannot hold READY past timeout_s
         probe_s = max(min(max(interval_s * 20, 1.0), timeout_s - (clock() - start)), 0.05)
@@ -167,7 +182,8 @@ def wait_ready(
             last = f"no whole answer within {probe_s:g} s"
         except (OSError, ValueError, http.client.HTTPException) as exc:
             last = type(exc).__name__  # connection refused while the model loads
-        if guard is not None and (found := guard.foreign()):
+            refused = isinstance(exc, ConnectionRefusedError)
+        if guard is not None and (found := guard.foreign(refused)):
             raise guard.fail(found)
         if healthy:
             evidence = {"url": url}
