@@ -28,7 +28,7 @@ from omnibench_core.local.vision import Sampling, summarize_video
 from omnibench_core.process.processes import start_group
 from omnibench_core.run.gates import wait_ready
 from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri
-from omnibench_core.toolkit.speech import TTS_RATE, VOICE_F0_BY_VERSION, Synthesizer, estimate_f0
+from omnibench_core.toolkit.speech import ASR_RATE, TTS_RATE, VOICE_F0_BY_VERSION, Recognizer, Synthesizer, estimate_f0
 from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
 
 READ = "Please read the following text out loud in English: "
@@ -177,6 +177,38 @@ def test_every_pooled_voice_has_synthesized_once_before_the_port_opens(monkeypat
     Synthesizer(3)
     assert [voice.calls for voice in made] == [1, 1, 1]
     assert made[0].given is None and all(voice.given is made[0].g2p for voice in made[1:])
+
+
+def test_a_lazy_recogniser_loads_a_decoder_only_when_a_transcription_finds_none_free(monkeypatch):
+    """The omni server's recogniser (``lazy``): no decoder at start; the first transcription loads
+    one, and a second is loaded only while the first is busy, up to the workers' count. The ASR
+    server's (not lazy) loads them all at start."""
+    made: list = []
+
+    class Decoder:  # pocketsphinx's, counting how many were loaded
+        def __init__(self, samprate: int, loglevel: str):
+            made.append(self)
+
+        def get_cmn(self, update: bool) -> str:
+            return "40,3,-1"
+
+        def __getattr__(self, name: str):
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setitem(sys.modules, "pocketsphinx", types.SimpleNamespace(Decoder=Decoder))
+
+    assert Recognizer(3) and len(made) == 3
+    made.clear()
+    lazy = Recognizer(3, lazy=True)
+    assert made == []
+    tone = np.sin(np.arange(ASR_RATE) * 0.05).astype(np.float32)
+    lazy.transcribe(tone, ASR_RATE)
+    lazy.transcribe(tone, ASR_RATE)
+    assert len(made) == 1  # one after another: the one decoder serves both
+    with lazy._pool.take(), lazy._pool.take(), lazy._pool.take():
+        assert len(made) == 3  # three at once: three decoders, and no more
+    lazy.transcribe(tone, ASR_RATE)
+    assert len(made) == 3
 
 
 def test_voice_clone_reference_moves_the_voice(server):

@@ -84,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     print(f"loading speech engines for {args.model_name!r} (model path {args.model_path or '-'})", flush=True)
     synth = Synthesizer(args.workers) if args.engines == "speech" else None
-    recog = Recognizer(args.workers)
-    voice = f"; voice pitch {synth.voice_f0:.0f} Hz" if synth is not None else "; recogniser only (--engines asr)"
+    # the omni server hears only spoken questions its heard cache lacks: its decoders are loaded
+    # when first needed (most starts never are: 0.5 CPU-s a start saved, issue 40)
+    recog = Recognizer(args.workers, lazy=synth is not None)
+    voice = (f"; voice pitch {synth.voice_f0:.0f} Hz; recogniser loaded when first needed" if synth is not None
+             else "; recogniser only (--engines asr)")
     print(f"engines loaded in {time.monotonic() - t0:.2f} s{voice}", flush=True)
     prefixes = DEFAULT_READ_ALOUD_PREFIXES if args.read_aloud_prefix is None else tuple(
         p for p in args.read_aloud_prefix if p.strip())

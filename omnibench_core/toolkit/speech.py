@@ -8,6 +8,7 @@ MiniCPM-o clones a voice from reference audio; no CPU model here can. The local 
 from __future__ import annotations
 
 import queue
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -68,16 +69,28 @@ def shift_pitch(samples: np.ndarray, factor: float) -> np.ndarray:
 
 
 class _Pool:
-    """A fixed set of engine instances shared by request threads (engines are not thread-safe)."""
+    """At most ``size`` engine instances shared by request threads (engines are not thread-safe).
+    Made at once, or with ``lazy`` one by one when a request finds every made one busy."""
 
-    def __init__(self, make: Callable[[], Any], size: int):
+    def __init__(self, make: Callable[[], Any], size: int, *, lazy: bool = False):
         self._items: queue.Queue[Any] = queue.Queue()
-        for _ in range(size):
-            self._items.put(make())
+        self._make, self._left, self._lock = make, size, threading.Lock()
+        for _ in range(0 if lazy else size):
+            self._add()
+
+    def _add(self) -> None:
+        self._items.put(self._make())
+        self._left -= 1
 
     @contextmanager
     def take(self) -> Iterator[Any]:  # the engines are untyped C extensions
-        item = self._items.get()
+        try:
+            item = self._items.get_nowait()
+        except queue.Empty:
+            with self._lock:  # one thread makes the next instance; the others wait for a free one
+                if self._left > 0:
+                    self._add()
+            item = self._items.get()
         try:
             yield item
         finally:
@@ -146,15 +159,24 @@ class Recognizer:
     depend on what the decoder heard before.
     """
 
-    def __init__(self, workers: int = 2):
+    def __init__(self, workers: int = 2, *, lazy: bool = False):
+        """``workers`` decoders, loaded now (0.26 CPU-s each), or with ``lazy`` when first needed:
+        the omni server's recogniser hears only spoken questions its heard cache does not hold,
+        which most of its starts never meet (issue 40)."""
         from pocketsphinx import Decoder
 
         # start_stream() is the only public way to reset the noise statistics in 5.1.1; it
         # warns that it is "unnecessary", which is untrue for utterances from unrelated sources.
         warnings.filterwarnings("ignore", message=r"start_stream\(\) is deprecated", category=DeprecationWarning)
-        self._pool = _Pool(lambda: Decoder(samprate=ASR_RATE, loglevel="FATAL"), workers)
-        with self._pool.take() as decoder:
-            self._initial_cmn = decoder.get_cmn(False)
+        self._initial_cmn: str | None = None
+
+        def decoder() -> Any:
+            made = Decoder(samprate=ASR_RATE, loglevel="FATAL")
+            if self._initial_cmn is None:  # a fresh decoder's, read from the first one made
+                self._initial_cmn = made.get_cmn(False)
+            return made
+
+        self._pool = _Pool(decoder, workers, lazy=lazy)
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """Lower-case English words heard in the audio ('' for silence)."""
