@@ -29,7 +29,9 @@ from typing import Any
 from .proctree import Tree, add_token, alive
 from .stopping import StopRecord, stop_members
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # so the watchdog imports this very package
+# The folder that holds omnibench_core/: on the watchdog's PYTHONPATH, so it imports this very
+# package (it named omnibench_core/ itself, which only the installed package's finder made work)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def build_env(base: Mapping[str, str], set_: Mapping[str, str], unset: Sequence[str]) -> dict[str, str]:
@@ -389,7 +391,7 @@ def start_group(
     try:
         with open(log_path, "ab") as log:
             watchdog = subprocess.Popen(
-                [python, "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
+                [python, "-S", "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dog_env, cwd="/",
                 pass_fds=(ctl_r, report_w),
                 start_new_session=True,  # Ctrl-C on the terminal is for omnibench only
