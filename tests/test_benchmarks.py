@@ -143,10 +143,13 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
         "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True)\n"
         "def test_idle():\n    pass\n")
     (tmp_path / "none.ini").write_text("[pytest]\n")  # not this repository's settings (its -n 4)
-    out = tmp_path / "cpu"
-    # a plain pytest of its own: not this xdist worker's (PYTEST_XDIST_WORKER names the recorder's file)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "PYTHONPATH": str(BENCH),
-           "SUITE_CPU_OUT": str(out)}
+    out, procs = tmp_path / "cpu", tmp_path / "procs"
+    procs.mkdir()
+    # a plain pytest of its own: not this xdist worker's (PYTEST_XDIST_WORKER names the recorder's file),
+    # every Python process of it recorded by benchmarks/suite_procs as the docstring says
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+           "PYTHONPATH": os.pathsep.join((str(BENCH), str(BENCH / "suite_procs"))), "SUITE_CPU_OUT": str(out),
+           "SUITE_PROCS_OUT": str(procs)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_cpu", "-q", "-p", "no:cacheprovider",
                            "-c", str(tmp_path / "none.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -156,6 +159,13 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     assert rows["test_burns_in_a_child"]["children"] > rows["test_idle"]["children"] == 0  # the child's CPU is counted
     table = _run("suite_cpu.py", str(out), "--top", "5").stdout
     assert "2 tests" in table and "test_tiny.py::test_burns_in_a_child" in table.splitlines()[-2]
+    # by kind of process: pytest itself and the test's child, each with its own CPU
+    kinds = _run("suite_cpu.py", str(out), "--procs", str(procs)).stdout.split("Python processes")[1]
+    child = next(line for line in kinds.splitlines() if line.endswith("-c sum(range(3_000_000))"))
+    assert float(child.split()[0]) > 0 and " pytest" in kinds, kinds
+    nothing = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(out), "--procs", str(tmp_path / "none")],
+                             capture_output=True, text=True)
+    assert nothing.returncode == 2 and "no process records in" in nothing.stderr
     empty = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(tmp_path)], capture_output=True, text=True)
     assert empty.returncode == 2 and "no test lines" in empty.stderr
     none = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(out), "--top", "0"], capture_output=True, text=True)

@@ -1,0 +1,28 @@
+"""suite_cpu's process recorder: with ``SUITE_PROCS_OUT`` set, every Python process that starts with
+this folder on its PYTHONPATH writes, as it exits, its own CPU time and command line to
+``$SUITE_PROCS_OUT/<pid>.json`` (``python benchmarks/suite_cpu.py --procs`` sums them by kind).
+Without the variable it does nothing. A process killed by a signal it does not handle writes
+nothing, and one started with -S, -I or a cleaned environment is not seen: the figures are a floor.
+"""
+
+import atexit
+import os
+import sys
+
+
+def _record() -> None:
+    import json
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    line = {"argv": list(getattr(sys, "orig_argv", sys.argv))[:16], "cpu": round(used.ru_utime + used.ru_stime, 4),
+            "system": round(used.ru_stime, 4), "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+    try:
+        with open(os.path.join(os.environ["SUITE_PROCS_OUT"], f"{os.getpid()}.json"), "w") as f:
+            json.dump(line, f)
+    except (OSError, KeyError):
+        pass
+
+
+if os.environ.get("SUITE_PROCS_OUT"):
+    atexit.register(_record)
