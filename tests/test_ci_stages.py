@@ -168,6 +168,7 @@ def _one_stage_run(tmp_path: Path, body: str, cleanup_exit: int = 0):
     return run, stage, checkout
 
 
+@pytest.mark.slow  # 2.5 to 8 s in the fast tier (issue 40: that tier within a minute)
 def test_each_attempt_sees_its_number_in_omni_ci_attempt(tmp_path):
     """As upstream's wrapper: attempt n runs with OMNI_CI_ATTEMPT=n. The stage passes only when it
     reads 2, so without the variable all three attempts would fail."""

@@ -125,6 +125,7 @@ def test_a_meta_whose_reference_audio_is_missing_is_refused_naming_the_file_and_
         _check_references("seedtts.meta", listed, 3)
 
 
+@pytest.mark.slow  # 2.5 to 8 s in the fast tier (issue 40: that tier within a minute)
 def test_a_path_the_kernel_cannot_take_is_one_refusal_by_every_command_that_takes_one(invoke, tmp_path, port):
     """Second hostile round: a path with a part over 255 bytes (or over 4095 in all) made every
     command that looks at it end in an OSError traceback (ENAMETOOLONG from Path.is_dir() or

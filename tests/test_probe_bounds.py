@@ -160,6 +160,7 @@ def test_answers_are_cached_per_interpreter(tmp_path):
     assert saved["client_flags"] == {KEY: ["--x"]}
 
 
+@pytest.mark.slow  # 2.5 to 8 s in the fast tier (issue 40: that tier within a minute)
 def test_a_git_that_hangs_is_stopped_at_its_deadline_with_the_child_it_started(tmp_path, monkeypatch):
     """Second hostile round (issue 46): omnibench's own git calls (a checkout's HEAD and status,
     history's log, a campaign's commit facts and first parents) were subprocess.run with a

@@ -71,6 +71,7 @@ def test_a_planted_flip_is_worse_by_mcnemar_and_a_side_against_itself_changes_no
     assert all(v.verdict not in (Verdict.BETTER, Verdict.WORSE) for v in same.verdicts)
 
 
+@pytest.mark.slow  # 2.5 to 8 s in the fast tier (issue 40: that tier within a minute)
 def test_a_bad_flip_is_refused_in_one_line_before_anything_starts(tmp_path):
     for bad in ("1.5", "-0.2", "x"):
         done = invoke(tmp_path / "results", "ab", "--workload", "videoamme", "--b-set", f"local_quality_flip={bad}",

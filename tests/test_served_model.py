@@ -94,6 +94,7 @@ def test_a_reply_that_is_no_model_list_is_named_never_raised(server, where, word
     assert list(got) == ["unavailable"] and words in got["unavailable"], got
 
 
+@pytest.mark.slow  # 2.5 to 8 s in the fast tier (issue 40: that tier within a minute)
 def test_one_deadline_holds_the_whole_call_a_trickle_or_slow_redirects_included(server):
     """Issue 46: a READY server that sends its model list a byte every 50 ms (each read is quick,
     the whole takes 100 s) or redirects five times with a pause under the deadline each: the call
