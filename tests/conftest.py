@@ -54,7 +54,10 @@ HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaign
 # (`benchmarks/suite_cpu.py`, 2026-12-06, quiet 2-core host): the Ray group 215 s of wall for 38 CPU-s
 # went first (it ran in the middle, beside the stand-in's and the eras' waits: 1.4 to 1.6 cores busy
 # for three minutes); the campaign faults 209 s / 81, the browser group (test_history.py) 173 / 69
-# and the streaming campaigns 150 / 48 each after two or three that compute.
+# and the streaming campaigns 150 / 48 each after two or three that compute. Measured at 8719a1b
+# (the same command): 10 min 42 s with 1.77 cores busy on average, against 10 min 48 s and 1.76 at
+# 18ad3b5 in the former order: no gain beyond a run's noise. The waits are spread over the stories,
+# not in a few units; what shortens the suite is less CPU.
 LONGEST_FIRST = ("test_scale_ray_remote.py", "test_quality_compare.py", "test_ab_seedtts_docs.py", "test_sweep.py",
                  "test_campaign_faults.py", "test_history_rebuild.py", "test_quality_seedtts.py", "test_history.py",
                  "test_standin.py", "test_scale_interrupt.py", "test_streaming.py", "test_benchmarks.py",
