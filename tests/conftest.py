@@ -45,27 +45,23 @@ def data_cache(tmp_path_factory) -> Path:
 HEAVY_FIXTURES = frozenset({"full_run", "made", "base", "standin_run", "campaigns", "cluster"})
 
 
-# The order units go to workers in: xdist hands whole files (and XDIST_GROUPS' groups) to its workers
-# in collection order, so a long unit collected last leaves cores idle at the end, and units that
-# mostly wait (Ray's start, planted delays, signals' graces) running together leave them idle in the
-# middle: the suite is CPU-bound (docs/development.md), and two cores stay full only while at least
-# two workers compute. So the longest units first, the waiting ones (CPU under 40 % of their wall)
-# spread between computing ones. By each unit's wall time and CPU-s in a whole run of 18ad3b5
-# (`benchmarks/suite_cpu.py`, 2026-12-06, quiet 2-core host): the Ray group 215 s of wall for 38 CPU-s
-# went first (it ran in the middle, beside the stand-in's and the eras' waits: 1.4 to 1.6 cores busy
-# for three minutes); the campaign faults 209 s / 81, the browser group (test_history.py) 173 / 69
-# and the streaming campaigns 150 / 48 each after two or three that compute. Measured at 8719a1b
-# (the same command): 10 min 42 s with 1.77 cores busy on average, against 10 min 48 s and 1.76 at
-# 18ad3b5 in the former order: no gain beyond a run's noise. The waits are spread over the stories,
-# not in a few units; what shortens the suite is less CPU.
-LONGEST_FIRST = ("test_scale_ray_remote.py", "test_quality_compare.py", "test_ab_seedtts_docs.py", "test_sweep.py",
-                 "test_campaign_faults.py", "test_history_rebuild.py", "test_quality_seedtts.py", "test_history.py",
-                 "test_standin.py", "test_scale_interrupt.py", "test_streaming.py", "test_benchmarks.py",
-                 "test_ab_seedtts_duet_docs.py", "test_scale_standin.py", "test_scale.py", "test_campaign.py",
-                 "test_quality_ab.py", "test_sweep_standin.py", "test_seedtts.py", "test_eras.py", "test_ab.py",
-                 "test_flags.py", "test_ci_stages.py", "test_videoamme.py", "test_pr_summary.py", "test_ab_sequential.py",
-                 "test_verdicts.py", "test_identity.py", "test_layers.py", "test_gates.py", "test_ab_score.py",
-                 "test_scale_ray.py", "test_engines.py", "test_setup.py", "test_scoring_phases.py")
+# The files that take longest, first: xdist hands whole files to its workers in collection order,
+# so a long file collected last leaves one core idle at the end (the workers' count and its
+# measurement: pyproject.toml's pytest addopts). By the summed wall time of each file's tests in a
+# whole run of 441cc71 (`pytest`, 2026-12-05, quiet 2-core host; docs/development.md); the quality
+# files after the stand-in's since the local target keeps its questions' transcripts (w-speed40,
+# 2026-12-06: 221, 203 and 90 s tests down to 27 to 51 s each, run alone at load 2.5).
+# Tried at 8719a1b (2026-12-06): the Ray group first and the waiting units spread between computing
+# ones. No faster (10 min 42 s, 1.77 cores busy, against 10 min 48 s and 1.76) and worse for the
+# 60-second aim: the two heaviest computing tests then started together beside two others that
+# compute, and took 79 and 73 s (53 and 46 s in this order, where each starts beside waiting units).
+LONGEST_FIRST = ("test_streaming.py", "test_ab.py", "test_ab_seedtts_docs.py", "test_ab_seedtts_duet_docs.py", "test_sweep.py", "test_campaign_faults.py",
+                 "test_benchmarks.py", "test_history.py", "test_standin.py", "test_quality_compare.py",
+                 "test_quality_ab.py", "test_quality_seedtts.py", "test_scale_ray_remote.py", "test_history_rebuild.py",
+                 "test_campaign.py", "test_eras.py", "test_scale.py", "test_scale_standin.py", "test_seedtts.py",
+                 "test_ci_stages.py", "test_pr_summary.py", "test_videoamme.py", "test_flags.py",
+                 "test_scale_interrupt.py", "test_ab_sequential.py", "test_scoring_phases.py", "test_verdicts.py",
+                 "test_ab_score.py", "test_gates.py", "test_scale_ray.py", "test_setup.py", "test_sweep_standin.py")
 
 
 # Tests that must not run beside each other, by node id prefix: each group is one unit of work,
