@@ -111,13 +111,16 @@ def kind(argv: list[str]) -> str:
 
 
 def read_procs(folder: Path) -> list[dict]:
-    """Every process's record from ``folder`` (a file half-written as the suite ended is skipped)."""
+    """Every process's record from ``folder`` (a file half-written as the suite ended, or one that
+    is not a record, is skipped)."""
     rows = []
     for path in sorted(folder.glob("*.json")):
         try:
-            rows.append(json.loads(path.read_text()))
+            row = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(row, dict) and isinstance(row.get("argv"), list) and isinstance(row.get("cpu"), (int, float)):
+            rows.append(row)
     return rows
 
 

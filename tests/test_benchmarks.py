@@ -143,8 +143,7 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
         "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True)\n"
         "def test_idle():\n    pass\n")
     (tmp_path / "none.ini").write_text("[pytest]\n")  # not this repository's settings (its -n 4)
-    out, procs = tmp_path / "cpu", tmp_path / "procs"
-    procs.mkdir()
+    out, procs = tmp_path / "cpu", tmp_path / "procs"  # neither made here: the documented command makes them
     # a plain pytest of its own: not this xdist worker's (PYTEST_XDIST_WORKER names the recorder's file),
     # every Python process of it recorded by benchmarks/suite_procs as the docstring says
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
@@ -159,7 +158,8 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     assert rows["test_burns_in_a_child"]["children"] > rows["test_idle"]["children"] == 0  # the child's CPU is counted
     table = _run("suite_cpu.py", str(out), "--top", "5").stdout
     assert "2 tests" in table and "test_tiny.py::test_burns_in_a_child" in table.splitlines()[-2]
-    # by kind of process: pytest itself and the test's child, each with its own CPU
+    # by kind of process: pytest itself and the test's child, each with its own CPU; a stray file skipped
+    (procs / "notes.json").write_text("{}")
     kinds = _run("suite_cpu.py", str(out), "--procs", str(procs)).stdout.split("Python processes")[1]
     child = next(line for line in kinds.splitlines() if line.endswith("-c sum(range(3_000_000))"))
     assert float(child.split()[3]) > 0 and " pytest" in kinds, kinds  # its CPU a process

@@ -18,7 +18,9 @@ def _record() -> None:
     line = {"argv": list(getattr(sys, "orig_argv", sys.argv))[:16], "cpu": round(used.ru_utime + used.ru_stime, 4),
             "system": round(used.ru_stime, 4), "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
     try:
-        with open(os.path.join(os.environ["SUITE_PROCS_OUT"], f"{os.getpid()}.json"), "w") as f:
+        out = os.environ["SUITE_PROCS_OUT"]
+        os.makedirs(out, exist_ok=True)  # the first process to exit makes it: the documented command has no mkdir
+        with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
             json.dump(line, f)
     except (OSError, KeyError):
         pass
