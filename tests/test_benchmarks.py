@@ -140,15 +140,16 @@ def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     (tmp_path / "test_tiny.py").write_text(
         "import subprocess, sys\n"
         "def test_burns_in_a_child():\n"
-        "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True)\n"
+        "    subprocess.run([sys.executable, '-c', 'sum(range(3_000_000))'], check=True, cwd='/')\n"
         "def test_idle():\n    pass\n")
     (tmp_path / "none.ini").write_text("[pytest]\n")  # not this repository's settings (its -n 4)
     out, procs = tmp_path / "cpu", tmp_path / "procs"  # neither made here: the documented command makes them
     # a plain pytest of its own: not this xdist worker's (PYTEST_XDIST_WORKER names the recorder's file),
-    # every Python process of it recorded by benchmarks/suite_procs as the docstring says
+    # every Python process of it recorded by benchmarks/suite_procs as the docstring says: its relative
+    # folders (the docstring's) found by a child started in another folder (a server in its run's)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
-           "PYTHONPATH": os.pathsep.join((str(BENCH), str(BENCH / "suite_procs"))), "SUITE_CPU_OUT": str(out),
-           "SUITE_PROCS_OUT": str(procs)}
+           "PYTHONPATH": os.pathsep.join((str(BENCH), os.path.relpath(BENCH / "suite_procs", tmp_path))),
+           "SUITE_CPU_OUT": str(out), "SUITE_PROCS_OUT": "procs"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_cpu", "-q", "-p", "no:cacheprovider",
                            "-c", str(tmp_path / "none.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

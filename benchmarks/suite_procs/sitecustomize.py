@@ -27,4 +27,9 @@ def _record() -> None:
 
 
 if os.environ.get("SUITE_PROCS_OUT"):
+    # A server or client started in another folder (a run's) must find this module and the output
+    # folder too: both made absolute for the children, so a relative PYTHONPATH records them as well.
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p
+                                               for p in os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    os.environ["SUITE_PROCS_OUT"] = os.path.abspath(os.environ["SUITE_PROCS_OUT"])
     atexit.register(_record)
