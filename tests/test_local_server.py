@@ -276,11 +276,11 @@ def test_speech_transcribes_back(server):
     assert len(words & {"quick", "brown", "fox", "over", "lazy", "dog"}) >= 4
 
 
-def test_an_asr_only_server_transcribes_and_refuses_chat_naming_the_flag(server, tmp_path):
+def test_an_asr_only_server_transcribes_keeps_it_for_the_next_and_refuses_chat_naming_the_flag(server, tmp_path):
     url, _ = server
     samples, rate = wav_of(chat(url, "The quick brown fox jumps over the lazy dog.").json())
-    log = tmp_path / "asr.log"
-    proc, port = _start(["--engines", "asr"], log)
+    log, kept = tmp_path / "asr.log", ["--heard-dir", str(tmp_path / "heard")]
+    proc, port = _start(["--engines", "asr", *kept], log)
     try:
         asr = f"http://127.0.0.1:{port}"
         wait_ready(proc, f"{asr}/health", timeout_s=600)
@@ -292,9 +292,19 @@ def test_an_asr_only_server_transcribes_and_refuses_chat_naming_the_flag(server,
         # transcribed once per server
         assert transcribe(asr, samples, rate).json()["text"] == heard.json()["text"]
         stats = requests.get(f"{asr}/local/stats", timeout=600).json()
-        assert stats["requests"]["transcriptions"] == 2 and stats["transcribed"] == 1, stats
+        assert stats["requests"]["transcriptions"] == 2 and (stats["transcribed"], stats["recalled"]) == (1, 0), stats
         refused = chat(asr)
         assert refused.status_code == 400 and "--engines asr" in refused.text and "--engines speech" in refused.text
+    finally:
+        proc.stop(10)
+    # the next run's scoring server, on the same folder: the kept transcript is read, not heard anew
+    proc, port = _start(["--engines", "asr", *kept], tmp_path / "asr-next.log")
+    try:
+        asr = f"http://127.0.0.1:{port}"
+        wait_ready(proc, f"{asr}/health", timeout_s=600)
+        assert transcribe(asr, samples, rate).json()["text"] == heard.json()["text"]
+        stats = requests.get(f"{asr}/local/stats", timeout=600).json()
+        assert (stats["transcribed"], stats["recalled"]) == (0, 1), stats
     finally:
         proc.stop(10)
 

@@ -70,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="a planted quality change: a share P (0 to 1) of video questions is answered with another "
                             "letter and of spoken answers has words dropped or replaced; the same samples every run")
     serve.add_argument("--heard-dir", metavar="DIR",
-                       help="folder where the transcripts of video questions' spoken audio are kept for the servers "
-                            "started after this one, keyed by the recogniser and the audio (default: heard/ in the "
-                            "omnibench cache folder; '' keeps them in memory only)")
+                       help="folder where transcripts (of video questions' spoken audio, and what "
+                            "/v1/audio/transcriptions is sent) are kept for the servers started after this one, keyed "
+                            "by the recogniser and the audio (default: heard/ in the omnibench cache folder; '' keeps "
+                            "them in memory only)")
     args, ignored = parser.parse_known_args(argv)
     if not 0 <= args.quality_flip <= 1:
         parser.error(f"--quality-flip {args.quality_flip:g} is outside 0..1")

@@ -90,12 +90,13 @@ class Handlers:
         self.pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="speech")
         self.media = MediaPolicy.of(config.media_roots, config.max_media_mb * 2**20)
         self.stats = ModelNames(config.model_name)
-        # the same audio is transcribed once per server: a video question's spoken audio, and a
-        # deterministic answer's audio that each run of a campaign sends its scoring server again
-        self.heard = HeardCache(recog)
-        # a video question's spoken audio: also kept for the servers after this one (every run starts
-        # one), and the videos' summaries by content (a set past ten questions reuses its ten videos)
-        self.questions = HeardCache(recog, folder=Path(config.heard_dir) if config.heard_dir else None)
+        # the same audio is transcribed once, and kept for the servers after this one (every run starts
+        # one; heard.py): a deterministic answer's audio that every run and campaign sends its scoring
+        # server again, and a video question's spoken audio (counted apart: /local/stats)
+        folder = Path(config.heard_dir) if config.heard_dir else None
+        self.heard = HeardCache(recog, folder=folder)
+        self.questions = HeardCache(recog, folder=folder)
+        # the videos' summaries by content (a set past ten questions reuses its ten videos)
         self.videos = SeenVideos()
 
     async def _run(self, fn, *args, **kwargs):
@@ -118,6 +119,7 @@ class Handlers:
 
     async def stats_view(self, request: web.Request) -> web.Response:
         return web.json_response({**self.stats.as_json(), "transcribed": self.heard.misses,  # audio heard anew
+                                  "recalled": self.heard.recalled,  # read from --heard-dir
                                   "questions_transcribed": self.questions.misses,
                                   "questions_recalled": self.questions.recalled, "videos_decoded": self.videos.decoded})
 
