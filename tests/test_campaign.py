@@ -101,11 +101,13 @@ def test_per_run_scoring_starts_the_scorer_every_run(results):
 
 
 @pytest.mark.slow
-def test_compare_calls_a_planted_50_percent_latency_worse_and_a_repeat_the_same(base, results):
-    # +50 % (150 ms against 100): a plant of +20 % was once inconclusive beside a loaded suite, whose
-    # load stretched one base run's 100 ms to 117 (three runs a side, 2026-12-05); sleep costs no CPU
+def test_compare_calls_a_planted_tripled_latency_worse_and_a_repeat_the_same(base, results):
+    # +200 % (300 ms against 100): a plant of +20 % was once inconclusive beside a loaded suite, whose
+    # load stretched one base run's 100 ms to 117 (three runs a side, 2026-12-05), and +50 % once in a
+    # whole run with other tests beside it (2026-12-06): Welch at two degrees of freedom needs the
+    # plant far outside what load adds. Sleep costs no CPU.
     settings, outcome = base
-    slower = Settings.of(results=str(results), port=free_port(), local_delay_ms=150)
+    slower = Settings.of(results=str(results), port=free_port(), local_delay_ms=300)
     b = _measure(slower)
     repeat = _measure(settings, name="repeat")
     worse = campaign.compare(settings, outcome.campaign.name, b.campaign.name)
