@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--engines", choices=ENGINES, default="speech",
                        help="what to load before the port opens: 'speech' (the default: the synthesizer and the "
                             "recogniser, for a model that answers chat) or 'asr' (the recogniser alone, for the ASR "
-                            "model of scoring: chat is refused with 400). An ASR server starts about half as costly")
+                            "model of scoring: chat is refused with 400). An ASR server starts in a fraction of the time")
     serve.add_argument("--read-aloud-prefix", action="append", metavar="TEXT",
                        help="a prompt starting with TEXT is answered with the rest (repeatable; replaces the "
                             f"default, sglang-omni's seed-tts prompt {DEFAULT_READ_ALOUD_PREFIXES[0]!r}; "
@@ -85,11 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     print(f"loading speech engines for {args.model_name!r} (model path {args.model_path or '-'})", flush=True)
     synth = Synthesizer(args.workers) if args.engines == "speech" else None
-    # the omni server hears only spoken questions its heard cache lacks: its decoders are loaded
-    # when first needed (most starts never are: 0.5 CPU-s a start saved, issue 40)
-    recog = Recognizer(args.workers, lazy=synth is not None)
-    voice = (f"; voice pitch {synth.voice_f0:.0f} Hz; recogniser loaded when first needed" if synth is not None
-             else "; recogniser only (--engines asr)")
+    # either server hears only audio its heard cache lacks (a spoken question, an answer scored
+    # before): its decoders are loaded when first needed (most starts never are: 0.5 CPU-s a start
+    # saved, issue 40)
+    recog = Recognizer(args.workers)
+    voice = (f"; voice pitch {synth.voice_f0:.0f} Hz" if synth is not None else "; recogniser only (--engines asr)") \
+        + "; recogniser loaded when first needed"
     print(f"engines loaded in {time.monotonic() - t0:.2f} s{voice}", flush=True)
     prefixes = DEFAULT_READ_ALOUD_PREFIXES if args.read_aloud_prefix is None else tuple(
         p for p in args.read_aloud_prefix if p.strip())

@@ -159,10 +159,10 @@ class Recognizer:
     depend on what the decoder heard before.
     """
 
-    def __init__(self, workers: int = 2, *, lazy: bool = False):
-        """``workers`` decoders, loaded now (0.26 CPU-s each), or with ``lazy`` when first needed:
-        the omni server's recogniser hears only spoken questions its heard cache does not hold,
-        which most of its starts never meet (issue 40)."""
+    def __init__(self, workers: int = 2):
+        """Up to ``workers`` decoders, each loaded (0.26 CPU-s) when a transcription finds every
+        loaded one busy: a local server hears only audio its heard cache does not hold (a spoken
+        question, an answer never scored before), which most of its starts never meet (issue 40)."""
         from pocketsphinx import Decoder
 
         # start_stream() is the only public way to reset the noise statistics in 5.1.1; it
@@ -176,7 +176,7 @@ class Recognizer:
                 self._initial_cmn = made.get_cmn(False)
             return made
 
-        self._pool = _Pool(decoder, workers, lazy=lazy)
+        self._pool = _Pool(decoder, workers, lazy=True)
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """Lower-case English words heard in the audio ('' for silence)."""
