@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -281,8 +280,12 @@ def test_a_node_removed_mid_matrix_costs_only_its_unfinished_run(cluster, tmp_pa
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_command_resumes(cluster, tmp_path, sig):
     c, base, made, fake = cluster
-    results, port = tmp_path / "results", free_port()
+    results, port, release = tmp_path / "results", free_port(), tmp_path / "release"
+    # each run's client is held open until the file exists: the signal lands while a campaign measures,
+    # however fast its runs (a second's sleep after the first server was up once let both campaigns
+    # finish first, 2026-12-06: no campaign interrupted)
     argv = [sys.executable, "-m", "invoke", "matrix", "--target", "sglang-omni", "--checkout", str(made.root), *SELFTEST,
+            "--opt", f"selftest.hold={release}",
             "--revisions", ",".join(made.commits[:2]), "--runs", "2", "--slot-per", "gpu", "--slot-cpus", "shared",
             "--threshold", "30%", "--engine", "ray", "--address", c.address, "--results-transport", "ray",
             "--port", str(port)]
@@ -292,8 +295,7 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
     with open(log, "w") as out:
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            wait_for(lambda: listening(port) or listening(port + 1))  # a campaign's server is up
-            time.sleep(1.0)
+            wait_for(lambda: listening(port) or listening(port + 1))  # a campaign's server is up, its client held
             driver.send_signal(sig)
             rc = driver.wait(600)
         finally:
@@ -312,6 +314,7 @@ def test_a_signal_to_invoke_matrix_on_ray_stops_every_server_and_the_same_comman
         return  # the record is the same interrupted one as after SIGINT: its resume is shown there once
     kept = {k: v for k, v in _started(results).items()
             if json.loads((results / k / "manifest.json").read_text())["status"] == "complete"}
+    release.touch()  # the resumed runs end as they come
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "it resumes" in done.stdout
