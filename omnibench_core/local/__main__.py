@@ -8,7 +8,7 @@ others are logged and ignored.
 Safety flags (the server is safe to leave running on a shared machine; see the README):
 ``--allowed-local-media-path DIR`` (repeatable; default the omnibench cache folder, where the
 local data sets live), ``--max-media-mb``, ``--max-audio-seconds``, ``--idle-timeout``,
-``--body-timeout``. ``--engines asr`` loads the recogniser alone (the scoring ASR server).
+``--body-timeout``. ``--engines asr`` serves the recogniser alone (the scoring ASR server).
 ``--read-aloud-prefix TEXT`` (repeatable) replaces the prompt prefixes after
 which the reply is the text to read; the default is sglang-omni's seed-tts prompt.
 """
@@ -42,9 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--max-seq-len", "--thinker.factory.max_seq_len", dest="max_seq_len", type=int, default=8192)
     serve.add_argument("--workers", type=int, default=2, help="synthesis/recognition threads")
     serve.add_argument("--engines", choices=ENGINES, default="speech",
-                       help="what to load before the port opens: 'speech' (the default: the synthesizer and the "
-                            "recogniser, for a model that answers chat) or 'asr' (the recogniser alone, for the ASR "
-                            "model of scoring: chat is refused with 400). An ASR server starts in a fraction of the time")
+                       help="what it serves: 'speech' (the default: the synthesizer, loaded before the port "
+                            "opens, and the recogniser, for a model that answers chat) or 'asr' (the recogniser alone, "
+                            "for the ASR model of scoring: chat is refused with 400). Either loads the recogniser "
+                            "when audio it has not heard first needs it")
     serve.add_argument("--read-aloud-prefix", action="append", metavar="TEXT",
                        help="a prompt starting with TEXT is answered with the rest (repeatable; replaces the "
                             f"default, sglang-omni's seed-tts prompt {DEFAULT_READ_ALOUD_PREFIXES[0]!r}; "

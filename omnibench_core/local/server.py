@@ -153,7 +153,7 @@ class Handlers:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         synth = self.synth
         if synth is None:
-            raise RequestError(400, "this server loaded the recogniser alone (--engines asr): it answers "
+            raise RequestError(400, "this server serves the recogniser alone (--engines asr): it answers "
                                     "/v1/audio/transcriptions only; start it with --engines speech for chat")
         await self._delay()
         body = await self._json(request)
