@@ -22,8 +22,9 @@ os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 # The suite's pytest runs without PYTHONDONTWRITEBYTECODE (set on this host, as in many containers):
 # with it Python keeps no bytecode of omnibench's own modules (an editable install, which uv does
 # not compile) nor pytest's rewritten tests, so each of the suite's 3,600 Python processes compiled
-# what it imported anew and each worker rewrote every test module: 1,080 CPU-s of a whole run
-# against about 1,000 without it, and the fast tier's pytest 49 s against 35 (2026-12-06,
+# what it imported anew and each worker rewrote every test module: 1,081 CPU-s of a whole run
+# with it against 1,006 without it (the scoring server's lazy start, d4ae46d, came in between: part
+# of that difference is its), and the fast tier's pytest 49 s against 35 (2026-12-06,
 # docs/development.md). The first import writes the bytecode, the rest read it; what the product
 # does is unchanged (nox removes a variable given as None).
 SUITE_ENV: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
