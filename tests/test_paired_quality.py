@@ -212,6 +212,66 @@ def test_kept_transcripts_serve_the_next_server_and_never_another_recogniser(tmp
     assert HeardCache(Counting()).transcribe(audio, 16000) and Counting.calls == calls + 2  # type: ignore[arg-type]  # no folder
 
 
+
+def test_servers_beside_each_other_on_one_folder_transcribe_an_audio_once(tmp_path, monkeypatch):
+    """Two servers on one --heard-dir asked for the same audio at once (two campaigns measured side by
+    side): the second waits for the first's transcript (its flock claim) and reads it, rather than
+    transcribing too. A claim held past CLAIM_WAIT_S (a hung server), or a lock name taken by a folder,
+    is passed by: the audio is heard anyway."""
+    import threading
+
+    import numpy as np
+
+    from omnibench_core.local import heard
+    from omnibench_core.local.heard import HeardCache
+
+    changed = threading.Condition()
+    release = threading.Event()
+
+    class Blocking:
+        calls = 0
+
+        def transcribe(self, samples, rate):
+            with changed:
+                Blocking.calls += 1
+                changed.notify_all()
+            release.wait()
+            return f"heard {len(samples)}"
+
+    # two caches, two descriptors of the lock file: flock treats them as two servers would be treated
+    first, second = (HeardCache(Blocking(), folder=tmp_path) for _ in range(2))  # type: ignore[arg-type]
+    audio = np.zeros(100, np.float32)
+    got: dict[str, str] = {}
+    a = threading.Thread(target=lambda: got.update(first=first.transcribe(audio, 16000)))
+    a.start()
+    with changed:
+        assert changed.wait_for(lambda: Blocking.calls == 1, timeout=600)  # the first server is hearing it
+    b = threading.Thread(target=lambda: got.update(second=second.transcribe(audio, 16000)))
+    b.start()
+    with changed:  # the second waits on the claim (or, without one, transcribes it too: the defect)
+        assert changed.wait_for(lambda: second.waited == 1 or Blocking.calls == 2, timeout=600)
+    release.set()
+    a.join()
+    b.join()
+    assert got == {"first": "heard 100", "second": "heard 100"}
+    assert Blocking.calls == 1 and (first.misses, second.misses, second.recalled, second.waited) == (1, 0, 1, 1)
+
+    # a claim that stays held (a hung server's) is passed by after CLAIM_WAIT_S: heard anyway
+    other = np.ones(100, np.float32)
+    key = heard.hashlib.sha256(other.tobytes() + b"16000").hexdigest()
+    folder = tmp_path / heard.recogniser_identity()
+    with open(folder / f".{key}.lock", "a+") as held:
+        heard.fcntl.flock(held, heard.fcntl.LOCK_EX)
+        monkeypatch.setattr(heard, "CLAIM_WAIT_S", 0.0)
+        third = HeardCache(Blocking(), folder=tmp_path)  # type: ignore[arg-type]
+        assert third.transcribe(other, 16000) == "heard 100" and (third.misses, third.waited) == (1, 1)
+    # the lock's name taken by a folder: no claim, heard all the same
+    (folder / f".{key}.lock").unlink()
+    (folder / f".{key}.lock").mkdir()
+    (folder / f"{key}.txt").unlink()
+    fourth = HeardCache(Blocking(), folder=tmp_path)  # type: ignore[arg-type]
+    assert fourth.transcribe(other, 16000) == "heard 100" and fourth.misses == 1 and Blocking.calls == 3
+
 def _tts_run(root: Path, name: str, texts: dict[str, str], refs: dict[str, str], sims: dict[str, float]) -> Path:
     folder = root / name / "seedtts"
     folder.mkdir(parents=True)

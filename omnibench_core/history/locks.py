@@ -13,18 +13,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import OmnibenchError, storage_error
-from ..run.ownership import holder_line
+from ..run.ownership import holder_line, take_flock
 
 BUSY_TIMEOUT_S = 60.0  # a reader or writer waits this long for the store (its lock, then SQLite's)
 
 STORE_LOCK = ".history.lock"
 REBUILD_LOCK = ".history-rebuild.lock"
-POLL_S = 0.05  # how often a waiter tries the lock again (flock has no timeout of its own)
 
 
 class HistoryLockTimeout(OmnibenchError):
@@ -37,22 +35,6 @@ def writable(results: Path) -> bool:
     return not results.exists() or os.access(results, os.W_OK | os.X_OK)
 
 
-def _take(fd: int, mode: int, timeout_s: float, waiting: Callable[[], None]) -> bool:
-    """flock ``fd`` in ``mode`` within ``timeout_s``; ``waiting()`` is called once, when it is held elsewhere."""
-    deadline, told = time.monotonic() + timeout_s, False
-    while True:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if not told:
-                waiting()
-                told = True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_S)
-
-
 @contextlib.contextmanager
 def store_lock(results: Path, *, exclusive: bool = False, timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[None]:
     """Hold ``.history.lock`` shared (any connection) or exclusive (a rebuild's swap). A results
@@ -63,7 +45,7 @@ def store_lock(results: Path, *, exclusive: bool = False, timeout_s: float = BUS
     path = results / STORE_LOCK
     fd = _open(path)
     try:
-        if not _take(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, timeout_s, lambda: None):
+        if not take_flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, timeout_s):
             raise HistoryLockTimeout(f"the history database in {results} stayed locked for {timeout_s:.0f} s",
                                      evidence={"lock": str(path)},
                                      hint="a rebuild or a long query holds it: try again when it ends")
@@ -82,7 +64,7 @@ def rebuild_lock(results: Path, *, timeout_s: float, progress: Callable[[str], N
         def waiting() -> None:
             progress(f"waiting for another rebuild of the history database: {_holder(path)}")
 
-        if not _take(fd, fcntl.LOCK_EX, timeout_s, waiting):
+        if not take_flock(fd, fcntl.LOCK_EX, timeout_s, waiting):
             raise HistoryLockTimeout(f"another rebuild of the history database in {results} ran longer than "
                                      f"{timeout_s:.0f} s", evidence={"held by": _holder(path), "lock": str(path)},
                                      hint="wait for it to end (or stop that process), then run "

@@ -13,27 +13,38 @@ synthesizer that the runs and campaigns before it had sent too (3.6 of a 12-ques
 run's 6.9 CPU-s, 2026-12-06). The folder is keyed by the recogniser's identity (pocketsphinx's
 version and the source of the code that turns audio into text) and the audio's hash, so a changed
 recogniser never reads an old transcript, and a kept one is the text the recogniser gives.
+
+Servers beside each other on one folder (a matrix's slots, two campaigns measured at once) hear the
+same questions at the same moment: each audio's transcription is claimed with a ``flock`` on a file
+beside its transcript, so the second server waits for the first one's text instead of transcribing it
+too. The claim is an economy, never a wait without end: a claim held longer than ``CLAIM_WAIT_S`` (a
+hung server) is passed by, and a folder without room for the lock file is heard without one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from ..jsonio import NotReadable, read_bounded
+from ..run.ownership import take_flock
 from ..toolkit import audio, speech
 from ..toolkit.speech import Recognizer
 
 KEEP = 256  # transcripts kept, the least recently used dropped first
 MAX_TRANSCRIPT_BYTES = 64 * 1024  # a kept transcript larger than this is not one of ours
 FOLDER = "heard"  # the kept transcripts' folder in the omnibench cache (the server's --heard-dir default)
+CLAIM_WAIT_S = 120.0  # a server waits this long for another's transcription of the same audio (one takes ~2 s)
 
 
 @cache
@@ -60,6 +71,7 @@ class HeardCache:
         self._pending: dict[str, threading.Lock] = {}  # one transcription per audio at a time
         self.misses = 0  # transcribed by this process
         self.recalled = 0  # read from the folder
+        self.waited = 0  # claimed by another server when first asked for: its transcript was waited for
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """The recogniser's transcript of ``samples`` at ``rate``, from the cache when heard before."""
@@ -74,20 +86,46 @@ class HeardCache:
                     self._texts.move_to_end(key)
                     return self._texts[key]
             text = self._recall(key)
+            heard_here = False
             if text is None:
-                text = self.recognizer.transcribe(samples, rate)
-                self._keep(key, text)
-                with self._lock:
-                    self.misses += 1
-            else:
-                with self._lock:
-                    self.recalled += 1
+                with self._claim(key):  # another server may be hearing it now: its text, once written
+                    text = self._recall(key)
+                    if text is None:
+                        text, heard_here = self.recognizer.transcribe(samples, rate), True
+                        self._keep(key, text)
             with self._lock:
+                if heard_here:
+                    self.misses += 1
+                else:
+                    self.recalled += 1
                 self._texts[key] = text
                 self._pending.pop(key, None)
                 while len(self._texts) > self.keep:
                     self._texts.popitem(last=False)
         return text
+
+    @contextlib.contextmanager
+    def _claim(self, key: str) -> Iterator[None]:
+        """Hold ``.<key>.lock`` in the folder while hearing ``key``'s audio, so a server beside this
+        one waits for the transcript rather than transcribing it too (no folder: nothing to share)."""
+        if self.folder is None:
+            yield
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / f".{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError:  # a read-only cache, or the name taken (a link, a folder): heard without a claim
+            yield
+            return
+        try:
+            take_flock(fd, fcntl.LOCK_EX, CLAIM_WAIT_S, self._waiting)  # held too long: heard anyway (an economy)
+            yield
+        finally:
+            os.close(fd)  # closing drops the lock
+
+    def _waiting(self) -> None:
+        with self._lock:
+            self.waited += 1
 
     def _recall(self, key: str) -> str | None:
         if self.folder is None:

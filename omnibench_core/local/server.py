@@ -120,8 +120,10 @@ class Handlers:
     async def stats_view(self, request: web.Request) -> web.Response:
         return web.json_response({**self.stats.as_json(), "transcribed": self.heard.misses,  # audio heard anew
                                   "recalled": self.heard.recalled,  # read from --heard-dir
+                                  "waited": self.heard.waited,  # for another server's transcription of that audio
                                   "questions_transcribed": self.questions.misses,
-                                  "questions_recalled": self.questions.recalled, "videos_decoded": self.videos.decoded})
+                                  "questions_recalled": self.questions.recalled,
+                                  "questions_waited": self.questions.waited, "videos_decoded": self.videos.decoded})
 
     def _record(self, route: str, asked: str | None) -> None:
         line = self.stats.record(route, asked)

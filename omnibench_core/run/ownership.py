@@ -14,6 +14,7 @@ import fcntl
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
@@ -136,6 +137,26 @@ def holder_line(owner: Owner | None = None, purpose: str = "") -> str:
     since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"pid {owner.pid} on {owner.host} (pid start {owner.pid_started}), since {since}" + \
         (f", {purpose}" if purpose else "")
+
+
+FLOCK_POLL_S = 0.05  # how often a waiter tries a held flock again (flock has no timeout of its own)
+
+
+def take_flock(fd: int, mode: int, timeout_s: float, waiting: Callable[[], None] = lambda: None) -> bool:
+    """flock ``fd`` in ``mode`` (``fcntl.LOCK_EX`` or ``LOCK_SH``) within ``timeout_s``: True once held,
+    False when it stayed held elsewhere that long; ``waiting()`` is called once, when it is held elsewhere."""
+    deadline, told = time.monotonic() + timeout_s, False
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if not told:
+                waiting()
+                told = True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(FLOCK_POLL_S)
 
 
 @contextmanager
