@@ -17,7 +17,7 @@ import textwrap
 import pytest
 from proc_helpers import PY, SERVER, leftovers, log_line, wait_for
 
-from omnibench_core.process.processes import start_group
+from omnibench_core.process.processes import start_group, watchdog_env
 from omnibench_core.process.proctree import alive
 
 # An owner: starts the server under a watchdog, says who is who, then waits to be killed.
@@ -169,3 +169,18 @@ def test_the_watchdog_is_not_reached_by_ctrl_c_on_the_terminal(tmp_path):
 
 if sys.platform != "linux":  # prctl and /proc
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_the_watchdogs_environment_imports_this_omnibench_without_site_packages(tmp_path):
+    """The watchdog runs from "/" with the package root first on PYTHONPATH: with -S (no
+    site-packages, no installed finder) that alone imports this very omnibench_core's watchdog, so
+    an uninstalled tree starts one too (855e5ac's fix; the product runs it without -S so that
+    coverage's subprocess hook reaches it)."""
+    import omnibench_core
+
+    env = {k: v for k, v in watchdog_env(os.environ).items() if k != "PYTHONHOME"}
+    done = subprocess.run([sys.executable, "-S", "-c", "import omnibench_core.process.watchdog as w; print(w.__file__)"],
+                          env=env, cwd="/", capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    here = os.path.dirname(omnibench_core.__file__)
+    assert done.stdout.strip() == os.path.join(here, "process", "watchdog.py")

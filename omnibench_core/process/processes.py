@@ -34,6 +34,14 @@ from .stopping import StopRecord, stop_members
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
+def watchdog_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The watchdog's environment: ``environ`` with the folder holding this omnibench_core first on
+    PYTHONPATH, so the watchdog imports this very package, installed or not."""
+    env = dict(environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def build_env(base: Mapping[str, str], set_: Mapping[str, str], unset: Sequence[str]) -> dict[str, str]:
     """``base`` with ``unset`` removed and ``set_`` applied, as the runbook's shell block does."""
     env = {k: v for k, v in base.items() if k not in set(unset)}
@@ -386,13 +394,14 @@ def start_group(
             "token": token, "orphan_grace_s": orphan_grace_s}
     ctl_r, ctl_w = os.pipe()
     report_r, report_w = os.pipe()
-    dog_env = dict(os.environ)
-    dog_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, dog_env.get("PYTHONPATH", "")) if p)
     try:
         with open(log_path, "ab") as log:
+            # no -S: the site's .pth files include coverage.py's subprocess hook, and -S (855e5ac, for
+            # no CPU gain) left the watchdog unmeasured, 0 % (2026-12-06); that the package root alone
+            # imports it is tested with -S on this environment (tests/test_watchdog.py)
             watchdog = subprocess.Popen(
-                [python, "-S", "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dog_env, cwd="/",
+                [python, "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=watchdog_env(os.environ), cwd="/",
                 pass_fds=(ctl_r, report_w),
                 start_new_session=True,  # Ctrl-C on the terminal is for omnibench only
             )
