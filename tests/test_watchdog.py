@@ -171,7 +171,7 @@ if sys.platform != "linux":  # prctl and /proc
     pytestmark = pytest.mark.skip("Linux only")
 
 
-def test_the_watchdogs_environment_imports_this_omnibench_without_site_packages(tmp_path):
+def test_the_watchdogs_environment_imports_this_omnibench_without_site_packages():
     """The watchdog runs from "/" with the package root first on PYTHONPATH: with -S (no
     site-packages, no installed finder) that alone imports this very omnibench_core's watchdog, so
     an uninstalled tree starts one too (855e5ac's fix; the product runs it without -S so that
