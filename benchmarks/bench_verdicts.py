@@ -21,7 +21,7 @@ appended to ``--out`` (JSON lines) as it ends, so calls add up.
 
     python benchmarks/bench_verdicts.py [--workloads selftest] [--modes fixed,sequential] [--designs duet]
         [--conditions quiet,slot-drift] [--aa 30] [--ab 10] [--effects 0.05,0.10] [--rounds 4] [--max-rounds 12]
-        [--lanes 4] [--lane-cpus 4] [--budget-s 540] [--out verdicts.jsonl]
+        [--lanes 4] [--lane-cpus 4] [--opt seedtts.max_concurrency=1] [--budget-s 540] [--out verdicts.jsonl]
     python benchmarks/bench_verdicts.py --summary verdicts.jsonl [more.jsonl ...]   # the tables of earlier calls
     python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # two tiny experiments, A/A and A/B: the wiring
 
@@ -141,20 +141,32 @@ class Hog:
 
 def free_pairs(count: int) -> list[int]:
     """``count`` ports p, each with p + 1 free too (a duet's second slot), none shared: two
-    benchmarks (or a test beside one) on one host do not meet on a fixed port."""
+    benchmarks (or a test beside one) on one host do not meet on a fixed port. Below the kernel's
+    ephemeral range: a port it picks is one any client's connection may take as its own before the
+    server binds it (a duet's side B once failed so on the device, 2026-12-07)."""
+    import random
     import socket
 
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
     found: list[int] = []
-    while len(found) < count:
+    candidates = list(range(20000, max(20002, low - 1), 2))
+    random.shuffle(candidates)  # two benchmarks started at once start from different ports
+    for p in candidates:
+        if len(found) == count:
+            break
         with socket.socket() as a, socket.socket() as b:
-            a.bind(("127.0.0.1", 0))
-            p = a.getsockname()[1]
             try:
+                a.bind(("127.0.0.1", p))
                 b.bind(("127.0.0.1", p + 1))
             except OSError:
                 continue
-        if p < 65535 and not {p, p + 1} & {q + d for q in found for d in (0, 1)}:
-            found.append(p)
+        found.append(p)
+    if len(found) < count:
+        raise SystemExit(f"found {len(found)} free port pairs under {low}, the ephemeral range's start; "
+                         f"{count} are needed: pass --base-port")
     return found
 
 
@@ -180,6 +192,7 @@ def pilot_latency_ms(lane: Path, cpus: Sequence[int], args: argparse.Namespace) 
     root = lane / "pilot"
     done = subprocess.run(pinned(cpus, [sys.executable, "-m", "invoke", "run", "--workload", "seedtts",
                                         "--opt", f"seedtts.max_samples={args.seedtts_samples}",
+                                        *[w for o in args.opt for w in ("--opt", o)],
                                         "--port", str(args.ports[0])]),
                           cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)}, capture_output=True,
                           text=True, timeout=3600)
@@ -204,7 +217,7 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
             "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
             "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides,
-            *(["--score", args.score] if args.score else [])]
+            *[w for o in args.opt for w in ("--opt", o)], *(["--score", args.score] if args.score else [])]
 
 
 def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
@@ -485,6 +498,9 @@ def main() -> int:
     parser.add_argument("--base-delay-ms", type=float, default=40.0, help="selftest's planted wait per request")
     parser.add_argument("--requests", type=at_least(1), default=8, help="selftest's requests a run")
     parser.add_argument("--seedtts-samples", type=at_least(1), default=6, help="seed-tts samples a run")
+    parser.add_argument("--opt", action="append", default=[], metavar="WORKLOAD.KEY=VALUE",
+                        help="more workload options for every run, the pilot's too (repeatable), e.g. "
+                             "seedtts.max_concurrency=1: one request in flight, as docs/ab.md's seed-tts A/B")
     cpus = len(os.sched_getaffinity(0))
     parser.add_argument("--lane-cpus", type=at_least(2), default=min(4, cpus), help="CPUs per lane (a duet's two slots split them)")
     parser.add_argument("--lanes", type=at_least(1), help="parallel lanes (default: as many as the CPUs hold)")
