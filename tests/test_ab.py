@@ -22,7 +22,7 @@ from test_flags import in_process
 
 from omnibench_core.ab import experiment_file, record
 from omnibench_core.ab.analysis import analyse
-from omnibench_core.ab.record import Attempt, Design, Experiment, Identity, Position, Side, SideReport
+from omnibench_core.ab.record import Attempt, Design, Experiment, Family, Identity, Position, Side, SideReport
 from omnibench_core.ab.writing import markdown
 from omnibench_core.statuses import AttemptStatus, ExperimentStatus, SideStatus
 from omnibench_core.store import manifest as manifest_file
@@ -112,8 +112,10 @@ def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_
     # the same fields and words on disk, in the current format (a fixed design's migration changes
     # nothing else); each attempt only gains its (unknown: 0) server starts
     assert [{k: v for k, v in a.items() if k != "server_starts"} for a in new["attempts"]] == old["attempts"]
-    assert new["format"] == experiment_file.FORMAT == 2 and old["format"] == 1
-    assert {k: v for k, v in new.items() if k not in ("attempts", "updated", "format")} == \
+    assert new["format"] == experiment_file.FORMAT == 3 and old["format"] == 1
+    # judged as it was made: every row in one Holm family (format 3's gatekeeping is for new records)
+    assert e.family is Family.HOLM and new["family"] == "holm" and "family" not in old
+    assert {k: v for k, v in new.items() if k not in ("attempts", "updated", "format", "family")} == \
         {k: v for k, v in old.items() if k not in ("attempts", "updated", "format")}
 
 
@@ -298,6 +300,10 @@ def _planted_delay_is_worse_with_its_interval_and_each_side_passes_the_runbook_b
     _counts_server_starts(rec, scoring=0)  # --score none: no scoring server
     md = next((results / "ab").glob("*/ab.md")).read_text()
     assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
+    # the decisive metrics judged first (format 3), and ab.md says which they were
+    assert rec["family"] == "gatekeeping" and rec["format"] == 3
+    stats = next(ln for ln in md.splitlines() if ln.startswith("- statistics:"))
+    assert "the decisive metrics (selftest.latency_mean_s" in stats and "serial gatekeeping" in stats, stats
 
 
 def _an_a_a_experiment_calls_nothing_better_or_worse(done: subprocess.CompletedProcess) -> None:

@@ -171,7 +171,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
              for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
-                    verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at),
+                    verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at,
+                                  primary=sequential.primary(experiment, {s.metric: s.direction for s in samples})),
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
                     score=experiment.score.value, scored_rounds=scored,
                     quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)),

@@ -7,8 +7,9 @@ A duet's worker reports its side's run to the driver in a file of its own, writt
 too (:func:`write_side_report`, :func:`read_side_report`).
 
 Format 2 records the boundary of an experiment of ``--max-rounds`` (``sequential.boundary``);
-a format 1 record is migrated through :data:`MIGRATIONS` (its looks were Bonferroni's, and it
-keeps them), a newer one is refused.
+format 3 how the rows share alpha (``family``: the decisive metrics first). Older records are
+migrated through :data:`MIGRATIONS` (format 1's looks were Bonferroni's, format 2's rows one Holm
+family, and each keeps its rule), a newer one is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .record import (
     Attempt,
     Design,
     Experiment,
+    Family,
     Identity,
     Look,
     Position,
@@ -46,7 +48,7 @@ from .record import (
     schedule,
 )
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _boundary_named(data: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +59,12 @@ def _boundary_named(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named}  # format N -> N + 1
+def _family_named(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 -> 3: every row was in one Holm family; it says so, and is judged by that rule."""
+    return {**data, "family": Family.HOLM.value}
+
+
+MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named, 2: _family_named}  # format N -> N + 1
 
 __all__ = ["FORMAT", "experiment_path", "load", "read_side_report", "save", "write_side_report"]
 
@@ -227,7 +234,8 @@ def load(path: Path) -> Experiment:
         status=r.enum(ExperimentStatus, data, "status", ""), reason=r.get(data, "reason", str, ""),
         created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential,
         # a file from before --score scored every round
-        score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND)
+        score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND,
+        family=r.enum(Family, data, "family", ""))
     record_check.check(experiment, path)  # the sequential block recomputed from the record's own settings
     return experiment
 

@@ -209,6 +209,18 @@ def duet_slot(side: str, round_: int) -> int:
     return (round_ + (0 if side == "A" else 1)) % 2
 
 
+class Family(str, enum.Enum):
+    """How the speed rows share alpha (docs/verdicts.md, "Many metrics"): the decisive metrics
+    first, the others once every decisive one is called changed (serial gatekeeping, format 3 on),
+    or every row in one Holm family (the records before: each is judged by the rule it was made by)."""
+
+    GATEKEEPING = "gatekeeping"
+    HOLM = "holm"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Experiment:
     """The whole A/B record."""
@@ -226,6 +238,7 @@ class Experiment:
     sequential: Sequential | None = None  # with --max-rounds (identity.max_rounds); None for a fixed design
     # which rounds are scored for quality; a file from before --score scored every round
     score: ScorePolicy = ScorePolicy.EVERY_ROUND
+    family: Family = Family.GATEKEEPING  # how the rows share alpha; records of format 2 and before: holm
 
     def scores(self, round_: int, look_rounds: Sequence[int] = ()) -> bool:
         """Whether the runs of ``round_`` are scored for quality: never a warm-up (round 0); with
@@ -278,7 +291,8 @@ class Experiment:
                "retries": self.retries, "scoring": self.scoring,
                "order": [[p.side, p.round] for p in self.order],
                "attempts": [asdict(a) | {"status": a.status.value} for a in self.attempts],
-               "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated}
+               "status": self.status.value, "reason": self.reason, "created": self.created, "updated": self.updated,
+               "family": self.family.value}
         if self.score is not ScorePolicy.EVERY_ROUND:  # every round: what a file without it means (before --score)
             out["score"] = self.score.value
         if self.sequential is not None:

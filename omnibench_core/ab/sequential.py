@@ -19,7 +19,7 @@ from .. import defaults
 from ..errors import SettingsError
 from ..stats import verdict
 from ..stats.looks import Boundary, at, looks
-from .record import Experiment, Look, Sequential, StopReason
+from .record import Experiment, Family, Look, Sequential, StopReason
 
 DECIDED = (verdict.Verdict.BETTER.value, verdict.Verdict.WORSE.value, verdict.Verdict.EQUIVALENT.value)
 
@@ -56,6 +56,22 @@ def decisive(asked: Sequence[str], directions: Mapping[str, str]) -> tuple[str, 
                           hint="decide on metrics with a better side: "
                                + ", ".join(m for m in known if directions[m] != "context"))
     return tuple(asked)
+
+
+def primary(experiment: Experiment, directions: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The rows judged first (``Family.GATEKEEPING``): the decisive metrics, as the looks resolved
+    them or :func:`decisive` would of these metrics (a fixed design's: every latency and throughput
+    one); () when none resolves (then every row is in the one family); None for a record whose rows
+    are one Holm family (format 2 and before)."""
+    if experiment.family is Family.HOLM:
+        return None
+    state = experiment.sequential
+    if state is not None and state.decisive:
+        return state.decisive
+    try:
+        return decisive(state.decide if state is not None else (), directions)
+    except DecideError:  # the first look says why (it stops the experiment); judged meanwhile as one family
+        return ()
 
 
 def schedule(experiment: Experiment) -> tuple[int, ...]:
@@ -101,16 +117,17 @@ class Outcome:
 
 def run_looks(samples: Sequence[verdict.Samples], max_rounds: int, *, decide: Sequence[str] = (),
               alpha: float = defaults.ALPHA, min_effect: float = defaults.MIN_EFFECT,
-              boundary: Boundary = Boundary.POCOCK) -> Outcome:
+              boundary: Boundary = Boundary.POCOCK, family: Family = Family.GATEKEEPING) -> Outcome:
     """The whole rule over paired values known in advance (each sample has at least
     ``max_rounds`` rounds): at each look, the first ``n`` rounds judged at the boundary's level
-    there; stop at the first look where every decisive metric is decided, or at ``max_rounds``.
-    ``invoke ab`` does the same one look at a time, measuring only the rounds up to each look."""
+    there (the decisive metrics first, by ``family``); stop at the first look where every decisive
+    metric is decided, or at ``max_rounds``. ``invoke ab`` does the same one look at a time,
+    measuring only the rounds up to each look."""
     state = Sequential(tuple(decide), alpha, min_effect, boundary=boundary)
     chosen = decisive(decide, {s.metric: s.direction for s in samples})
     done: list[Look] = []
     for n in looks(max_rounds, boundary):
-        verdicts = judge_look(samples, state, max_rounds, n)
+        verdicts = judge_look(samples, state, max_rounds, n, chosen if family is Family.GATEKEEPING else None)
         done.append(look_at(n, verdicts, chosen, boundary_at(state, max_rounds, n)(alpha)))
         reason = stop_reason(done[-1], max_rounds)
         if reason is not None:
@@ -119,12 +136,13 @@ def run_looks(samples: Sequence[verdict.Samples], max_rounds: int, *, decide: Se
 
 
 def judge_look(samples: Sequence[verdict.Samples], state: Sequential, max_rounds: int,
-               n: int) -> tuple[verdict.MetricVerdict, ...]:
+               n: int, primary: Sequence[str] | None = None) -> tuple[verdict.MetricVerdict, ...]:
     """The look after ``n`` rounds: the first ``n`` rounds of each metric (and of its matched
-    requests' counts) judged at the levels ``state``'s boundary gives that look."""
+    requests' counts) judged at the levels ``state``'s boundary gives that look; ``primary``: the
+    rows judged first (gatekeeping; None: one family)."""
     cut = [replace(s, a=s.a[:n], b=s.b[:n], matched=s.matched[:n]) for s in samples]
     return verdict.judge(cut, verdict.Design.PAIRED, alpha=state.alpha, min_effect=state.min_effect,
-                         at=boundary_at(state, max_rounds, n))
+                         at=boundary_at(state, max_rounds, n), primary=primary)
 
 
 def look_line(look: Look, max_rounds: int, boundary: Boundary = Boundary.POCOCK) -> str:

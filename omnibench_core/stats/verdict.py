@@ -12,7 +12,9 @@ and A/B experiments (rounds, paired) all decide here. The rules (docs/verdicts.m
 - many metrics: the family is held to ``alpha`` with Holm's step-down correction (rows that could
   never reach alpha, such as a count equal in every run, are left out of the count), and each
   row's interval is at ``1 - level``, the level it was held to, so the interval and the verdict
-  agree;
+  agree; with ``primary`` (an A/B's decisive metrics) the family is two, tested in series
+  (gatekeeping): the primary rows by Holm at ``alpha``, the others by Holm at ``alpha`` only once
+  every primary row is called changed (else none of them is called better or worse);
 - ``better``/``worse``: the interval excludes 0 and the change is at least the minimum effect;
   ``equivalent``: the whole interval lies within plus or minus the minimum effect;
   ``inconclusive``: neither, with about how many rounds (runs a side) would resolve it.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -236,8 +238,10 @@ def needed(change: Change, level: float, min_effect: float) -> int | None:
     return _first(n, lambda k: k >= 2 and est.half_width(change.sds, k, level) < margin)
 
 
-def decide(change: Change, level: float, min_effect: float, in_family: bool = False) -> MetricVerdict:
-    """The row of one change held to ``level``."""
+def decide(change: Change, level: float, min_effect: float, in_family: bool = False,
+           gate: str = "") -> MetricVerdict:
+    """The row of one change held to ``level``. ``gate``: why the row may not be called better or
+    worse (gatekeeping: a primary metric was not called changed); "" when it may."""
     s = change.samples
     n_a, n_b = len(s.a), len(s.b)
     if change.problem:
@@ -254,6 +258,8 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
     more: int | None = None
     if s.direction == "context":
         verdict, why = Verdict.CONTEXT, "no better side (runbook): read with the others"
+    elif excludes and big and gate:
+        verdict, why = Verdict.INCONCLUSIVE, f"{shown} excludes 0, but {gate}"
     elif excludes and big:
         verdict = Verdict.BETTER if (change.estimate > 0) == (s.direction == "higher") else Verdict.WORSE
         why = (f"every run of B differs from every run of A by the same amount (exact p {change.p:.3g} < "
@@ -281,20 +287,36 @@ def decide(change: Change, level: float, min_effect: float, in_family: bool = Fa
 
 
 def judge(samples: Sequence[Samples], design: str, *, alpha: float = defaults.ALPHA,
-          min_effect: float = defaults.MIN_EFFECT, at: Callable[[float], float] | None = None
-          ) -> tuple[MetricVerdict, ...]:
+          min_effect: float = defaults.MIN_EFFECT, at: Callable[[float], float] | None = None,
+          primary: Collection[str] | None = None) -> tuple[MetricVerdict, ...]:
     """Every metric's row by the estimator registered as ``design`` (:mod:`.designs`), the family
     (the metrics with a better side whose change could be estimated and could reach the level)
     held to ``alpha`` with Holm's correction; the other rows (context ones too) get intervals at 1
     - the level. ``at``: a look of a sequential experiment, mapping an alpha to the level its
     boundary holds a test to there (:func:`omnibench_core.stats.looks.at`); each Holm step's
-    alpha / (m - rank) goes through it."""
+    alpha / (m - rank) goes through it.
+
+    ``primary`` (metric names; None or empty: one family) splits the family in two, tested in
+    series (serial gatekeeping, docs/verdicts.md): the primary rows by Holm at ``alpha``; the others
+    by Holm at ``alpha`` too, but called better or worse only when every primary metric was called
+    changed (one without a row in the family never is). A false call among the others needs the gate open, which needs every primary row's
+    null rejected: the chance of any false call stays within ``alpha``."""
     full = alpha if at is None else at(alpha)
     changes = [estimate(s, design) for s in samples]
     family = [i for i, c in enumerate(changes)
               if c.samples.direction != "context" and not c.problem and smallest_p(c) < full]
-    levels = dict(zip(family, holm_levels([changes[i].p for i in family], alpha, at), strict=True))
-    return tuple(decide(c, levels.get(i, full), min_effect, i in levels) for i, c in enumerate(changes))
+    first = [i for i in family if primary is not None and changes[i].samples.metric in primary]
+    rest = [i for i in family if i not in first]
+    levels = dict(zip(first, holm_levels([changes[i].p for i in first], alpha, at), strict=True))
+    levels |= dict(zip(rest, holm_levels([changes[i].p for i in rest], alpha, at), strict=True))
+    # a primary metric with no row in the family (missing, or never able to reach the level) is not
+    # called changed either: the gate stays shut
+    called = {changes[i].samples.metric for i in first if changes[i].estimate != 0 and changes[i].p < levels[i]}
+    shut = [m for m in dict.fromkeys(primary or ()) if m not in called]
+    gate = (f"it is called only once every decisive metric is (not {', '.join(shut)}: gatekeeping)"
+            if shut else "")
+    return tuple(decide(c, levels.get(i, full), min_effect, i in levels, gate if i in rest else "")
+                 for i, c in enumerate(changes))
 
 
 def _fmt(x: float | None, relative: bool) -> str:

@@ -1,0 +1,126 @@
+"""An A/B's decisive metrics first (serial gatekeeping, issue 43): the speed rows of one
+measurement (seed-tts's latency mean, p50, p95, rtf and throughput) are nearly one quantity counted
+five times, and one Holm family of them held a 4-round look to alpha / 6 (a critical |t| of 6.23
+where one metric needs 3.18). The decisive metrics are now judged by Holm among themselves; the
+other rows by Holm too, but called better or worse only once every decisive metric is. Checked
+here on synthetic rounds through the real rule (``verdict.judge``, ``sequential.run_looks``): the
+levels, the gate, the chance of any false call over many A/A experiments (fixed and sequential),
+the case a gate exists for (decisive metrics truly changed, the others not), and the power it buys."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from omnibench_core.ab.record import Family
+from omnibench_core.ab.sequential import run_looks
+from omnibench_core.stats.verdict import Design, Samples, judge
+
+MEAN, P95, QPS = "seedtts.latency_mean_s", "seedtts.latency_p95_s", "seedtts.throughput_qps"
+OTHERS = ("seedtts.rtf_mean", "seedtts.server_ready_s", "seedtts.latency_p50_s_x")  # not decisive here
+CALLS = ("better", "worse")
+
+
+def _rounds(rng: np.random.Generator, n: int, effect: float, shared: float = 0.08, own: float = 0.03,
+            others_effect: float = 1.0, independent_others: bool = False) -> list[Samples]:
+    """``n`` rounds of six speed metrics: B's latency ``effect`` times A's. Each round's B/A of the
+    latency-like metrics shares one factor (sd ``shared``, as a round of seed-tts moves all of them
+    together) plus a little of its own (``own``); throughput moves the other way. The non-decisive
+    rows change by ``others_effect`` and, with ``independent_others``, share nothing with the rest."""
+    base = rng.normal(0.0, shared, n)
+    out = []
+    for i, (name, direction) in enumerate([(MEAN, "lower"), (P95, "lower"), (QPS, "higher"),
+                                           *((m, "lower") for m in OTHERS)]):
+        other = i >= 3
+        common = rng.normal(0.0, shared, n) if other and independent_others else base
+        change = np.log(others_effect if other else effect) + common + rng.normal(0.0, own, n)
+        a = 0.1 * np.exp(rng.normal(0.0, 0.05, n))
+        sign = -1.0 if direction == "higher" else 1.0
+        b = a * np.exp(sign * change)
+        out.append(Samples(name, direction, tuple(a.tolist()), tuple(b.tolist())))
+    return out
+
+
+def _row(verdicts, metric):
+    return next(v for v in verdicts if v.metric == metric)
+
+
+def test_the_decisive_metrics_share_alpha_among_themselves_and_the_others_wait_for_all_of_them():
+    rng = np.random.default_rng(1)
+    changed = _rounds(rng, 4, 1.3, others_effect=1.3)
+    one = judge(changed, Design.PAIRED, primary=(MEAN,))
+    # a family of one: the decisive metric held to alpha itself, not alpha / 6
+    assert _row(one, MEAN).level == 0.05 and _row(one, MEAN).verdict.value == "worse"
+    # every decisive metric called: the others are tested (Holm among the five of them)
+    assert sorted(v.level for v in one if v.metric != MEAN)[0] == 0.05 / 5
+    assert all(v.verdict.value in CALLS for v in one)
+    holm = judge(changed, Design.PAIRED)  # no primary: one family, as records of format 2 are judged
+    assert min(v.level for v in holm) == 0.05 / 6
+
+    # the decisive metric unchanged and noisy, the others changed: none of them is called
+    quiet = _rounds(rng, 4, 1.0, others_effect=1.5)
+    a = 0.1 * np.exp(rng.normal(0.0, 0.05, 4))
+    quiet[0] = Samples(MEAN, "lower", tuple(a.tolist()), tuple((a * np.exp(rng.normal(0.0, 0.3, 4))).tolist()))
+    gated = judge(quiet, Design.PAIRED, primary=(MEAN,))
+    assert _row(gated, MEAN).verdict.value == "inconclusive"
+    for v in gated:
+        if v.metric in OTHERS:
+            assert v.verdict.value == "inconclusive" and "excludes 0" in v.why and "gatekeeping" in v.why \
+                and MEAN in v.why, v
+    # the same rows without the gate are called: the gate, not the data, held them back
+    assert any(v.verdict.value in CALLS for v in judge(quiet, Design.PAIRED) if v.metric in OTHERS)
+    # a decisive metric with no row at all keeps the gate shut
+    missing = judge(changed, Design.PAIRED, primary=(MEAN, "seedtts.not_measured"))
+    assert all(_row(missing, m).verdict.value == "inconclusive" for m in OTHERS)
+    assert "seedtts.not_measured" in _row(missing, OTHERS[0]).why
+
+
+def _false_calls(verdicts, metrics=None) -> bool:
+    return any(v.verdict.value in CALLS for v in verdicts if metrics is None or v.metric in metrics)
+
+
+def test_identical_sides_are_called_changed_at_most_alpha_of_the_time_fixed_and_sequential():
+    """400 fixed 4-round and 300 sequential (at most 8 rounds) A/A experiments of the six
+    correlated rows, the decisive ones latency mean, p95 and throughput: any row called better or
+    worse in at most 5 % of them (here 13 of 400 and 3 of 300)."""
+    rng = np.random.default_rng(43)
+    fixed = sum(_false_calls(judge(_rounds(rng, 4, 1.0), Design.PAIRED, primary=(MEAN, P95, QPS)))
+                for _ in range(400))
+    looked = sum(_false_calls(run_looks(_rounds(rng, 8, 1.0), 8, decide=(MEAN, P95, QPS)).verdicts)
+                 for _ in range(300))
+    assert fixed / 400 <= 0.05 and looked / 300 <= 0.05, (fixed, looked)
+
+
+def test_where_every_decisive_metric_truly_changed_the_unchanged_others_are_called_at_most_alpha():
+    """The case the gate opens on: B truly 30 % slower on the decisive rows, the other three
+    unchanged and independent of them. Over 400 experiments, the gate opens in most (here all), and
+    an unchanged row is called better or worse in at most 5 % (Holm at alpha among them; here 17)."""
+    rng = np.random.default_rng(7)
+    opened = false = 0
+    for _ in range(400):
+        verdicts = judge(_rounds(rng, 6, 1.3, independent_others=True), Design.PAIRED, primary=(MEAN, P95, QPS))
+        opened += all(_row(verdicts, m).verdict.value == "worse" for m in (MEAN, P95, QPS))
+        false += _false_calls(verdicts, OTHERS)
+    assert opened > 300 and false / 400 <= 0.05, (opened, false)
+
+
+def test_a_ten_percent_slowdown_is_found_more_often_at_four_rounds_than_by_one_holm_family():
+    """+10 % on the six correlated rows, 4 rounds, 300 experiments: the latency called worse more
+    often with the decisive metrics first than by one family of six (the same data; here 100 of 300
+    against 27)."""
+    rng = np.random.default_rng(11)
+    gated = holm = 0
+    for _ in range(300):
+        samples = _rounds(rng, 4, 1.1)
+        gated += _row(judge(samples, Design.PAIRED, primary=(MEAN,)), MEAN).verdict.value == "worse"
+        holm += _row(judge(samples, Design.PAIRED), MEAN).verdict.value == "worse"
+    assert gated > holm, (gated, holm)
+
+
+def test_run_looks_judges_a_record_of_one_holm_family_by_that_family():
+    """run_looks with ``Family.HOLM`` (a record of format 2 resumed) holds each look's smallest p to
+    the boundary's level for alpha / 6, as before; with gatekeeping to its level for alpha / 3."""
+    rng = np.random.default_rng(5)
+    samples = _rounds(rng, 8, 1.3)
+    old = run_looks(samples, 8, decide=(MEAN, P95, QPS), family=Family.HOLM)
+    new = run_looks(samples, 8, decide=(MEAN, P95, QPS))
+    assert min(v.level for v in old.verdicts) < min(v.level for v in new.verdicts)
