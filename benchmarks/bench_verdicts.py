@@ -187,13 +187,17 @@ def pinned(cpus: Sequence[int], argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-c", PIN, ",".join(map(str, cpus)), *argv]
 
 
+def opt_flags(args: argparse.Namespace) -> list[str]:
+    """``--opt`` as the runs get it: each of the bench's ``--opt`` values, in order."""
+    return [word for value in args.opt for word in ("--opt", value)]
+
+
 def pilot_latency_ms(lane: Path, cpus: Sequence[int], args: argparse.Namespace) -> float:
     """The seed-tts latency one plain run measures on ``cpus``: B's planted delay is a fraction of it."""
     root = lane / "pilot"
     done = subprocess.run(pinned(cpus, [sys.executable, "-m", "invoke", "run", "--workload", "seedtts",
                                         "--opt", f"seedtts.max_samples={args.seedtts_samples}",
-                                        *[w for o in args.opt for w in ("--opt", o)],
-                                        "--port", str(args.ports[0])]),
+                                        *opt_flags(args), "--port", str(args.ports[0])]),
                           cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)}, capture_output=True,
                           text=True, timeout=3600)
     if done.returncode != 0:
@@ -217,7 +221,7 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
             "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
             "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides,
-            *[w for o in args.opt for w in ("--opt", o)], *(["--score", args.score] if args.score else [])]
+            *opt_flags(args), *(["--score", args.score] if args.score else [])]
 
 
 def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
