@@ -299,8 +299,9 @@ def judge(samples: Sequence[Samples], design: str, *, alpha: float = defaults.AL
     ``primary`` (metric names; None or empty: one family) splits the family in two, tested in
     series (serial gatekeeping, docs/verdicts.md): the primary rows by Holm at ``alpha``; the others
     by Holm at ``alpha`` too, but called better or worse only when every primary metric was called
-    changed (one without a row in the family never is). A false call among the others needs the gate open, which needs every primary row's
-    null rejected: the chance of any false call stays within ``alpha``."""
+    changed (one without a row in the family never is). A false call among the others needs the
+    gate open, which needs every primary row's null rejected: the chance of any false call stays
+    within ``alpha``."""
     full = alpha if at is None else at(alpha)
     changes = [estimate(s, design) for s in samples]
     family = [i for i, c in enumerate(changes)
