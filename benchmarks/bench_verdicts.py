@@ -21,7 +21,8 @@ appended to ``--out`` (JSON lines) as it ends, so calls add up.
 
     python benchmarks/bench_verdicts.py [--workloads selftest] [--modes fixed,sequential] [--designs duet]
         [--conditions quiet,slot-drift] [--aa 30] [--ab 10] [--effects 0.05,0.10] [--rounds 4] [--max-rounds 12]
-        [--lanes 4] [--lane-cpus 4] [--opt seedtts.max_concurrency=1] [--budget-s 540] [--out verdicts.jsonl]
+        [--lanes 4] [--lane-cpus 4] [--opt seedtts.max_concurrency=1] [--decide seedtts.latency_mean_s]
+        [--budget-s 540] [--out verdicts.jsonl]
     python benchmarks/bench_verdicts.py --summary verdicts.jsonl [more.jsonl ...]   # the tables of earlier calls
     python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # two tiny experiments, A/A and A/B: the wiring
 
@@ -216,7 +217,9 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
         opts = ["--opt", f"seedtts.max_samples={args.seedtts_samples}"]
         sides = ["--b-set", f"local_delay_ms={seedtts_ms * cell.effect:.3f}"] if cell.effect else []
     kind, _, count = cell.mode.partition("-")
-    rounds = ["--rounds", count] if kind == "fixed" else ["--max-rounds", count]
+    # --decide: the sequential cells' decisive metrics, judged first (fixed rounds take ab's default ones)
+    rounds = ["--rounds", count] if kind == "fixed" else \
+        ["--max-rounds", count, *(["--decide", args.decide] if args.decide else [])]
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
             "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
@@ -514,6 +517,9 @@ def main() -> int:
     parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again")
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
     parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
+    parser.add_argument("--decide", default="", metavar="METRIC,...",
+                        help="invoke ab --decide for the sequential cells (default: ab's own, every latency and "
+                             "throughput metric); its metrics are judged first, the other rows once they are called")
     parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
     parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
     parser.add_argument("--smoke", action="store_true", help="two tiny experiments (A/A fixed, A/B sequential), --score none: the wiring, no figures")
