@@ -112,7 +112,7 @@ def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_
     # the same fields and words on disk, in the current format (a fixed design's migration changes
     # nothing else); each attempt only gains its (unknown: 0) server starts
     assert [{k: v for k, v in a.items() if k != "server_starts"} for a in new["attempts"]] == old["attempts"]
-    assert new["format"] == experiment_file.FORMAT == 3 and old["format"] == 1
+    assert new["format"] == experiment_file.FORMAT == 4 and old["format"] == 1
     # judged as it was made: every row in one Holm family (format 3's gatekeeping is for new records)
     assert e.family is Family.HOLM and new["family"] == "holm" and "family" not in old
     assert {k: v for k, v in new.items() if k not in ("attempts", "updated", "format", "family")} == \
@@ -251,7 +251,7 @@ def test_the_run_tree_counted_as_the_runs_own_is_the_load_roots_else_this_proces
      "--max-rounds cannot stop a sequential design early"),
     (("--b-set", "local_delay_ms=5", "--max-rounds", "2"), "--max-rounds '2' refused"),
     (("--b-set", "local_delay_ms=5", "--max-rounds", str(10**30)), f"--max-rounds '{10**30}' refused"),
-    (("--b-set", "local_delay_ms=5", "--decide", "selftest.latency_mean_s"), "without --max-rounds the rounds are fixed"),
+    (("--b-set", "local_delay_ms=5", "--decide", "selftest.latncy_mean_s"), "--decide selftest.latncy_mean_s: no run of"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, monkeypatch, capsys, args, words):
     """Through Invoke's own parser and the task in this process (test_flags.in_process: a
@@ -300,10 +300,12 @@ def _planted_delay_is_worse_with_its_interval_and_each_side_passes_the_runbook_b
     _counts_server_starts(rec, scoring=0)  # --score none: no scoring server
     md = next((results / "ab").glob("*/ab.md")).read_text()
     assert "| selftest.latency_mean_s | lower |" in md and "WORSE" in md and "## Host noise" in md
-    # the decisive metrics judged first (format 3), and ab.md says which they were
-    assert rec["family"] == "gatekeeping" and rec["format"] == 3
+    # the decisive metrics judged first (format 3): a fixed design's own, as --decide named them and the
+    # resumed command repeated (format 4), and ab.md says which they were
+    assert rec["family"] == "gatekeeping" and rec["format"] == experiment_file.FORMAT
+    assert rec["decide"] == ["selftest.latency_mean_s"]
     stats = next(ln for ln in md.splitlines() if ln.startswith("- statistics:"))
-    assert "the decisive metrics (selftest.latency_mean_s" in stats and "serial gatekeeping" in stats, stats
+    assert "the decisive metrics (selftest.latency_mean_s) held to" in stats and "serial gatekeeping" in stats, stats
 
 
 def _an_a_a_experiment_calls_nothing_better_or_worse(done: subprocess.CompletedProcess) -> None:
@@ -320,8 +322,8 @@ def _an_a_a_experiment_calls_nothing_better_or_worse(done: subprocess.CompletedP
 # and 34 s more (2026-12-05) and go through the same resume code.
 @pytest.mark.slow
 # The interleaved case plants B's delay over 3 rounds and, once resumed, tells the planted-delay
-# story too (its own experiment cost 5.6 CPU-s more; issue 40).
-@pytest.mark.parametrize(("design", "sig", "rounds"), [((*PLANTED,), signal.SIGINT, 3),
+# story too (its own experiment cost 5.6 CPU-s more; issue 40), with a fixed design's --decide.
+@pytest.mark.parametrize(("design", "sig", "rounds"), [((*PLANTED, "--decide", "selftest.latency_mean_s"), signal.SIGINT, 3),
                                                        (("--b-set", "local_delay_ms=1", "--slots", "0,1", "--slot-cpus",
                                                          "shared"), signal.SIGKILL, 2)],
                          ids=["interleaved-ctrl-c", "duet-kill-9"])

@@ -205,7 +205,7 @@ def test_the_decisive_metrics_default_to_latency_and_throughput_and_a_bad_name_i
 @pytest.mark.parametrize("kwargs, words", [
     ({"rounds": 4, "max_rounds": 6}, "--rounds 4 and --max-rounds 6 cannot go together"),
     ({"max_rounds": 6, "design": "sequential"}, "--max-rounds cannot stop a sequential design early"),
-    ({"decide": ["selftest.latency_mean_s"]}, "without --max-rounds the rounds are fixed"),
+    ({"decide": ["selftest.latency_mean_s"] * 2}, "a metric named twice"),  # fixed rounds take --decide too
     ({"max_rounds": 2}, "--max-rounds 2: the first look needs 3 rounds"),
     ({"max_rounds": 6, "decide": ["x", "x"]}, "a metric named twice"),
     # issue 46: past the cap, refused before the schedule (two entries a round) is made
@@ -254,7 +254,7 @@ def test_the_looks_round_trip_and_a_bad_look_or_stop_is_refused_naming_the_field
     assert loaded.sequential == state and loaded.identity.max_rounds == 8
     good = json.loads(path.read_text())
     assert good["sequential"]["stop"] == "decided" and good["sequential"]["rounds_run"] == 6
-    assert good["format"] == 3 and good["sequential"]["boundary"] == "pocock" and good["family"] == "gatekeeping"
+    assert good["format"] == experiment_file.FORMAT and good["sequential"]["boundary"] == "pocock" and good["family"] == "gatekeeping"
     cases = {
         "off the schedule": (lambda d: d["sequential"]["looks"][1].update(rounds=5), "sequential.looks[1].rounds"),
         "boundary": (lambda d: d["sequential"].update(boundary="hope"), "sequential.boundary"),
@@ -451,7 +451,7 @@ def test_the_docs_command_calls_a_planted_slowdown_worse_before_max_rounds_and_s
     assert rec["status"] == "complete" and rec["identity"]["max_rounds"] == 12
     n = seq["rounds_run"]
     assert seq["stop"] == "decided" and 4 <= n < 12 and seq["decisive"] == [LATENCY] and n in looks(12)
-    assert rec["format"] == 3 and seq["boundary"] == "pocock"  # issue 43: the record names its boundary
+    assert rec["format"] == experiment_file.FORMAT and seq["boundary"] == "pocock"  # issue 43: the record names its boundary
     assert rec["family"] == "gatekeeping"
     assert seq["looks"][-1]["verdicts"] == [[LATENCY, "worse"]] and seq["looks"][-1]["rounds"] == n
     assert seq["looks"][-1]["level"] == pytest.approx(level(0.05, 12, n))

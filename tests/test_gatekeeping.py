@@ -9,14 +9,21 @@ the case a gate exists for (decisive metrics truly changed, the others not), and
 
 from __future__ import annotations
 
-import numpy as np
+import json
 
+import numpy as np
+import pytest
+
+from omnibench_core.ab import execute, experiment_file, record, sequential
 from omnibench_core.ab.record import Family
 from omnibench_core.ab.sequential import run_looks
+from omnibench_core.errors import RecordError, SettingsError
+from omnibench_core.settings import Settings
 from omnibench_core.stats.verdict import Design, Samples, judge
+from omnibench_core.statuses import AttemptStatus
 
 MEAN, P95, QPS = "seedtts.latency_mean_s", "seedtts.latency_p95_s", "seedtts.throughput_qps"
-OTHERS = ("seedtts.rtf_mean", "seedtts.server_ready_s", "seedtts.latency_p50_s_x")  # not decisive here
+OTHERS = ("seedtts.rtf_mean", "seedtts.server_ready_s", "seedtts.audio_seconds_per_request")  # not decisive here
 CALLS = ("better", "worse")
 
 
@@ -127,3 +134,59 @@ def test_run_looks_judges_a_record_of_one_holm_family_by_that_family():
     old = run_looks(samples, 8, decide=(MEAN, P95, QPS), family=Family.HOLM)
     new = run_looks(samples, 8, decide=(MEAN, P95, QPS))
     assert min(v.level for v in old.verdicts) < min(v.level for v in new.verdicts)
+
+
+# -- a fixed design names its own decisive metrics (--rounds N --decide ...) -------------------------------
+def _fixed(decide: tuple[str, ...] = (), measured: bool = False) -> record.Experiment:
+    ident = record.Identity(("selftest",), None, (("target", "local"),), record.Side("A"),
+                            record.Side("B", sets=(("local_delay_ms", "9"),)), record.Design.INTERLEAVED, 4, 0)
+    order = record.schedule(record.Design.INTERLEAVED, 4, 0)
+    done = tuple(record.Attempt(p.side, p.round, f"run{i}", "local", AttemptStatus.COMPLETE, "t", 1.0)
+                 for i, p in enumerate(order[:4 if measured else 2]))  # both warm-ups; with measured, round 1 too
+    return record.Experiment("x", ident, 2, "per-run", order, attempts=done, decide=decide)
+
+
+def test_a_fixed_design_is_judged_with_its_own_decisive_metrics_kept_in_its_record(tmp_path):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    asked = execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], rounds=4,
+                                 decide=["selftest.latency_mean_s"])
+    assert asked.decide == ("selftest.latency_mean_s",) and asked.sequential is None
+    # the same identity, so the same name: the decisive metrics are the experiment's rule, not what it measures
+    assert asked.identity == execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], rounds=4).identity
+    until = execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], max_rounds=6,
+                                 decide=["selftest.latency_mean_s"])
+    assert until.decide == () and until.sequential.decide == ("selftest.latency_mean_s",)  # one place each
+    directions = {MEAN: "lower", P95: "lower", QPS: "higher", "seedtts.rtf_mean": "lower"}
+    assert sequential.primary(_fixed((P95,)), directions) == (P95,)
+    assert sequential.primary(_fixed(), directions) == (MEAN, P95, QPS)  # the default: latency and throughput
+    # a decisive metric the rows cannot call (no better side) stays first: the gate stays shut, never one family
+    assert sequential.primary(_fixed(("seedtts.rtf_x",)), directions) == ("seedtts.rtf_x",)
+
+    path = tmp_path / "x.json"
+    experiment_file.save(path, _fixed((P95, MEAN)))
+    data = json.loads(path.read_text())
+    assert data["decide"] == [P95, MEAN] and data["format"] == experiment_file.FORMAT == 4
+    assert experiment_file.load(path).decide == (P95, MEAN)
+    experiment_file.save(path, _fixed())
+    assert "decide" not in json.loads(path.read_text())  # the default: the file as format 3 wrote it
+    for bad, words in (([P95, P95], "a metric named twice"), ("x", "must be list"), ([""], "an empty name")):
+        path.write_text(json.dumps({**data, "decide": bad}))
+        with pytest.raises(RecordError, match=words) as refused:
+            experiment_file.load(path)
+        assert "decide" in refused.value.message
+
+
+def test_a_fixed_design_keeps_its_decisive_metrics_once_a_round_is_measured(tmp_path):
+    """Chosen after seeing rounds, the decisive metrics would pick the rows judged first from the data."""
+    path = tmp_path / "x.json"
+    fresh, measured = _fixed((MEAN,)), _fixed((MEAN,), measured=True)
+    assert execute._decisive_kept(fresh, (P95,), path) == (P95,)  # warm-ups only: no verdict seen yet
+    assert execute._decisive_kept(measured, (MEAN,), path) == (MEAN,)
+    for asked in ((P95,), ()):
+        with pytest.raises(SettingsError, match="has measured rounds judged with its own decisive metrics") as refused:
+            execute._decisive_kept(measured, asked, path)
+        assert refused.value.hint.startswith(f"repeat it with --decide {MEAN}")
+        assert refused.value.evidence["record"] == str(path)
+    with pytest.raises(SettingsError) as default_kept:
+        execute._decisive_kept(_fixed(measured=True), (MEAN,), path)
+    assert "no --decide (the default decisive metrics)" in default_kept.value.hint

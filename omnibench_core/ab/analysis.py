@@ -73,6 +73,9 @@ class Analysis:
     # "A round 1: run2 selftest.client: present on the slot's GPUs ..." for each window that was not
     # noisy but saw another process hold GPU memory idle: named, not weighed as noise
     present: tuple[str, ...] = ()
+    # the rows judged first (gatekeeping: sequential.primary); () none, so one family; None: one Holm
+    # family, as records of format 2 and before are judged
+    primary: tuple[str, ...] | None = ()
 
     def scored_text(self) -> str:
         """Which runs were scored for quality, in words for the console and ab.md."""
@@ -169,14 +172,15 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
             present += [f"{side} round {r}: {line}" for line in present_runs([d])]
     alone = [f"{side} round {r} ({runs[r].run}) ran without its partner"
              for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
+    first = sequential.primary(experiment, {s.metric: s.direction for s in samples})
     return Analysis(experiment.name, experiment.identity.design.value, rounds,
                     {s: tuple(f"{d.parent.name}/{d.name}" for d in ds) for s, ds in dirs.items()}, tuple(values),
                     verdict.judge(samples, verdict.Design.PAIRED, alpha=alpha, min_effect=min_effect, at=at,
-                                  primary=sequential.primary(experiment, {s.metric: s.direction for s in samples})),
+                                  primary=first),
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
                     score=experiment.score.value, scored_rounds=scored,
                     quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)),
-                    present=tuple(present))
+                    present=tuple(present), primary=first)
 
 
 def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,

@@ -101,6 +101,7 @@ class Request:
     sequential: Sequential | None = None  # --max-rounds: the stopping rule asked for (no looks yet)
     score: ScorePolicy = ScorePolicy.LAST  # which rounds are scored for quality
     score_given: bool = False  # --score was passed (a resumed experiment otherwise keeps its own)
+    decide: tuple[str, ...] = ()  # a fixed design's --decide (with --max-rounds, sequential.decide holds it)
 
     @property
     def experiment_name(self) -> str:
@@ -155,11 +156,11 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         raise SettingsError(f"--rounds {rounds} and --max-rounds {max_rounds} cannot go together: --rounds fixes the "
                             "rounds, --max-rounds runs rounds until the answer is known",
                             hint="keep one: --rounds N for exactly N rounds, --max-rounds N for at most N")
-    if max_rounds is None and decide:
-        raise SettingsError(f"--decide {','.join(decide)} names the metrics --max-rounds waits for; without "
-                            "--max-rounds the rounds are fixed", hint="add --max-rounds N, or leave out --decide")
+    if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
+        raise SettingsError(f"--decide {','.join(decide)}: a metric named twice, or an empty name",
+                            hint="name each metric once, e.g. --decide selftest.latency_mean_s")
     if max_rounds is not None:
-        _check_max_rounds(max_rounds, chosen, decide)
+        _check_max_rounds(max_rounds, chosen)
     options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
     api.check_decide(workloads, decide)  # a misspelt metric, refused now, not at the first look
     flag = "--max-rounds" if max_rounds is not None else "--rounds"
@@ -202,7 +203,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     shared = counted_settings(recorded, AB_SHARED_SETTINGS)
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed, max_rounds or 0)
     rule = Sequential(tuple(decide), alpha, min_effect) if max_rounds is not None else None
-    return Request(identity, retries, scoring, name, rule, policy, score is not None)
+    return Request(identity, retries, scoring, name, rule, policy, score is not None,
+                   () if max_rounds is not None else tuple(decide))
 
 
 def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]], workloads: Sequence[str],
@@ -229,7 +231,7 @@ def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]]
     return out, plain
 
 
-def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) -> None:
+def _check_max_rounds(max_rounds: int, design: Design) -> None:
     """--max-rounds needs a look's worth of rounds and a design whose every round pairs A and B."""
     if max_rounds < defaults.FIRST_LOOK:
         raise SettingsError(f"--max-rounds {max_rounds}: the first look needs {defaults.FIRST_LOOK} rounds",
@@ -238,9 +240,6 @@ def _check_max_rounds(max_rounds: int, design: Design, decide: Sequence[str]) ->
         # A's rounds all come before B's: stopping early would leave B unmeasured
         raise SettingsError("--max-rounds cannot stop a sequential design early: it runs all of A's rounds before "
                             "any of B's", hint="use --design interleaved or duet (or auto, which picks one of them)")
-    if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
-        raise SettingsError(f"--decide {','.join(decide)}: a metric named twice, or an empty name",
-                            hint="name each metric once, e.g. --decide selftest.latency_mean_s")
 
 
 def sides_revisions(settings: Settings, a_rev: str, b_rev: str) -> tuple[str, str]:
@@ -296,11 +295,12 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
                                 hint=f"repeat it with --score {experiment.score.value} (or without --score), or pass "
                                      "--name for a new experiment")
         experiment = replace(experiment, scoring=request.scoring, score=score,
-                             sequential=_rule_kept(experiment, request.sequential, path))
+                             sequential=_rule_kept(experiment, request.sequential, path),
+                             decide=_decisive_kept(experiment, request.decide, path))
     else:
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
                                 record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential,
-                                score=request.score)
+                                score=request.score, decide=request.decide)
     experiment = experiment_file.save(path, experiment)
     return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
 
@@ -326,6 +326,19 @@ def _rule_kept(experiment: Experiment, asked: Sequential | None, path: Path) -> 
                                       "record": str(path)},
                             hint="repeat it with its own rule, or pass --name for a new experiment")
     return state
+
+
+def _decisive_kept(experiment: Experiment, asked: tuple[str, ...], path: Path) -> tuple[str, ...]:
+    """A fixed design's decisive metrics on resuming: the ones asked while no round is measured;
+    after that, only its own. Chosen after seeing rounds, they would pick the rows judged first
+    from the data, and the gate would no longer hold alpha."""
+    if asked == experiment.decide or not (experiment.measured("A") or experiment.measured("B")):
+        return asked
+    def said(metrics: tuple[str, ...]) -> str:
+        return f"--decide {','.join(metrics)}" if metrics else "no --decide (the default decisive metrics)"
+    raise SettingsError(f"A/B experiment {experiment.name!r} has measured rounds judged with its own decisive metrics",
+                        evidence={"rule": said(experiment.decide), "asked": said(asked), "record": str(path)},
+                        hint=f"repeat it with {said(experiment.decide)}, or pass --name for a new experiment")
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:

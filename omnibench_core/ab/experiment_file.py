@@ -7,9 +7,11 @@ A duet's worker reports its side's run to the driver in a file of its own, writt
 too (:func:`write_side_report`, :func:`read_side_report`).
 
 Format 2 records the boundary of an experiment of ``--max-rounds`` (``sequential.boundary``);
-format 3 how the rows share alpha (``family``: the decisive metrics first). Older records are
-migrated through :data:`MIGRATIONS` (format 1's looks were Bonferroni's, format 2's rows one Holm
-family, and each keeps its rule), a newer one is refused.
+format 3 how the rows share alpha (``family``: the decisive metrics first); format 4 a fixed
+design's own decisive metrics (``decide``, from ``--decide``). Older records are migrated through
+:data:`MIGRATIONS` (format 1's looks were Bonferroni's, format 2's rows one Holm family, and each
+keeps its rule), a newer one is refused: an older omnibench would judge a fixed design's rows with
+the default decisive metrics in place of the ones it was made with.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from .record import (
     schedule,
 )
 
-FORMAT = 3
+FORMAT = 4
 
 
 def _boundary_named(data: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +66,13 @@ def _family_named(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "family": Family.HOLM.value}
 
 
-MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named, 2: _family_named}  # format N -> N + 1
+def _default_decisive(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 -> 4: nothing to change. A fixed design of format 3 could not name its decisive
+    metrics; without ``decide`` it has the default ones, as format 3 judged it."""
+    return data
+
+
+MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named, 2: _family_named, 3: _default_decisive}  # N -> N + 1
 
 __all__ = ["FORMAT", "experiment_path", "load", "read_side_report", "save", "write_side_report"]
 
@@ -228,6 +236,11 @@ def load(path: Path) -> Experiment:
         sequential = _sequential(r, r.get(data, "sequential", dict, ""), identity.max_rounds)
     elif "sequential" in data:
         raise r.fail("sequential", "a fixed design (no identity.max_rounds) has no looks")
+    if "decide" in data and identity.max_rounds:  # one place for it: the stopping rule's
+        raise r.fail("decide", "an experiment of --max-rounds keeps --decide in sequential.decide")
+    decide = r.words(data, "decide", "") if "decide" in data else ()
+    if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
+        raise r.fail("decide", f"{', '.join(decide) or '[]'}: a metric named twice, or an empty name")
     experiment = Experiment(
         name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
         scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),
@@ -235,7 +248,7 @@ def load(path: Path) -> Experiment:
         created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential,
         # a file from before --score scored every round
         score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND,
-        family=r.enum(Family, data, "family", ""))
+        family=r.enum(Family, data, "family", ""), decide=decide)
     record_check.check(experiment, path)  # the sequential block recomputed from the record's own settings
     return experiment
 

@@ -239,6 +239,8 @@ class Experiment:
     # which rounds are scored for quality; a file from before --score scored every round
     score: ScorePolicy = ScorePolicy.EVERY_ROUND
     family: Family = Family.GATEKEEPING  # how the rows share alpha; records of format 2 and before: holm
+    # a fixed design's --decide, the metrics judged first (format 4); with --max-rounds it is sequential.decide
+    decide: tuple[str, ...] = ()
 
     def scores(self, round_: int, look_rounds: Sequence[int] = ()) -> bool:
         """Whether the runs of ``round_`` are scored for quality: never a warm-up (round 0); with
@@ -285,8 +287,9 @@ class Experiment:
         return out
 
     def as_record(self) -> dict[str, Any]:
-        """The JSON form (``sequential`` only with --max-rounds, ``score`` only when not every round: a
-        file of an experiment that could have been made before either is as it was)."""
+        """The JSON form (``sequential`` only with --max-rounds, ``score`` only when not every round,
+        ``decide`` only when a fixed design names its decisive metrics: a file of an experiment that
+        could have been made before them is as it was)."""
         out = {"name": self.name, "identity": self.identity.as_record(),
                "retries": self.retries, "scoring": self.scoring,
                "order": [[p.side, p.round] for p in self.order],
@@ -297,6 +300,8 @@ class Experiment:
             out["score"] = self.score.value
         if self.sequential is not None:
             out["sequential"] = self.sequential.as_record()
+        if self.decide:
+            out["decide"] = list(self.decide)
         return out
 
 

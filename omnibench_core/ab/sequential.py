@@ -60,18 +60,20 @@ def decisive(asked: Sequence[str], directions: Mapping[str, str]) -> tuple[str, 
 
 def primary(experiment: Experiment, directions: Mapping[str, str]) -> tuple[str, ...] | None:
     """The rows judged first (``Family.GATEKEEPING``): the decisive metrics, as the looks resolved
-    them or :func:`decisive` would of these metrics (a fixed design's: every latency and throughput
-    one); () when none resolves (then every row is in the one family); None for a record whose rows
-    are one Holm family (format 2 and before)."""
+    them or :func:`decisive` would of these metrics (a fixed design's: its ``--decide``, else every
+    latency and throughput one); () when none resolves (then every row is in the one family); None
+    for a record whose rows are one Holm family (format 2 and before)."""
     if experiment.family is Family.HOLM:
         return None
     state = experiment.sequential
     if state is not None and state.decisive:
         return state.decisive
     try:
-        return decisive(state.decide if state is not None else (), directions)
-    except DecideError:  # the first look says why (it stops the experiment); judged meanwhile as one family
-        return ()
+        return decisive(state.decide if state is not None else experiment.decide, directions)
+    except DecideError:
+        # an experiment of --max-rounds: its first look says why (it stops there), judged meanwhile as one
+        # family; a fixed design's own --decide stays first, and a metric of it without a row keeps the gate shut
+        return experiment.decide if state is None else ()
 
 
 def schedule(experiment: Experiment) -> tuple[int, ...]:

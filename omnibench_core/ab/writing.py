@@ -48,10 +48,10 @@ def _publish(folder: Path, stem: str, suffix: str, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
 
 
-def family_text(experiment: Experiment, analysis: Analysis, shared: str = "") -> str:
+def family_text(analysis: Analysis, shared: str = "") -> str:
     """How the rows shared alpha, in words: one Holm family, or the decisive metrics first;
     ``shared``: what the level is (a sequential experiment's stopping look), said after it."""
-    first = sequential.primary(experiment, {v.metric: v.direction for v in analysis.verdicts})
+    first = analysis.primary
     if not first:
         return f"the family held to alpha {analysis.alpha:.3g}{shared} with Holm's correction"
     return (f"the decisive metrics ({', '.join(first)}) held to alpha {analysis.alpha:.3g}{shared} with Holm's "
@@ -77,7 +77,7 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
           f"- statistics: per round B/A (of the requests matched by id across the sides where a metric is a mean "
           f"over requests: each side's geometric mean over them; ab.json's `method` says so), a paired t interval "
           f"of the rounds' log-ratios (of B - A for a metric with a value of 0 or less); "
-          f"{family_text(experiment, analysis, shared)} (each row's level is in `held to`); minimum effect "
+          f"{family_text(analysis, shared)} (each row's level is in `held to`); minimum effect "
           f"{analysis.min_effect:.0%}",
           f"- verdicts: {', '.join(f'{k} {v}' for k, v in analysis.counts().items())}",
           f"- {t(analysis.scored_text())}",
