@@ -140,7 +140,7 @@ class Hog:
             self._stop.wait(self.off_s)
 
 
-def free_pairs(count: int) -> list[int]:
+def free_pairs(count: int, port_range: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> list[int]:
     """``count`` ports p, each with p + 1 free too (a duet's second slot), none shared: two
     benchmarks (or a test beside one) on one host do not meet on a fixed port. Below the kernel's
     ephemeral range: a port it picks is one any client's connection may take as its own before the
@@ -149,11 +149,12 @@ def free_pairs(count: int) -> list[int]:
     import socket
 
     try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        low = int(port_range.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
     found: list[int] = []
-    candidates = list(range(20000, max(20002, low - 1), 2))
+    # from 20000 (clear of the well-known services), or from 1024 where the range starts lower: never in it
+    candidates = list(range(20000 if low > 20000 + 2 * count else 1024, low - 1, 2))
     random.shuffle(candidates)  # two benchmarks started at once start from different ports
     for p in candidates:
         if len(found) == count:
@@ -217,9 +218,8 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
         opts = ["--opt", f"seedtts.max_samples={args.seedtts_samples}"]
         sides = ["--b-set", f"local_delay_ms={seedtts_ms * cell.effect:.3f}"] if cell.effect else []
     kind, _, count = cell.mode.partition("-")
-    # --decide: the sequential cells' decisive metrics, judged first (fixed rounds take ab's default ones)
-    rounds = ["--rounds", count] if kind == "fixed" else \
-        ["--max-rounds", count, *(["--decide", args.decide] if args.decide else [])]
+    # --decide: every cell's decisive metrics, judged first (and what the sequential cells' looks wait for)
+    rounds = ["--rounds" if kind == "fixed" else "--max-rounds", count, *(["--decide", args.decide] if args.decide else [])]
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
             "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
@@ -518,8 +518,9 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
     parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
     parser.add_argument("--decide", default="", metavar="METRIC,...",
-                        help="invoke ab --decide for the sequential cells (default: ab's own, every latency and "
-                             "throughput metric); its metrics are judged first, the other rows once they are called")
+                        help="invoke ab --decide for every cell (default: ab's own, every latency and throughput "
+                             "metric); its metrics are judged first, the other rows once they are called, and the "
+                             "sequential cells' looks wait for them")
     parser.add_argument("--out", type=Path, help="append each outcome as a JSON line (and the host first)")
     parser.add_argument("--summary", type=Path, nargs="+", help="print the tables of these outcome files and stop")
     parser.add_argument("--smoke", action="store_true", help="two tiny experiments (A/A fixed, A/B sequential), --score none: the wiring, no figures")

@@ -199,6 +199,32 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     assert re.search(r"false alarms [012] of 2 ", done.stdout), done.stdout  # its one A/A, read twice
 
 
+def test_bench_verdicts_passes_decide_to_fixed_and_sequential_cells_alike():
+    """--decide names the decisive metrics of every cell (fixed rounds take it too, issue 43)."""
+    bench = _module("bench_verdicts.py")
+    args = argparse.Namespace(base_delay_ms=5.0, requests=4, seedtts_samples=6, decide="seedtts.latency_mean_s",
+                              opt=[], score="")
+    for mode, flag in (("fixed-4", "--rounds"), ("sequential-12", "--max-rounds")):
+        argv = bench.argv_of(bench.Cell("seedtts", "duet", mode, "quiet", 0.1, 5.0), 1, 20000, args, 80.0)
+        at = argv.index("--decide")
+        assert argv[at + 1] == "seedtts.latency_mean_s" and argv[argv.index(flag) + 1] == mode.split("-")[1]
+    args.decide = ""
+    assert "--decide" not in bench.argv_of(bench.Cell("seedtts", "duet", "fixed-4", "quiet", 0.1, 5.0), 1, 20000,
+                                           args, 80.0)
+
+
+@pytest.mark.parametrize("low", [40000, 15000])
+def test_bench_verdicts_picks_its_port_pairs_below_the_ephemeral_range_wherever_it_starts(tmp_path, low):
+    """A port in the kernel's ephemeral range may be taken by a client's connection before a server
+    binds it (a lost experiment on the device): every pair lies below the range, also where it starts
+    below 20000."""
+    port_range = tmp_path / "ip_local_port_range"
+    port_range.write_text(f"{low}\t60999\n")
+    pairs = _module("bench_verdicts.py").free_pairs(4, port_range)
+    assert len(set(pairs)) == 4 and all(1024 <= p and p + 1 < low for p in pairs), pairs
+    assert all(p >= 20000 for p in pairs) == (low == 40000)
+
+
 @pytest.mark.parametrize(("flags", "said"), [
     (["--rounds", "1"], "argument --rounds: '1': every value must be at least 2"),
     (["--workloads", "selftst"], "argument --workloads: selftst: not one of selftest, seedtts"),
