@@ -150,10 +150,14 @@ def test_text_only_reply_has_no_audio(server):
 
 def test_the_voice_pitch_a_server_starts_with_is_the_one_it_would_measure():
     """The table of voice pitches by hibari-tts version (a server start skips the calibration's
-    synthesis) holds the figure the installed version gives when measured."""
+    synthesis) holds the figure the installed version gives when measured: within one lag of the
+    autocorrelation, since the synthesis differs in its last bits between CPUs (on an AMD EPYC host
+    the median fell between lags 78 and 79: 203.8 Hz against the table's 202.5, 2026-12-07)."""
     synth = Synthesizer(1)
     assert synth.version in VOICE_F0_BY_VERSION, f"hibari-tts {synth.version}: add its measured voice pitch"
-    assert synth.voice_f0 == VOICE_F0_BY_VERSION[synth.version] == synth.measure_voice_f0()
+    tabled, measured = VOICE_F0_BY_VERSION[synth.version], synth.measure_voice_f0()
+    lag = ASR_RATE / tabled
+    assert synth.voice_f0 == tabled and ASR_RATE / (lag + 1) <= measured <= ASR_RATE / (lag - 1), (tabled, measured)
 
 
 def test_every_pooled_voice_has_synthesized_once_before_the_port_opens(monkeypatch):

@@ -25,8 +25,10 @@ REFERENCE_PITCH_SECONDS = 60.0  # a median pitch needs no more; bounds the work 
 CALIBRATION_TEXT = "This sentence calibrates the voice pitch."
 # The voice's median pitch (estimate_f0 of CALIBRATION_TEXT, seed 0) by hibari-tts version, measured
 # once: a lag of 79 samples at 16 kHz for the pinned 0.2.1, so a start does not synthesize it again;
-# another version measures it at start. tests/test_local_server.py measures it again and holds this
-# table to it.
+# another version measures it at start. The synthesis differs in its last bits from one CPU to another
+# (its ONNX kernels): on an AMD EPYC host (2026-12-07) the median fell between lags 78 and 79, 203.8 Hz.
+# One figure a version keeps the pitch factor a reference gets the same on every host;
+# tests/test_local_server.py measures it again and holds this table to it within one lag.
 VOICE_F0_BY_VERSION = {"0.2.1": ASR_RATE / 79}
 WARM_UP_TEXT = "Ready."
 
