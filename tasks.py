@@ -272,9 +272,9 @@ def matrix(c, given):
     with reported():
         settings = settings_from(c, given)
         api.check_clean(settings, given.allow_dirty, "matrix")
-        result = scale.matrix(settings, revisions_spec=given.revisions, workloads=given.workload,
-                              sweep=given.sweep or [], options=given.opt or [], runs=given.runs, client=given.client,
-                              engine=engine_of(settings, given), resume=given.resume, threshold=given.threshold,
+        result = scale.matrix(settings, revisions_spec=given.revisions, workloads=given.workload, sweep=given.sweep or [],
+                              options=given.opt or [], runs=given.runs, client=given.client, resume=given.resume,
+                              engine=engine_of(settings, given), threshold=given.threshold, score=given.score or None,
                               progress=emit)
     emit(scale_matrix.matrix_text(result))
     # a commit whose era lacks an option is listed as not measurable: an answer, not a failure
@@ -289,8 +289,8 @@ def bisect(c, given):
         settings = settings_from(c, given)
         api.check_clean(settings, given.allow_dirty, "bisect")
         result = scale.bisect(settings, good=given.good, bad=given.bad, metric=given.metric, workloads=given.workload,
-                              threshold=given.threshold, runs=given.runs, options=given.opt or [],
-                              client=given.client, engine=engine_of(settings, given), progress=emit)
+                              threshold=given.threshold, runs=given.runs, options=given.opt or [], client=given.client,
+                              engine=engine_of(settings, given), score=given.score or None, progress=emit)
     emit(scale_bisect.bisect_text(result))
 
 

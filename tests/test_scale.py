@@ -377,3 +377,60 @@ def test_matrix_on_upstreams_layout_serves_each_commits_own_code_and_rev_ok_stop
 def test_matrix_task_is_thin_and_says_what_is_wrong(invoke):
     done = invoke("matrix", "--workload", "selftest", "--revisions", "HEAD", "--slots", "0", "--slot-per", "gpu", "--slot-cpus", "shared")
     assert done.returncode == 1 and "local target measures omnibench's own commit" in done.stderr
+
+
+# -- --score for a scale command's campaigns (issue 43: a speed question needs no quality scoring) ----------
+def test_a_job_scored_less_than_every_run_is_a_campaign_of_its_own_name_and_the_default_keeps_measures():
+    from omnibench_core.records import ScorePolicy
+    from omnibench_core.scale.jobs import CampaignJob
+    from omnibench_core.scale.matrix import MatrixSpec, matrix_path
+
+    settings = Settings.from_mapping({"target": "local"})
+    every = CampaignJob("", ("seedtts",), ("seedtts.max_samples=2",), 2)
+    speed = CampaignJob("", ("seedtts",), ("seedtts.max_samples=2",), 2, score=ScorePolicy.NONE)
+    # the default is measure's campaign, by name and in the matrix file (whose name hashes the jobs)
+    assert every.campaign_name(settings) is None and "score" not in every.as_dict()
+    named = speed.campaign_name(settings)
+    assert named is not None and named.startswith(every.identity(settings).name()) and named.endswith("score-none")
+    assert speed.as_dict()["score"] == "none" and CampaignJob.from_dict(speed.as_dict()) == speed
+    assert CampaignJob.from_dict(every.as_dict()) == every
+    assert matrix_path(settings, MatrixSpec(("",), ("seedtts",)).jobs()) != \
+        matrix_path(settings, MatrixSpec(("",), ("seedtts",), score=ScorePolicy.NONE).jobs())
+    engine = CampaignJob("", ("seedtts",), (), 2, engine="acme", score=ScorePolicy.LAST).campaign_name(settings)
+    assert engine is not None and engine.endswith("engine-acme_score-last")
+
+
+def test_scale_scoring_is_every_run_unless_asked_and_a_quality_metric_needs_every_run():
+    from omnibench_core.records import ScorePolicy
+
+    assert commands.campaign_score(["seedtts"], None) is ScorePolicy.EVERY_ROUND
+    assert commands.campaign_score(["seedtts"], "none", "seedtts.latency_mean_s") is ScorePolicy.NONE
+    with pytest.raises(SettingsError, match="a quality metric, made only when a run is scored") as refused:
+        commands.campaign_score(["seedtts"], "none", "seedtts.wer.wer_corpus")
+    assert "every-round" in refused.value.hint
+    with pytest.raises(SettingsError, match="unknown --score 'al'"):
+        commands.campaign_score(["seedtts"], "al")
+
+
+@pytest.mark.slow
+def test_a_speed_matrix_with_score_none_scores_nothing_and_names_its_campaign_apart(invoke, tmp_path):
+    """`invoke matrix --score none` of seed-tts: no run is scored (no WER in its metrics, no score
+    step), its campaign is named score-none, and `invoke bisect --score none` with a quality metric
+    is refused before anything starts."""
+    results = tmp_path / "results"
+    done = invoke("matrix", "-w", "seedtts", "--opt", "seedtts.max_samples=2", "--opt", "seedtts.warmup=0",
+                  "--runs", "2", "--slots", "0", "--score", "none", "--port", str(free_port()))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (campaign,) = results.glob("*/campaigns/*.json")
+    assert campaign.stem.endswith("score-none") and json.loads(campaign.read_text())["asked"]["score"] == "none"
+    runs = sorted(p for p in campaign.parent.parent.glob("run*") if p.is_dir())
+    assert len(runs) == 3
+    for run in runs:
+        metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+        assert "seedtts.latency_mean_s" in metrics and not any(k.startswith("seedtts.wer") for k in metrics), run
+        assert not [s for s in manifest_file.read(run).steps if s.phase == "score"], run
+    refused = invoke("bisect", "--target", "sglang-omni", "--checkout", str(tmp_path), "-w", "seedtts",
+                     "--good", "HEAD~1", "--bad", "HEAD", "--metric", "seedtts@c4.wer.wer_corpus", "--score", "none",
+                     "--slots", "0", "--slot-cpus", "shared")
+    assert refused.returncode == 1 and "a quality metric, made only when a run is scored" in refused.stderr, \
+        refused.stderr

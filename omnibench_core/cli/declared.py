@@ -243,10 +243,16 @@ _SCALE = dict(
     checkout=FLAGS["checkout"].but(help="sglang-omni checkout"), results=FLAGS["results"].but(help="results root"),
     port=FLAGS["port"].but(help="base port (slot k serves on port + k)"))
 
+SCALE_SCORE_HELP = ("which runs of each campaign are scored for quality (WER, SIM, UTMOS): every-round (the default, "
+                    "as invoke measure: its campaigns are measure's), last, or none for a speed question (most of a "
+                    "seed-tts run's time is its scoring); a campaign not scored every run is named apart "
+                    "(score-none), so no command that needs quality takes it")
+
 MATRIX = pick(
     "workload", "revisions", "sweep", "opt", "runs", "allow_dirty", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",
     "threshold", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
-    "server_profile", "engine_opt", "wide", "percentiles", **_SCALE,
+    "server_profile", "engine_opt", "wide", "percentiles", "score", **_SCALE,
+    score=FLAGS["score"].but(help=SCALE_SCORE_HELP),
     # "" is the local target's own revision; a spec naming none (",,") or an option ("-x") is refused
     revisions=Flag(f.library("A,B,C or A..B", lambda v: v if not v.strip() else (
         _lib("scale.revisions").split_spec(v), v)[1]), "A,B,C or A..B (git rev-list A..B; A^..B includes A) of the "
@@ -258,7 +264,8 @@ MATRIX = pick(
 BISECT = pick(
     "good", "bad", "metric", "workload", "threshold", "runs", "allow_dirty", "opt", "slots", "slot_per", "slot_cpus", "engine",
     "address", "client", "target", "checkout", "results", "port", "results_transport", "checkout_url",
-    "server_profile", "engine_opt", "wide", **_SCALE,
+    "server_profile", "engine_opt", "wide", "score", **_SCALE,
+    score=FLAGS["score"].but(help=SCALE_SCORE_HELP + "; a quality --metric needs every-round"),
     good=Flag(f.revision(), "a commit where the metric is good", REQUIRED),
     bad=Flag(f.revision(), "a later commit where it is worse", REQUIRED),
     metric=Flag(f.text(empty=False), "metric to judge, e.g. seedtts.throughput_qps, or at a load point: "

@@ -26,6 +26,7 @@ from .. import defaults
 from ..errors import OmnibenchError, SettingsError, UnsupportedOption
 from ..identity import file_name
 from ..jsonio import write_json
+from ..records import ScorePolicy
 from ..settings import Settings
 from ..statuses import JobStatus
 from ..store.names import BISECTS
@@ -211,16 +212,19 @@ def _first_measurable(settings: Settings, commits: Sequence[str], job: Callable[
 def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[str], metric: str, engine: Engine,
            threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
            client: str | None = None, progress: Progress = print,
-           skipped_ends: Mapping[str, CampaignOutcome] | None = None) -> BisectResult:
+           skipped_ends: Mapping[str, CampaignOutcome] | None = None,
+           score: ScorePolicy = ScorePolicy.EVERY_ROUND) -> BisectResult:
     """Find the first commit of ``commits`` (good first, bad last) whose campaign is worse on
     ``metric`` than the good one's; k = the engine's slots.
 
     A commit whose checkout lacks an option the campaign passes is "not measurable" (skipped, as
     ``git bisect skip``): never good or bad. A good end that is not measurable moves the base to
     the first measurable commit after it (the commits before are named: a change among them cannot
-    be found); a not-measurable bad end is an UnsupportedOption."""
+    be found); a not-measurable bad end is an UnsupportedOption. ``score``: which runs of each
+    campaign are scored for quality (none: a speed metric's bisect skips the scoring)."""
     def job(i: int) -> CampaignJob:
-        return CampaignJob(commits[i], tuple(workloads), tuple(sorted(options)), runs, client, engine=engine.name)
+        return CampaignJob(commits[i], tuple(workloads), tuple(sorted(options)), runs, client, engine=engine.name,
+                           score=score)
 
     measured: dict[str, CampaignOutcome] = {}
     not_measurable: dict[str, CampaignOutcome] = dict(skipped_ends or {})
@@ -295,9 +299,10 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     candidates = tuple(commits[i] for i in search.candidates)
     ends = tuple(c for c in (skipped_ends or {}) if c not in commits)
     # one file per range, metric and measurement: bisects of two option sets over one range (a
-    # sweep's series, history --bisect) must not overwrite each other
+    # sweep's series, history --bisect), or of another engine or --score, must not overwrite each other
+    measurement = job(0).campaign_name(settings) or job(0).identity(settings).name()
     path = settings.run.results_root / BISECTS / (
-        file_name([f"{commits[0][:7]}..{commits[-1][:7]}", metric, job(0).identity(settings).name()]) + ".json")
+        file_name([f"{commits[0][:7]}..{commits[-1][:7]}", metric, measurement]) + ".json")
     write_json(path, {"good": commits[0], "bad": commits[-1], "metric": metric, "threshold": threshold,
                       "first_bad": bad, "against_parent": against.__dict__, "rounds": [list(r) for r in rounds],
                       "verdicts": {c: v.__dict__ for c, v in verdicts.items()},

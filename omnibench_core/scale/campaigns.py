@@ -89,9 +89,10 @@ def outcome_of(path: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None =
 def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], progress: Progress = print
                  ) -> CampaignOutcome:
     """Run (or continue) ``job``'s campaign with ``settings`` (port, GPUs, CPUs and checkout are the
-    slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default."""
+    slot's and the revision's already). Deferred scoring, as ``invoke measure``'s default, of the
+    runs ``job.score`` names."""
     t0 = time.monotonic()
-    asked = asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred")
+    asked = asked_from(settings, job.workloads, job.options, job.client, job.runs, job.retries, "deferred", job.score)
     # named by its identity, as measure names it (a plugin engine's campaign: with the engine's name)
     done = measure(settings, asked, name=job.campaign_name(settings), progress=progress)
     campaign_done(settings, done.path, progress)  # a matrix makes no report: told at once

@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
-from .. import defaults
+from .. import api, defaults
 from ..errors import PluginError, SettingsError
-from ..records import EngineKind, EngineRequest
+from ..records import EngineKind, EngineRequest, ScorePolicy
 from ..records import options as engine_options
 from ..registry import manager as plugin_manager
 from ..settings import Settings
@@ -75,17 +75,36 @@ def resolve_revisions(settings: Settings, spec: str) -> tuple[str, ...]:
     return tuple(revisions.resolve(Path(settings.run.checkout).expanduser(), spec, settings.tools.git))
 
 
+def campaign_score(workloads: Sequence[str], score: str | None, metric: str = "") -> ScorePolicy:
+    """Which runs a scale command's campaigns score (``--score``): every one unless asked, as
+    ``invoke measure`` (then its campaigns are measure's, and each can take the other's); ``none``
+    or ``last`` for a speed question, refused where ``metric`` is a quality one (made only by
+    scoring) or a workload cannot finish a run unscored (:func:`omnibench_core.api.score_policy`)."""
+    point = parse_point_metric(metric) if metric else None
+    metric = point.metric if point is not None else metric
+    if score is None:
+        return ScorePolicy.EVERY_ROUND
+    try:
+        asked = ScorePolicy(score)
+    except ValueError:
+        raise SettingsError(f"unknown --score {score!r}", hint="use every-round, last or none") from None
+    return api.score_policy(workloads, asked, [metric] if metric else [])
+
+
 def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str], sweep: Sequence[str] = (),
            options: Sequence[str] = (), runs: int = defaults.RUNS, client: str | None = None,
            engine: Engine, resume: bool = False, threshold: float = defaults.MIN_EFFECT,
-           progress: Progress = print) -> MatrixResult:
-    """``invoke matrix``: every revision x option set one campaign; the table and compares."""
+           score: str | None = None, progress: Progress = print) -> MatrixResult:
+    """``invoke matrix``: every revision x option set one campaign; the table and compares.
+    ``score`` (``--score``; None: every run, as ``invoke measure``): which runs are scored."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
+    policy = campaign_score(workloads, score)
     option_sets = tuple(parse_sweep(sweep))
     revisions = resolve_revisions(settings, revisions_spec)
     check_size(len(revisions) * len(option_sets), "the revisions x option sets")
-    spec = MatrixSpec(revisions, tuple(workloads), option_sets, tuple(options), runs, client, engine=engine.name)
+    spec = MatrixSpec(revisions, tuple(workloads), option_sets, tuple(options), runs, client, engine=engine.name,
+                      score=policy)
     try:
         return run_matrix(settings, spec, engine, resume=resume, threshold=threshold, progress=progress)
     finally:
@@ -94,9 +113,12 @@ def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str],
 
 def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: Sequence[str], engine: Engine,
            threshold: float = defaults.MIN_EFFECT, runs: int = defaults.RUNS, options: Sequence[str] = (),
-           client: str | None = None, progress: Progress = print) -> bisect_mod.BisectResult:
+           client: str | None = None, score: str | None = None,
+           progress: Progress = print) -> bisect_mod.BisectResult:
     """``invoke bisect``: the first commit after ``good`` up to ``bad`` that is worse on ``metric``
-    (a metric at a load point, ``seedtts@c16.throughput_qps``, measured with the point's options)."""
+    (a metric at a load point, ``seedtts@c16.throughput_qps``, measured with the point's options).
+    ``score`` (``--score``; None: every run): which runs are scored; a quality ``metric`` needs every one."""
+    policy = campaign_score(workloads, score, metric)
     if settings.run.target == "local":
         raise SettingsError("bisect needs commits of a checkout", hint="use --target sglang-omni --checkout PATH")
     point = parse_point_metric(metric)  # seedtts@c16.throughput_qps: the metric at the point's options
@@ -106,6 +128,7 @@ def bisect(settings: Settings, *, good: str, bad: str, metric: str, workloads: S
     commits = revisions.commits_between(Path(settings.run.checkout).expanduser(), good, bad, settings.tools.git)
     try:
         return bisect_mod.bisect(settings, commits, workloads=workloads, metric=metric, engine=engine,
-                                 threshold=threshold, runs=runs, options=options, client=client, progress=progress)
+                                 threshold=threshold, runs=runs, options=options, client=client, progress=progress,
+                                 score=policy)
     finally:
         engine.close()

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import defaults
 from ..identity import Identity, file_name
-from ..records import short_revision
+from ..records import ScorePolicy, short_revision
 from ..settings import Settings
 from ..statuses import JobStatus
 
@@ -25,6 +25,8 @@ class CampaignJob:
     client: str | None = None
     retries: int = defaults.RETRIES
     engine: str = ""  # a plugin engine that measures it; "" for measure's own (defaults.SHARED_ENGINES)
+    # which runs are scored for quality (--score): every one, as measure's; none for a speed question
+    score: ScorePolicy = ScorePolicy.EVERY_ROUND
 
     @property
     def short(self) -> str:
@@ -50,17 +52,23 @@ class CampaignJob:
     def campaign_name(self, settings: Settings) -> str | None:
         """The campaign's own name when a plugin's engine measures it (its identity's name with
         ``engine-NAME``: what another engine ran is not what ``invoke measure`` measured, so it is
-        neither refused as existing nor resumed as done); None: the identity's name, as measure's."""
-        if not self.engine:
-            return None
-        return file_name([self.identity(settings).name(), f"engine-{self.engine}"])
+        neither refused as existing nor resumed as done), or when not every run is scored
+        (``score-none``, ``score-last``: such a campaign lacks the quality metrics, so a command that
+        needs them never takes it for its own); None: the identity's name, as measure's."""
+        parts = ([f"engine-{self.engine}"] if self.engine else []) + \
+            ([f"score-{self.score.value}"] if self.score is not ScorePolicy.EVERY_ROUND else [])
+        return file_name([self.identity(settings).name(), *parts]) if parts else None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (for subprocesses, Ray tasks and the matrix file); ``engine`` only when set,
-        so a matrix file's hash (its name) stays what it was for the shared engines."""
+        """JSON-ready (for subprocesses, Ray tasks and the matrix file); ``engine`` only when set and
+        ``score`` only when not every run, so a matrix file's hash (its name) stays what it was."""
         data = asdict(self)
         if not self.engine:
             del data["engine"]
+        if self.score is ScorePolicy.EVERY_ROUND:
+            del data["score"]
+        else:
+            data["score"] = self.score.value
         return data
 
     @classmethod
@@ -68,7 +76,8 @@ class CampaignJob:
         """Inverse of :meth:`as_dict`."""
         return cls(str(data["revision"]), tuple(data["workloads"]), tuple(data.get("options", ())),
                    int(data.get("runs", defaults.RUNS)), data.get("client"),
-                   int(data.get("retries", defaults.RETRIES)), str(data.get("engine", "")))
+                   int(data.get("retries", defaults.RETRIES)), str(data.get("engine", "")),
+                   ScorePolicy(data.get("score", ScorePolicy.EVERY_ROUND.value)))
 
 
 @dataclass(frozen=True)

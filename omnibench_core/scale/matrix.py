@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import api, defaults
 from ..errors import SettingsError
 from ..jsonio import read_json, write_json
-from ..records import short_revision
+from ..records import ScorePolicy, short_revision
 from ..run.layout import revision_dir
 from ..settings import Settings
 from ..statuses import JobStatus
@@ -61,11 +61,12 @@ class MatrixSpec:
     runs: int = defaults.RUNS
     client: str | None = None
     engine: str = ""  # the engine's name (CampaignJob.engine)
+    score: ScorePolicy = ScorePolicy.EVERY_ROUND  # which runs are scored for quality (CampaignJob.score)
 
     def jobs(self) -> list[CampaignJob]:
         """One job per revision x option set, revisions outermost."""
         return [CampaignJob(rev, self.workloads, tuple(sorted((*self.options, *opts))), self.runs, self.client,
-                            engine=self.engine)
+                            engine=self.engine, score=self.score)
                 for rev, opts in itertools.product(self.revisions, self.option_sets)]
 
 
