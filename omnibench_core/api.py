@@ -134,6 +134,17 @@ def check_decide(workloads: Sequence[str], decide: Sequence[str], extra_plugins:
                                  "--decide for the latency and throughput metrics")
 
 
+def declares(workloads: Sequence[str], metric: str, extra_plugins: Iterable[tuple[str, object]] = ()) -> bool:
+    """``metric`` is one its workload (of ``workloads``) declares (``Workload.metrics``): a name known
+    before any run, not one only a run could show."""
+    _, registry = plugin_manager.load(extra_plugins)
+    head = metric.split(".", 1)[0]
+    if head not in workloads:
+        return False
+    workload = registry.get("workload", head)
+    return bool(workload.metrics) and workload.may_report(metric)
+
+
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from checkout_helpers import make_fake_checkout
 from gpu_helpers import write_fake_nvidia_smi
-from run_helpers import load_tasks
+from run_helpers import REPO, load_tasks
 from scale_helpers import server_pids
 
 from omnibench_core.campaign.compare import VERDICTS
@@ -166,6 +166,17 @@ def test_every_git_call_separates_options_from_revisions(tmp_path):
 def test_report_runs_must_be_distinct(invoke, tmp_path):
     err = refused(invoke, tmp_path, "report", "--runs", "run1,run1")
     assert "--runs 'run1,run1' refused (run1 given twice)" in err
+
+
+@pytest.mark.parametrize("value", [",", "a,,b", "selftest.latency_mean_s,"])
+def test_an_empty_item_of_a_list_flag_is_refused_not_dropped(value, monkeypatch, capsys, tmp_path):
+    """`--decide ,` ran a whole experiment on the default metrics (review of d26bf27): an empty
+    item between commas is a typo, refused in one line (in this process, as test_ab's bad input)."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("INVOKE_OMNIBENCH_RESULTS", str(tmp_path / "results"))
+    code, err = in_process(["ab", "--workload", "selftest", "--b-set", "local_delay_ms=5", "--decide", value], capsys)
+    assert code == 1 and f"--decide {value!r} refused (an empty item between commas)" in err, err
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.slow

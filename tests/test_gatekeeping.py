@@ -14,10 +14,12 @@ import json
 import numpy as np
 import pytest
 
-from omnibench_core.ab import execute, experiment_file, record, sequential
+from omnibench_core.ab import execute, experiment_file, record, sequential, writing
+from omnibench_core.ab.analysis import Analysis
 from omnibench_core.ab.record import Family
 from omnibench_core.ab.sequential import run_looks
 from omnibench_core.errors import RecordError, SettingsError
+from omnibench_core.records import ScorePolicy
 from omnibench_core.settings import Settings
 from omnibench_core.stats.verdict import Design, Samples, judge
 from omnibench_core.statuses import AttemptStatus
@@ -137,13 +139,16 @@ def test_run_looks_judges_a_record_of_one_holm_family_by_that_family():
 
 
 # -- a fixed design names its own decisive metrics (--rounds N --decide ...) -------------------------------
-def _fixed(decide: tuple[str, ...] = (), measured: bool = False) -> record.Experiment:
+def _fixed(decide: tuple[str, ...] = (), measured: AttemptStatus | None = None,
+           score: ScorePolicy = ScorePolicy.LAST) -> record.Experiment:
+    """Both warm-ups run; with ``measured``, round 1 too, its runs in that state (generated: waiting
+    for deferred scoring, their timings on disk)."""
     ident = record.Identity(("selftest",), None, (("target", "local"),), record.Side("A"),
                             record.Side("B", sets=(("local_delay_ms", "9"),)), record.Design.INTERLEAVED, 4, 0)
     order = record.schedule(record.Design.INTERLEAVED, 4, 0)
-    done = tuple(record.Attempt(p.side, p.round, f"run{i}", "local", AttemptStatus.COMPLETE, "t", 1.0)
-                 for i, p in enumerate(order[:4 if measured else 2]))  # both warm-ups; with measured, round 1 too
-    return record.Experiment("x", ident, 2, "per-run", order, attempts=done, decide=decide)
+    done = tuple(record.Attempt(p.side, p.round, f"run{i}", "local", measured if p.round else AttemptStatus.COMPLETE,
+                                "t", 1.0) for i, p in enumerate(order[:4 if measured else 2]))
+    return record.Experiment("x", ident, 2, "deferred", order, attempts=done, decide=decide, score=score)
 
 
 def test_a_fixed_design_is_judged_with_its_own_decisive_metrics_kept_in_its_record(tmp_path):
@@ -169,24 +174,64 @@ def test_a_fixed_design_is_judged_with_its_own_decisive_metrics_kept_in_its_reco
     assert experiment_file.load(path).decide == (P95, MEAN)
     experiment_file.save(path, _fixed())
     assert "decide" not in json.loads(path.read_text())  # the default: the file as format 3 wrote it
-    for bad, words in (([P95, P95], "a metric named twice"), ("x", "must be list"), ([""], "an empty name")):
+    for bad, words in (([P95, P95], "a metric named twice"), ("x", "must be list"), ([""], "an empty name"),
+                       ([f" {P95}"], "spaces around it")):
         path.write_text(json.dumps({**data, "decide": bad}))
         with pytest.raises(RecordError, match=words) as refused:
             experiment_file.load(path)
         assert "decide" in refused.value.message
+    # hand edits the format and family cannot hold: a record of format 3 (no decide then), or of one Holm family
+    for edit, words in (({"format": 3}, "format 3"), ({"family": "holm"}, "one Holm family")):
+        path.write_text(json.dumps({**data, **edit}))
+        with pytest.raises(RecordError, match=words):
+            experiment_file.load(path)
 
 
 def test_a_fixed_design_keeps_its_decisive_metrics_once_a_round_is_measured(tmp_path):
     """Chosen after seeing rounds, the decisive metrics would pick the rows judged first from the data."""
     path = tmp_path / "x.json"
-    fresh, measured = _fixed((MEAN,)), _fixed((MEAN,), measured=True)
+    fresh = _fixed((MEAN,))
     assert execute._decisive_kept(fresh, (P95,), path) == (P95,)  # warm-ups only: no verdict seen yet
-    assert execute._decisive_kept(measured, (MEAN,), path) == (MEAN,)
-    for asked in ((P95,), ()):
-        with pytest.raises(SettingsError, match="has measured rounds judged with its own decisive metrics") as refused:
-            execute._decisive_kept(measured, asked, path)
-        assert refused.value.hint.startswith(f"repeat it with --decide {MEAN}")
-        assert refused.value.evidence["record"] == str(path)
+    # a round generated and waiting for deferred scoring has its timings on disk: measured too
+    for state in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
+        measured = _fixed((MEAN, P95), measured=state)
+        assert execute._decisive_kept(measured, (P95, MEAN), path) == (MEAN, P95)  # one family, in any order
+        for asked in ((P95,), ()):
+            with pytest.raises(SettingsError, match="has measured rounds judged with its own decisive metrics") as no:
+                execute._decisive_kept(measured, asked, path)
+            assert no.value.hint.startswith(f"repeat it with --decide {MEAN},{P95}")
+            assert no.value.evidence["record"] == str(path)
     with pytest.raises(SettingsError) as default_kept:
-        execute._decisive_kept(_fixed(measured=True), (MEAN,), path)
+        execute._decisive_kept(_fixed(measured=AttemptStatus.COMPLETE), (MEAN,), path)
     assert "no --decide (the default decisive metrics)" in default_kept.value.hint
+
+
+def test_a_quality_decide_taken_on_resume_scores_every_round_and_a_context_metric_is_refused(tmp_path):
+    """Review of d26bf27: a --decide of a quality metric taken before any round was measured kept
+    the record's --score last, so its rows had no value and the gate never opened; a context metric
+    (no better side) kept a fixed design's gate shut for the whole experiment."""
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    quality = execute.request_from(settings, ["seedtts"], b_sets=["local_delay_ms=5"], rounds=4,
+                                   decide=["seedtts.wer.wer_corpus"])
+    assert quality.score is ScorePolicy.EVERY_ROUND and not quality.score_given
+    path = tmp_path / "x.json"
+    assert execute._score_kept(_fixed(), quality, path) is ScorePolicy.EVERY_ROUND
+    generated = _fixed(measured=AttemptStatus.GENERATED)  # a round measured: its own (the decide change is refused)
+    assert execute._score_kept(generated, quality, path) is ScorePolicy.LAST
+    given = execute.request_from(settings, ["seedtts"], b_sets=["local_delay_ms=5"], rounds=4, score="every-round")
+    with pytest.raises(SettingsError, match="would leave its rounds scored by two rules"):
+        execute._score_kept(generated, given, path)
+    assert execute._score_kept(_fixed(), given, path) is ScorePolicy.EVERY_ROUND  # warm-ups only: never scored
+    speed = execute.request_from(settings, ["seedtts"], b_sets=["local_delay_ms=5"], rounds=4)
+    assert execute._score_kept(_fixed(score=ScorePolicy.NONE), speed, path) is ScorePolicy.NONE  # its own kept
+    with pytest.raises(SettingsError, match="a context metric") as refused:
+        execute.request_from(settings, ["selftest"], b_sets=["local_delay_ms=5"], rounds=4,
+                             decide=["selftest.requests"])
+    assert "\n" not in refused.value.message and "better side" in refused.value.hint
+
+
+def test_the_statistics_line_says_when_a_decisive_metric_has_no_row():
+    analysis = Analysis("x", "interleaved", (1, 2), {"A": (), "B": ()}, (), (), (), (), (), 0.05, 0.05,
+                        primary=("selftest.latency_p99_s",))
+    text = writing.family_text(analysis)
+    assert "selftest.latency_p99_s has no row here, so no other row can be called" in text

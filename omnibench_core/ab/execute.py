@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api, defaults
+from ..campaign import directions as meta
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
@@ -163,6 +164,12 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         _check_max_rounds(max_rounds, chosen)
     options, decide = _at_decided_point(options, (a_opts, b_opts), workloads, decide)
     api.check_decide(workloads, decide)  # a misspelt metric, refused now, not at the first look
+    # a declared metric with no better side is never called: a fixed design's gate would stay shut all
+    # along, a look would never decide (an undeclared plugin's names are checked at the first look)
+    context = [m for m in decide if meta.direction(m) == "context" and api.declares(workloads, m)]
+    if context:
+        raise SettingsError(f"--decide {', '.join(context)}: a context metric (no better side), never called better "
+                            "or worse", hint="decide on metrics with a better side, e.g. a latency or throughput one")
     flag = "--max-rounds" if max_rounds is not None else "--rounds"
     rounds = max_rounds if max_rounds is not None else defaults.ROUNDS if rounds is None else rounds
     if rounds < 2:
@@ -287,14 +294,7 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"the experiment has generated runs waiting for {experiment.scoring} scoring; "
                                 f"--scoring {request.scoring} would leave them unscored",
                                 hint=f"repeat with --scoring {experiment.scoring}")
-        score = request.score if request.score_given else experiment.score
-        if score is not experiment.score and any(a.run for a in experiment.attempts):
-            raise SettingsError(f"A/B experiment {experiment.name!r} began with --score {experiment.score.value}; "
-                                f"--score {score.value} would leave its rounds scored by two rules",
-                                evidence={"record": str(path)},
-                                hint=f"repeat it with --score {experiment.score.value} (or without --score), or pass "
-                                     "--name for a new experiment")
-        experiment = replace(experiment, scoring=request.scoring, score=score,
+        experiment = replace(experiment, scoring=request.scoring, score=_score_kept(experiment, request, path),
                              sequential=_rule_kept(experiment, request.sequential, path),
                              decide=_decisive_kept(experiment, request.decide, path))
     else:
@@ -332,13 +332,39 @@ def _decisive_kept(experiment: Experiment, asked: tuple[str, ...], path: Path) -
     """A fixed design's decisive metrics on resuming: the ones asked while no round is measured;
     after that, only its own. Chosen after seeing rounds, they would pick the rows judged first
     from the data, and the gate would no longer hold alpha."""
-    if asked == experiment.decide or not (experiment.measured("A") or experiment.measured("B")):
+    if set(asked) == set(experiment.decide):  # one family whatever the order: the record's own
+        return experiment.decide
+    if not _measured(experiment):
         return asked
     def said(metrics: tuple[str, ...]) -> str:
         return f"--decide {','.join(metrics)}" if metrics else "no --decide (the default decisive metrics)"
     raise SettingsError(f"A/B experiment {experiment.name!r} has measured rounds judged with its own decisive metrics",
                         evidence={"rule": said(experiment.decide), "asked": said(asked), "record": str(path)},
                         hint=f"repeat it with {said(experiment.decide)}, or pass --name for a new experiment")
+
+
+def _score_kept(experiment: Experiment, request: Request, path: Path) -> ScorePolicy:
+    """Which rounds a resumed experiment scores: its own, or ``--score`` when given; while no round
+    past the warm-ups (never scored) is measured, also what a ``--decide`` taken now needs (a quality
+    one: every round). Another policy once a round is measured is refused: its rounds would be
+    scored by two rules."""
+    score = request.score if request.score_given else experiment.score
+    if not request.score_given and request.score is ScorePolicy.EVERY_ROUND and not _measured(experiment):
+        score = request.score
+    if score is not experiment.score and _measured(experiment):
+        raise SettingsError(f"A/B experiment {experiment.name!r} began with --score {experiment.score.value}; "
+                            f"--score {score.value} would leave its rounds scored by two rules",
+                            evidence={"record": str(path)},
+                            hint=f"repeat it with --score {experiment.score.value} (or without --score), or pass "
+                                 "--name for a new experiment")
+    return score
+
+
+def _measured(experiment: Experiment) -> bool:
+    """A round past the warm-ups has a run whose timings are on disk (complete, or generated and
+    waiting for deferred scoring): a verdict's data has been seen."""
+    return any(a.round > 0 and a.run and a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)
+               for a in experiment.attempts)
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:

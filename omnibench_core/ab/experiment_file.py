@@ -68,7 +68,10 @@ def _family_named(data: dict[str, Any]) -> dict[str, Any]:
 
 def _default_decisive(data: dict[str, Any]) -> dict[str, Any]:
     """Format 3 -> 4: nothing to change. A fixed design of format 3 could not name its decisive
-    metrics; without ``decide`` it has the default ones, as format 3 judged it."""
+    metrics; without ``decide`` it has the default ones, as format 3 judged it. One that holds
+    ``decide`` was edited by hand: the field is left for the reader to refuse."""
+    if "decide" in data:
+        data = {**data, "decide": "(in a record of format 3, which had no decide)"}
     return data
 
 
@@ -239,8 +242,10 @@ def load(path: Path) -> Experiment:
     if "decide" in data and identity.max_rounds:  # one place for it: the stopping rule's
         raise r.fail("decide", "an experiment of --max-rounds keeps --decide in sequential.decide")
     decide = r.words(data, "decide", "") if "decide" in data else ()
-    if len(set(decide)) != len(decide) or not all(m.strip() for m in decide):
-        raise r.fail("decide", f"{', '.join(decide) or '[]'}: a metric named twice, or an empty name")
+    if len(set(decide)) != len(decide) or not all(m and m == m.strip() for m in decide):
+        raise r.fail("decide", f"{decide!r}: a metric named twice, an empty name or one with spaces around it")
+    if decide and r.enum(Family, data, "family", "") is Family.HOLM:
+        raise r.fail("decide", "a record of one Holm family (format 2 and before) has no decisive metrics")
     experiment = Experiment(
         name=r.get(data, "name", str, ""), identity=identity, retries=r.get(data, "retries", int, ""),
         scoring=r.get(data, "scoring", str, ""), order=order, attempts=tuple(attempts),

@@ -54,9 +54,12 @@ def family_text(analysis: Analysis, shared: str = "") -> str:
     first = analysis.primary
     if not first:
         return f"the family held to alpha {analysis.alpha:.3g}{shared} with Holm's correction"
+    rows = {v.metric for v in analysis.verdicts}
+    shut = [m for m in first if m not in rows]
     return (f"the decisive metrics ({', '.join(first)}) held to alpha {analysis.alpha:.3g}{shared} with Holm's "
             f"correction, then the other rows likewise, called better or worse only once every decisive metric is "
-            f"(serial gatekeeping: docs/verdicts.md)")
+            f"(serial gatekeeping: docs/verdicts.md)"
+            + (f"; {', '.join(shut)} has no row here, so no other row can be called" if shut else ""))
 
 
 def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> str:

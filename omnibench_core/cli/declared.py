@@ -339,13 +339,15 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     name=Flag(f.name("experiment name", empty=True), "experiment name (default: from the whole request; the same "
               "command resumes it)", ""),
     max_rounds=Flag(f.whole(defaults.FIRST_LOOK, defaults.MAX_ROUNDS), "rounds until the answer is known, at most this many: look at the "
-                    "verdicts after 3, 4, 6, 8, 12, ... rounds and N, each look held to alpha / the number of looks, "
+                    "verdicts after 4, 6, 8, 12, 16, ... rounds and N (3 for N 3), each look held to its share of alpha "
+                    "(Lan-DeMets' Pocock-type spending), "
                     "and stop at the first look that decides every --decide metric (not with --rounds or --design "
                     "sequential)"),
     decide=Flag(f.distinct_list("metric names"), "the decisive metrics, comma-separated (default: every latency and "
                 "throughput metric with a better side, e.g. selftest.latency_mean_s), judged first: the other rows are "
                 "called better or worse only once every one of them is; with --max-rounds, also what the looks wait "
-                "for. Kept by the experiment once a round is measured; a metric at a load point, "
+                "for. A fixed design keeps its own once a round is measured, --max-rounds its rule from the first "
+                "look; a metric at a load point, "
                 "seedtts@c16.throughput_qps, measures both sides at that point", ""),
     slots=FLAGS["slots"].but(help="two slot ids for a duet: GPU ids on sglang-omni (e.g. 0,1), any two ids on local "
                              "(default: none, every run on the settings' own port, GPUs and CPUs)"))

@@ -333,10 +333,15 @@ def gpu_index() -> Check:
 
 
 def distinct_list(what: str) -> Check:
-    """A comma-separated list of distinct names (``run1,run2``); "" is none."""
+    """A comma-separated list of distinct names (``run1,run2``); "" is none, an empty item
+    (``a,,b``, ``,``) is refused rather than dropped."""
 
     def convert(value: str) -> list[str]:
-        items = [v.strip() for v in value.split(",") if v.strip()]
+        if not value.strip():
+            return []
+        items = [v.strip() for v in value.split(",")]
+        if not all(items):
+            raise Refused("an empty item between commas")
         twice = sorted({v for v in items if items.count(v) > 1})
         if twice:
             raise Refused(f"{', '.join(twice)} given twice")
