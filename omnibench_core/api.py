@@ -145,6 +145,14 @@ def declares(workloads: Sequence[str], metric: str, extra_plugins: Iterable[tupl
     return bool(workload.metrics) and workload.may_report(metric)
 
 
+def check_options(workloads: Sequence[str], pairs: Sequence[str], client: str | None = None,
+                  extra_plugins: Iterable[tuple[str, object]] = ()) -> None:
+    """Refuse a bad ``WORKLOAD.KEY=VALUE`` (a workload or option these workloads lack, a bad value)
+    before a command makes anything: a study's record or folder is not left behind for it."""
+    _, registry = plugin_manager.load(extra_plugins)
+    parse_options(pairs, [registry.get("workload", name) for name in workloads], client)
+
+
 def parse_options(pairs: Sequence[str], workloads: Sequence[Workload], client: str | None = None
                   ) -> dict[str, dict[str, OptionValue]]:
     """``["seedtts.max_concurrency=8", ...]`` as checked, typed per-workload values over the

@@ -252,6 +252,9 @@ def test_the_run_tree_counted_as_the_runs_own_is_the_load_roots_else_this_proces
     (("--b-set", "local_delay_ms=5", "--max-rounds", "2"), "--max-rounds '2' refused"),
     (("--b-set", "local_delay_ms=5", "--max-rounds", str(10**30)), f"--max-rounds '{10**30}' refused"),
     (("--b-set", "local_delay_ms=5", "--decide", "selftest.latncy_mean_s"), "--decide selftest.latncy_mean_s: no run of"),
+    # review of d26bf27: both refused only once the experiment's record was made
+    (("--b-set", "local_delay_ms=5", "--opt", "selftest.bogus=1"), "workload 'selftest' has no option 'bogus'"),
+    (("--b-set", "local_delay_ms=5", "--decide", "selftest@c4.latency_mean_s"), "has no option 'max_concurrency'"),
 ])
 def test_bad_input_gets_one_line_before_anything_starts(tmp_path, monkeypatch, capsys, args, words):
     """Through Invoke's own parser and the task in this process (test_flags.in_process: a

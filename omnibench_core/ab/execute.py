@@ -188,6 +188,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     revs = sides_revisions(settings, a_rev, b_rev)
     a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
     b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])
+    for side in (a, b):  # a bad option (or a --decide load point's) refused before the record is made
+        api.check_options(workloads, side.options, client)
     # a bad value is refused now, not after side A's runs; the sides are compared by the values their
     # settings take (local_delay_ms=5 and =5.0 are one setting)
     named = sorted({k for k, _ in (*a.sets, *b.sets)})
