@@ -90,11 +90,12 @@ def list_engine_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> lis
 
 
 def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Sequence[str],
-                 extra_plugins: Iterable[tuple[str, object]] = ()) -> ScorePolicy:
+                 extra_plugins: Iterable[tuple[str, object]] = (), flag: str = "--decide") -> ScorePolicy:
     """Which runs a speed question (``invoke ab``, ``invoke sweep``) scores for quality: ``asked``
     (``--score``), or when none was given ``last``, unless a ``decide`` metric is one only the
     score phase makes (then every round is scored: a verdict on it needs every round's value) or
-    a workload cannot finish a run unscored. An asked policy those make impossible is refused."""
+    a workload cannot finish a run unscored. An asked policy those make impossible is refused, in
+    the words of the command's ``flag`` that names the metrics (``--metric`` for a bisect)."""
     _, registry = plugin_manager.load(extra_plugins)
     chosen: list[Workload] = [registry.get("workload", name) for name in workloads]
     quality = [m for m in decide if any(w.is_quality(m) for w in chosen)]
@@ -102,9 +103,9 @@ def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Se
     if asked is None:
         return ScorePolicy.EVERY_ROUND if quality or fixed else ScorePolicy.LAST
     if asked is not ScorePolicy.EVERY_ROUND and quality:
-        raise SettingsError(f"--decide {', '.join(quality)}: a quality metric, made only when a run is scored; "
-                            f"--score {asked.value} would leave most rounds without it",
-                            hint="leave out --score (a quality --decide scores every round), or pass --score every-round")
+        raise SettingsError(f"{flag} {', '.join(quality)}: a quality metric, made only when a run is scored; "
+                            f"--score {asked.value} would leave most runs without it",
+                            hint=f"leave out --score (a quality {flag} scores every run), or pass --score every-round")
     if asked is not ScorePolicy.EVERY_ROUND and fixed:
         raise SettingsError(f"workload {', '.join(fixed)} cannot finish a run without scoring (its plugin has no "
                             f"collect_unscored); --score {asked.value} needs that",

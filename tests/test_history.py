@@ -334,6 +334,22 @@ def _campaign(revision: str, ancestry: tuple[str, ...], completed: str, parent: 
                            first_parent=ancestry[0] if parent is None and ancestry else parent or "", ancestry=ancestry)
 
 
+def test_a_newer_campaign_scored_less_never_hides_the_commits_scored_one():
+    """Hostile probe of ef0a995: `invoke measure`, then `matrix --score none` of the same commit (the
+    same identity): the newest campaign per commit was the unscored one, and the history of
+    seedtts.wer.wer_corpus said no campaign was selected. The one holding more metrics comes first."""
+    from omnibench_core.history.query import _latest_per_commit
+
+    rev = "a" * 40
+    scored = _campaign(rev, (), "1")
+    scored = IndexedCampaign("s.json", rev, rev, scored.identity, {}, {"run1": {METRIC: 1.0, "selftest.wer": 0.1}}, "1")
+    unscored = IndexedCampaign("n.json", rev, rev, scored.identity, {}, {"run1": {METRIC: 0.9}}, "2")
+    assert _latest_per_commit([scored, unscored])[rev].file == "s.json"
+    again = IndexedCampaign("t.json", rev, rev, scored.identity, {}, scored.runs, "3")
+    assert _latest_per_commit([scored, unscored, again])[rev].file == "t.json"  # measured again: the newest
+    assert _latest_per_commit([unscored])[rev].file == "n.json"  # alone, it stands
+
+
 def test_stored_lines_order_commits_whatever_their_commit_times_and_completion_order():
     # a line a-b-c-d-e, one commit time for all, measured newest first: only the stored lines tell
     a, b, c, d, e = "a" * 40, "b" * 40, "c" * 40, "d" * 40, "e" * 40

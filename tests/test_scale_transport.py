@@ -23,7 +23,7 @@ from omnibench_core.errors import BadName, CampaignFileError
 from omnibench_core.history.front_door import run_history
 from omnibench_core.history.store import db_path, opened
 from omnibench_core.identity import Identity
-from omnibench_core.records import Slot
+from omnibench_core.records import ScorePolicy, Slot
 from omnibench_core.scale import transport
 from omnibench_core.scale.jobs import CampaignJob
 from omnibench_core.scale.ray_engine import make_history
@@ -267,6 +267,12 @@ def test_a_seed_finds_the_campaign_under_the_name_an_older_omnibench_gave_it(tmp
     # nothing there yet: the name of now, and nothing to unpack
     assert Receiver(str(tmp_path / "empty")).seed(REV, identity).rel == f"{REV}/campaigns/{canonical}.json"
     assert Receiver(str(tmp_path / "empty")).seed(REV, identity).data == b""
+    # a job's own name (a campaign scored less than every run): that file, and a name that leaves the
+    # revision's campaigns folder is refused before anything is read
+    own = Receiver(str(tmp_path / "empty")).seed(REV, identity, f"{canonical}_score-none")
+    assert own.rel == f"{REV}/campaigns/{canonical}_score-none.json" and own.data == b""
+    with pytest.raises(BadName):
+        Receiver(str(home)).seed(REV, identity, "../../x")
 
 
 def _unpacked(data: bytes, dest: Path) -> set[str]:
@@ -308,8 +314,8 @@ class _DriverWithoutTheCampaignFile:
              checkout: str | None) -> Shipped:
         return self.receiver.ship(task, folder, runs, rel, None, checkout)
 
-    def seed(self, folder: str, identity: Identity) -> Seed:
-        return self.receiver.seed(folder, identity)
+    def seed(self, folder: str, identity: Identity, name: str | None = None) -> Seed:
+        return self.receiver.seed(folder, identity, name)
 
 
 @pytest.mark.slow  # a real campaign (the local target's servers)
@@ -335,6 +341,32 @@ def test_a_node_removes_its_campaign_only_once_the_driver_holds_its_last_campaig
     assert str(kept) in again.error and any(str(kept) in line for line in lines)
     assert campaign_file.load(kept / "results" / Path(done.campaign).relative_to(home)).status == "complete"
     assert not server_pids(tmp_path)
+
+
+def test_a_campaign_scored_less_than_every_run_ships_home_under_its_own_name(tmp_path, monkeypatch):
+    """matrix --score none on Ray with shipped results (hostile probe of ef0a995): the driver's copy
+    was looked up under measure's name while the node wrote ..._score-none, so the runs never reached
+    home (or were credited to measure's campaign beside them) and the outcome still said complete."""
+    node, home = tmp_path / "node", tmp_path / "home"
+    monkeypatch.setenv("OMNIBENCH_NODE_ROOT", str(node))
+    monkeypatch.setenv("PATH", path_without_nvidia_smi())
+    settings = Settings.of(target="local", results=str(home), port=free_port())
+    options = ("selftest.children=0", "selftest.delay=0", "selftest.requests=2")
+    receiver = Receiver(str(home))
+    outcomes = {}
+    for score in (ScorePolicy.EVERY_ROUND, ScorePolicy.NONE):  # measure's campaign at home first
+        job = CampaignJob("", ("selftest",), options, runs=2, score=score)
+        spec = WorkerSpec(job, HostSlot(0, Slot(settings.run.port), shared_cpus=True), settings.flat(),
+                          str(home / ".worktrees"))
+        done = run_shipped(spec, receiver, "", progress=lambda line: None)
+        assert done.status is JobStatus.COMPLETE, done.error
+        outcomes[score] = done
+    every, none = outcomes[ScorePolicy.EVERY_ROUND], outcomes[ScorePolicy.NONE]
+    assert Path(none.campaign).stem.endswith("score-none") and Path(none.campaign).is_file()
+    assert none.campaign != every.campaign and not set(none.runs) & set(every.runs)
+    assert campaign_file.load(Path(none.campaign)).asked.score is ScorePolicy.NONE
+    assert all((Path(none.folder) / run / "manifest.json").is_file() for run in none.runs)  # at home, each one
+    assert not list((node / "tasks").iterdir()) and not server_pids(tmp_path)
 
 
 def _refused(call: Any) -> transport.ShipRefused:

@@ -307,8 +307,9 @@ class _Driver:
         self._check_revision(api.revision_dir(self.settings))  # scoring servers import the tree's code too
         unscored = [a for a in pending if not c.asked.scores(a.slot)]
         if unscored:
+            where = "no run" if c.asked.score is ScorePolicy.NONE else "the last run"
             self.progress.say(f"{', '.join(a.run for a in unscored)} finished without scoring "
-                              f"(--score {c.asked.score.value}: quality is scored on the last run)")
+                              f"(--score {c.asked.score.value}: quality is scored on {where})")
             self._finish(unscored, quality=False)
         scored = [a for a in pending if c.asked.scores(a.slot)]
         if not scored:

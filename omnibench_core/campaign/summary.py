@@ -13,7 +13,7 @@ from typing import Any
 from ..defaults import SERVER_PROFILE
 from ..errors import OmnibenchError, RunFileError
 from ..identity import differences
-from ..records import UNSCORED_NOTE
+from ..records import UNSCORED_NOTES
 from ..setup.pins import load_pins
 from ..stats.estimators import mean_sd
 from ..statuses import CampaignStatus
@@ -126,7 +126,7 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     names = [d.name for d in run_dirs]
     # runs left unscored (a sweep point's runs but its last: --score last) lack the quality metrics;
     # those are listed with the scored runs' values, without a mean or spread
-    unscored = {n for n, doc in zip(names, docs, strict=True) if UNSCORED_NOTE in doc.notes}
+    unscored = {n for n, doc in zip(names, docs, strict=True) if set(UNSCORED_NOTES) & set(doc.notes)}
     rows, numeric = [], {}
     for key in dict.fromkeys(k for doc in docs for k in doc.metrics):
         present = {n: doc.metrics[key] for n, doc in zip(names, docs, strict=True) if key in doc.metrics}

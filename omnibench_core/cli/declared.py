@@ -244,9 +244,9 @@ _SCALE = dict(
     port=FLAGS["port"].but(help="base port (slot k serves on port + k)"))
 
 SCALE_SCORE_HELP = ("which runs of each campaign are scored for quality (WER, SIM, UTMOS): every-round (the default, "
-                    "as invoke measure: its campaigns are measure's), last, or none for a speed question (most of a "
-                    "seed-tts run's time is its scoring); a campaign not scored every run is named apart "
-                    "(score-none), so no command that needs quality takes it")
+                    "every run as invoke measure scores them: its campaigns are measure's), last (the last measured "
+                    "run), or none, for a speed question (most of a seed-tts run's time is its scoring); a campaign "
+                    "scored less is named apart (..._score-none, ..._score-last), so --resume never mixes the two")
 
 MATRIX = pick(
     "workload", "revisions", "sweep", "opt", "runs", "allow_dirty", "slots", "slot_per", "slot_cpus", "engine", "address", "resume",

@@ -146,9 +146,12 @@ def stored_order(campaigns: Sequence[st.IndexedCampaign]) -> tuple[list[st.Index
 
 
 def _latest_per_commit(campaigns: Sequence[st.IndexedCampaign]) -> dict[str, st.IndexedCampaign]:
+    """A commit measured more than once: its newest campaign of those whose runs hold the most
+    metrics. A campaign scored on every run holds its quality metrics too, so a newer one of the same
+    measurement scored less (matrix --score none) never hides them; it stands where it is the only one."""
     out: dict[str, st.IndexedCampaign] = {}
-    for c in sorted(campaigns, key=lambda c: c.completed):
-        out[c.revision or c.folder] = c  # a commit measured again: its newest campaign
+    for c in sorted(campaigns, key=lambda c: (len({m for run in c.runs.values() for m in run}), c.completed)):
+        out[c.revision or c.folder] = c
     return out
 
 

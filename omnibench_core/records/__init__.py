@@ -16,6 +16,7 @@ from .run import (
     SCORE_WORDS,
     UNSCORED,
     UNSCORED_NOTE,
+    UNSCORED_NOTES,
     CiStage,
     Collected,
     Command,
@@ -78,6 +79,7 @@ __all__ = [
     "TargetFacts",
     "UNSCORED",
     "UNSCORED_NOTE",
+    "UNSCORED_NOTES",
     "Workload",
     "short_revision",
 ]

@@ -25,8 +25,12 @@ PHASES: tuple[Phase, ...] = ("generate", "score", "collect")
 UNSCORED: tuple[Phase, ...] = ("generate", "collect")
 RUN_PHASES: tuple[tuple[Phase, ...], ...] = (PHASES, ("generate",), UNSCORED)
 # The note metrics.json of such a run carries (reports tell its missing quality metrics by it).
-UNSCORED_NOTE = ("quality not scored: this run's score phase was skipped (a speed question scores one run; "
-                 "--score every-round scores them all); its metrics are the generation's")
+UNSCORED_NOTE = ("quality not scored: this run's score phase was skipped (--score last scores one run, --score "
+                 "none none; --score every-round scores them all); its metrics are the generation's")
+# Every note such a run has carried (the first one's words said "one run" only): all are recognised.
+UNSCORED_NOTES: tuple[str, ...] = (UNSCORED_NOTE, "quality not scored: this run's score phase was skipped (a speed "
+                                   "question scores one run; --score every-round scores them all); its metrics are "
+                                   "the generation's")
 
 
 class ScorePolicy(str, enum.Enum):

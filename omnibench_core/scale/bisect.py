@@ -304,6 +304,7 @@ def bisect(settings: Settings, commits: Sequence[str], *, workloads: Sequence[st
     path = settings.run.results_root / BISECTS / (
         file_name([f"{commits[0][:7]}..{commits[-1][:7]}", metric, measurement]) + ".json")
     write_json(path, {"good": commits[0], "bad": commits[-1], "metric": metric, "threshold": threshold,
+                      "score": score.value,
                       "first_bad": bad, "against_parent": against.__dict__, "rounds": [list(r) for r in rounds],
                       "verdicts": {c: v.__dict__ for c, v in verdicts.items()},
                       "against_bad_end": {c: v.__dict__ for c, v in against_bad_end.items()},

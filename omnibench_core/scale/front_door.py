@@ -88,7 +88,7 @@ def campaign_score(workloads: Sequence[str], score: str | None, metric: str = ""
         asked = ScorePolicy(score)
     except ValueError:
         raise SettingsError(f"unknown --score {score!r}", hint="use every-round, last or none") from None
-    return api.score_policy(workloads, asked, [metric] if metric else [])
+    return api.score_policy(workloads, asked, [metric] if metric else [], flag="--metric")
 
 
 def matrix(settings: Settings, *, revisions_spec: str, workloads: Sequence[str], sweep: Sequence[str] = (),

@@ -106,9 +106,9 @@ class _ActorHome:
         between two flushes cannot leave a run home that the driver's campaign file does not name."""
         return cast(Shipped, self._call(self.handle.ship, task, folder, runs, rel, campaign, checkout))
 
-    def seed(self, folder: str, identity: Identity) -> Seed:
-        """The driver's copy of a campaign."""
-        return cast(Seed, self._call(self.handle.seed, folder, identity))
+    def seed(self, folder: str, identity: Identity, name: str | None = None) -> Seed:
+        """The driver's copy of a campaign (under the job's own ``name`` when it has one)."""
+        return cast(Seed, self._call(self.handle.seed, folder, identity, name))
 
 
 def make_history(results: Path, checkouts: Sequence[str], progress: Callable[[str], None]) -> None:

@@ -40,8 +40,9 @@ class Home(Protocol):
         """Write runs, then the campaign file (when sent), in one call; their names at the driver."""
         ...
 
-    def seed(self, folder: str, identity: Identity) -> Seed:
-        """The driver's copy of the campaign of ``identity`` (its data b"" when it has none)."""
+    def seed(self, folder: str, identity: Identity, name: str | None = None) -> Seed:
+        """The driver's copy of the campaign of ``identity`` (its data b"" when it has none), under
+        ``name`` when the job has its own (``CampaignJob.campaign_name``)."""
         ...
 
 
@@ -55,12 +56,12 @@ def _revision_checkout(spec: WorkerSpec) -> bool:
     return bool(spec.job.revision) and Settings.from_mapping(spec.settings).run.target != "local"
 
 
-def _start_from_home(home: Home, results: Path, folder: str, identity: Identity, node_tree: str | None
-                     ) -> tuple[str, dict[str, str] | None]:
+def _start_from_home(home: Home, results: Path, folder: str, identity: Identity, node_tree: str | None,
+                     name: str | None = None) -> tuple[str, dict[str, str] | None]:
     """Unpack the driver's copy of the campaign into ``results`` (its worktree set to this
     node's): the campaign file's path (under the name the driver holds it by, which the campaign
     layer here then continues) and the runs it counts, or None when the driver has no campaign yet."""
-    found = home.seed(folder, identity)
+    found = home.seed(folder, identity, name)
     if not found.data:
         return found.rel, None
     path = results / found.rel
@@ -90,7 +91,7 @@ def run_shipped(spec: WorkerSpec, home: Home, source: str, *, node: str = "",
             return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc))
         home_tree, node_tree = str(Path(spec.worktrees) / job.revision), str(root / "worktrees" / job.revision)
     try:
-        rel, seeded = _start_from_home(home, results, folder, identity, node_tree)
+        rel, seeded = _start_from_home(home, results, folder, identity, node_tree, job.campaign_name(base))
     except OmnibenchError as exc:
         return CampaignOutcome(job.key, JobStatus.FAILED, slot=spec.slot.as_dict(), error=str(exc))
     if seeded is not None:

@@ -112,14 +112,17 @@ class Seed:
     data: bytes = b""
 
 
-def seed(results: Path, folder: str, identity: Identity) -> Seed:
+def seed(results: Path, folder: str, identity: Identity, name: str | None = None) -> Seed:
     """The driver's copy of ``identity``'s campaign in ``results/folder``: the file the local
-    engine would resume (:func:`.campaign_file.path_for`) and the runs it counts. A file there
-    that cannot be trusted is a CampaignFileError, as it is to the local engine; a ``folder``
-    that is not one entry of ``results`` is a BadName (nothing outside the root is packed)."""
+    engine would resume (:func:`.campaign_file.path_for`, or the job's own ``name``: a campaign
+    scored less than every run, ``CampaignJob.campaign_name``) and the runs it counts. A file there
+    that cannot be trusted is a CampaignFileError, as it is to the local engine; a ``folder`` or
+    ``name`` that is not one entry is a BadName (nothing outside the root is packed)."""
     check_name(folder, "revision folder", given=False)
     revision = under_root(results, results / folder, "revision folder")
-    path = campaign_file.path_for(revision, identity)
+    if name is not None:
+        check_name(name, "campaign name", given=False)
+    path = campaign_file.campaign_path(revision, name) if name else campaign_file.path_for(revision, identity)
     rel = path.relative_to(results).as_posix()
     if not path.is_file():
         return Seed(rel)
@@ -181,10 +184,10 @@ class Receiver:
         """Whether :meth:`stop` was called (each task asks every half second)."""
         return self.stopped
 
-    def seed(self, folder: str, identity: Identity) -> Seed:
+    def seed(self, folder: str, identity: Identity, name: str | None = None) -> Seed:
         """The driver's copy of a campaign (:func:`seed`), asked for by a task that ships its runs;
         the runs it holds are the ones a node may later send back as ``seeded``."""
-        found = seed(self.results, folder, identity)
+        found = seed(self.results, folder, identity, name)
         if found.data:
             with tarfile.open(fileobj=io.BytesIO(found.data), mode="r") as tar:
                 runs = {m.name.split("/")[1] for m in tar.getmembers() if m.name.count("/") >= 1
