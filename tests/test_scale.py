@@ -429,6 +429,17 @@ def test_a_speed_matrix_with_score_none_scores_nothing_and_names_its_campaign_ap
         metrics = json.loads((run / "metrics.json").read_text())["metrics"]
         assert "seedtts.latency_mean_s" in metrics and not any(k.startswith("seedtts.wer") for k in metrics), run
         assert not [s for s in manifest_file.read(run).steps if s.phase == "score"], run
+    # measure's campaign of the same measurement (scored on every run) answers a speed question too:
+    # `--score none --resume` keeps it rather than measuring again (in a results root of its own)
+    opts = ("--opt", "seedtts.max_samples=2", "--opt", "seedtts.warmup=0", "--runs", "2")
+    env = {"INVOKE_OMNIBENCH_RESULTS": str(tmp_path / "measured")}
+    measured = invoke("measure", "-w", "seedtts", *opts, "--port", str(free_port()), env=env)
+    assert measured.returncode == 0, measured.stdout[-3000:] + measured.stderr[-3000:]
+    kept = invoke("matrix", "-w", "seedtts", *opts, "--slots", "0", "--score", "none", "--resume",
+                  "--port", str(free_port()), env=env)
+    assert kept.returncode == 0 and "complete already, kept" in kept.stdout, kept.stdout[-3000:] + kept.stderr
+    (only,) = (tmp_path / "measured").glob("*/campaigns/*.json")  # no score-none campaign was made
+    assert not only.stem.endswith("score-none")
     refused = invoke("bisect", "--target", "sglang-omni", "--checkout", str(tmp_path), "-w", "seedtts",
                      "--good", "HEAD~1", "--bad", "HEAD", "--metric", "seedtts@c4.wer.wer_corpus", "--score", "none",
                      "--slots", "0", "--slot-cpus", "shared")

@@ -8,7 +8,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import api, defaults
@@ -79,11 +79,16 @@ def folder_of(settings: Settings, job: CampaignJob) -> Path:
 
 def split_done(settings: Settings, jobs: Sequence[CampaignJob], resume: bool) -> tuple[list[CampaignJob], dict[str, CampaignOutcome]]:
     """Jobs still to run, and the complete campaigns kept (``resume``). Without ``resume`` a job
-    whose campaign file exists is a SettingsError: nothing is measured twice by accident."""
+    whose campaign file exists is a SettingsError: nothing is measured twice by accident. A job
+    scored less than every run (``--score none``) also keeps the complete campaign of the same
+    measurement scored on every run (measure's): its speed metrics are the same measurement's."""
     todo, kept = [], {}
     for job in jobs:
         folder = folder_of(settings, job)
         path = campaigns.campaign_path(folder, job, settings)
+        if resume and not campaigns.is_complete(path, job) and job.score is not ScorePolicy.EVERY_ROUND:
+            scored = campaigns.campaign_path(folder, replace(job, score=ScorePolicy.EVERY_ROUND), settings)
+            path = scored if campaigns.is_complete(scored, job) else path
         if campaigns.is_complete(path, job) and resume:
             kept[job.key] = campaigns.outcome_of(path, job, reused=True)
         elif path.exists() and not resume:
