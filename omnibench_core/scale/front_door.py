@@ -8,7 +8,7 @@ from typing import cast
 
 from .. import api, defaults
 from ..errors import PluginError, SettingsError
-from ..records import EngineKind, EngineRequest, ScorePolicy
+from ..records import SCORE_WORDS, EngineKind, EngineRequest, ScorePolicy
 from ..records import options as engine_options
 from ..registry import manager as plugin_manager
 from ..settings import Settings
@@ -87,7 +87,7 @@ def campaign_score(workloads: Sequence[str], score: str | None, metric: str = ""
     try:
         asked = ScorePolicy(score)
     except ValueError:
-        raise SettingsError(f"unknown --score {score!r}", hint="use every-round, last or none") from None
+        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}") from None
     return api.score_policy(workloads, asked, [metric] if metric else [], flag="--metric")
 
 

@@ -86,10 +86,12 @@ def split_done(settings: Settings, jobs: Sequence[CampaignJob], resume: bool) ->
     for job in jobs:
         folder = folder_of(settings, job)
         path = campaigns.campaign_path(folder, job, settings)
-        if resume and not campaigns.is_complete(path, job) and job.score is not ScorePolicy.EVERY_ROUND:
+        complete = resume and campaigns.is_complete(path, job)  # each look reads the file and its runs' manifests
+        if resume and not complete and job.score is not ScorePolicy.EVERY_ROUND:
             scored = campaigns.campaign_path(folder, replace(job, score=ScorePolicy.EVERY_ROUND), settings)
-            path = scored if campaigns.is_complete(scored, job) else path
-        if campaigns.is_complete(path, job) and resume:
+            if campaigns.is_complete(scored, job):
+                path, complete = scored, True
+        if complete:
             kept[job.key] = campaigns.outcome_of(path, job, reused=True)
         elif path.exists() and not resume:
             raise SettingsError(f"campaign {job.key} exists already ({path})",
