@@ -13,6 +13,7 @@ from .process.cpus import check_cpus_here
 from .process.gpu import call_timeout
 from .records import (
     PHASES,
+    SCORE_WORDS,
     OptionValue,
     Phase,
     RunCheck,
@@ -87,6 +88,16 @@ def list_engine_options(extra_plugins: Iterable[tuple[str, object]] = ()) -> lis
     _, registry = plugin_manager.load(extra_plugins)
     return [OptionRow(*row) for name, reg in sorted(registry.table("engine").items())
             for row in workload_options.rows(name, reg.record.options)]
+
+
+def score_word(score: str | None) -> ScorePolicy | None:
+    """``--score``'s word as a policy (None or "": not given), refused in one line naming the words when unknown."""
+    if not score:
+        return None
+    try:
+        return ScorePolicy(score)
+    except ValueError:
+        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}") from None
 
 
 def score_policy(workloads: Sequence[str], asked: ScorePolicy | None, decide: Sequence[str],

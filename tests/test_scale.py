@@ -429,6 +429,13 @@ def test_a_speed_matrix_with_score_none_scores_nothing_and_names_its_campaign_ap
         metrics = json.loads((run / "metrics.json").read_text())["metrics"]
         assert "seedtts.latency_mean_s" in metrics and not any(k.startswith("seedtts.wer") for k in metrics), run
         assert not [s for s in manifest_file.read(run).steps if s.phase == "score"], run
+    # the matrix table, the report (console and header) say quality was not scored, not just leave its rows out
+    assert "note: each campaign's quality scored on no run (--score none): speed only" in done.stdout, done.stdout
+    report = invoke("report", "--name", campaign.stem)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    assert "note: quality not scored: no run of this set was scored (--score none)" in report.stdout, report.stdout
+    md = next(campaign.parent.glob(f"{campaign.stem}/report*.md")).read_text()
+    assert "- quality scored on: no run (--score none): speed only" in md, md
     # measure's campaign of the same measurement (scored on every run) answers a speed question too:
     # `--score none --resume` keeps it rather than measuring again (in a results root of its own)
     opts = ("--opt", "seedtts.max_samples=2", "--opt", "seedtts.warmup=0", "--runs", "2")

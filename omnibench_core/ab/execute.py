@@ -30,7 +30,7 @@ from ..campaign.progress import CampaignProgress, scoring_history, scoring_start
 from ..campaign.record import SCORINGS
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
-from ..records import PHASES, SCORE_WORDS, UNSCORED, Phase, ScorePolicy
+from ..records import PHASES, UNSCORED, Phase, ScorePolicy
 from ..run import ownership
 from ..scale import revisions
 from ..scale.slots import HostSlot, check_free
@@ -182,9 +182,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
     if scoring not in SCORINGS:
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
-    if score is not None and score not in SCORE_WORDS:
-        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}")
-    policy = api.score_policy(workloads, ScorePolicy(score) if score is not None else None, decide)
+    policy = api.score_policy(workloads, api.score_word(score), decide)
     revs = sides_revisions(settings, a_rev, b_rev)
     a = Side("A", tuple(sorted({*options, *a_opts})), parse_sets(a_sets, "--a-set"), revs[0])
     b = Side("B", tuple(sorted({*options, *b_opts})), parse_sets(b_sets, "--b-set"), revs[1])

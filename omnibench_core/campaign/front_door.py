@@ -134,7 +134,7 @@ def report(settings: Settings, name: str | None = None, *, runs: Sequence[str] =
     header = {"campaign": c.name, "revision": c.revision, "status": c.status, "target": c.asked.settings.get("target"),
               "workloads": ", ".join(c.asked.workloads), "options": ", ".join(c.asked.options) or "defaults",
               "settings": settings_line(c.asked.settings), "scoring": c.asked.scoring,
-              "server starts": c.server_starts, "campaign file": str(path)}
+              "quality scored on": c.asked.score.campaign_runs(), "server starts": c.server_starts, "campaign file": str(path)}
     written = write_report(path.parent / c.name, stats, header)
     return Reported(stats, written, c, picked)
 

@@ -41,6 +41,12 @@ class ScorePolicy(str, enum.Enum):
     EVERY_ROUND = "every-round"  # every measured round (what a --decide on a quality metric needs)
     NONE = "none"  # no run: speed only
 
+    def campaign_runs(self) -> str:
+        """Which runs of a campaign this scores, in words (a report's header, a matrix's note)."""
+        return {ScorePolicy.LAST: "the last measured run only (--score last)",
+                ScorePolicy.EVERY_ROUND: "every run (the runbook's)",
+                ScorePolicy.NONE: "no run (--score none): speed only"}[self]
+
 
 SCORE_WORDS: tuple[str, ...] = tuple(p.value for p in ScorePolicy)
 

@@ -8,7 +8,7 @@ from typing import cast
 
 from .. import api, defaults
 from ..errors import PluginError, SettingsError
-from ..records import SCORE_WORDS, EngineKind, EngineRequest, ScorePolicy
+from ..records import EngineKind, EngineRequest, ScorePolicy
 from ..records import options as engine_options
 from ..registry import manager as plugin_manager
 from ..settings import Settings
@@ -82,12 +82,9 @@ def campaign_score(workloads: Sequence[str], score: str | None, metric: str = ""
     scoring) or a workload cannot finish a run unscored (:func:`omnibench_core.api.score_policy`)."""
     point = parse_point_metric(metric) if metric else None
     metric = point.metric if point is not None else metric
-    if score is None:
+    asked = api.score_word(score)
+    if asked is None:
         return ScorePolicy.EVERY_ROUND
-    try:
-        asked = ScorePolicy(score)
-    except ValueError:
-        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}") from None
     return api.score_policy(workloads, asked, [metric] if metric else [], flag="--metric")
 
 

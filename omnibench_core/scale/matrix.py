@@ -223,6 +223,8 @@ def matrix_text(result: MatrixResult) -> str:
     notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()
                     if o.slot.get("note")})
     lines += [f"note: {n}" for n in notes]
+    lines += [f"note: each campaign's quality scored on {p.campaign_runs()}"
+              for p in sorted({j.score for j in result.jobs} - {ScorePolicy.EVERY_ROUND})]
     if result.shared_cpus:
         lines.append("note: the slots shared CPUs (--slot-cpus shared): campaigns side by side may slow each other")
     lines.append(f"matrix file: {result.file}")

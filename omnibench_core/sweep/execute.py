@@ -26,7 +26,7 @@ from ..campaign.front_door import campaign_done
 from ..campaign.progress import Later
 from ..errors import SettingsError
 from ..identity import file_name
-from ..records import SCORE_WORDS, ScorePolicy
+from ..records import ScorePolicy
 from ..records.options import format_value
 from ..settings import Settings
 from ..store import sweep_file
@@ -115,12 +115,11 @@ def spec_from(workload: str, *, concurrency: str = "", request_rate: str = "", r
               upstream: bool = False, score: str = "") -> SweepSpec:
     """The sweep ``invoke sweep``'s flags ask for, each checked (``""``: not given; ``score`` not
     given is ``last`` where the workload can leave a run unscored, else every run)."""
-    if score and score not in SCORE_WORDS:
-        raise SettingsError(f"unknown --score {score!r}", hint=f"use {', '.join(SCORE_WORDS)}")
+    policy = api.score_word(score)
     points = load_points(parse_concurrencies(concurrency) if concurrency else [],
                          parse_rates(request_rate) if request_rate else [])
     return SweepSpec(workload, tuple(points), runs, tuple(options), client, retries, scoring,
-                     parse_slo(slo) if slo else None, name, upstream, ScorePolicy(score) if score else None)
+                     parse_slo(slo) if slo else None, name, upstream, policy)
 
 
 @dataclass(frozen=True)
