@@ -69,9 +69,10 @@ def _family_named(data: dict[str, Any]) -> dict[str, Any]:
 def _default_decisive(data: dict[str, Any]) -> dict[str, Any]:
     """Format 3 -> 4: nothing to change. A fixed design of format 3 could not name its decisive
     metrics; without ``decide`` it has the default ones, as format 3 judged it. One that holds
-    ``decide`` was edited by hand: the field is left for the reader to refuse."""
+    ``decide`` was edited by hand, and is refused."""
     if "decide" in data:
-        data = {**data, "decide": "(in a record of format 3, which had no decide)"}
+        raise versions.Unmigratable("decide", "format 3 had no such field (it was added by hand); a fixed design "
+                                    "of format 3 was judged with the default decisive metrics")
     return data
 
 

@@ -14,6 +14,15 @@ from ..jsonio import read_json
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class Unmigratable(Exception):
+    """A migration's refusal: the old file holds what its format had no field for (an edit by hand).
+    :func:`current` turns it into the reader's error, naming the file, the field and the format."""
+
+    def __init__(self, field: str, why: str):
+        super().__init__(why)
+        self.field, self.why = field, why
+
+
 def current(path: Path, what: str, data: dict[str, Any], *, version: object, reads: int,
             migrations: Mapping[int, Migration], error: type[RunFileError] = RunFileError) -> dict[str, Any]:
     """``data`` (of format ``version``) as JSON of format ``reads``.
@@ -24,7 +33,12 @@ def current(path: Path, what: str, data: dict[str, Any], *, version: object, rea
     if isinstance(version, int) and not isinstance(version, bool) and 0 < version <= reads:
         n = version
         while n < reads and n in migrations:
-            data, n = migrations[n](dict(data)), n + 1
+            try:
+                data, n = migrations[n](dict(data)), n + 1
+            except Unmigratable as exc:
+                raise error(f"the {what} {path} has format {version!r} and field {exc.field!r}: {exc.why}",
+                            evidence={"file": str(path), "field": exc.field, "format": repr(version)},
+                            hint=f"remove {exc.field!r} from the file, or move the file aside to start again") from None
         if n == reads:
             return {**data, "format": reads}
     newer = isinstance(version, int) and not isinstance(version, bool) and version > reads
