@@ -17,6 +17,7 @@ from gpu_helpers import write_fake_nvidia_smi
 from run_helpers import REPO, free_port
 from scale_helpers import make_revisions_checkout
 
+from omnibench_core.setup.gitinfo import git_revision
 from omnibench_core.setup.tree_state import TreeState, dirty_base, tree_state
 from omnibench_core.store import manifest as manifest_file
 
@@ -46,6 +47,24 @@ def test_a_clean_tree_has_no_state_and_each_kind_of_change_has_its_own(tmp_path)
     assert edited.files == ("pkg/mod.py",) and edited.folder_suffix() == f"-dirty-{edited.digest[:8]}"
     assert dirty_base("abc1234" + edited.folder_suffix()) == "abc1234"
     assert tree_state(tmp_path / "nowhere", ["pkg"]) is None
+
+
+def test_a_clean_tree_costs_one_git_call_and_a_config_hiding_untracked_files_hides_none(tmp_path):
+    """A target is prepared several times a run: a clean tree's state is one `git status`, and the
+    diff is read only when it lists something. That status shows untracked files whatever
+    status.showUntrackedFiles says, or an untracked module would pass for a clean tree."""
+    root = _repo(tmp_path / "co")
+    calls = tmp_path / "calls"
+    git = tmp_path / "git"
+    git.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\nexec git \"$@\"\n")
+    git.chmod(0o755)
+    assert tree_state(root, ["pkg"], git=str(git)) == TreeState()
+    assert len(calls.read_text().splitlines()) == 1 and " status " in calls.read_text()
+    subprocess.run(["git", "-C", str(root), "config", "status.showUntrackedFiles", "no"], check=True)
+    (root / "pkg" / "stray.py").write_text("Y = 2\n")
+    assert tree_state(root, ["pkg"], git=str(git)).files == ("pkg/stray.py",)
+    revision = git_revision(root, str(git))
+    assert revision is not None and "pkg/" in revision[1]  # the target's status: not clean, so its state is read
 
 
 def _invoke(results: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

@@ -78,7 +78,7 @@ def prepare_sglang_omni(settings: Settings) -> TargetEnv:
     # upstream, sglang_omni_standin in the stand-in), read from its pyproject.toml
     facts = replace(SGLANG_OMNI_FACTS, package=system_package(checkout))
     # an uncommitted edit is part of the revision: a dirty tree's runs go to their own folder
-    state = _state(checkout, checkout_packages(checkout), settings.tools.git)
+    state = _state(checkout, checkout_packages(checkout), settings.tools.git) if co.dirty else TreeState()
     return TargetEnv(target="sglang-omni", python=str(co.python), serve_argv=serve_argv, facts=facts, env=env,
                      unset=SGLANG_OMNI_UNSET, cwd=str(checkout), gpus=gpus, revision=co.revision, dirty=co.dirty,
                      dirty_files=state.files,
@@ -108,7 +108,9 @@ def prepare_local(settings: Settings) -> TargetEnv:
     rev = git_revision(source, settings.tools.git)
     version = omnibench_version()
     revision, dirty = rev if rev else (f"omnibench-{version}", "")
-    state = _state(source.parent, LOCAL_PACKAGES, settings.tools.git) if rev else TreeState()
+    # an empty status (git_revision's, untracked files shown) is a clean tree: no diff to read (a
+    # target is prepared several times a run: a 2-round selftest A/A made 180 git calls, 72 now; issue 40)
+    state = _state(source.parent, LOCAL_PACKAGES, settings.tools.git) if dirty else TreeState()
     delay = ["--delay-ms", f"{settings.run.local_delay_ms:g}"] if settings.run.local_delay_ms else []
     if delay and settings.run.local_stream_delay:
         delay += ["--delay-on", STREAM_DELAYS[settings.run.local_stream_delay]]

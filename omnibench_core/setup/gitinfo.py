@@ -11,7 +11,7 @@ from ..process.capture import Ending, capture
 
 
 def git_revision(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tuple[str, str] | None:
-    """``(HEAD commit, git status --porcelain)`` of the work tree at ``path``; None if not one
+    """``(HEAD commit, git status --porcelain)`` (untracked files shown) of the work tree at ``path``; None if not one
     (or git did not answer within ``deadline_s``: each call is stopped there, with what it started)."""
     found = git_revision_or_why(path, git, deadline_s)
     return None if isinstance(found, str) else found
@@ -20,7 +20,10 @@ def git_revision(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tup
 def git_revision_or_why(path: Path, git: str = "git", deadline_s: float = GIT_S) -> tuple[str, str] | str:
     """:func:`git_revision`, or why not: "" when git said ``path`` is no work tree, else what went
     wrong with git itself (it did not start, or did not answer by its deadline)."""
-    for argv in ([git, "-C", str(path), "rev-parse", "HEAD"], [git, "-C", str(path), "status", "--porcelain"]):
+    # untracked files listed whatever status.showUntrackedFiles says: an empty status means a clean
+    # tree (tree_state's callers skip its diff then)
+    for argv in ([git, "-C", str(path), "rev-parse", "HEAD"],
+                 [git, "-C", str(path), "status", "--porcelain", "--untracked-files=normal"]):
         done = capture(argv, deadline_s, max_bytes=GIT_OUTPUT_BYTES)
         if not done.ok:
             return "" if done.ending is Ending.EXITED else done.why(deadline_s, GIT_OUTPUT_BYTES)

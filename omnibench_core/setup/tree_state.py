@@ -71,7 +71,13 @@ def tree_state(root: Path, packages: Sequence[str], git: str = "git") -> TreeSta
     """The state of the work tree at ``root``: ``git diff HEAD`` (every tracked file) and the
     untracked, not ignored files under ``packages`` (folders relative to ``root``; a build copy
     or a stray module there is imported as the package's code). None when ``root`` is no work
-    tree or git cannot answer."""
+    tree or git cannot answer. A clean tree costs one git call: an empty status (tracked changes
+    and untracked files alike) means an empty diff and no untracked file under ``packages``."""
+    status = _git(git, root, "status", "--porcelain", "--untracked-files=normal", "-z")
+    if status is None:
+        return None
+    if not status:
+        return TreeState()
     diff = _git(git, root, "diff", "--no-ext-diff", "--binary", "HEAD", "--")
     names = _git(git, root, "diff", "--no-ext-diff", "--name-only", "-z", "HEAD", "--")
     untracked = _git(git, root, "ls-files", "--others", "--exclude-standard", "-z", "--", *packages) \
