@@ -150,7 +150,10 @@ def test_an_estimate_never_says_0s_left_of_work_that_is_left():
     progress.phase("scoring side A: 4 generated runs together", 8)
     progress.say("asr: starting server")
     assert lines[-1].startswith(f"[scoring side A: 4 generated runs together | 0s elapsed | {UNTIMED}]")
+    clock.now += 40
     progress.scored(40.0, 4)  # 10 s a run; side B's 4 are left
+    progress.say("side B: round 0 (run0) finished without scoring")  # before B's phase: B's 40 s are all left
+    assert "| ~40s left]" in lines[-1], lines[-1]
     progress.phase("scoring side B: 4 generated runs together", 4)
     clock.now += 30
     progress.say("x")

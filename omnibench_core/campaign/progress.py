@@ -204,6 +204,9 @@ class CampaignProgress(Heartbeat):
         self.starts_left = max(0, self.starts_left - 1)
         self.to_score = max(0, self.to_score - runs)
         self.finished = not self.to_score
+        # what is left to score has not begun: its lines before its phase (another side's runs
+        # finished unscored) said "past the estimate" when timed from this phase's start
+        self.run_t0 = self.clock()
         if note is not None:
             rest = f"; the {self.to_score} runs left to score are estimated at its ~" \
                    f"{fmt_seconds(self.scoring_per_run_s or 0.0)} a run" if self.to_score else ""
