@@ -18,6 +18,14 @@ benchmarks/suite_procs/ on the path too: each Python process writes its own CPU 
     PYTHONPATH=benchmarks:benchmarks/suite_procs SUITE_CPU_OUT=/tmp/suite-cpu SUITE_PROCS_OUT=/tmp/suite-procs \
         python -m pytest -p suite_cpu
     python benchmarks/suite_cpu.py /tmp/suite-cpu --procs /tmp/suite-procs
+
+Every process, Python or not, killed or not (the recorder above misses what a signal ends, and git,
+Ray or Chromium): as root on Linux, the kernel's process accounting (acct(2)) to a file while the
+suite runs, each Python process's command line taken from the recorder's start files:
+
+    PYTHONPATH=benchmarks:benchmarks/suite_procs SUITE_CPU_OUT=/tmp/suite-cpu SUITE_PROCS_OUT=/tmp/suite-procs \
+        SUITE_PACCT=/tmp/suite.pacct python -m pytest -p suite_cpu
+    python benchmarks/suite_cpu.py /tmp/suite-cpu --procs /tmp/suite-procs --pacct /tmp/suite.pacct
 """
 
 from __future__ import annotations
@@ -26,12 +34,18 @@ import argparse
 import json
 import os
 import resource
+import struct
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 OUT_VAR = "SUITE_CPU_OUT"
+PACCT_VAR = "SUITE_PACCT"  # where the kernel's accounting of every process goes (root, Linux)
+ROOT_SUFFIX = ".root.json"  # beside it: the pytest process the suite's processes descend from
+AHZ = 100  # acct(2)'s v3 records count CPU and elapsed time in these ticks a second
+ACCT_V3 = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3: flag, version, tty, exit code, uid, gid, pid,
+# ppid, start (epoch s), elapsed (ticks), user, system, mem, io, rw, minflt, majflt, swaps (comp_t), comm
 
 
 def _cpu() -> tuple[float, float]:
@@ -59,6 +73,123 @@ if pytest is not None:
                 "wall": round(time.monotonic() - start, 3)}
         with open(out / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
+
+
+def _acct(path: str | None) -> str:
+    """The kernel's process accounting on (to ``path``, which must exist) or off: "" or why not."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.acct(path.encode() if path else None) != 0:
+        return os.strerror(ctypes.get_errno())
+    return ""
+
+
+if pytest is not None:
+    def pytest_configure(config):
+        """With ``$SUITE_PACCT`` set, in the suite's own process (not an xdist worker): every process
+        that ends from now on is accounted to that file; the pytest process is noted beside it."""
+        target = os.environ.get(PACCT_VAR)
+        if not target or os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        Path(target).write_bytes(b"")
+        why = _acct(target)
+        if why:
+            raise pytest.UsageError(f"{PACCT_VAR}={target}: process accounting could not start ({why}; it needs root "
+                                    "on Linux): run without it, or as root")
+        Path(target + ROOT_SUFFIX).write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+        config.stash[_ACCOUNTING] = target
+
+    def pytest_unconfigure(config):
+        """Accounting off again (the kernel would go on writing every process of the host)."""
+        if config.stash.get(_ACCOUNTING, None):
+            _acct(None)
+
+    _ACCOUNTING = pytest.StashKey[str]()
+
+
+def _comp(value: int) -> int:
+    """acct(2)'s comp_t: a 13-bit mantissa and a base-8 exponent."""
+    return (value & 0x1FFF) << (3 * ((value >> 13) & 7))
+
+
+def read_pacct(path: Path) -> list[dict]:
+    """Every process record of an accounting file (version 3, as Linux writes them), in exit order."""
+    data, rows = path.read_bytes(), []
+    for offset in range(0, len(data) - ACCT_V3.size + 1, ACCT_V3.size):
+        (_, version, _, _, _, _, pid, ppid, start, elapsed, user, system, *_, comm) = ACCT_V3.unpack_from(data, offset)
+        if version != 3:
+            continue
+        rows.append({"pid": pid, "ppid": ppid, "start": start, "end": start + elapsed / AHZ,
+                     "cpu": (_comp(user) + _comp(system)) / AHZ, "comm": comm.split(b"\0")[0].decode("latin-1")})
+    return rows
+
+
+def read_starts(folder: Path) -> dict[int, list[dict]]:
+    """The recorder's start files (``<pid>.start.json``: a Python process's argv and start time), by pid."""
+    starts: dict[int, list[dict]] = defaultdict(list)
+    for path in folder.glob("*.start.json"):
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("argv"), list):
+                starts[int(path.name.split(".")[0])].append(row)
+    return starts
+
+
+def below(rows: list[dict], root_pid: int, root_started: float) -> list[dict]:
+    """The records of processes descended from the suite's pytest (its own record is never written:
+    accounting stops while it runs). A parent is the record of the child's ppid whose life spans the
+    child's start (pids are reused); a process reparented to init is no longer below it."""
+    by_pid: dict[int, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_pid[r["pid"]].append(r)
+    inside: dict[int, bool] = {}
+
+    def parent(r: dict) -> dict | None:
+        spans = [p for p in by_pid.get(r["ppid"], ()) if p["start"] - 1 <= r["start"] <= p["end"] + 1 and p is not r]
+        return max(spans, key=lambda p: p["start"]) if spans else None
+
+    def is_below(r: dict) -> bool:
+        path, node = [], r
+        while True:
+            if id(node) in inside:
+                verdict = inside[id(node)]
+                break
+            path.append(node)
+            if node["ppid"] == root_pid and node["start"] >= root_started - 1:
+                verdict = True
+                break
+            up = parent(node)
+            if up is None or len(path) > 256:
+                verdict = False
+                break
+            node = up
+        for n in path:
+            inside[id(n)] = verdict
+        return verdict
+
+    return [r for r in rows if r["start"] >= root_started - 1 and is_below(r)]
+
+
+def pacct_summary(rows: list[dict], starts: dict[int, list[dict]], top: int) -> str:
+    """The ``top`` kinds of process by CPU-seconds: a Python process by its command line (its start
+    file), any other by its command name."""
+    by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for r in rows:
+        near = [s for s in starts.get(r["pid"], ()) if abs(float(s.get("started", 0)) - r["start"]) <= 2]
+        name = kind(min(near, key=lambda s: abs(float(s["started"]) - r["start"]))["argv"]) if near else r["comm"]
+        by_kind[name][0] += r["cpu"]
+        by_kind[name][1] += 1
+    total = sum(r["cpu"] for r in rows)
+    lines = [f"{len(rows)} processes below pytest, {total:.0f} CPU-s (process accounting)", "",
+             "CPU-s  count  a process  kind"]
+    for name, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0])[:top]:
+        lines.append(f"{cpu:6.1f}  {int(n):5d}  {cpu / n:9.3f}  {name}")
+    return "\n".join(lines)
 
 
 def read(folder: Path) -> list[dict]:
@@ -115,6 +246,8 @@ def read_procs(folder: Path) -> list[dict]:
     is not a record, is skipped)."""
     rows = []
     for path in sorted(folder.glob("*.json")):
+        if path.name.endswith(".start.json"):  # the start files (--pacct's)
+            continue
         try:
             row = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -146,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="how many files and tests to list (default 25)")
     parser.add_argument("--procs", type=Path, metavar="DIR",
                         help="also the kinds of process by CPU, from the folder SUITE_PROCS_OUT named")
+    parser.add_argument("--pacct", type=Path, metavar="FILE",
+                        help=f"also every process below pytest by kind, from the accounting file {PACCT_VAR} named "
+                             "(Python processes named by --procs's start files)")
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error(f"--top {args.top}: at least 1")
@@ -156,9 +292,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.procs is not None and not procs:
         parser.error(f"no process records in {args.procs}: run the suite with benchmarks/suite_procs on PYTHONPATH "
                      f"and SUITE_PROCS_OUT={args.procs} first")
+    accounted = []
+    if args.pacct is not None:
+        try:
+            root = json.loads(Path(str(args.pacct) + ROOT_SUFFIX).read_text())
+            accounted = below(read_pacct(args.pacct), int(root["pid"]), float(root["started"]))
+        except (OSError, ValueError, KeyError) as exc:
+            parser.error(f"--pacct {args.pacct}: {exc}; run the suite with {PACCT_VAR}={args.pacct} (as root) first")
+        if not accounted:
+            parser.error(f"--pacct {args.pacct}: no process below the suite's pytest in it")
     print(summary(rows, args.top))
     if procs:
         print("\n" + procs_summary(procs, args.top))
+    if accounted:
+        print("\n" + pacct_summary(accounted, read_starts(args.procs) if args.procs else {}, args.top))
     return 0
 
 

@@ -1,6 +1,7 @@
 """suite_cpu's process recorder: with ``SUITE_PROCS_OUT`` set, every Python process that starts with
 this folder on its PYTHONPATH writes, as it exits, its own CPU time and command line to
-``$SUITE_PROCS_OUT/<pid>.json`` (``python benchmarks/suite_cpu.py --procs`` sums them by kind).
+``$SUITE_PROCS_OUT/<pid>.json`` (``python benchmarks/suite_cpu.py --procs`` sums them by kind), and as it
+starts, its command line to ``<pid>.start.json`` (for ``--pacct``).
 Without the variable it does nothing. A process killed by a signal it does not handle writes
 nothing, and one started with -S, -I or a cleaned environment is not seen: the figures are a floor.
 """
@@ -26,6 +27,20 @@ def _record() -> None:
         pass
 
 
+def _started() -> None:
+    """At once, for suite_cpu.py --pacct: a process a signal ends writes nothing at exit, and the
+    kernel's record of it names only "python"; a pid reused later appends its own line."""
+    import json
+    import time
+
+    try:
+        os.makedirs(os.environ["SUITE_PROCS_OUT"], exist_ok=True)
+        with open(os.path.join(os.environ["SUITE_PROCS_OUT"], f"{os.getpid()}.start.json"), "a") as f:
+            f.write(json.dumps({"argv": list(getattr(sys, "orig_argv", sys.argv))[:16], "started": time.time()}) + "\n")
+    except OSError:
+        pass
+
+
 if os.environ.get("SUITE_PROCS_OUT"):
     # A server or client started in another folder (a run's) must find this module and the output
     # folder too: both made absolute for the children, so a relative PYTHONPATH records them as well.
@@ -33,3 +48,4 @@ if os.environ.get("SUITE_PROCS_OUT"):
                                                for p in os.environ.get("PYTHONPATH", "").split(os.pathsep))
     os.environ["SUITE_PROCS_OUT"] = os.path.abspath(os.environ["SUITE_PROCS_OUT"])
     atexit.register(_record)
+    _started()
