@@ -181,7 +181,7 @@ def test_a_fixed_design_is_judged_with_its_own_decisive_metrics_kept_in_its_reco
             experiment_file.load(path)
         assert "decide" in refused.value.message
     # hand edits the format and family cannot hold: a record of format 3 (no decide then), or of one Holm family
-    for edit, words in (({"format": 3}, "has format 3 and field 'decide': format 3 had no such field"),
+    for edit, words in (({"format": 3}, "has format 3 and field 'decide': no format before 4 had such a field"),
                         ({"family": "holm"}, "one Holm family")):
         path.write_text(json.dumps({**data, **edit}))
         with pytest.raises(RecordError, match=words) as refused:

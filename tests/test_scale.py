@@ -398,6 +398,15 @@ def test_a_job_scored_less_than_every_run_is_a_campaign_of_its_own_name_and_the_
         matrix_path(settings, MatrixSpec(("",), ("seedtts",), score=ScorePolicy.NONE).jobs())
     engine = CampaignJob("", ("seedtts",), (), 2, engine="acme", score=ScorePolicy.LAST).campaign_name(settings)
     assert engine is not None and engine.endswith("engine-acme_score-last")
+    # an outcome carries its campaign's own policy (to workers and Ray and back): one a worker of an
+    # older omnibench sent, without it, is measure's
+    from omnibench_core.scale.jobs import CampaignOutcome
+    from omnibench_core.statuses import JobStatus
+    outcome = CampaignOutcome("k", JobStatus.COMPLETE, score=ScorePolicy.NONE)
+    assert json.loads(json.dumps(outcome.as_dict()))["score"] == "none"
+    assert CampaignOutcome.from_dict(json.loads(json.dumps(outcome.as_dict()))) == outcome
+    older = {k: v for k, v in outcome.as_dict().items() if k != "score"}
+    assert CampaignOutcome.from_dict(older).score is ScorePolicy.EVERY_ROUND
 
 
 def test_scale_scoring_is_every_run_unless_asked_and_a_quality_metric_needs_every_run():
@@ -429,10 +438,10 @@ def test_a_speed_matrix_with_score_none_scores_nothing_and_names_its_campaign_ap
         assert "seedtts.latency_mean_s" in metrics and not any(k.startswith("seedtts.wer") for k in metrics), run
         assert not [s for s in manifest_file.read(run).steps if s.phase == "score"], run
     # the matrix table, the report (console and header) say quality was not scored, not just leave its rows out
-    assert "note: each campaign's quality scored on no run (--score none): speed only" in done.stdout, done.stdout
+    assert "note: quality scored on no run (--score none): speed only in the campaigns of own" in done.stdout, done.stdout
     report = invoke("report", "--name", campaign.stem)
     assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
-    assert "note: quality not scored: no run of this set was scored (--score none)" in report.stdout, report.stdout
+    assert "note: quality not scored: no run of this set was scored (--score left out" in report.stdout, report.stdout
     md = next(campaign.parent.glob(f"{campaign.stem}/report*.md")).read_text()
     assert "- quality scored on: no run (--score none): speed only" in md, md
 
@@ -450,6 +459,7 @@ def test_a_score_none_matrix_keeps_measures_campaign_and_a_quality_bisect_metric
     kept = invoke("matrix", "-w", "seedtts", *opts, "--slots", "0", "--score", "none", "--resume",
                   "--port", str(free_port()), env=env)
     assert kept.returncode == 0 and "complete already, kept" in kept.stdout, kept.stdout[-3000:] + kept.stderr
+    assert "quality scored on" not in kept.stdout, kept.stdout  # the kept campaign is scored on every run
     (only,) = (tmp_path / "measured").glob("*/campaigns/*.json")  # no score-none campaign was made
     assert not only.stem.endswith("score-none")
     refused = invoke("bisect", "--target", "sglang-omni", "--checkout", str(tmp_path), "-w", "seedtts",

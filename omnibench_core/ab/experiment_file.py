@@ -71,8 +71,8 @@ def _default_decisive(data: dict[str, Any]) -> dict[str, Any]:
     metrics; without ``decide`` it has the default ones, as format 3 judged it. One that holds
     ``decide`` was edited by hand, and is refused."""
     if "decide" in data:
-        raise versions.Unmigratable("decide", "format 3 had no such field (it was added by hand); a fixed design "
-                                    "of format 3 was judged with the default decisive metrics")
+        raise versions.Unmigratable("decide", "no format before 4 had such a field (it was added by hand); a "
+                                    "fixed design of those formats was judged with the default decisive metrics")
     return data
 
 

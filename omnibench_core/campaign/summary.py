@@ -158,8 +158,8 @@ def stats_of(title: str, run_dirs: Sequence[Path], environment: dict[str, Any] |
     notes = [*notes, *thin_notes(names, [{k: v for k, v in doc.thin_percentiles.items() if k not in shown}
                                          for doc in docs])]
     if unscored == set(names):  # --score none: say so, or a report without quality rows reads as complete
-        notes = [*notes, "quality not scored: no run of this set was scored (--score none): the metrics the "
-                         "score phase makes (WER, SIM, UTMOS) were not measured"]
+        notes = [*notes, "quality not scored: no run of this set was scored (--score left out their score "
+                         "phase): the metrics only scoring makes are not here"]
     run_notes = dict.fromkeys(n for doc in docs for n in doc.notes)
     noisy = tuple(noisy_runs(run_dirs))
     return RunSetStats(title, tuple(names), tuple(run_dirs), identity, tuple(rows), (*notes, *noisy), environment or {},

@@ -80,10 +80,10 @@ def means(folder: Path, runs: Sequence[str]) -> dict[str, float]:
 def outcome_of(path: Path, job: CampaignJob, *, slot: Mapping[str, Any] | None = None, seconds: float = 0.0,
                reused: bool = False) -> CampaignOutcome:
     """A complete campaign's outcome, read from its file (``path``) and runs."""
-    folder = path.parent.parent
-    runs = _measured_runs(folder, campaign_file.load(path))[:job.runs]
+    folder, campaign = path.parent.parent, campaign_file.load(path)
+    runs = _measured_runs(folder, campaign)[:job.runs]
     return CampaignOutcome(job.key, JobStatus.COMPLETE, str(path), str(folder), tuple(runs), means(folder, runs),
-                           dict(slot or {}), seconds, "", reused)
+                           dict(slot or {}), seconds, "", reused, campaign.asked.score)
 
 
 def run_campaign(job: CampaignJob, settings: Settings, slot: Mapping[str, Any], progress: Progress = print

@@ -99,11 +99,12 @@ class CampaignOutcome:
     seconds: float = 0.0
     error: str = ""
     reused: bool = False  # complete before this command: nothing was measured
+    score: ScorePolicy = ScorePolicy.EVERY_ROUND  # the campaign's own (a kept one may score more than asked)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         data = asdict(self)
-        data["means"], data["slot"] = dict(self.means), dict(self.slot)
+        data["means"], data["slot"], data["score"] = dict(self.means), dict(self.slot), self.score.value
         return data
 
     @classmethod
@@ -111,4 +112,5 @@ class CampaignOutcome:
         """Inverse of :meth:`as_dict`."""
         return cls(str(data["key"]), JobStatus(data["status"]), str(data.get("campaign", "")), str(data.get("folder", "")),
                    tuple(data.get("runs", ())), dict(data.get("means", {})), dict(data.get("slot", {})),
-                   float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)))
+                   float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)),
+                   ScorePolicy(data.get("score", ScorePolicy.EVERY_ROUND.value)))

@@ -223,8 +223,10 @@ def matrix_text(result: MatrixResult) -> str:
     notes = sorted({f"slot {o.slot.get('index', '?')}: {o.slot['note']}" for o in result.outcomes.values()
                     if o.slot.get("note")})
     lines += [f"note: {n}" for n in notes]
-    lines += [f"note: each campaign's quality scored on {p.campaign_runs()}"
-              for p in sorted({j.score for j in result.jobs} - {ScorePolicy.EVERY_ROUND})]
+    # by the campaigns' own policies: --resume may keep one scored on every run for a --score none job
+    for policy in sorted({o.score for o in result.outcomes.values()} - {ScorePolicy.EVERY_ROUND}):
+        which = [job.short for job in result.jobs if (o := result.outcomes.get(job.key)) is not None and o.score is policy]
+        lines.append(f"note: quality scored on {policy.campaign_runs()} in the campaigns of {', '.join(dict.fromkeys(which))}")
     if result.shared_cpus:
         lines.append("note: the slots shared CPUs (--slot-cpus shared): campaigns side by side may slow each other")
     lines.append(f"matrix file: {result.file}")
