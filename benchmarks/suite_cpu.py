@@ -88,7 +88,8 @@ def _acct(path: str | None) -> str:
 if pytest is not None:
     def pytest_configure(config):
         """With ``$SUITE_PACCT`` set, in the suite's own process (not an xdist worker): every process
-        that ends from now on is accounted to that file; the pytest process is noted beside it."""
+        that ends from now on is accounted to that file; the pytest process is noted beside it.
+        Accounting is one file for the whole host: another suite accounted at the same time takes it."""
         target = os.environ.get(PACCT_VAR)
         if not target or os.environ.get("PYTEST_XDIST_WORKER"):
             return

@@ -201,6 +201,8 @@ def test_suite_cpu_reads_process_accounting_records_into_the_tree_below_pytest(t
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="process accounting (acct(2)) needs root on Linux")
+@pytest.mark.skipif(bool(os.environ.get("SUITE_PACCT")), reason="this suite is itself accounted (SUITE_PACCT): acct(2) "
+                    "has one file for the whole host, and this test's own would end the suite's")
 def test_suite_cpu_with_process_accounting_counts_a_killed_child_and_a_program_that_is_not_python(tmp_path):
     """The documented --pacct command on a tiny suite of its own: a Python child SIGKILLed after it
     spent CPU (no exit record of its own) and git are both counted, the child by its command line."""
