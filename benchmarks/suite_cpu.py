@@ -21,7 +21,10 @@ benchmarks/suite_procs/ on the path too: each Python process writes its own CPU 
 
 Every process, Python or not, killed or not (the recorder above misses what a signal ends, and git,
 Ray or Chromium): as root on Linux, the kernel's process accounting (acct(2)) to a file while the
-suite runs, each Python process's command line taken from the recorder's start files:
+suite runs, each Python process's command line taken from the recorder's start files. Accounting
+is one file for the whole host: this takes it over while the suite runs and turns it off at the end,
+so not on a host whose own accounting (psacct) must go on; the suite's tests therefore only read
+records (tests/test_benchmarks.py), and this is run by hand:
 
     PYTHONPATH=benchmarks:benchmarks/suite_procs SUITE_CPU_OUT=/tmp/suite-cpu SUITE_PROCS_OUT=/tmp/suite-procs \
         SUITE_PACCT=/tmp/suite.pacct python -m pytest -p suite_cpu

@@ -200,44 +200,6 @@ def test_suite_cpu_reads_process_accounting_records_into_the_tree_below_pytest(t
     assert table.splitlines()[-1].endswith("  git"), table
 
 
-@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="process accounting (acct(2)) needs root on Linux")
-@pytest.mark.skipif(bool(os.environ.get("SUITE_PACCT")), reason="this suite is itself accounted (SUITE_PACCT): acct(2) "
-                    "has one file for the whole host, and this test's own would end the suite's")
-def test_suite_cpu_with_process_accounting_counts_a_killed_child_and_a_program_that_is_not_python(tmp_path):
-    """The documented --pacct command on a tiny suite of its own: a Python child SIGKILLed after it
-    spent CPU (no exit record of its own) and git are both counted, the child by its command line."""
-    (tmp_path / "test_tiny.py").write_text(
-        "import os, signal, subprocess, sys, time\n"
-        "def test_killed_child_and_git(tmp_path):\n"
-        "    flag = tmp_path / 'burned'\n"
-        "    child = subprocess.Popen([sys.executable, '-c', 'import pathlib, sys, time; sum(range(5_000_000)); '\n"
-        "                              'pathlib.Path(sys.argv[1]).touch(); time.sleep(600)', str(flag)])\n"
-        "    while not flag.exists():\n"
-        "        assert child.poll() is None\n"
-        "        time.sleep(0.01)\n"
-        "    child.send_signal(signal.SIGKILL); child.wait()\n"
-        "    subprocess.run(['git', '--version'], check=True, capture_output=True)\n")
-    (tmp_path / "none.ini").write_text("[pytest]\n")
-    out, procs, pacct = tmp_path / "cpu", tmp_path / "procs", tmp_path / "suite.pacct"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
-           "PYTHONPATH": os.pathsep.join((str(BENCH), str(BENCH / "suite_procs"))),
-           "SUITE_CPU_OUT": str(out), "SUITE_PROCS_OUT": str(procs), "SUITE_PACCT": str(pacct)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_cpu", "-q", "-p", "no:cacheprovider",
-                           "-c", str(tmp_path / "none.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    table = _run("suite_cpu.py", str(out), "--procs", str(procs), "--pacct", str(pacct)).stdout
-    accounted = table.split("(process accounting)")[1]
-    killed = next(line for line in accounted.splitlines() if "-c import pathlib, sys, time" in line)
-    assert float(killed.split()[0]) > 0, accounted
-    assert any(line.endswith("  git") for line in accounted.splitlines()), accounted
-    # the exit records (--procs) have no line for the killed child: what --pacct adds
-    assert "-c import pathlib, sys, time" not in table.split("(process accounting)")[0].split("Python processes")[1]
-    missing = subprocess.run([sys.executable, str(BENCH / "suite_cpu.py"), str(out), "--pacct", str(tmp_path / "x")],
-                             capture_output=True, text=True)
-    assert missing.returncode == 2 and "--pacct" in missing.stderr and "as root" in missing.stderr
-
-
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
 def test_every_benchmark_script_has_a_smoke_test_here(script):
     if script in HELPERS:
