@@ -46,6 +46,7 @@ from pathlib import Path
 OUT_VAR = "SUITE_CPU_OUT"
 PACCT_VAR = "SUITE_PACCT"  # where the kernel's accounting of every process goes (root, Linux)
 ROOT_SUFFIX = ".root.json"  # beside it: the pytest process the suite's processes descend from
+OWNER_VAR = "SUITE_PACCT_OWNER"  # set by the suite that turned accounting on: a pytest below it leaves it be
 AHZ = 100  # acct(2)'s v3 records count CPU and elapsed time in these ticks a second
 ACCT_V3 = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3: flag, version, tty, exit code, uid, gid, pid,
 # ppid, start (epoch s), elapsed (ticks), user, system, mem, io, rw, minflt, majflt, swaps (comp_t), comm
@@ -94,8 +95,8 @@ if pytest is not None:
         that ends from now on is accounted to that file; the pytest process is noted beside it.
         Accounting is one file for the whole host: another suite accounted at the same time takes it."""
         target = os.environ.get(PACCT_VAR)
-        if not target or os.environ.get("PYTEST_XDIST_WORKER"):
-            return
+        if not target or os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get(OWNER_VAR):
+            return  # a worker, or a pytest a test started: the suite's accounting counts it already
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         Path(target).write_bytes(b"")
         why = _acct(target)
@@ -103,6 +104,7 @@ if pytest is not None:
             raise pytest.UsageError(f"{PACCT_VAR}={target}: process accounting could not start ({why}; it needs root "
                                     "on Linux): run without it, or as root")
         Path(target + ROOT_SUFFIX).write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+        os.environ[OWNER_VAR] = str(os.getpid())  # its children inherit it
         config.stash[_ACCOUNTING] = target
 
     def pytest_unconfigure(config):

@@ -199,6 +199,16 @@ def test_suite_cpu_reads_process_accounting_records_into_the_tree_below_pytest(t
     assert "2 processes below pytest, 1 CPU-s" in table and table.splitlines()[-2].endswith("omnibench_core.local")
     assert table.splitlines()[-1].endswith("  git"), table
 
+    # a pytest that a test of the accounted suite starts (its env inherited) leaves the accounting be:
+    # taking it over truncated the suite's file and turned accounting off as it ended (2026-12-07)
+    path.write_bytes(b"kept")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(suite_cpu.PACCT_VAR, str(path))
+        mp.setenv(suite_cpu.OWNER_VAR, "1")
+        mp.delenv("PYTEST_XDIST_WORKER", raising=False)
+        assert suite_cpu.pytest_configure(types.SimpleNamespace(stash={})) is None
+    assert path.read_bytes() == b"kept" and not Path(str(path) + suite_cpu.ROOT_SUFFIX).exists()
+
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
 def test_every_benchmark_script_has_a_smoke_test_here(script):
