@@ -136,13 +136,17 @@ def read_starts(folder: Path) -> dict[int, list[dict]]:
     """The recorder's start files (``<pid>.start.json``: a Python process's argv and start time), by pid."""
     starts: dict[int, list[dict]] = defaultdict(list)
     for path in folder.glob("*.start.json"):
+        pid = path.name.split(".")[0]
+        if not pid.isdigit():  # not one of the recorder's files
+            continue
         for line in path.read_text().splitlines():
             try:
                 row = json.loads(line)
-            except ValueError:
+            except ValueError:  # a line half-written as the suite ended
                 continue
-            if isinstance(row, dict) and isinstance(row.get("argv"), list):
-                starts[int(path.name.split(".")[0])].append(row)
+            if isinstance(row, dict) and isinstance(row.get("argv"), list) and \
+                    isinstance(row.get("started"), (int, float)) and not isinstance(row["started"], bool):
+                starts[int(pid)].append(row)
     return starts
 
 
@@ -186,8 +190,8 @@ def pacct_summary(rows: list[dict], starts: dict[int, list[dict]], top: int) -> 
     file), any other by its command name."""
     by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for r in rows:
-        near = [s for s in starts.get(r["pid"], ()) if abs(float(s.get("started", 0)) - r["start"]) <= 2]
-        name = kind(min(near, key=lambda s: abs(float(s["started"]) - r["start"]))["argv"]) if near else r["comm"]
+        near = [s for s in starts.get(r["pid"], ()) if abs(s["started"] - r["start"]) <= 2]
+        name = kind(min(near, key=lambda s: abs(s["started"] - r["start"]))["argv"]) if near else r["comm"]
         by_kind[name][0] += r["cpu"]
         by_kind[name][1] += 1
     total = sum(r["cpu"] for r in rows)
