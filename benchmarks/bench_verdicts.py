@@ -28,10 +28,13 @@ appended to ``--out`` (JSON lines) as it ends, so calls add up.
 
 Per workload, design, mode and condition it prints: A/A experiments and false alarms (any metric
 `better` or `worse`) with a one-sided 95 % upper bound on the rate (Clopper-Pearson), detection
-(latency `worse`) and inconclusive rates per effect, mean rounds to a verdict, and seconds per
-verdict; then the issue's goals, met or not: false alarms at most 5 %, +10 % detected at least 90
-% of the time, and the sequential mode reaching its verdict in at most half the rounds of the
-fixed mode that detects as often.
+(latency `worse`) and inconclusive rates per effect, mean rounds to a verdict, seconds per
+verdict, the A/A estimates' spread (their standard deviation: the noise a verdict fights) and the
+host's CPU steal share over the experiments (a VM's host busy elsewhere); then the issue's goals,
+met or not: false alarms at most 5 %, +10 % detected at least 90 % of the time (where not, about
+how many fixed rounds would be, at the A/A spread), and the sequential mode reaching its verdict in
+at most half the rounds of the fixed mode that detects as often. It warns when two lanes' CPUs are
+threads of one core: such lanes slow each other, and their spread is partly each other's.
 """
 
 from __future__ import annotations
@@ -39,9 +42,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import queue
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +55,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 LATENCY = {"selftest": "selftest.latency_mean_s", "seedtts": "seedtts.latency_mean_s"}
@@ -57,6 +63,7 @@ LATENCY = {"selftest": "selftest.latency_mean_s", "seedtts": "seedtts.latency_me
 PIN = "import os, sys; os.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(',')}); os.execv(sys.argv[2], sys.argv[2:])"
 HOG = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
 GOAL_FALSE_ALARMS, GOAL_DETECTION, GOAL_ROUNDS = 0.05, 0.90, 0.5
+Z_975, Z_90 = 1.959964, 1.281552  # the normal quantiles of a two-sided 5 % test and of 90 % power
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class Outcome:
     error: str = ""  # the experiment failed: its output's tail
     min_effect: float = 5.0  # invoke ab --min-effect, percent (ab's default, as outcome files before it say)
     changed: tuple[str, ...] = ()  # "metric verdict change" of each metric called better or worse
+    steal: float | None = None  # the host's CPU steal share while it ran (a VM's host busy elsewhere); None: unread
 
     @property
     def key(self) -> tuple[str, str, str, str, float]:
@@ -180,6 +188,49 @@ def lanes_of(count: int, size: int) -> list[list[int]]:
     return [mine[k * size:(k + 1) * size] for k in range(count)]
 
 
+def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
+    """The host's (steal, total) CPU ticks so far from /proc/stat's first line; None where it is not Linux's."""
+    try:
+        words = stat.read_text().split("\n", 1)[0].split()
+        ticks = [int(w) for w in words[1:9]]  # user nice system idle iowait irq softirq steal (guest is in user)
+    except (OSError, ValueError):
+        return None
+    return (ticks[7], sum(ticks)) if words[0] == "cpu" and len(ticks) == 8 else None
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time the hypervisor gave elsewhere between two ``cpu_times()`` reads."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
+
+
+def shared_cores(lanes: Sequence[Sequence[int]], cpu_dir: Path = Path("/sys/devices/system/cpu")) -> list[str]:
+    """Pairs of lanes whose CPUs are hardware threads of one core: such lanes slow each other down, so
+    their A/As measure each other, not the verdict rule. Empty where the topology is not readable."""
+    lane_of = {c: k for k, cpus in enumerate(lanes) for c in cpus}
+    found = []
+    for cpu, k in sorted(lane_of.items()):
+        try:
+            text = (cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
+        except OSError:
+            continue
+        for sibling in sorted(_cpu_list(text)):
+            other = lane_of.get(sibling)
+            if other is not None and other > k:
+                found.append(f"lane {k} (CPU {cpu}) and lane {other} (CPU {sibling})")
+    return found
+
+
+def _cpu_list(text: str) -> set[int]:
+    """A kernel CPU list ("0,8" or "0-1") as a set."""
+    out: set[int] = set()
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        out |= set(range(int(low), int(high or low) + 1))
+    return out
+
+
 def slot0(cpus: Sequence[int]) -> list[int]:
     """A duet's slot 0 on these CPUs (`--slot-cpus rule` on the local target: the larger half first)."""
     return list(cpus[:(len(cpus) + 1) // 2])
@@ -232,12 +283,13 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
     """One `invoke ab` on the lane's CPUs; its verdicts from ab.json."""
     port = args.ports[lane]
     argv = argv_of(cell, n, port, args, seedtts_ms)
-    t0 = time.monotonic()
+    t0, ticks = time.monotonic(), cpu_times()
     done = subprocess.run(pinned(cpus, argv), cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)},
                           capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0
-    base = dict(workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition,
-                effect=cell.effect, min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0])
+    base: dict[str, Any] = dict(workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition,
+                effect=cell.effect, min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0],
+                steal=steal_share(ticks, cpu_times()))
     if done.returncode not in (0, 1):  # 1: a verdict that --fail-on would fail (none is asked) or a refusal
         return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
                        error=(done.stdout[-1500:] + done.stderr[-1500:]))
@@ -348,6 +400,18 @@ class Row:
     effects: dict[float, EffectRates]
     seconds: float | None
     errors: int
+    aa_spread: float | None = None  # the A/A latency changes' standard deviation, percent: the noise an estimate carries
+    steal: float | None = None  # the mean CPU steal share over the row's experiments, percent; None: unread
+
+    def rounds_for(self, effect: float) -> int | None:
+        """About the fixed rounds that find ``effect`` 90 % of the time at two-sided 5 %, at this row's A/A
+        spread (normal approximation: a round's spread is the R-round estimate's times sqrt(R)); None
+        without a spread or for a sequential row."""
+        kind, _, count = self.mode.partition("-")
+        if kind != "fixed" or not self.aa_spread or not count.isdigit():
+            return None
+        per_round = self.aa_spread / 100 * math.sqrt(int(count))
+        return math.ceil(((Z_975 + Z_90) * per_round / effect) ** 2)
 
     def same_cell_as(self, other: Row) -> bool:
         """Same everything but the mode: the rows goals() sets side by side."""
@@ -359,12 +423,12 @@ class Row:
         out: dict[str, object] = {"workload": self.workload, "design": self.design, "mode": self.mode,
                                   "condition": self.condition, "min effect %": self.min_effect, "A/A": self.aa,
                                   "false alarms": self.false_alarms, "rate ≤ (95 %)": self.alarm_bound,
-                                  "A/A rounds": self.aa_rounds}
+                                  "A/A rounds": self.aa_rounds, "A/A spread %": self.aa_spread}
         for effect, rates in sorted(self.effects.items()):
             tag = f"+{effect * 100:g}%"
             out |= {f"{tag} n": rates.n, f"{tag} detected": rates.detected,
                     f"{tag} inconclusive": rates.inconclusive, f"{tag} rounds": rates.rounds}
-        return out | {"s per verdict": self.seconds, "errors": self.errors}
+        return out | {"s per verdict": self.seconds, "steal %": self.steal, "errors": self.errors}
 
 
 def summary(outcomes: Sequence[Outcome]) -> list[Row]:
@@ -381,11 +445,15 @@ def summary(outcomes: Sequence[Outcome]) -> list[Row]:
             effects[effect] = EffectRates(len(ab), round(sum(o.latency == "worse" for o in ab) / len(ab), 3),
                                           round(sum(o.latency == "inconclusive" for o in ab) / len(ab), 3),
                                           _mean(o.rounds for o in ab))
+        changes = [o.change for o in aa if o.change is not None]
+        steals = [o.steal for o in mine if o.steal is not None]
         rows.append(Row(*key, aa=len(aa), false_alarms=alarms,
                         alarm_bound=round(upper_95(alarms, len(aa)), 3) if aa else None,
                         aa_rounds=_mean(o.rounds for o in aa), effects=effects,
                         seconds=_mean(o.seconds for o in mine),
-                        errors=sum(1 for o in outcomes if o.error and o.key == key)))
+                        errors=sum(1 for o in outcomes if o.error and o.key == key),
+                        aa_spread=round(statistics.stdev(changes) * 100, 2) if len(changes) > 1 else None,
+                        steal=round(statistics.fmean(steals) * 100, 2) if steals else None))
     return rows
 
 
@@ -409,6 +477,9 @@ def goals(rows: Sequence[Row]) -> list[str]:
         if (ten := row.effects.get(GOAL_EFFECT)) is not None:
             lines.append(f"{where}: +10 % detected {ten.detected:.0%} of {ten.n} "
                          f"({'met' if ten.detected >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
+            if ten.detected < GOAL_DETECTION and (need := row.rounds_for(GOAL_EFFECT)) is not None:
+                lines.append(f"{where}: at its A/A spread of {row.aa_spread:g} %, about {need} fixed rounds would "
+                             "find +10 % 90 % of the time (normal approximation); less spread a round is the cheaper cure")
     for row in rows:  # sequential against the fewest fixed rounds that detect as often, same everything else
         seq = row.effects.get(GOAL_EFFECT)
         if not row.mode.startswith("sequential") or seq is None or seq.rounds is None:
@@ -535,14 +606,19 @@ def main() -> int:
         args.score = "none"  # the verdicts are on latency: no scoring server
     lanes = lanes_of(args.lanes or max(1, cpus // args.lane_cpus), args.lane_cpus)
     args.ports = [args.base_port + 10 * k for k in range(len(lanes))] if args.base_port else free_pairs(len(lanes))
+    shared = shared_cores(lanes)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         host = {"host": platform.node(), "cpus": cpus, "python": platform.python_version(), "lanes": lanes,
+                "shared_cores": shared,
                 "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                                          text=True).stdout.strip(), "args": {k: str(v) for k, v in vars(args).items()}}
         with args.out.open("a") as handle:
             handle.write(json.dumps(host) + "\n")
+    for pair in shared:
+        print(f"warning: {pair} are threads of one core: they slow each other, so their spread is partly the "
+              "other lane's; --lane-cpus with each core's threads in one lane avoids it", flush=True)
     outcomes: list[Outcome] = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="omnibench-bench-verdicts-") as tmp:

@@ -225,6 +225,7 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     host, outcomes = lines[0], lines[1:]
     assert host["lanes"] and "host" in host and host["args"]["score"] == "none"  # the smoke's: no scoring server
+    assert isinstance(host["shared_cores"], list) and all("steal" in o for o in outcomes)
     # the wiring in two experiments (issue 40): A/A in the fixed mode, A/B in the sequential one
     assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("sequential-3", 0.5)]
     assert not [o["error"] for o in outcomes if o["error"]]
@@ -248,6 +249,52 @@ def test_bench_verdicts_passes_decide_to_fixed_and_sequential_cells_alike():
     args.decide = ""
     assert "--decide" not in bench.argv_of(bench.Cell("seedtts", "duet", "fixed-4", "quiet", 0.1, 5.0), 1, 20000,
                                            args, 80.0)
+
+
+def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_core(tmp_path):
+    """The device's seed-tts A/As spread 12 times as much in 8 lanes as in one lane here (2026-12-07):
+    each outcome carries the steal share of its time (a VM's host busy elsewhere), and the bench names
+    lanes whose CPUs are threads of one core, from the kernel's files (fakes of their formats here)."""
+    bench = _module("bench_verdicts.py")
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 50 0 25 400 5 0 0 20 0 0\n")
+    before = bench.cpu_times(stat)
+    stat.write_text("cpu  200 0 100 1500 10 0 0 190 0 0\n")
+    assert before == (40, 1000) and bench.cpu_times(stat) == (190, 2000)
+    assert bench.steal_share(before, bench.cpu_times(stat)) == 0.15
+    assert bench.cpu_times(tmp_path / "absent") is None and bench.steal_share(None, (1, 2)) is None
+    stat.write_text("intr 1 2 3\n")
+    assert bench.cpu_times(stat) is None
+    # 4 CPUs, threads (0,2) and (1,3): lanes [0,1] and [2,3] share both cores; lanes [0,2] and [1,3] do not
+    for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():
+        (tmp_path / "cpu" / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (tmp_path / "cpu" / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(siblings + "\n")
+    assert bench.shared_cores([[0, 1], [2, 3]], tmp_path / "cpu") == [
+        "lane 0 (CPU 0) and lane 1 (CPU 2)", "lane 0 (CPU 1) and lane 1 (CPU 3)"]
+    assert bench.shared_cores([[0, 2], [1, 3]], tmp_path / "cpu") == []
+    assert bench.shared_cores([[0, 1]], tmp_path / "nowhere") == []
+    assert bench._cpu_list("0-2,8") == {0, 1, 2, 8}
+
+
+def test_bench_verdicts_summary_gives_the_aa_spread_and_the_rounds_it_would_take():
+    """The spread of the A/A estimates is the noise a verdict fights; with it the summary says about how
+    many fixed rounds would find +10 % 90 % of the time: ((1.96 + 1.28) x spread x sqrt(R) / 0.10)^2."""
+    bench = _module("bench_verdicts.py")
+
+    def made(mode, effect, change, latency="inconclusive", steal=0.02):
+        return bench.Outcome("seedtts", "duet", mode, "quiet", effect, 1, 0, 20.0, 4, "fixed", latency, change,
+                             latency == "worse", 0, 1.0, steal=steal)
+
+    outcomes = [made("fixed-4", 0.0, c) for c in (-0.08, 0.0, 0.08)] + [made("fixed-4", 0.1, 0.12),
+                                                                         made("fixed-4", 0.1, 0.2, "worse", None)]
+    (row,) = bench.summary(outcomes)
+    assert row.aa_spread == 8.0 and row.steal == 2.0 and row.table()["A/A spread %"] == 8.0
+    assert row.rounds_for(0.10) == 27  # (3.2415 x 0.08 x 2 / 0.10)^2 = 26.9
+    assert any("about 27 fixed rounds would find +10 % 90 %" in line for line in bench.goals([row]))
+    sequential = bench.summary([made("sequential-12", 0.0, c) for c in (-0.05, 0.05)])[0]
+    assert sequential.rounds_for(0.10) is None  # its rounds are not fixed: no such figure
+    (old,) = bench.summary([made("fixed-4", 0.0, 0.01, steal=None)])  # one A/A, an outcome file before steal
+    assert old.aa_spread is None and old.steal is None and old.rounds_for(0.10) is None
 
 
 @pytest.mark.parametrize("low", [40000, 15000])
