@@ -15,7 +15,8 @@ more latency (0.05,0.10: +5 % and +10 %). Conditions: ``quiet``; ``drift`` (a CP
 core, ``--hog-on`` s on and ``--hog-off`` s off); ``slot-drift`` (the same schedule, a hog on each
 CPU of slot 0 of every lane's duet: one side's slot gets busy, then quiet, and the slots swap every
 round). Experiments run in ``--lanes`` parallel lanes of ``--lane-cpus`` CPUs each (every process
-of an experiment pinned to its lane; each lane its own results and ports), cells taken
+of an experiment pinned to its lane; a core's hardware threads in one lane, where the kernel says
+which they are; each lane its own results and ports), cells taken
 round-robin so a ``--budget-s`` cut leaves every cell about equally filled; each outcome is
 appended to ``--out`` (JSON lines) as it ends, so calls add up.
 
@@ -180,12 +181,24 @@ def free_pairs(count: int, port_range: Path = Path("/proc/sys/net/ipv4/ip_local_
     return found
 
 
-def lanes_of(count: int, size: int) -> list[list[int]]:
-    """``count`` disjoint CPU sets of ``size`` from this process's own."""
-    mine = sorted(os.sched_getaffinity(0))
+def lanes_of(count: int, size: int, cpu_dir: Path = Path("/sys/devices/system/cpu"),
+             allowed: Iterable[int] | None = None) -> list[list[int]]:
+    """``count`` disjoint CPU sets of ``size`` from ``allowed`` (this process's own), a core's threads
+    next to each other: Linux often numbers a core's second thread far from its first (0 and 8 of
+    16), and slicing by number then put two lanes on each core, each slowing the other (shared_cores)."""
+    pool = os.sched_getaffinity(0) if allowed is None else set(allowed)
+    mine = sorted(pool, key=lambda c: (_core_of(c, cpu_dir), c))
     if count * size > len(mine):
         raise SystemExit(f"--lanes {count} x --lane-cpus {size} needs {count * size} CPUs; this process may use {len(mine)}")
-    return [mine[k * size:(k + 1) * size] for k in range(count)]
+    return [sorted(mine[k * size:(k + 1) * size]) for k in range(count)]
+
+
+def _core_of(cpu: int, cpu_dir: Path) -> int:
+    """The lowest CPU among ``cpu``'s hardware threads (its core's name); ``cpu`` where unreadable."""
+    try:
+        return min(_cpu_list((cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()))
+    except (OSError, ValueError):
+        return cpu
 
 
 def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:

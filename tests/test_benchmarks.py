@@ -272,6 +272,10 @@ def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_c
     assert bench.shared_cores([[0, 1], [2, 3]], tmp_path / "cpu") == [
         "lane 0 (CPU 0) and lane 1 (CPU 2)", "lane 0 (CPU 1) and lane 1 (CPU 3)"]
     assert bench.shared_cores([[0, 2], [1, 3]], tmp_path / "cpu") == []
+    # so lanes are made of whole cores: 2 CPUs a lane are one core's two threads, never two lanes' halves
+    assert bench.lanes_of(2, 2, tmp_path / "cpu", allowed={0, 1, 2, 3}) == [[0, 2], [1, 3]]
+    assert bench.lanes_of(2, 2, tmp_path / "nowhere", allowed={0, 1, 2, 3}) == [[0, 1], [2, 3]]  # no topology
+    assert bench.shared_cores(bench.lanes_of(2, 2, tmp_path / "cpu", allowed=range(4)), tmp_path / "cpu") == []
     assert bench.shared_cores([[0, 1]], tmp_path / "nowhere") == []
     assert bench._cpu_list("0-2,8") == {0, 1, 2, 8}
 
