@@ -467,3 +467,39 @@ def test_a_score_none_matrix_keeps_measures_campaign_and_a_quality_bisect_metric
                      "--slots", "0", "--slot-cpus", "shared")
     assert refused.returncode == 1 and "--metric seedtts.wer.wer_corpus: a quality metric, made only when a run is " \
         "scored" in refused.stderr and "--decide" not in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize(("field_name", "word"), [("score", "every-sample"), ("status", "paused")])
+def test_an_outcome_with_a_word_this_omnibench_does_not_know_fails_the_campaign_and_says_why(tmp_path, field_name, word):
+    """A worker of another omnibench version wrote a score (or status) word this driver does not know:
+    from_dict raised a bare ValueError, which Ray's engine let through (the whole matrix died) and the
+    local engine read as a lost slot (measured again elsewhere, saying "no outcome"). Now the campaign
+    is failed with the word, the field and what to do (jobs.received_outcome, which both engines call). The
+    local engine's worker is a fake interpreter that writes such an outcome where the real worker writes
+    its own."""
+    from omnibench_core.scale.jobs import CampaignJob, CampaignOutcome, OutcomeUnreadable
+    from omnibench_core.scale.local import LocalEngine
+    from omnibench_core.scale.worker import WorkerSpec
+    from omnibench_core.statuses import JobStatus
+
+    written = CampaignOutcome("rev_selftest", JobStatus.COMPLETE).as_dict() | {field_name: word}
+    with pytest.raises(OutcomeUnreadable, match=f"says {field_name} '{word}', which this omnibench does not know"):
+        CampaignOutcome.from_dict(written)
+    fake = tmp_path / "python-of-another-version"
+    fake.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"open(sys.argv[-1], 'w').write({json.dumps(json.dumps(written))})\n")
+    fake.chmod(0o755)
+    settings = Settings.of(target="local", results=str(tmp_path / "results"), port=free_port())
+    engine = LocalEngine([HostSlot(0, Slot(settings.run.port), shared_cpus=True)], progress=lambda line: None,
+                         python=str(fake), workdir=tmp_path / "work")
+    (tmp_path / "work").mkdir()
+    spec = WorkerSpec(CampaignJob("", ("selftest",), (), runs=2), engine.slots()[0], settings.flat(),
+                      str(tmp_path / "worktrees"))
+    engine.start(spec)
+    done: list = []
+    while not done:
+        done = engine.wait(60.0)
+    ((_, outcome),) = done
+    assert outcome.status is JobStatus.FAILED, outcome
+    assert f"its worker's outcome says {field_name} '{word}'" in outcome.error
+    assert "another omnibench version" in outcome.error and "same omnibench on every node" in outcome.error

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from .. import defaults
 from ..identity import Identity, file_name
 from ..records import ScorePolicy, short_revision
 from ..settings import Settings
 from ..statuses import JobStatus
+
+E = TypeVar("E", bound=Enum)
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,36 @@ class CampaignOutcome:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignOutcome:
-        """Inverse of :meth:`as_dict`."""
-        return cls(str(data["key"]), JobStatus(data["status"]), str(data.get("campaign", "")), str(data.get("folder", "")),
+        """Inverse of :meth:`as_dict`; :class:`OutcomeUnreadable` for a status or score word this
+        omnibench does not know (a worker of another version wrote it)."""
+        status = _known(JobStatus, "status", data.get("status"), data)
+        score = _known(ScorePolicy, "score", data.get("score", ScorePolicy.EVERY_ROUND.value), data)
+        return cls(str(data["key"]), status, str(data.get("campaign", "")), str(data.get("folder", "")),
                    tuple(data.get("runs", ())), dict(data.get("means", {})), dict(data.get("slot", {})),
-                   float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)),
-                   ScorePolicy(data.get("score", ScorePolicy.EVERY_ROUND.value)))
+                   float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)), score)
+
+
+def received_outcome(data: Mapping[str, Any], key: str, slot: Mapping[str, Any]) -> CampaignOutcome:
+    """What an engine makes of the outcome a worker sent for job ``key`` on ``slot``: one naming a
+    word this omnibench does not know is the campaign failed, with that word and what to do."""
+    try:
+        return CampaignOutcome.from_dict(data)
+    except OutcomeUnreadable as exc:
+        return CampaignOutcome(key, JobStatus.FAILED, slot=dict(slot), error=str(exc))
+
+
+class OutcomeUnreadable(ValueError):
+    """A worker's outcome names a status or score this omnibench does not know: the campaign ran,
+    but which runs it measured or scored cannot be told, so it is failed, not taken as lost and
+    measured again."""
+
+
+def _known(kind: type[E], field_name: str, word: object, data: Mapping[str, Any]) -> E:
+    try:
+        return kind(word)
+    except ValueError:
+        known = ", ".join(str(k.value) for k in kind)
+        raise OutcomeUnreadable(
+            f"campaign {data.get('key', '?')}: its worker's outcome says {field_name} {word!r}, which this "
+            f"omnibench does not know ({known}): is that node running another omnibench version? Install the same "
+            "omnibench on every node, then run the command again") from None

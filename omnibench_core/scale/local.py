@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..jsonio import read_json, write_json
 from ..statuses import JobStatus
-from .jobs import CampaignOutcome
+from .jobs import CampaignOutcome, received_outcome
 from .slots import HostSlot
 from .worker import WorkerSpec, worker_argv
 
@@ -88,7 +88,7 @@ class LocalEngine:
     def _outcome(self, r: _Running) -> CampaignOutcome:
         r.reader.join(timeout=5)
         try:
-            return CampaignOutcome.from_dict(read_json(r.out))
+            return received_outcome(read_json(r.out), r.spec.job.key, r.spec.slot.as_dict())
         except (OSError, ValueError, KeyError):  # killed before it could write: its slot's process was lost
             return CampaignOutcome(r.spec.job.key, JobStatus.LOST, slot=r.spec.slot.as_dict(),
                                    error=f"the campaign's process ended with {r.proc.returncode} and no outcome")

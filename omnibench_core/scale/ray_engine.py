@@ -40,7 +40,7 @@ from ..errors import OmnibenchError, SettingsError, Terminated
 from ..identity import Identity
 from ..records import Slot
 from ..statuses import JobStatus
-from .jobs import CampaignOutcome
+from .jobs import CampaignOutcome, received_outcome
 from .remote import run_shipped
 from .slots import HostSlot, own_cpus
 from .transport import DEFAULT_TRANSPORT, TRANSPORTS, Receiver, Seed, Shipped, ShippedRun
@@ -293,7 +293,7 @@ class RayEngine:
         for ref in ready:
             spec = self.running.pop(ref)
             try:
-                outcome = CampaignOutcome.from_dict(self.ray.get(ref))
+                outcome = received_outcome(self.ray.get(ref), spec.job.key, spec.slot.as_dict())
             except self.ray.exceptions.TaskCancelledError:
                 outcome = CampaignOutcome(spec.job.key, JobStatus.INTERRUPTED, slot=spec.slot.as_dict(), error="cancelled")
             except self.ray.exceptions.RayTaskError as exc:  # the task raised: a bug, not a lost node
