@@ -49,6 +49,29 @@ def test_a_clean_tree_has_no_state_and_each_kind_of_change_has_its_own(tmp_path)
     assert tree_state(tmp_path / "nowhere", ["pkg"]) is None
 
 
+def test_an_edit_inside_a_nested_repository_under_a_package_moves_the_digest(tmp_path):
+    """git lists an untracked nested repository as one entry (``pkg/vendored/``) and names none of its
+    files: its content was read as a file, failed, and hashed as a constant, so an edit inside it (or
+    a new commit there) left the digest, and so the revision folder, unchanged."""
+    root = _repo(tmp_path / "co")
+    nested = _repo(root / "pkg" / "vendored")  # a repository of its own inside the package
+    first = tree_state(root, ["pkg"])
+    assert first is not None and first.dirty and first.files == ("pkg/vendored/",)
+    assert tree_state(root, ["pkg"]) == first  # unchanged: the same digest
+    (nested / "pkg" / "mod.py").write_text("X = 2\n")  # an uncommitted edit inside it
+    edited = tree_state(root, ["pkg"])
+    assert edited is not None and edited.digest != first.digest
+    commit_all(nested)  # the same edit committed there: its commit counts, not only its diff
+    committed = tree_state(root, ["pkg"])
+    assert committed is not None and committed.digest not in (first.digest, edited.digest)
+    (nested / "pkg" / "new.py").write_text("Z = 1\n")  # an untracked module inside it
+    assert tree_state(root, ["pkg"]).digest != committed.digest
+    # an untracked link to a folder is its target's name: one back to the tree's root is not walked
+    (root / "pkg" / "loop").symlink_to("..")
+    looped = tree_state(root, ["pkg"])
+    assert looped is not None and "pkg/loop" in looped.files
+
+
 def test_a_clean_tree_costs_one_git_call_and_a_config_hiding_untracked_files_hides_none(tmp_path):
     """A target is prepared several times a run: a clean tree's state is one `git status`, and the
     diff is read only when it lists something. That status shows untracked files whatever

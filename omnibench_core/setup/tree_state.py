@@ -10,6 +10,7 @@ that folder as a commit does, stopping a campaign, an A/B or a sweep with the fi
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Sequence
@@ -89,10 +90,23 @@ def tree_state(root: Path, packages: Sequence[str], git: str = "git") -> TreeSta
         return TreeState()
     h = hashlib.sha256(diff)
     for path in extra:
-        h.update(b"\0untracked\0" + path.encode())
-        try:
-            h.update(hashlib.sha256((root / path).read_bytes()).digest())
-        except OSError:
-            h.update(b"\0unreadable")
+        h.update(b"\0untracked\0" + path.encode() + _content_digest(root / path, git))
     changed = [p for p in names.decode("utf-8", "replace").split("\0") if p]
     return TreeState(h.hexdigest(), tuple(sorted({*changed, *extra})))
+
+
+def _content_digest(path: Path, git: str) -> bytes:
+    """An untracked entry's content: a file's bytes; a nested repository (git lists it as one entry,
+    ``pkg/sub/``, its files unnamed) by its commit and its own state, so an edit inside it moves the
+    digest as an edit of any other imported file does. A link is its target's name (one that leads
+    back into the tree must not be followed)."""
+    if path.is_symlink():
+        return hashlib.sha256(b"\0link\0" + os.fsencode(os.readlink(path))).digest()
+    if path.is_dir() and (path / ".git").exists():
+        head = _git(git, path, "rev-parse", "--verify", "-q", "HEAD") or b"\0no commit"
+        inner = tree_state(path, ["."], git)
+        return hashlib.sha256(b"\0nested\0" + head + (inner.digest.encode() if inner else b"\0unknown")).digest()
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return b"\0unreadable"
