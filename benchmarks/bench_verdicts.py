@@ -194,11 +194,17 @@ def lanes_of(count: int, size: int, cpu_dir: Path = Path("/sys/devices/system/cp
 
 
 def _core_of(cpu: int, cpu_dir: Path) -> int:
-    """The lowest CPU among ``cpu``'s hardware threads (its core's name); ``cpu`` where unreadable."""
+    """The lowest CPU among ``cpu``'s hardware threads (its core's name)."""
+    return min(_siblings(cpu, cpu_dir))
+
+
+def _siblings(cpu: int, cpu_dir: Path) -> set[int]:
+    """``cpu``'s core's hardware threads, itself included (the kernel's thread_siblings_list); only
+    itself where that is not readable."""
     try:
-        return min(_cpu_list((cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()))
+        return _cpu_list((cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()) | {cpu}
     except (OSError, ValueError):
-        return cpu
+        return {cpu}
 
 
 def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
@@ -224,11 +230,7 @@ def shared_cores(lanes: Sequence[Sequence[int]], cpu_dir: Path = Path("/sys/devi
     lane_of = {c: k for k, cpus in enumerate(lanes) for c in cpus}
     found = []
     for cpu, k in sorted(lane_of.items()):
-        try:
-            text = (cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
-        except OSError:
-            continue
-        for sibling in sorted(_cpu_list(text)):
+        for sibling in sorted(_siblings(cpu, cpu_dir)):
             other = lane_of.get(sibling)
             if other is not None and other > k:
                 found.append(f"lane {k} (CPU {cpu}) and lane {other} (CPU {sibling})")
@@ -300,9 +302,10 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
     done = subprocess.run(pinned(cpus, argv), cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(root)},
                           capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0
-    base: dict[str, Any] = dict(workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition,
-                effect=cell.effect, min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0],
-                steal=steal_share(ticks, cpu_times()))
+    base: dict[str, Any] = dict(
+        workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition, effect=cell.effect,
+        min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0],
+        steal=steal_share(ticks, cpu_times()))
     if done.returncode not in (0, 1):  # 1: a verdict that --fail-on would fail (none is asked) or a refusal
         return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
                        error=(done.stdout[-1500:] + done.stderr[-1500:]))
@@ -631,7 +634,8 @@ def main() -> int:
             handle.write(json.dumps(host) + "\n")
     for pair in shared:
         print(f"warning: {pair} are threads of one core: they slow each other, so their spread is partly the "
-              "other lane's; --lane-cpus with each core's threads in one lane avoids it", flush=True)
+              "other lane's; a --lane-cpus that is a multiple of a core's threads keeps each core in one lane",
+              flush=True)
     outcomes: list[Outcome] = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="omnibench-bench-verdicts-") as tmp:

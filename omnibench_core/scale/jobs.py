@@ -121,6 +121,12 @@ class CampaignOutcome:
                    float(data.get("seconds", 0.0)), str(data.get("error", "")), bool(data.get("reused", False)), score)
 
 
+class OutcomeUnreadable(ValueError):
+    """A worker's outcome names a status or score this omnibench does not know: the campaign ran,
+    but which runs it measured or scored cannot be told, so it is failed, not taken as lost and
+    measured again."""
+
+
 def received_outcome(data: Mapping[str, Any], key: str, slot: Mapping[str, Any]) -> CampaignOutcome:
     """What an engine makes of the outcome a worker sent for job ``key`` on ``slot``: one naming a
     word this omnibench does not know is the campaign failed, with that word and what to do."""
@@ -128,12 +134,6 @@ def received_outcome(data: Mapping[str, Any], key: str, slot: Mapping[str, Any])
         return CampaignOutcome.from_dict(data)
     except OutcomeUnreadable as exc:
         return CampaignOutcome(key, JobStatus.FAILED, slot=dict(slot), error=str(exc))
-
-
-class OutcomeUnreadable(ValueError):
-    """A worker's outcome names a status or score this omnibench does not know: the campaign ran,
-    but which runs it measured or scored cannot be told, so it is failed, not taken as lost and
-    measured again."""
 
 
 def _known(kind: type[E], field_name: str, word: object, data: Mapping[str, Any]) -> E:
