@@ -15,8 +15,7 @@ more latency (0.05,0.10: +5 % and +10 %). Conditions: ``quiet``; ``drift`` (a CP
 core, ``--hog-on`` s on and ``--hog-off`` s off); ``slot-drift`` (the same schedule, a hog on each
 CPU of slot 0 of every lane's duet: one side's slot gets busy, then quiet, and the slots swap every
 round). Experiments run in ``--lanes`` parallel lanes of ``--lane-cpus`` CPUs each (every process
-of an experiment pinned to its lane; a core's hardware threads in one lane, where the kernel says
-which they are; each lane its own results and ports), cells taken
+of an experiment pinned to its lane; each lane its own results and ports), cells taken
 round-robin so a ``--budget-s`` cut leaves every cell about equally filled; each outcome is
 appended to ``--out`` (JSON lines) as it ends, so calls add up.
 
@@ -181,21 +180,14 @@ def free_pairs(count: int, port_range: Path = Path("/proc/sys/net/ipv4/ip_local_
     return found
 
 
-def lanes_of(count: int, size: int, cpu_dir: Path = Path("/sys/devices/system/cpu"),
-             allowed: Iterable[int] | None = None) -> list[list[int]]:
-    """``count`` disjoint CPU sets of ``size`` from ``allowed`` (this process's own), a core's threads
-    next to each other: Linux often numbers a core's second thread far from its first (0 and 8 of
-    16), and slicing by number then put two lanes on each core, each slowing the other (shared_cores)."""
-    pool = os.sched_getaffinity(0) if allowed is None else set(allowed)
-    mine = sorted(pool, key=lambda c: (_core_of(c, cpu_dir), c))
+def lanes_of(count: int, size: int) -> list[list[int]]:
+    """``count`` disjoint CPU sets of ``size`` from this process's own, by number. Not by core: a
+    duet's slots are its lane's halves by number (`--slot-cpus rule`), so a lane of one core's two
+    threads would put A and B on one core and a slot-drift hog on both; shared_cores warns instead."""
+    mine = sorted(os.sched_getaffinity(0))
     if count * size > len(mine):
         raise SystemExit(f"--lanes {count} x --lane-cpus {size} needs {count * size} CPUs; this process may use {len(mine)}")
-    return [sorted(mine[k * size:(k + 1) * size]) for k in range(count)]
-
-
-def _core_of(cpu: int, cpu_dir: Path) -> int:
-    """The lowest CPU among ``cpu``'s hardware threads (its core's name)."""
-    return min(_siblings(cpu, cpu_dir))
+    return [mine[k * size:(k + 1) * size] for k in range(count)]
 
 
 def _siblings(cpu: int, cpu_dir: Path) -> set[int]:
@@ -214,7 +206,7 @@ def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
         ticks = [int(w) for w in words[1:9]]  # user nice system idle iowait irq softirq steal (guest is in user)
     except (OSError, ValueError):
         return None
-    return (ticks[7], sum(ticks)) if words[0] == "cpu" and len(ticks) == 8 else None
+    return (ticks[7], sum(ticks)) if words[:1] == ["cpu"] and len(ticks) == 8 else None
 
 
 def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
@@ -494,8 +486,9 @@ def goals(rows: Sequence[Row]) -> list[str]:
             lines.append(f"{where}: +10 % detected {ten.detected:.0%} of {ten.n} "
                          f"({'met' if ten.detected >= GOAL_DETECTION else 'NOT met'}: at least 90 %)")
             if ten.detected < GOAL_DETECTION and (need := row.rounds_for(GOAL_EFFECT)) is not None:
-                lines.append(f"{where}: at its A/A spread of {row.aa_spread:g} %, about {need} fixed rounds would "
-                             "find +10 % 90 % of the time (normal approximation); less spread a round is the cheaper cure")
+                lines.append(f"{where}: at its A/A spread of {row.aa_spread:g} %, at least about {need} fixed rounds "
+                             "would find +10 % 90 % of the time (normal approximation: the t interval's few degrees "
+                             "of freedom and --min-effect ask more); less spread a round is the cheaper cure")
     for row in rows:  # sequential against the fewest fixed rounds that detect as often, same everything else
         seq = row.effects.get(GOAL_EFFECT)
         if not row.mode.startswith("sequential") or seq is None or seq.rounds is None:
@@ -634,8 +627,7 @@ def main() -> int:
             handle.write(json.dumps(host) + "\n")
     for pair in shared:
         print(f"warning: {pair} are threads of one core: they slow each other, so their spread is partly the "
-              "other lane's; a --lane-cpus that is a multiple of a core's threads keeps each core in one lane",
-              flush=True)
+              "other lane's; fewer --lanes leave each core's other thread idle", flush=True)
     outcomes: list[Outcome] = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="omnibench-bench-verdicts-") as tmp:

@@ -225,7 +225,8 @@ def test_bench_verdicts_smoke_runs_both_modes_a_and_b_under_the_pinned_hog_and_s
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     host, outcomes = lines[0], lines[1:]
     assert host["lanes"] and "host" in host and host["args"]["score"] == "none"  # the smoke's: no scoring server
-    assert isinstance(host["shared_cores"], list) and all("steal" in o for o in outcomes)
+    assert isinstance(host["shared_cores"], list)
+    assert all(o["steal"] is not None for o in outcomes) == Path("/proc/stat").is_file()  # Linux's counters read
     # the wiring in two experiments (issue 40): A/A in the fixed mode, A/B in the sequential one
     assert sorted((o["mode"], o["effect"]) for o in outcomes) == [("fixed-2", 0.0), ("sequential-3", 0.5)]
     assert not [o["error"] for o in outcomes if o["error"]]
@@ -252,7 +253,7 @@ def test_bench_verdicts_passes_decide_to_fixed_and_sequential_cells_alike():
 
 
 def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_core(tmp_path):
-    """The device's seed-tts A/As spread 12 times as much in 8 lanes as in one lane here (2026-12-07):
+    """The device's seed-tts A/As spread ten times as much in 8 lanes as in one lane here (2026-12-07):
     each outcome carries the steal share of its time (a VM's host busy elsewhere), and the bench names
     lanes whose CPUs are threads of one core, from the kernel's files (fakes of their formats here)."""
     bench = _module("bench_verdicts.py")
@@ -263,8 +264,9 @@ def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_c
     assert before == (40, 1000) and bench.cpu_times(stat) == (190, 2000)
     assert bench.steal_share(before, bench.cpu_times(stat)) == 0.15
     assert bench.cpu_times(tmp_path / "absent") is None and bench.steal_share(None, (1, 2)) is None
-    stat.write_text("intr 1 2 3\n")
-    assert bench.cpu_times(stat) is None
+    for other in ("intr 1 2 3\n", ""):  # not the cpu line; an empty file
+        stat.write_text(other)
+        assert bench.cpu_times(stat) is None
     # 4 CPUs, threads (0,2) and (1,3): lanes [0,1] and [2,3] share both cores; lanes [0,2] and [1,3] do not
     for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():
         (tmp_path / "cpu" / f"cpu{cpu}" / "topology").mkdir(parents=True)
@@ -272,10 +274,6 @@ def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_c
     assert bench.shared_cores([[0, 1], [2, 3]], tmp_path / "cpu") == [
         "lane 0 (CPU 0) and lane 1 (CPU 2)", "lane 0 (CPU 1) and lane 1 (CPU 3)"]
     assert bench.shared_cores([[0, 2], [1, 3]], tmp_path / "cpu") == []
-    # so lanes are made of whole cores: 2 CPUs a lane are one core's two threads, never two lanes' halves
-    assert bench.lanes_of(2, 2, tmp_path / "cpu", allowed={0, 1, 2, 3}) == [[0, 2], [1, 3]]
-    assert bench.lanes_of(2, 2, tmp_path / "nowhere", allowed={0, 1, 2, 3}) == [[0, 1], [2, 3]]  # no topology
-    assert bench.shared_cores(bench.lanes_of(2, 2, tmp_path / "cpu", allowed=range(4)), tmp_path / "cpu") == []
     assert bench.shared_cores([[0, 1]], tmp_path / "nowhere") == []
     assert bench._cpu_list("0-2,8") == {0, 1, 2, 8}
 
@@ -294,7 +292,7 @@ def test_bench_verdicts_summary_gives_the_aa_spread_and_the_rounds_it_would_take
     (row,) = bench.summary(outcomes)
     assert row.aa_spread == 8.0 and row.steal == 2.0 and row.table()["A/A spread %"] == 8.0
     assert row.rounds_for(0.10) == 27  # (3.2415 x 0.08 x 2 / 0.10)^2 = 26.9
-    assert any("about 27 fixed rounds would find +10 % 90 %" in line for line in bench.goals([row]))
+    assert any("at least about 27 fixed rounds would find +10 % 90 %" in line for line in bench.goals([row]))
     sequential = bench.summary([made("sequential-12", 0.0, c) for c in (-0.05, 0.05)])[0]
     assert sequential.rounds_for(0.10) is None  # its rounds are not fixed: no such figure
     (old,) = bench.summary([made("fixed-4", 0.0, 0.01, steal=None)])  # one A/A, an outcome file before steal

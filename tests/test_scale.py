@@ -485,6 +485,11 @@ def test_an_outcome_with_a_word_this_omnibench_does_not_know_fails_the_campaign_
     written = CampaignOutcome("rev_selftest", JobStatus.COMPLETE).as_dict() | {field_name: word}
     with pytest.raises(OutcomeUnreadable, match=f"says {field_name} '{word}', which this omnibench does not know"):
         CampaignOutcome.from_dict(written)
+    # what is no outcome at all stays what it was (the local engine's lost slot), not "another version"
+    for broken in ({"key": "k"}, [], None):
+        with pytest.raises((KeyError, ValueError)) as caught:
+            CampaignOutcome.from_dict(broken)
+        assert not isinstance(caught.value, OutcomeUnreadable)
     fake = tmp_path / "python-of-another-version"
     fake.write_text(f"#!{sys.executable}\nimport sys\n"
                     f"open(sys.argv[-1], 'w').write({json.dumps(json.dumps(written))})\n")

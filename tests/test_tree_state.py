@@ -52,24 +52,49 @@ def test_a_clean_tree_has_no_state_and_each_kind_of_change_has_its_own(tmp_path)
 def test_an_edit_inside_a_nested_repository_under_a_package_moves_the_digest(tmp_path):
     """git lists an untracked nested repository as one entry (``pkg/vendored/``) and names none of its
     files: its content was read as a file, failed, and hashed as a constant, so an edit inside it (or
-    a new commit there) left the digest, and so the revision folder, unchanged."""
+    a new commit there) left the digest, and so the revision folder, unchanged. An import that writes
+    compiled files inside it must not move it (its own rules need not ignore them)."""
     root = _repo(tmp_path / "co")
     nested = _repo(root / "pkg" / "vendored")  # a repository of its own inside the package
+    (nested / ".gitignore").unlink()
+    commit_all(nested)
     first = tree_state(root, ["pkg"])
     assert first is not None and first.dirty and first.files == ("pkg/vendored/",)
-    assert tree_state(root, ["pkg"]) == first  # unchanged: the same digest
+    (nested / "pkg" / "__pycache__").mkdir()
+    (nested / "pkg" / "__pycache__" / "mod.cpython-312.pyc").write_bytes(b"\0compiled")
+    assert tree_state(root, ["pkg"]) == first  # an import's compiled files: the same digest
     (nested / "pkg" / "mod.py").write_text("X = 2\n")  # an uncommitted edit inside it
     edited = tree_state(root, ["pkg"])
     assert edited is not None and edited.digest != first.digest
-    commit_all(nested)  # the same edit committed there: its commit counts, not only its diff
+    commit_all(nested)  # the same edit committed there: its commit counts too
     committed = tree_state(root, ["pkg"])
     assert committed is not None and committed.digest not in (first.digest, edited.digest)
     (nested / "pkg" / "new.py").write_text("Z = 1\n")  # an untracked module inside it
     assert tree_state(root, ["pkg"]).digest != committed.digest
-    # an untracked link to a folder is its target's name: one back to the tree's root is not walked
-    (root / "pkg" / "loop").symlink_to("..")
+    # a nested repository with no commit yet: its files count all the same
+    unborn = root / "pkg" / "unborn"
+    unborn.mkdir()
+    subprocess.run(["git", "init", "-q", str(unborn)], check=True)
+    (unborn / "m.py").write_text("A = 1\n")
+    before = tree_state(root, ["pkg"])
+    (unborn / "m.py").write_text("A = 2\n")
+    assert before is not None and tree_state(root, ["pkg"]).digest != before.digest
+
+
+def test_an_untracked_link_counts_by_its_targets_content_and_a_link_to_a_folder_is_not_walked(tmp_path):
+    root = _repo(tmp_path / "co")
+    (root / "elsewhere.py").write_text("E = 1\n")
+    (root / "pkg" / "extra.py").symlink_to(root / "elsewhere.py")  # an importable module through a link
+    linked = tree_state(root, ["pkg"])
+    assert linked is not None and linked.files == ("pkg/extra.py",)  # its target lies outside the packages
+    (root / "elsewhere.py").write_text("E = 2\n")
+    assert tree_state(root, ["pkg"]).digest != linked.digest  # the module it imports changed
+    (root / "pkg" / "loop").symlink_to("..")  # back to the tree's root: named, never walked
     looped = tree_state(root, ["pkg"])
     assert looped is not None and "pkg/loop" in looped.files
+    (root / "pkg" / "loop").unlink()
+    (root / "pkg" / "loop").symlink_to("../pkg")  # another folder: another name, another digest
+    assert tree_state(root, ["pkg"]).digest != looped.digest
 
 
 def test_a_clean_tree_costs_one_git_call_and_a_config_hiding_untracked_files_hides_none(tmp_path):

@@ -113,8 +113,11 @@ class CampaignOutcome:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignOutcome:
         """Inverse of :meth:`as_dict`; :class:`OutcomeUnreadable` for a status or score word this
-        omnibench does not know (a worker of another version wrote it)."""
-        status = _known(JobStatus, "status", data.get("status"), data)
+        omnibench does not know (a worker of another version wrote it); KeyError or ValueError for
+        what is no outcome at all."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"an outcome is a JSON object, not {type(data).__name__}")
+        status = _known(JobStatus, "status", data["status"], data)  # absent: no outcome (KeyError), not another version's
         score = _known(ScorePolicy, "score", data.get("score", ScorePolicy.EVERY_ROUND.value), data)
         return cls(str(data["key"]), status, str(data.get("campaign", "")), str(data.get("folder", "")),
                    tuple(data.get("runs", ())), dict(data.get("means", {})), dict(data.get("slot", {})),

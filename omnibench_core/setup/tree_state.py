@@ -95,18 +95,37 @@ def tree_state(root: Path, packages: Sequence[str], git: str = "git") -> TreeSta
     return TreeState(h.hexdigest(), tuple(sorted({*changed, *extra})))
 
 
+
+DERIVED = (".pyc", ".pyo")  # written by imports, from the sources beside them: never a difference of their own
+
+
 def _content_digest(path: Path, git: str) -> bytes:
-    """An untracked entry's content: a file's bytes; a nested repository (git lists it as one entry,
-    ``pkg/sub/``, its files unnamed) by its commit and its own state, so an edit inside it moves the
-    digest as an edit of any other imported file does. A link is its target's name (one that leads
-    back into the tree must not be followed)."""
-    if path.is_symlink():
+    """An untracked entry's content: a file's bytes (a link to a file, its target's); a nested
+    repository (git lists it as one entry, ``pkg/sub/``, its files unnamed) by its commit and its
+    files; a link to a folder, or a broken one, by its target's name (one that leads back into the
+    tree must not be walked)."""
+    if path.is_symlink() and not path.is_file():
         return hashlib.sha256(b"\0link\0" + os.fsencode(os.readlink(path))).digest()
-    if path.is_dir() and (path / ".git").exists():
-        head = _git(git, path, "rev-parse", "--verify", "-q", "HEAD") or b"\0no commit"
-        inner = tree_state(path, ["."], git)
-        return hashlib.sha256(b"\0nested\0" + head + (inner.digest.encode() if inner else b"\0unknown")).digest()
+    if path.is_dir() and not path.is_symlink() and (path / ".git").exists():
+        return _nested_digest(path, git)
     try:
         return hashlib.sha256(path.read_bytes()).digest()
     except OSError:
         return b"\0unreadable"
+
+
+def _nested_digest(repo: Path, git: str) -> bytes:
+    """A nested repository's commit (none when it has none yet) and the content of every file it
+    tracks, stages or holds untracked by its own ignore rules, compiled Python left out: an edit, a
+    commit or a new module inside it moves the digest, an import does not."""
+    head = _git(git, repo, "rev-parse", "--verify", "-q", "HEAD") or b"\0no commit"
+    listed = _git(git, repo, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    h = hashlib.sha256(b"\0nested\0" + head)
+    if listed is None:
+        h.update(b"\0unlisted")
+        return h.digest()
+    for name in sorted({n for n in listed.decode("utf-8", "replace").split("\0") if n}):
+        if name.endswith(DERIVED) or "__pycache__" in Path(name).parts:
+            continue
+        h.update(b"\0" + name.encode() + _content_digest(repo / name, git))
+    return h.digest()
