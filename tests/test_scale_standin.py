@@ -176,7 +176,7 @@ def test_a_duet_ab_of_two_standin_revisions_on_two_fake_gpus(invoke, tmp_path):
     assert rec["identity"]["design"] == "duet"
     assert (rec["identity"]["a"]["revision"], rec["identity"]["b"]["revision"]) == made.commits
     rounds = rec["sequential"]["rounds_run"]
-    assert rec["sequential"]["stop"] == "decided" and rounds < 8
+    assert rec["sequential"]["stop"] == "decided" and rounds <= 8  # at a look (the last one on a loaded host)
     kept = {(a["side"], a["round"]): a for a in rec["attempts"] if a["status"] == "complete"}
     assert len(kept) == 2 + 2 * rounds and not any(a["alone"] for a in kept.values())  # warm-ups and rounds
     for side, commit in zip("AB", made.commits, strict=True):  # each side's runs in its own revision folder
