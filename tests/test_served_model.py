@@ -154,3 +154,32 @@ def test_a_venvs_packages_are_listed_once_until_something_is_installed_there(tmp
     (site / "torch-2.11.0.dist-info").mkdir()  # an install: the folder changes
     assert target_packages(str(python)) == {"torch": "1"}
     assert calls.read_text().count("x") == 2
+
+
+def test_the_package_listing_reads_the_headers_importlib_reads(tmp_path):
+    """The listing's own header read (no email parser) gives what ``metadata['Name']`` and ``version``
+    give: for a METADATA whose long description says another name, an egg's PKG-INFO, an egg-info
+    file, headers in another case, and a distribution with no name."""
+    import subprocess
+
+    from omnibench_core.run.environment import LIST_DISTRIBUTIONS
+
+    site = tmp_path / "site"
+    files = {
+        "alpha-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: Alpha_Pkg\nVersion: 1.0\nSummary: a\n\n"
+                                        "Name: not-this\nVersion: 9\n",
+        "beta-2.egg-info/PKG-INFO": "Metadata-Version: 1.1\nname: beta\nVERSION: 2.0rc1\n",
+        "gamma-3.egg-info": "Metadata-Version: 1.0\nName: gamma\nVersion: 3\n",
+        "nameless-4.dist-info/METADATA": "Metadata-Version: 2.1\nVersion: 4\n",
+    }
+    for path, text in files.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(text)
+    where = f"m.distributions(path=[{str(site)!r}])"
+    by_email = ("import importlib.metadata as m, json; print(json.dumps(sorted({(d.metadata['Name'] or '?'): "
+                "d.version for d in WHERE}.items())))").replace("WHERE", where)
+    ours = LIST_DISTRIBUTIONS.replace("m.distributions()", where)
+    assert ours != LIST_DISTRIBUTIONS  # the listing still asks importlib for the distributions
+    lists = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout) for code in (by_email, ours)]
+    assert lists[0] == lists[1] == [["?", "4"], ["Alpha_Pkg", "1.0"], ["beta", "2.0rc1"], ["gamma", "3"]]
