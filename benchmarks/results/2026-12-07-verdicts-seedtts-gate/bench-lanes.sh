@@ -1,6 +1,6 @@
 #!/bin/bash
 # The planned device call: is the device's seed-tts spread its lanes' crowding? (Ran with 1 and 4 lanes
-# as ../2026-12-07-verdicts-seedtts-one-lane/device/device-lanes.sh: no, one lane spreads as much.)
+# as ../2026-12-07-verdicts-seedtts-one-lane/device/device-lanes.sh: not mainly, one lane spread 5.9 to 7.4 %.)
 # The same seeds at 2, 4 and 8 lanes in one call; read the summary's "A/A spread %" and "steal %".
 # Run from the repo root with .whl and .dev43 carried (see README.md): bash benchmarks/results/2026-12-07-verdicts-seedtts-gate/bench-lanes.sh 150
 set -u
