@@ -12,7 +12,7 @@ Each experiment is a real `invoke ab` on the local target. Workloads:
 
 A/A experiments give both sides the same server (``--aa``); A/B experiments give B ``--effects``
 more latency (0.05,0.10: +5 % and +10 %). Conditions: ``quiet``; ``drift`` (a CPU hog on every
-core, ``--hog-on`` s on and ``--hog-off`` s off); ``slot-drift`` (the same schedule, a hog on each
+core, about ``--hog-on`` s on and ``--hog-off`` s off, each period drawn); ``slot-drift`` (the same schedule, a hog on each
 CPU of slot 0 of every lane's duet: one side's slot gets busy, then quiet, and the slots swap every
 round). Experiments run in ``--lanes`` parallel lanes of ``--lane-cpus`` CPUs each (every process
 of an experiment pinned to its lane; each lane its own results and ports), cells taken
@@ -46,6 +46,7 @@ import math
 import os
 import platform
 import queue
+import random
 import statistics
 import subprocess
 import sys
@@ -114,10 +115,18 @@ class Outcome:
 
 
 class Hog:
-    """One CPU hog per given CPU, each pinned there, on ``on_s`` and off ``off_s`` in turn."""
+    """One CPU hog per given CPU, each pinned there, on about ``on_s`` and off about ``off_s`` in turn.
 
-    def __init__(self, cpus: Sequence[int], on_s: float, off_s: float):
+    Each period is drawn from half to one and a half times its mean (``seed``: the same draws
+    again). A fixed cycle fell into step with the cells' round-robin: on one lane a fixed A/A and a
+    sequential one took 40 s together, the hog's 20 s on and 20 s off, and every sequential A/A of a
+    call ran in the off-windows (2026-12-07, benchmarks/results/2026-12-07-verdicts-seedtts-one-lane)."""
+
+    JITTER = 0.5  # each period uniform in mean * (1 - JITTER, 1 + JITTER)
+
+    def __init__(self, cpus: Sequence[int], on_s: float, off_s: float, seed: int = 0):
         self.cpus, self.on_s, self.off_s = list(cpus), on_s, off_s
+        self._draw = random.Random(seed)
         self._stop = threading.Event()
         self._procs: list[subprocess.Popen[bytes]] = []
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -142,10 +151,14 @@ class Hog:
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._procs = [subprocess.Popen([sys.executable, "-c", HOG, str(c)]) for c in self.cpus]
-            if self._stop.wait(self.on_s):
+            if self._stop.wait(self.period(self.on_s)):
                 return
             self._kill()
-            self._stop.wait(self.off_s)
+            self._stop.wait(self.period(self.off_s))
+
+    def period(self, mean: float) -> float:
+        """One on or off period of about ``mean`` seconds."""
+        return mean * self._draw.uniform(1 - self.JITTER, 1 + self.JITTER)
 
 
 def free_pairs(count: int, port_range: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> list[int]:
@@ -363,7 +376,7 @@ def run_condition(condition: str, lanes: list[list[int]], tmp: Path, args: argpa
                       f"({o.stop}), changed: {', '.join(o.changed) or 'none'}, {o.seconds:.1f} s, {o.noisy_runs} noisy runs"
                       + (f"\n  ERROR: {o.error[-600:]}" if o.error else ""), flush=True)
 
-    with Hog(hog_cpus, args.hog_on, args.hog_off):
+    with Hog(hog_cpus, args.hog_on, args.hog_off, seed=args.first):
         threads = [threading.Thread(target=lane_loop, args=(k,)) for k in range(len(lanes))]
         for t in threads:
             t.start()
@@ -593,8 +606,9 @@ def main() -> int:
     parser.add_argument("--lanes", type=at_least(1), help="parallel lanes (default: as many as the CPUs hold)")
     parser.add_argument("--base-port", type=int, help="lane k serves on this + 10k (and + 1 for a duet); default: "
                         "free ports found at the start")
-    parser.add_argument("--hog-on", type=float, default=20.0, help="seconds a drift hog runs before it pauses")
-    parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again")
+    parser.add_argument("--hog-on", type=float, default=20.0, help="seconds a drift hog runs before it pauses, on average "
+                        "(each period half to one and a half times it, drawn from --first)")
+    parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again, on average")
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
     parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
     parser.add_argument("--decide", default="", metavar="METRIC,...",

@@ -252,6 +252,19 @@ def test_bench_verdicts_passes_decide_to_fixed_and_sequential_cells_alike():
                                            args, 80.0)
 
 
+def test_bench_verdicts_drift_hog_draws_its_periods_so_cells_cannot_fall_into_step_with_it():
+    """A fixed 20 s on, 20 s off hog fell into step with the cells' round-robin (2026-12-07: every
+    sequential A/A of a call ran in the off-windows); each period is now drawn around its mean, the
+    same draws for the same seed."""
+    bench = _module("bench_verdicts.py")
+    hog = bench.Hog([], 20.0, 10.0, seed=7)
+    periods = [hog.period(20.0) for _ in range(50)]
+    assert all(10.0 <= p <= 30.0 for p in periods) and max(periods) - min(periods) > 10.0, periods
+    again = bench.Hog([], 20.0, 10.0, seed=7)
+    assert [again.period(20.0) for _ in range(50)] == periods
+    assert [bench.Hog([], 20.0, 10.0, seed=8).period(20.0) for _ in range(3)] != periods[:3]
+
+
 def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_core(tmp_path):
     """The device's seed-tts A/As spread ten times as much in 8 lanes as in one lane here (2026-12-07):
     each outcome carries the steal share of its time (a VM's host busy elsewhere), and the bench names
