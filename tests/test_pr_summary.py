@@ -40,8 +40,10 @@ def _changed_then_folded(text: str, changed: str) -> tuple[str, str]:
 def test_invoke_compare_writes_the_summary_beside_compare_md_and_appends_it_to_the_step_summary(tmp_path):
     results, step = tmp_path / "results", tmp_path / "step_summary.md"
     # three runs a side and a large step: two runs a side leave Welch about one degree of freedom,
-    # and one run slowed by a busy machine then makes the planted step inconclusive
-    for name, delay in (("base", "0"), ("cand", "400")):
+    # and one run slowed by a busy machine then makes the planted step inconclusive. 1.5 s, not
+    # 0.4: beside two CPU hogs one of A's runs read about 320 ms above its others (A 112 ms ± 187)
+    # and 0.4 s was `inconclusive` (2026-12-07, docs/development.md); sleeping costs no CPU
+    for name, delay in (("base", "0"), ("cand", "1500")):
         made = _invoke(results, "measure", "-w", "selftest", "--runs", "3", *QUICK, "--name", name,
                        "-p", str(free_port()), INVOKE_OMNIBENCH_LOCAL_DELAY_MS=delay)
         assert made.returncode == 0, made.stdout + made.stderr
