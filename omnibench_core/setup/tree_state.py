@@ -95,7 +95,6 @@ def tree_state(root: Path, packages: Sequence[str], git: str = "git") -> TreeSta
     return TreeState(h.hexdigest(), tuple(sorted({*changed, *extra})))
 
 
-
 DERIVED = (".pyc", ".pyo")  # written by imports, from the sources beside them: never a difference of their own
 
 
