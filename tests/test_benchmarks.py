@@ -48,6 +48,11 @@ def test_bench_campaign_smoke_runs_both_scorings():
     assert [(r["scoring"], r["server_starts"], r["runs"]) for r in rows] == [("per-run", 6, 3), ("deferred", 4, 3)]
 
 
+def test_bench_proc_scan_times_both_scans_and_a_capture():
+    done = _run("bench_proc_scan.py", "--processes", "3", "--repeat", "2")
+    assert "scan, every environment read" in done.stdout and "ratio" in done.stdout and "capture of" in done.stdout
+
+
 @pytest.mark.slow
 def test_bench_gates_smoke_times_both_gates():
     done = _run("bench_gates.py", "--smoke")

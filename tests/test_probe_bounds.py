@@ -14,7 +14,7 @@ import pytest
 from omnibench_core.builtin.targets import SGLANG_OMNI_FACTS
 from omnibench_core.errors import ProbeFailed, UnsupportedOption
 from omnibench_core.process.capture import MAX_OUTPUT_BYTES, Ending, capture
-from omnibench_core.process.proctree import TOKEN_VAR, Tree, alive
+from omnibench_core.process.proctree import TOKEN_VAR, Tree, alive, snapshot
 from omnibench_core.records import TargetEnv
 from omnibench_core.run import capabilities as caps
 from omnibench_core.store import capabilities_file
@@ -62,10 +62,12 @@ def test_a_child_that_left_the_group_is_found_by_its_token_and_stopped(tmp_path)
     assert got.ending is Ending.EXITED and not alive(child)
 
 
-def _plant_process(proc: Path, pid: int, environ: bytes, state: str = "S") -> None:
-    """A process in a planted /proc: its stat (own group and session) and its environment as read."""
+def _plant_process(proc: Path, pid: int, environ: bytes, state: str = "S", start: int | None = None) -> None:
+    """A process in a planted /proc: its stat (own group and session; ``start``, field 22, where
+    given) and its environment as read."""
     (proc / str(pid)).mkdir(parents=True, exist_ok=True)
-    (proc / str(pid) / "stat").write_text(f"{pid} (python3) {state} 1 {pid} {pid} 0 -1 0")
+    tail = "" if start is None else " 0" * 12 + f" {start}"  # fields 10 to 21, then 22
+    (proc / str(pid) / "stat").write_text(f"{pid} (python3) {state} 1 {pid} {pid} 0 -1 0{tail} 0 0")
     (proc / str(pid) / "environ").write_bytes(environ)
 
 
@@ -85,6 +87,23 @@ def test_a_member_whose_environment_reads_empty_is_asked_again_and_kept_while_it
     assert tree.members(proc, cache=known) == set()
     _plant_process(proc, 77, b"PATH=/bin\0")  # a stranger is known as one
     assert tree.members(proc, cache=known) == set() and known[77] is False
+
+
+def test_a_process_older_than_the_program_is_not_read_for_its_token_and_a_newer_one_is(tmp_path):
+    """A scan ends every git call; reading every process's environment was most of its cost. A
+    process that started before the program's first one cannot carry the program's new token: its
+    environment is not read (a planted token there is not believed). One started with or after it,
+    or whose start the stat does not give, is read as before."""
+    proc, token = tmp_path / "proc", "capture-abc"
+    carries = f"PATH=/bin\0{TOKEN_VAR}={token}\0".encode()
+    _plant_process(proc, 10, carries, start=499)  # older than the program: not read
+    _plant_process(proc, 11, carries, start=500)  # the same tick as the program's first process
+    _plant_process(proc, 12, carries, start=9000)  # started after it
+    _plant_process(proc, 13, carries)  # no start in its stat: read
+    assert snapshot(proc)[10].start == 499 and snapshot(proc)[13].start == 0
+    known: dict[int, bool] = {}
+    assert Tree(token=token, born=500).members(proc, cache=known) == {11, 12, 13} and 10 not in known
+    assert Tree(token=token).members(proc) == {10, 11, 12, 13}  # born unknown: every environment read
 
 
 def test_megabytes_are_cut_at_the_cap_and_stop_the_program(tmp_path):

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .proctree import Tree, add_token
+from .proctree import Tree, add_token, read_stat
 from .stopping import stop_members
 
 MAX_OUTPUT_BYTES = 1 << 20  # 1 MiB: a --help or a JSON answer is kilobytes
@@ -84,7 +84,9 @@ def capture(argv: Sequence[str], deadline_s: float, *, env: Mapping[str, str] | 
                                  stderr=subprocess.PIPE, env=child_env, cwd=cwd, start_new_session=True)
     except OSError as exc:
         return Captured(Ending.NOT_STARTED, None, "", "", error=str(exc))
-    tree = Tree(pgid=popen.pid, token=token)
+    # everything carrying the token started with or after the child (no environment older is read)
+    first = read_stat(popen.pid)
+    tree = Tree(pgid=popen.pid, token=token, born=first.start if first is not None else 0)
     assert popen.stdout is not None and popen.stderr is not None
     fds = (popen.stdout.fileno(), popen.stderr.fileno())
     chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .proctree import Tree, add_token, alive
+from .proctree import Tree, add_token, alive, read_stat
 from .stopping import StopRecord, stop_members
 
 # The folder that holds omnibench_core/: on the watchdog's PYTHONPATH, so it imports this very
@@ -252,6 +252,7 @@ class GroupProcess:
     watchdog: subprocess.Popen[bytes] | None = None
     token: str = ""
     last_stop: StopRecord | None = None
+    born: int = 0  # the watchdog's start (ProcInfo.start): the program and its token came after it
 
     @property
     def pid(self) -> int:
@@ -270,7 +271,7 @@ class GroupProcess:
     def tree(self) -> Tree:
         """How to recognise this program's processes (below the watchdog, group, session, token)."""
         root = self.watchdog.pid if self.watchdog is not None else self.pid
-        return Tree(root=root, pgid=self.pgid, token=self.token)
+        return Tree(root=root, pgid=self.pgid, token=self.token, born=self.born)
 
     def members(self, proc: Path = Path("/proc")) -> set[int]:
         """The live pids of this program now (the watchdog itself not included)."""
@@ -430,7 +431,9 @@ def start_group(
         if failure:
             raise OSError(failure["errno"], os.strerror(failure["errno"]), failure["where"])
         raise OSError(f"the watchdog for {argv[0]} exited with {watchdog.returncode} (log {log_path})")
-    return GroupProcess(tuple(argv), link, log_path, time.time(), watchdog=watchdog, token=token)
+    first = read_stat(watchdog.pid)
+    return GroupProcess(tuple(argv), link, log_path, time.time(), watchdog=watchdog, token=token,
+                        born=first.start if first is not None else 0)
 
 
 def _abandon(link: WatchedPopen, grace_s: float) -> None:

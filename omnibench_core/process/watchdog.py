@@ -29,7 +29,7 @@ import signal
 import sys
 from typing import Any
 
-from omnibench_core.process.proctree import Tree
+from omnibench_core.process.proctree import Tree, read_stat
 from omnibench_core.process.stopping import StopRecord, stop_members
 
 PR_SET_PDEATHSIG = 1
@@ -75,6 +75,9 @@ class Watchdog:
         self.orphan_grace_s = 5.0
         self.terminated = 0  # SIGTERMs to the watchdog itself: the first stops the tree, a second hurries
         self.kill_asked = False
+        # the program started after this process: nothing older carries its token
+        me = read_stat(os.getpid())
+        self.born = me.start if me is not None else 0
 
     def say(self, line: str) -> None:
         try:
@@ -149,7 +152,7 @@ class Watchdog:
                 self.say(f"exit {self.code}")
 
     def tree(self, token: bool = True) -> Tree:
-        return Tree(root=os.getpid(), pgid=self.leader, token=self.token if token else "")
+        return Tree(root=os.getpid(), pgid=self.leader, token=self.token if token else "", born=self.born)
 
     def hurry(self) -> str | None:
         if not self.kill_asked:
