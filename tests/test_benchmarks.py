@@ -53,6 +53,11 @@ def test_bench_proc_scan_times_both_scans_and_a_capture():
     assert "scan, every environment read" in done.stdout and "ratio" in done.stdout and "capture of" in done.stdout
 
 
+def test_bench_watchdog_start_times_each_way():
+    done = _run("bench_watchdog_start.py", "--repeat", "1")
+    assert "watchdog with -S" in done.stdout and "ratio, site / -S" in done.stdout
+
+
 @pytest.mark.slow
 def test_bench_gates_smoke_times_both_gates():
     done = _run("bench_gates.py", "--smoke")

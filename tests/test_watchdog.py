@@ -17,7 +17,7 @@ import textwrap
 import pytest
 from proc_helpers import PY, SERVER, leftovers, log_line, wait_for
 
-from omnibench_core.process.processes import start_group, watchdog_env
+from omnibench_core.process.processes import COVERAGE_VARS, start_group, watchdog_argv, watchdog_env
 from omnibench_core.process.proctree import alive
 
 # An owner: starts the server under a watchdog, says who is who, then waits to be killed.
@@ -174,8 +174,8 @@ if sys.platform != "linux":  # prctl and /proc
 def test_the_watchdogs_environment_imports_this_omnibench_without_site_packages():
     """The watchdog runs from "/" with the package root first on PYTHONPATH: with -S (no
     site-packages, no installed finder) that alone imports this very omnibench_core's watchdog, so
-    an uninstalled tree starts one too (855e5ac's fix; the product runs it without -S so that
-    coverage's subprocess hook reaches it)."""
+    an uninstalled tree starts one too (855e5ac's fix). The product runs it so (watchdog_argv), but
+    with site where coverage.py's subprocess hook must reach it."""
     import omnibench_core
 
     env = {k: v for k, v in watchdog_env(os.environ).items() if k != "PYTHONHOME"}
@@ -184,3 +184,22 @@ def test_the_watchdogs_environment_imports_this_omnibench_without_site_packages(
     assert done.returncode == 0, done.stderr
     here = os.path.dirname(omnibench_core.__file__)
     assert done.stdout.strip() == os.path.join(here, "process", "watchdog.py")
+
+
+def test_the_watchdog_starts_without_site_unless_coverage_measures_subprocesses():
+    """-S spares each watchdog the site's .pth files and the installed finder; coverage.py's hook is
+    such a file, so where its variables are set the watchdog keeps site and is measured."""
+    argv = watchdog_argv("py", 5, 6, {})
+    assert argv == ["py", "-S", "-m", "omnibench_core.process.watchdog", "--ctl", "5", "--report", "6"]
+    for var in COVERAGE_VARS:
+        assert "-S" not in watchdog_argv("py", 5, 6, {var: "/x/.coveragerc"})
+    assert "-S" in watchdog_argv("py", 5, 6, {COVERAGE_VARS[0]: ""})  # set but empty: the hook does nothing
+
+
+@pytest.mark.parametrize("args", [[], ["--ctl", "5"], ["--ctl", "5", "--report", "x"], ["--ctl", "5", "--ctl", "6"],
+                                  ["--report", "6", "--ctl", "5", "--extra", "1"]])
+def test_a_watchdog_started_wrongly_prints_its_usage_and_exits_2(args):
+    env = watchdog_env(os.environ)
+    done = subprocess.run([sys.executable, "-S", "-m", "omnibench_core.process.watchdog", *args], env=env, cwd="/",
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and done.stderr.startswith("usage: python -m omnibench_core.process.watchdog"), done

@@ -42,6 +42,19 @@ def watchdog_env(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+# coverage.py's subprocess hook is a .pth file that starts measuring where one of these is set
+COVERAGE_VARS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+
+
+def watchdog_argv(python: str, ctl: int, report: int, environ: Mapping[str, str]) -> list[str]:
+    """The watchdog's command line. ``-S``: no site (no .pth file, no installed finder to import; the
+    package root is on PYTHONPATH, :func:`watchdog_env`): 46 CPU-ms a start against 53 with site
+    (benchmarks/bench_watchdog_start.py), and one starts per program. Where coverage.py measures
+    subprocesses (:data:`COVERAGE_VARS` set), site runs, so its hook measures the watchdog too."""
+    site = [] if any(environ.get(var) for var in COVERAGE_VARS) else ["-S"]
+    return [python, *site, "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl), "--report", str(report)]
+
+
 def build_env(base: Mapping[str, str], set_: Mapping[str, str], unset: Sequence[str]) -> dict[str, str]:
     """``base`` with ``unset`` removed and ``set_`` applied, as the runbook's shell block does."""
     env = {k: v for k, v in base.items() if k not in set(unset)}
@@ -397,11 +410,8 @@ def start_group(
     report_r, report_w = os.pipe()
     try:
         with open(log_path, "ab") as log:
-            # no -S: the site's .pth files include coverage.py's subprocess hook, and -S (855e5ac, for
-            # no CPU gain) left the watchdog unmeasured, 0 % (2026-12-06); that the package root alone
-            # imports it is tested with -S on this environment (tests/test_watchdog.py)
             watchdog = subprocess.Popen(
-                [python, "-m", "omnibench_core.process.watchdog", "--ctl", str(ctl_r), "--report", str(report_w)],
+                watchdog_argv(python, ctl_r, report_w, os.environ),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=watchdog_env(os.environ), cwd="/",
                 pass_fds=(ctl_r, report_w),
                 start_new_session=True,  # Ctrl-C on the terminal is for omnibench only

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
+# str paths, not pathlib (the watchdog imports this; see watchdog._fds): ``proc`` is any path-like, a planted one too
+PROC = "/proc"
 TOKEN_VAR = "OMNIBENCH_TREE"  # space-separated tokens: a nested omnibench adds its own
 
 
@@ -30,7 +31,7 @@ class ProcInfo:
     start: int = 0
 
 
-def snapshot(proc: Path = Path("/proc")) -> dict[int, ProcInfo]:
+def snapshot(proc: str | os.PathLike[str] = PROC) -> dict[int, ProcInfo]:
     """Every live (non-zombie) process, by pid.
 
     Zombies are left out: they hold no memory or port, and are reaped by their parent (or by the
@@ -53,7 +54,7 @@ def snapshot(proc: Path = Path("/proc")) -> dict[int, ProcInfo]:
     return found
 
 
-def read_stat(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
+def read_stat(pid: int, proc: str | os.PathLike[str] = PROC) -> ProcInfo | None:
     """``/proc/<pid>/stat`` parsed, or None when the process is gone."""
     return _parse_stat(pid, f"{os.fspath(proc)}/{pid}/stat")
 
@@ -70,7 +71,7 @@ def _parse_stat(pid: int, path: str) -> ProcInfo | None:
     return ProcInfo(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(), start)
 
 
-def alive(pid: int, proc: Path = Path("/proc")) -> bool:
+def alive(pid: int, proc: str | os.PathLike[str] = PROC) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     info = read_stat(pid, proc)
     return info is not None and info.state not in ("Z", "X")
@@ -91,12 +92,13 @@ def descendants(root: int, snap: dict[int, ProcInfo]) -> set[int]:
     return found
 
 
-def token_state(pid: int, token: str, proc: Path = Path("/proc")) -> bool | None:
+def token_state(pid: int, token: str, proc: str | os.PathLike[str] = PROC) -> bool | None:
     """Whether ``pid`` was started with ``token`` in :data:`TOKEN_VAR`; None while its environment
     cannot be read. A process reads as empty or unreadable while it execs or exits (its memory is
     being replaced or released): not knowing is not "no", so callers ask again rather than keep it."""
     try:
-        data = (proc / str(pid) / "environ").read_bytes()
+        with open(f"{os.fspath(proc)}/{pid}/environ", "rb") as f:
+            data = f.read()
     except OSError:
         return None
     if not data:
@@ -108,7 +110,7 @@ def token_state(pid: int, token: str, proc: Path = Path("/proc")) -> bool | None
     return False
 
 
-def environ_has_token(pid: int, token: str, proc: Path = Path("/proc")) -> bool:
+def environ_has_token(pid: int, token: str, proc: str | os.PathLike[str] = PROC) -> bool:
     """True when ``pid`` was started with ``token`` in :data:`TOKEN_VAR` (unreadable counts as no)."""
     return bool(token_state(pid, token, proc))
 
@@ -133,7 +135,7 @@ class Tree:
     # ends every git call (about 10,000 in a suite run).
     born: int = 0
 
-    def members(self, proc: Path = Path("/proc"), snap: dict[int, ProcInfo] | None = None,
+    def members(self, proc: str | os.PathLike[str] = PROC, snap: dict[int, ProcInfo] | None = None,
                 cache: dict[int, bool] | None = None) -> set[int]:
         """The live pids that belong to the program now.
 
@@ -161,10 +163,11 @@ class Tree:
         found.discard(os.getpid())  # never ourselves, whatever our environment says
         return found - self.exclude
 
-def cmdline(pid: int, proc: Path = Path("/proc"), limit: int = 200) -> str:
+def cmdline(pid: int, proc: str | os.PathLike[str] = PROC, limit: int = 200) -> str:
     """The command line of ``pid`` for a message, "" when unknown."""
     try:
-        raw = (proc / str(pid) / "cmdline").read_bytes()
+        with open(f"{os.fspath(proc)}/{pid}/cmdline", "rb") as f:
+            raw = f.read()
     except OSError:
         return ""
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:limit]

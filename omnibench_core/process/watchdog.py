@@ -19,7 +19,6 @@ Only the standard library is imported, so it starts fast.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import errno
 import json
@@ -198,18 +197,34 @@ class Watchdog:
                 return 0
 
 
+USAGE = "usage: python -m omnibench_core.process.watchdog --ctl FD --report FD"
+
+
+def _fds(argv: list[str]) -> tuple[int, int] | None:
+    """``(ctl, report)`` from ``--ctl FD --report FD`` (either order), or None. Read by hand: omnibench
+    is its only caller, and argparse with pathlib cost 7 of a start's 60 CPU-ms (issue 40)."""
+    if len(argv) != 4:
+        return None
+    given = dict(zip(argv[::2], argv[1::2], strict=True))
+    if set(given) != {"--ctl", "--report"} or not all(v.isdigit() for v in given.values()):
+        return None
+    return int(given["--ctl"]), int(given["--report"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m omnibench_core.process.watchdog --ctl FD --report FD``."""
-    parser = argparse.ArgumentParser(prog="omnibench-watchdog")
-    parser.add_argument("--ctl", type=int, required=True, help="fd of the owner's control pipe")
-    parser.add_argument("--report", type=int, required=True, help="fd of the pipe back to the owner")
-    args = parser.parse_args(argv)
-    for fd in (args.ctl, args.report):
+    """Entry point: ``python -m omnibench_core.process.watchdog --ctl FD --report FD`` (fds of the
+    owner's control pipe and of the pipe back to it)."""
+    fds = _fds(sys.argv[1:] if argv is None else argv)
+    if fds is None:
+        print(USAGE, file=sys.stderr)
+        return 2
+    ctl, report = fds
+    for fd in (ctl, report):
         os.set_inheritable(fd, False)  # the program must not hold the owner's pipes
     # Ctrl-C on a terminal is the owner's to handle; only the pipe tells this process what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    dog = Watchdog(args.ctl, args.report)
+    dog = Watchdog(ctl, report)
 
     def on_term(signum: int, frame: object) -> None:
         dog.terminated += 1
@@ -218,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     spec_line = b""
     while not spec_line.endswith(b"\n"):
-        chunk = os.read(args.ctl, 1 << 20)
+        chunk = os.read(ctl, 1 << 20)
         if not chunk:
             return 1  # the owner died before it said what to run
         spec_line += chunk
