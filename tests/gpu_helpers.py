@@ -15,8 +15,9 @@ def write_fake_nvidia_smi(folder: Path, values_mib: list[int], *, fail: bool = F
     calls.log next to it."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
+    # -S: the standard library is all it needs, and the suite calls fakes over a thousand times
     script.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
+        #!{sys.executable} -S
         import json, pathlib, sys
         here = pathlib.Path(__file__).parent
         calls = here / "calls.log"

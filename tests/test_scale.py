@@ -94,6 +94,18 @@ def test_slots_of_a_target_without_gpus_are_ports_and_cpu_groups(tmp_path):
     assert not (tmp_path / "wire" / "asked").exists()  # SLOT_FREE asked no nvidia-smi
 
 
+@pytest.mark.parametrize("var", ["", "COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG"])
+def test_the_standins_fake_starts_python_without_site_unless_coverage_measures_it(tmp_path, var):
+    """The fake answers some 700 calls a suite run from the standard library alone: -S, as the
+    watchdog; where coverage.py's .pth hook must measure it, with site (python -v names site's import)."""
+    fake = write_standin_fake(tmp_path / "fake", tmp_path / "co")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    env.update({"PYTHONVERBOSE": "1", **({var: str(tmp_path / "nothing.toml")} if var else {})})
+    done = subprocess.run([str(fake), "-L"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.startswith("GPU 0: Stand-in GPU"), done.stderr[-2000:]
+    assert ("import 'site'" in done.stderr) == bool(var)
+
+
 def test_topology_from_the_standins_fake_and_a_malformed_one_is_typed(tmp_path):
     lscpu = tmp_path / "lscpu"
     lscpu.write_text("#!/bin/sh\necho '# CPU,Core,Node'\n" + "".join(f"echo {c},{c},0\n" for c in range(32)))

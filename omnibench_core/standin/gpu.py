@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..process.processes import COVERAGE_VARS
 from ..setup.checkout_layout import STANDIN_STATE as STATE  # the folder git ignores
 from . import nvidia_smi
 
@@ -28,7 +29,12 @@ def write_fake_nvidia_smi(folder: Path, checkout: Path, *, gpus: int = DEFAULT_G
     argv = [sys.executable, nvidia_smi.__file__, "--standin-state", str(state_dir(checkout)), "--standin-gpus", str(gpus),
             "--standin-busy-mib", str(busy_mib), "--standin-idle-mib", str(idle_mib),
             "--standin-log", str(folder / "calls.log")]
-    # exec: the caller's timeout and process-group kill reach the python that answers
-    script.write_text(f"#!/bin/sh\n# omnibench standin's fake nvidia-smi for {checkout}\nexec {shlex.join(argv)} \"$@\"\n")
+    # exec: the caller's timeout and process-group kill reach the python that answers. -S (the
+    # standard library is all it needs; a suite run makes some 700 calls) unless coverage.py's
+    # subprocess hook, a .pth file, must measure it (processes.COVERAGE_VARS)
+    cover = " || ".join(f'[ -n "${{{var}:-}}" ]' for var in COVERAGE_VARS)
+    script.write_text(f"#!/bin/sh\n# omnibench standin's fake nvidia-smi for {checkout}\n"
+                      f"if {cover}; then site=; else site=-S; fi\n"
+                      f"exec {shlex.quote(argv[0])} $site {shlex.join(argv[1:])} \"$@\"\n")
     script.chmod(0o755)
     return script
