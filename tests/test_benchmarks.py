@@ -59,6 +59,12 @@ def test_bench_watchdog_start_times_each_way():
 
 
 @pytest.mark.slow
+def test_bench_recogniser_decodes_both_ways():
+    done = _run("bench_recogniser.py", "--sentences", "2", "--repeat", "1")
+    assert "pocketsphinx's defaults" in done.stdout and "ratio, defaults / omnibench's" in done.stdout
+
+
+@pytest.mark.slow
 def test_bench_gates_smoke_times_both_gates():
     done = _run("bench_gates.py", "--smoke")
     assert "READY" in done.stdout and "GPU_FREE (fake)" in done.stdout and "round 1/1" in done.stdout

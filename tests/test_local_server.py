@@ -28,7 +28,15 @@ from omnibench_core.local.vision import Sampling, summarize_video
 from omnibench_core.process.processes import start_group
 from omnibench_core.run.gates import wait_ready
 from omnibench_core.toolkit.audio import to_wav_bytes, wav_data_uri
-from omnibench_core.toolkit.speech import ASR_RATE, TTS_RATE, VOICE_F0_BY_VERSION, Recognizer, Synthesizer, estimate_f0
+from omnibench_core.toolkit.speech import (
+    ASR_RATE,
+    DECODER_SEARCH,
+    TTS_RATE,
+    VOICE_F0_BY_VERSION,
+    Recognizer,
+    Synthesizer,
+    estimate_f0,
+)
 from omnibench_core.toolkit.synthetic import PALETTE, write_color_video
 
 READ = "Please read the following text out loud in English: "
@@ -189,7 +197,8 @@ def test_the_recogniser_loads_a_decoder_only_when_a_transcription_finds_none_fre
     made: list = []
 
     class Decoder:  # pocketsphinx's, counting how many were loaded
-        def __init__(self, samprate: int, loglevel: str):
+        def __init__(self, samprate: int, loglevel: str, **search: object):
+            assert search == DECODER_SEARCH  # the search the recogniser's benchmark measured
             made.append(self)
 
         def get_cmn(self, update: bool) -> str:

@@ -149,6 +149,13 @@ class Synthesizer:
         return shift_pitch(audio, factor)
 
 
+# One pass of the tree search, at most 3,000 active HMMs a frame (pocketsphinx's defaults: a second,
+# flat pass and 30,000): 0.29 CPU-s an utterance against 0.43, corpus WER 0.080 against 0.090 on the
+# first 20 seed-tts sentences as the synthesizer says them (benchmarks/bench_recogniser.py, 2026-12-07).
+# Scoring transcribes every answer, so this is most of a local run's scoring time (issue 40).
+DECODER_SEARCH = {"fwdflat": False, "maxhmmpf": 3000}
+
+
 class Recognizer:
     """pocketsphinx with its bundled en-us model, one decoder per worker thread.
 
@@ -173,7 +180,7 @@ class Recognizer:
         self._initial_cmn: str | None = None
 
         def decoder() -> Any:
-            made = Decoder(samprate=ASR_RATE, loglevel="FATAL")
+            made = Decoder(samprate=ASR_RATE, loglevel="FATAL", **DECODER_SEARCH)
             if self._initial_cmn is None:  # a fresh decoder's, read from the first one made
                 self._initial_cmn = made.get_cmn(False)
             return made
