@@ -132,7 +132,7 @@ class Tree:
     # when the program's first process started (ProcInfo.start; 0: unknown): a process that started
     # before it cannot carry the token, so its environment is not read: a scan of 218 processes took
     # 8.5 CPU-ms reading every environment, 3.8 without (benchmarks/bench_proc_scan.py), and a scan
-    # ends every git call (about 10,000 in a suite run).
+    # ends every git call (some 14,000 in a suite run).
     born: int = 0
 
     def members(self, proc: str | os.PathLike[str] = PROC, snap: dict[int, ProcInfo] | None = None,
