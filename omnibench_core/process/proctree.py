@@ -135,6 +135,11 @@ class Tree:
     # ends every git call (some 14,000 in a suite run).
     born: int = 0
 
+    def may_carry_token(self, info: ProcInfo) -> bool:
+        """Whether ``info``'s environment is worth reading for the token: there is one, and the
+        process did not start before the program (:attr:`born`)."""
+        return bool(self.token) and not (info.start and info.start < self.born)
+
     def members(self, proc: str | os.PathLike[str] = PROC, snap: dict[int, ProcInfo] | None = None,
                 cache: dict[int, bool] | None = None) -> set[int]:
         """The live pids that belong to the program now.
@@ -152,7 +157,7 @@ class Tree:
                 continue
             if self.pgid is not None and (info.pgid == self.pgid or info.sid == self.pgid):
                 found.add(info.pid)
-            elif self.token and not (info.start and info.start < self.born):
+            elif self.may_carry_token(info):
                 if info.pid not in cache:
                     state = token_state(info.pid, self.token, proc)
                     if state is None:

@@ -84,7 +84,7 @@ def find_strays(
                 why.append("group")
             if tree.pgid is not None and info.sid == tree.pgid:
                 why.append("session")
-            if tree.token and not (info.start and info.start < tree.born) and environ_has_token(info.pid, tree.token, proc):
+            if tree.may_carry_token(info) and environ_has_token(info.pid, tree.token, proc):
                 why.append("token")
             if why and info.pid not in tree.exclude:
                 reasons.setdefault(info.pid, []).extend(why)
