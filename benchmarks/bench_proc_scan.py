@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         first = read_stat(program.pid)
         born = first.start if first is not None else 0
         table = len(snapshot())
-        every = cpu_ms(lambda: Tree(pgid=0, token=token).members(), args.repeat)
-        newer = cpu_ms(lambda: Tree(pgid=0, token=token, born=born).members(), args.repeat)
+        every = cpu_ms(lambda: Tree(token=token).members(), args.repeat)
+        newer = cpu_ms(lambda: Tree(token=token, born=born).members(), args.repeat)
         git = cpu_ms(lambda: capture(["git", "--version"], 30.0), args.repeat)
     finally:
         for p in [*sleepers, program]:
