@@ -130,8 +130,8 @@ class Tree:
     token: str = ""  # carried in the environment of every process the program started
     exclude: frozenset[int] = frozenset()
     # when the program's first process started (ProcInfo.start; 0: unknown): a process that started
-    # before it cannot carry the token, so its environment is not read: a scan of 218 processes took
-    # 8.5 CPU-ms reading every environment, 3.8 without (benchmarks/bench_proc_scan.py), and a scan
+    # before it cannot carry the token, so its environment is not read: a scan of 217 processes took
+    # 7.0 CPU-ms reading every environment, 3.7 without (benchmarks/bench_proc_scan.py), and a scan
     # ends every git call (some 14,000 in a suite run).
     born: int = 0
 
