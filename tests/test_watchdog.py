@@ -199,7 +199,8 @@ def test_the_watchdog_starts_without_site_unless_coverage_measures_subprocesses(
 @pytest.mark.parametrize("args", [[], ["--ctl", "5"], ["--ctl", "5", "--report", "x"], ["--ctl", "5", "--ctl", "6"],
                                   ["--report", "6", "--ctl", "5", "--extra", "1"]])
 def test_a_watchdog_started_wrongly_prints_its_usage_and_exits_2(args):
-    env = watchdog_env(os.environ)
-    done = subprocess.run([sys.executable, "-S", "-m", "omnibench_core.process.watchdog", *args], env=env, cwd="/",
-                          capture_output=True, text=True, timeout=600)
+    # the product's command line up to its two flags (-S, or site where coverage.py measures it)
+    start = watchdog_argv(sys.executable, 0, 0, os.environ)[:-4]
+    done = subprocess.run([*start, *args], env=watchdog_env(os.environ), cwd="/", capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 2 and done.stderr.startswith("usage: python -m omnibench_core.process.watchdog"), done
