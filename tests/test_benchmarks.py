@@ -66,6 +66,13 @@ def test_bench_recogniser_decodes_both_ways():
 
 
 @pytest.mark.slow
+def test_bench_synth_start_loads_both_ways():
+    done = _run("bench_synth_start.py", "--repeat", "1")  # docs/performance.md: 6 (1 is the wiring)
+    assert "one voice, shared" in done.stdout and "ratio of the loads, before / shared" in done.stdout
+    assert "False" not in done.stdout  # both ways say what a serial synthesis says
+
+
+@pytest.mark.slow
 def test_bench_gates_smoke_times_both_gates():
     done = _run("bench_gates.py", "--smoke")
     assert "READY" in done.stdout and "GPU_FREE (fake)" in done.stdout and "round 1/1" in done.stdout

@@ -71,14 +71,12 @@ def shift_pitch(samples: np.ndarray, factor: float) -> np.ndarray:
 
 
 class _Pool:
-    """At most ``size`` engine instances shared by request threads (engines are not thread-safe).
-    Made at once, or with ``lazy`` one by one when a request finds every made one busy."""
+    """At most ``size`` engine instances shared by request threads (the recogniser's decoders are
+    not thread-safe), made one by one when a request finds every made one busy."""
 
-    def __init__(self, make: Callable[[], Any], size: int, *, lazy: bool = False):
+    def __init__(self, make: Callable[[], Any], size: int):
         self._items: queue.Queue[Any] = queue.Queue()
         self._make, self._left, self._lock = make, size, threading.Lock()
-        for _ in range(0 if lazy else size):
-            self._add()
 
     def _add(self) -> None:
         self._items.put(self._make())
@@ -100,28 +98,25 @@ class _Pool:
 
 
 class Synthesizer:
-    """hibari-tts voices, one per worker thread; 24 kHz float32 out."""
+    """One hibari-tts voice shared by every request thread; 24 kHz float32 out.
+
+    One voice, not one a worker thread: its ONNX session's ``run`` may be called from several
+    threads at once (onnxruntime guarantees it: microsoft/onnxruntime commit 674afbe), its G2P is
+    read-only once loaded and each synthesis draws from its own seeded generator, so concurrent
+    syntheses give the bytes a serial one gives (tests/test_local_server.py holds it). A second
+    voice cost a speech server's start 0.13 CPU-s more for no more throughput
+    (benchmarks/bench_synth_start.py, 2026-12-07, issue 40). ``workers`` is kept for the callers'
+    signature: the server's executor bounds how many syntheses run at once."""
 
     def __init__(self, workers: int = 2):
         import hibari  # imported here: loading is the server's "model load"
 
-        shared: dict[str, Any] = {}
-
-        def voice() -> Any:
-            # One G2P (lexicons, tagger: read-only once loaded) for every pooled voice: each voice
-            # loading its own cost a speech server 0.2 CPU-s more a start (2026-12-06, issue 40),
-            # and the phonemes are the same either way.
-            tts = hibari.Hibari(threads=1, g2p=shared.get("g2p"))
-            # A voice's first synthesis loads what it loads lazily (0.2 s, whatever the text; later ones
-            # take 0.01-0.02 s): done here, while the port is closed, for every pooled voice. When only
-            # the calibration warmed the first voice, the request that first reached the second paid
-            # 0.2 s: a timed one wherever no warm-up request took it first (seedtts.warmup=0, a
-            # workload without warm-up). Found 2026-12-05.
-            tts(WARM_UP_TEXT, speed=1.0, seed=0)
-            shared.setdefault("g2p", tts.g2p)
-            return tts
-
-        self._pool = _Pool(voice, workers)
+        del workers  # one voice serves any number of threads (above)
+        self._tts = hibari.Hibari(threads=1)
+        # The voice's first synthesis loads what it loads lazily (its G2P: 0.2 s, whatever the text;
+        # later ones take 0.01-0.02 s): done here, while the port is closed, so no request pays it
+        # (a timed one wherever no warm-up request took it first). Found 2026-12-05.
+        self._tts(WARM_UP_TEXT, speed=1.0, seed=0)
         self.version = str(getattr(hibari, "__version__", "unknown"))
         self.voice_f0 = VOICE_F0_BY_VERSION.get(self.version) or self.measure_voice_f0()
 
@@ -131,9 +126,7 @@ class Synthesizer:
 
     def synthesize(self, text: str, *, seed: int | None = None, speed: float = 1.0) -> np.ndarray:
         """Speech for ``text`` at ``speed`` (0.5..2.0); ``seed`` makes it reproducible."""
-        with self._pool.take() as tts:
-            audio = tts(text, speed=speed, seed=seed)
-        return np.asarray(audio, dtype=np.float32)
+        return np.asarray(self._tts(text, speed=speed, seed=seed), dtype=np.float32)
 
     def match_factor(self, reference: np.ndarray, rate: int) -> float:
         """The pitch factor that moves this voice toward the reference's median pitch (its first minute)."""
@@ -185,7 +178,7 @@ class Recognizer:
                 self._initial_cmn = made.get_cmn(False)
             return made
 
-        self._pool = _Pool(decoder, workers, lazy=True)
+        self._pool = _Pool(decoder, workers)
 
     def transcribe(self, samples: np.ndarray, rate: int) -> str:
         """Lower-case English words heard in the audio ('' for silence)."""
