@@ -65,6 +65,11 @@ def test_bench_recogniser_decodes_both_ways():
     assert "pocketsphinx's defaults" in done.stdout and "ratio, defaults / omnibench's" in done.stdout
 
 
+def test_bench_revision_check_times_both_ways_and_they_agree():
+    done = _run("bench_revision_check.py")  # as docs/performance.md shows it: 300 git calls, about 1 CPU-s
+    assert "one call, status v2" in done.stdout and "ratio, before / one call" in done.stdout, done.stderr
+
+
 @pytest.mark.slow
 def test_bench_synth_start_loads_both_ways():
     done = _run("bench_synth_start.py", "--repeat", "1")  # docs/performance.md: 6 (1 is the wiring)

@@ -115,6 +115,70 @@ def test_a_clean_tree_costs_one_git_call_and_a_config_hiding_untracked_files_hid
     assert revision is not None and "pkg/" in revision[1]  # the target's status: not clean, so its state is read
 
 
+def _two_calls(root: Path) -> tuple[str, str] | None:
+    """What git_revision answered before it became one call: `rev-parse HEAD`, then `status --porcelain`."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    if head.returncode:
+        return None
+    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=normal"],
+                            capture_output=True, text=True, check=True)
+    return head.stdout.strip(), status.stdout
+
+
+def test_one_git_call_gives_the_commit_and_the_status_the_two_calls_gave(tmp_path):
+    """git_revision reads `git status --porcelain=v2 --branch` once (issue 40: two calls a revision
+    check, some 7,000 checks a suite run) and writes its entries as version 1, dirty.txt's format:
+    held here to git's own `rev-parse HEAD` and `status --porcelain`, byte for byte, over names that
+    version 1 quotes differently (a space) or escapes (quotes, tabs, newlines, backslashes, non-ASCII),
+    a rename, a staged and unstaged edit, a deletion, a conflict, with core.quotePath off, detached,
+    clean, and on a branch with no commit yet (None both ways)."""
+    root = tmp_path / "co"
+    root.mkdir()
+    assert git_revision(root) is None and _two_calls(tmp_path) is None  # no work tree
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "first.txt").write_text("1\n")
+    assert git_revision(root) is None and _two_calls(root) is None  # a branch with no commit yet
+    names = ["plain.txt", "b c.txt", 'qu"ote.txt', "\u00fc.txt", "sp \u00fc.txt", "t\tab.txt", "a -> b.txt",
+             '"lead.txt', "back\\slash.txt", "new\nline.txt", "r 1.txt", "gone.txt", "both.txt"]
+    for name in names:
+        (root / name).write_text(f"{name}\n")
+    commit_all(root)
+    assert git_revision(root) == _two_calls(root) and git_revision(root)[1] == ""  # clean
+    for name in names[:10]:
+        (root / name).write_text("edited\n")
+    subprocess.run(["git", "-C", str(root), "mv", "r 1.txt", "r 2.txt"], check=True)
+    subprocess.run(["git", "-C", str(root), "rm", "-q", "gone.txt"], check=True)
+    (root / "both.txt").write_text("staged\n")
+    subprocess.run(["git", "-C", str(root), "add", "both.txt"], check=True)
+    (root / "both.txt").write_text("staged, then edited\n")
+    for name in ("new file.txt", "un\u00efcode \"q\".txt", "plain-new.txt"):
+        (root / name).write_text("untracked\n")
+    (root / "folder with space").mkdir()
+    (root / "folder with space" / "f").write_text("x\n")
+    found = git_revision(root)
+    assert found == _two_calls(root), (found, _two_calls(root))
+    assert '"b c.txt"' in found[1] and 'R  "r 1.txt" -> "r 2.txt"' in found[1]
+    subprocess.run(["git", "-C", str(root), "config", "core.quotePath", "false"], check=True)
+    assert git_revision(root) == _two_calls(root)
+    commit_all(root)
+    # a conflict: the same line changed on two branches, merged
+    git = ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "checkout", "-q", "-b", "other"], check=True)
+    (root / "plain.txt").write_text("other\n")
+    (root / "b c.txt").write_text("other\n")
+    subprocess.run([*git, "commit", "-qam", "other"], check=True)
+    subprocess.run([*git, "checkout", "-q", "-"], check=True)
+    (root / "plain.txt").write_text("mine\n")
+    (root / "b c.txt").write_text("mine\n")
+    subprocess.run([*git, "commit", "-qam", "mine"], check=True)
+    subprocess.run([*git, "merge", "-q", "other"], capture_output=True, check=False)
+    found = git_revision(root)
+    assert found == _two_calls(root) and "UU plain.txt" in found[1], found
+    subprocess.run([*git, "merge", "--abort"], check=True)
+    subprocess.run([*git, "checkout", "-q", "--detach", "HEAD~1"], check=True)
+    assert git_revision(root) == _two_calls(root)
+
+
 def _invoke(results: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results), **env}, timeout=600)
