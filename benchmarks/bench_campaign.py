@@ -9,19 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import tempfile
 import time
 from pathlib import Path
 
+from bench_ports import free_port  # ports below the ephemeral range (this folder: the script's own)
+
 from omnibench_core.campaign import execute as campaign
 from omnibench_core.settings import Settings
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def main() -> None:

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench_ports import free_port  # ports below the ephemeral range (this folder: the script's own)
 from tabulate import tabulate
 
 from omnibench_core.process.gpu import query_memory_used
@@ -45,12 +45,6 @@ RUNBOOK_SLEEP_S = 5  # the runbook's loops sleep 5 s between polls
 RUNBOOK_READY = "until curl -sf localhost:{port}/health > /dev/null; do sleep {sleep}; done"
 RUNBOOK_GPU = ('until [ "$({smi} -i {gpu} --query-gpu=memory.used --format=csv,noheader,nounits)" -lt 1024 ]; '
                "do sleep {sleep}; done")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _watch_shell(script: str, env: dict[str, str]) -> tuple[subprocess.Popen, dict[str, float]]:

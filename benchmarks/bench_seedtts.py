@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import requests
 import soundfile as sf
+from bench_ports import free_port  # ports below the ephemeral range (this folder: the script's own)
 from tabulate import tabulate
 
 from omnibench_core.process.processes import start_group
@@ -55,14 +56,6 @@ app = web.Application(client_max_size=2**26)
 app.router.add_post("/v1/chat/completions", chat); app.router.add_get("/health", health)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
 """
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def asyncio_client(port: int, samples: list[Sample], concurrency: int, out: Path) -> tuple[float, float]:

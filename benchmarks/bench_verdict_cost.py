@@ -30,7 +30,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # its helpers, however it is loaded
+from bench_ports import free_port  # noqa: E402  (ports below the ephemeral range)
+
 from omnibench_core.scale import revisions  # noqa: E402  (the repo root must be importable first)
 from omnibench_core.store import manifest as manifest_file  # noqa: E402
 
@@ -63,20 +65,6 @@ class Outcome:
     latency: str  # the latency row's verdict
     change: float | None  # the latency's measured relative change
     load_1min: float  # the host's load average when it ended: this host is shared
-
-
-def free_port() -> int:
-    """A port nothing listens on now; slot k of a duet serves on it + k, so the next one is checked too."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
 
 
 def invoke(*args: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -110,7 +98,7 @@ def experiment(root: Path, checkout: Path, commits: list[str], design: str, mode
             "--workload", "selftest", "--opt", "selftest.serve_with_target=true",
             # the selftest server's own loading time comes on top of startup_s: kept small so startup_s dominates
             "--opt", "selftest.delay=0.05", "--opt", f"selftest.requests={args.requests}",
-            "--design", design, *length, *slots, "--port", str(free_port()), "--name", name,
+            "--design", design, *length, *slots, "--port", str(free_port(span=2)), "--name", name,
             *(["--score", args.score] if args.score else [])]
     t0 = time.monotonic()
     done = invoke(*argv, env=env, timeout=7200)

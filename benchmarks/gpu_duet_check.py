@@ -38,7 +38,6 @@ import ctypes
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,6 +58,7 @@ from omnibench_core.telemetry.run_summary import run_warnings
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_matrix_check as gm  # noqa: E402  (the GPU load and its checkout, shared)
+from bench_ports import free_port  # noqa: E402  (ports below the ephemeral range)
 from dry_gpu import fake_gpu_host, scripted_nvml  # noqa: E402
 
 LATENCY = "selftest.latency_mean_s"
@@ -86,13 +86,6 @@ class Outcome:
     noisy: list[str]
     alone: list[str]
     windows: list[dict[str, Any]] = field(default_factory=list)  # one per timed window of a compared run
-
-
-def free_port() -> int:
-    """A free loopback port (the experiment's servers take it and the next ones)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def gpus_of_host() -> list[dict[str, str]]:
@@ -183,7 +176,7 @@ def read_outcome(results: Path, design: str, kind: str, n: int, seconds: float) 
 def experiment(root: Path, design: str, kind: str, n: int, commits: dict[str, str], args: argparse.Namespace,
                env: dict[str, str], log: list[str]) -> Outcome:
     """One `invoke ab` (the checkout in ``root/co``), run from the repository root as docs/ab.md shows it."""
-    argv = ab_argv(design, kind, n, root / "co", commits, args, free_port())
+    argv = ab_argv(design, kind, n, root / "co", commits, args, free_port(span=2))
     t0 = time.monotonic()
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0

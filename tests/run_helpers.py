@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from omnibench_core.process.ports import port_in_use
+from omnibench_core.process.ports import ephemeral_low, port_in_use
 from omnibench_core.run.ownership import port_lock_holder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,13 +25,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # be bound, and the READY gate then says, rightly, that it is in use. Above Ray's worker ports.
 SERVER_PORTS = (20000, 32000)
 PORT_SPAN = 4  # a duet and a matrix's slots serve on consecutive ports: the next ones are free too
-
-
-def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
 
 
 def _worker_slice(low: int, high: int) -> range:
@@ -56,7 +49,7 @@ def free_port() -> int:
     PORT_SPAN - 1 too, outside the ephemeral range, from this xdist worker's own slice, walked in
     order so a port handed to an earlier test (whose run may not have bound it yet) comes last;
     when the host leaves no room below its ephemeral range, one the kernel picks."""
-    ports = _worker_slice(SERVER_PORTS[0], min(SERVER_PORTS[1], _ephemeral_low() - PORT_SPAN))
+    ports = _worker_slice(SERVER_PORTS[0], min(SERVER_PORTS[1], ephemeral_low() - PORT_SPAN))
     if len(ports) > 1:
         start = _handed[-1] + PORT_SPAN if _handed else ports[_cursor.randrange(len(ports))]
         offset = (start - ports.start) // PORT_SPAN

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import types
@@ -19,8 +20,11 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 
+from omnibench_core.process.ports import ephemeral_low
+
 BENCH = REPO / "benchmarks"
-HELPERS = {"dry_gpu.py", "gpu_hold.py"}  # run by the checks below (gpu_hold.py --dry-run by the gate and watchdog checks)
+HELPERS = {"dry_gpu.py", "gpu_hold.py", "bench_ports.py"}  # run by the checks below (gpu_hold.py --dry-run by the gate and
+# watchdog checks; bench_ports.py by the benchmarks that start servers, and tested below)
 
 
 def _module(script: str) -> types.ModuleType:
@@ -237,6 +241,23 @@ def test_suite_cpu_reads_process_accounting_records_into_the_tree_below_pytest(t
         mp.delenv("PYTEST_XDIST_WORKER", raising=False)
         assert suite_cpu.pytest_configure(types.SimpleNamespace(stash={})) is None
     assert path.read_bytes() == b"kept" and not Path(str(path) + suite_cpu.ROOT_SUFFIX).exists()
+
+
+def test_a_benchmarks_servers_get_consecutive_free_ports_below_the_ephemeral_range(monkeypatch):
+    """A port the kernel picks is one client connections take their local ports from: a duet's second
+    slot on it + 1 was refused as in use beside the suite's other tests (2026-12-07)."""
+    ports = _module("bench_ports.py")
+    for _ in range(20):
+        port = ports.free_port(span=2)
+        assert ports.LOWEST <= port and port + 1 < ephemeral_low() and ports._binds(port) and ports._binds(port + 1)
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    with held:
+        monkeypatch.setattr(ports, "random", types.SimpleNamespace(randrange=lambda low, high: held.getsockname()[1] - 1))
+        monkeypatch.setattr(ports, "ephemeral_low", lambda: held.getsockname()[1] + 100)
+        assert ports.free_port(span=2) not in (held.getsockname()[1] - 1, held.getsockname()[1])  # a held one is passed by
+    monkeypatch.setattr(ports, "ephemeral_low", lambda: ports.LOWEST)  # no room below the range: the kernel's pick
+    assert ports.free_port() >= 1024
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))

@@ -22,6 +22,19 @@ def port_in_use(port: int, host: str = "0.0.0.0") -> bool:
     return False
 
 
+LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_low(path: Path = LOCAL_PORT_RANGE) -> int:
+    """The first port of the kernel's ephemeral range, where every outgoing connection takes its
+    local port (Linux's default 32768 when the file cannot be read): a server port chosen inside
+    it can be held by some client's connection when the server binds it."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def listener_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:
     """Socket inodes listening on TCP ``port`` (any address, IPv4 or IPv6), from /proc/net/tcp{,6}."""
     inodes: set[str] = set()
