@@ -52,6 +52,7 @@ def test_bench_campaign_smoke_runs_both_scorings():
     assert [(r["scoring"], r["server_starts"], r["runs"]) for r in rows] == [("per-run", 6, 3), ("deferred", 4, 3)]
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_bench_proc_scan_times_both_scans_and_a_capture():
     done = _run("bench_proc_scan.py")  # as docs/performance.md shows it: a second's work
     assert "scan, every environment read" in done.stdout and "ratio" in done.stdout and "capture of" in done.stdout
@@ -69,6 +70,7 @@ def test_bench_recogniser_decodes_both_ways():
     assert "pocketsphinx's defaults" in done.stdout and "ratio, defaults / omnibench's" in done.stdout
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_bench_revision_check_times_both_ways_and_they_agree():
     done = _run("bench_revision_check.py")  # as docs/performance.md shows it: 300 git calls, about 1 CPU-s
     assert "one call, status v2" in done.stdout and "ratio, before / one call" in done.stdout, done.stderr
@@ -135,6 +137,7 @@ def test_nvml_call_cost_dry_run_times_every_reading():
         "util", "mem", "power", "sm", "memclk", "temp", "reasons", "energy", "procs"]
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_nvml_process_util_check_dry_run_reads_both_tenants():
     done = _run("nvml_process_util_check.py", "--dry-run", "--seconds", "1.5")
     line = next(line for line in done.stdout.splitlines() if " dev " in line)  # the first second's readings
@@ -161,12 +164,14 @@ def test_gpu_matrix_check_dry_run_completes_its_campaigns(tmp_path):
     assert report["apps_at_end"] == []  # nothing left on the (fake) GPUs
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_bench_boundary_smoke_prints_each_rule_with_its_false_alarms():
     done = _run("bench_boundary.py", "--max-rounds", "8", "--sd", "0.06", "--reps", "200")
     rows = [line for line in done.stdout.splitlines() if line.startswith("sd 0.06  N  8")]
     assert rows and any("(the rule)" in line for line in rows) and all("false alarms" in line for line in rows)
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     """As its docstring runs it: a real pytest with ``-p suite_cpu`` (a tiny suite of its own: one
     test that burns CPU in a child, one that does not), then the script reads the folder."""

@@ -87,6 +87,7 @@ def _false_calls(verdicts, metrics=None) -> bool:
     return any(v.verdict.value in CALLS for v in verdicts if metrics is None or v.metric in metrics)
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_identical_sides_are_called_changed_at_most_alpha_of_the_time_fixed_and_sequential():
     """400 fixed 4-round and 300 sequential (at most 8 rounds) A/A experiments of the six
     correlated rows, the decisive ones latency mean, p95 and throughput: any row called better or

@@ -4,6 +4,7 @@ only the public surface of the core."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,16 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once for all the tests here (each walked the whole core: 2 s a
+    test, issue 40's fast tier); nothing here changes a file it has read."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def _imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     """(module, imported names) of every import in a file, relative imports made absolute."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1]).replace("plugins", "omnibench_plugins", 1)
     out = []
     for node in ast.walk(tree):
@@ -144,14 +152,16 @@ def test_the_architecture_page_shows_each_layer_with_its_modules():
         assert [m.strip(" `") for m in row.split("|")[2].split(",")] == list(layer.modules)
 
 
+@functools.cache
 def _module_graph(root: Path = REPO / "omnibench_core") -> dict[str, set[str]]:
     """Module -> the core modules it imports (every import, a late one inside a function too: a
-    circle closed by a late import is a circle all the same)."""
+    circle closed by a late import is a circle all the same). Made once a root (the tests only
+    read it)."""
     modules = {module: path for path, module in _core_modules(root)}
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         found: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

@@ -190,6 +190,7 @@ def test_one_voice_is_loaded_and_has_synthesized_once_before_the_port_opens(monk
     assert len(made) == 1 and made[0].calls == 3
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_the_shared_voice_says_from_many_threads_at_once_what_it_says_alone():
     """The one voice is called from the server's threads at once (onnxruntime's session run is
     thread-safe; the G2P is read-only; each call seeds its own generator): every concurrent

@@ -343,6 +343,7 @@ def test_a_node_removes_its_campaign_only_once_the_driver_holds_its_last_campaig
     assert not server_pids(tmp_path)
 
 
+@pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_a_campaign_scored_less_than_every_run_ships_home_under_its_own_name(tmp_path, monkeypatch):
     """matrix --score none on Ray with shipped results (hostile probe of ef0a995): the driver's copy
     was looked up under measure's name while the node wrote ..._score-none, so the runs never reached
