@@ -300,6 +300,7 @@ def test_speech_transcribes_back(server):
     assert len(words & {"quick", "brown", "fox", "over", "lazy", "dog"}) >= 4
 
 
+@pytest.mark.slow  # 2 to 4 CPU-s in the fast tier (issue 40: that tier within a minute)
 def test_an_asr_only_server_transcribes_keeps_it_for_the_next_and_refuses_chat_naming_the_flag(server, tmp_path):
     url, _ = server
     samples, rate = wav_of(chat(url, "The quick brown fox jumps over the lazy dog.").json())

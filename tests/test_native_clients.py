@@ -197,6 +197,7 @@ def test_a_warmup_set_smaller_than_the_warmup_stops_the_client_before_any_reques
     assert script.bodies == []
 
 
+@pytest.mark.slow  # 2 to 4 CPU-s in the fast tier (issue 40: that tier within a minute)
 def test_at_a_request_rate_each_request_records_its_lateness_and_the_seed(serve, tmp_path):
     meta = seedtts_meta(tmp_path, 4)
     script = Server([(200, chat_reply("ok", wav(0.2)))])
@@ -449,6 +450,7 @@ def _collected(out: Path):
 TIMING = ("ttft", "tpot", "itl", "output_tokens_per_s")
 
 
+@pytest.mark.slow  # 2 to 4 CPU-s in the fast tier (issue 40: that tier within a minute)
 def test_a_streamed_videoamme_run_on_the_local_server_has_token_timing_with_percentiles(local_video_server,
                                                                                          tmp_path):
     """Six questions streamed (videoamme.stream): TTFT, TPOT and ITL means, each one's p50 (six
