@@ -12,18 +12,9 @@ from __future__ import annotations
 import random
 import socket
 
-from omnibench_core.process.ports import ephemeral_low
+from omnibench_core.process.ports import ephemeral_low, port_in_use
 
 LOWEST = 20000  # above Ray's worker ports, as the test suite's servers
-
-
-def _binds(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def free_port(span: int = 1) -> int:
@@ -34,7 +25,7 @@ def free_port(span: int = 1) -> int:
         start = random.randrange(LOWEST, top)
         for i in range(top - LOWEST):
             port = LOWEST + (start - LOWEST + i) % (top - LOWEST)
-            if all(_binds(p) for p in range(port, port + span)):
+            if not any(port_in_use(p) for p in range(port, port + span)):
                 return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from run_helpers import REPO, free_port
 
-from omnibench_core.process.ports import ephemeral_low
+from omnibench_core.process.ports import ephemeral_low, port_in_use
 
 BENCH = REPO / "benchmarks"
 HELPERS = {"dry_gpu.py", "gpu_hold.py", "bench_ports.py"}  # run by the checks below (gpu_hold.py --dry-run by the gate and
@@ -254,7 +254,7 @@ def test_a_benchmarks_servers_get_consecutive_free_ports_below_the_ephemeral_ran
     ports = _module("bench_ports.py")
     for _ in range(20):
         port = ports.free_port(span=2)
-        assert ports.LOWEST <= port and port + 1 < ephemeral_low() and ports._binds(port) and ports._binds(port + 1)
+        assert ports.LOWEST <= port and port + 1 < ephemeral_low() and not port_in_use(port) and not port_in_use(port + 1)
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     with held:
