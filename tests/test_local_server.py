@@ -194,7 +194,7 @@ def test_one_voice_is_loaded_and_has_synthesized_once_before_the_port_opens(monk
 def test_the_shared_voice_says_from_many_threads_at_once_what_it_says_alone():
     """The one voice is called from the server's threads at once (onnxruntime's session run is
     thread-safe; the G2P is read-only; each call seeds its own generator): every concurrent
-    synthesis is the serial one, sample for sample. Four threads, each text twice, in two orders."""
+    synthesis is the serial one, sample for sample. Four threads, each text four times, in two orders."""
     synth = Synthesizer(4)
     texts = [f"The video is mostly {colour}. Answer: {letter}" for colour, letter in
              zip(("red", "green", "blue", "yellow"), "ABCD", strict=True)] + ["A longer sentence, so that two runs overlap."]
