@@ -321,7 +321,7 @@ def ab(c, given):
             design=ab_layer.design_for(given.design, on), a_rev=given.a_rev or "", b_rev=given.b_rev or "",
             rounds=given.rounds, seed=given.seed, retries=given.retries, scoring=given.scoring,
             score=given.score or None, aa=given.aa, name=given.name, max_rounds=given.max_rounds, decide=given.decide,
-            alpha=given.alpha, min_effect=given.min_effect)
+            alpha=given.alpha, min_effect=given.min_effect, noisy_retries=given.noisy_retries)
         done = ab_layer.ab(settings, request, alpha=given.alpha, min_effect=given.min_effect, slots=on, progress=say)
         exports.ab(given, done)
     emit(ab_layer.ab_text(done))

@@ -11,6 +11,10 @@ RUNS = 3  # measured runs after the warm-up run0, as the runbook
 # are measure's (one name); a plugin's engine is other code, and its campaigns get a name of their own
 SHARED_ENGINES = ("local", "ray")
 RETRIES = 2  # tries again of a run that misses a gate or a coverage rule
+# `invoke ab --noisy-retries`: how often a round the noise guard marked noisy is measured again. Off by
+# default: on a host that other work keeps busy all along, every round would be measured 1 + N times
+# for nothing; where a tenant comes and goes (docs/ab.md, "Noisy rounds"), 2 redoes most noisy rounds
+NOISY_RETRIES = 0
 SCORING = "deferred"  # every run generated, then one scoring server start for all
 ROUNDS = 3  # an A/B experiment's rounds after the warm-ups
 ALPHA = 0.05  # the family's error rate (95 % intervals for a family of one)

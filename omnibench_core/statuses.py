@@ -49,6 +49,9 @@ class AttemptStatus(Word):
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     NOT_READY = "not-ready"  # its port or folder was not ready (RUN_READY): no retry spent, the loop stops
+    # A/B only (--noisy-retries): a run that ended, whose timed window the noise guard marked; kept on
+    # disk and named in the report, not judged: its round is measured again
+    NOISY = "noisy"
 
 
 class CampaignStatus(Word):

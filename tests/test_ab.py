@@ -112,7 +112,7 @@ def test_a_record_written_before_attempts_counted_server_starts_loads_and_keeps_
     # the same fields and words on disk, in the current format (a fixed design's migration changes
     # nothing else); each attempt only gains its (unknown: 0) server starts
     assert [{k: v for k, v in a.items() if k != "server_starts"} for a in new["attempts"]] == old["attempts"]
-    assert new["format"] == experiment_file.FORMAT == 4 and old["format"] == 1
+    assert new["format"] == experiment_file.FORMAT == 5 and old["format"] == 1
     # judged as it was made: every row in one Holm family (format 3's gatekeeping is for new records)
     assert e.family is Family.HOLM and new["family"] == "holm" and "family" not in old
     assert {k: v for k, v in new.items() if k not in ("attempts", "updated", "format", "family")} == \

@@ -52,6 +52,22 @@ def test_o_is_opt_in_every_task_that_has_opt():
     assert {name: names for name, names in has_opt.items() if "o" not in names} == {}
 
 
+# `invoke ab`'s short flags as users type them (-n NAME, -m 10, -f worse in docs and scripts)
+AB_SHORT = {"w": "workload", "o": "opt", "a": "a_rev", "b": "b_rev", "r": "rounds", "d": "design", "p": "a_opt",
+            "t": "b_opt", "s": "a_set", "e": "b_set", "l": "allow_dirty", "i": "retries", "c": "scoring", "n": "name",
+            "m": "min_effect", "f": "fail_on", "x": "max_rounds", "u": "slot_cpus", "g": "target", "k": "checkout",
+            "v": "server_profile", "j": "json"}
+
+
+def test_a_flag_added_later_moves_no_short_flag_of_ab():
+    """--noisy-retries, added in ab's signature before --name, took -n from --name (and -m, -f moved
+    down the line): Invoke gives short flags in the order of the signature. It is long-only."""
+    task = load_tasks().ns["ab"]
+    short = {n: arg.name for arg in task.get_arguments() for n in arg.names if len(n) == 1}
+    assert short == AB_SHORT
+    assert [arg.names for arg in task.get_arguments() if arg.name == "noisy_retries"] == [("noisy-retries",)]
+
+
 def no_traceback(done: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
 

@@ -171,7 +171,7 @@ def test_a_fixed_design_is_judged_with_its_own_decisive_metrics_kept_in_its_reco
     path = tmp_path / "x.json"
     experiment_file.save(path, _fixed((P95, MEAN)))
     data = json.loads(path.read_text())
-    assert data["decide"] == [P95, MEAN] and data["format"] == experiment_file.FORMAT == 4
+    assert data["decide"] == [P95, MEAN] and data["format"] == experiment_file.FORMAT == 5
     assert experiment_file.load(path).decide == (P95, MEAN)
     experiment_file.save(path, _fixed())
     assert "decide" not in json.loads(path.read_text())  # the default: the file as format 3 wrote it

@@ -17,6 +17,7 @@ from ..errors import OmnibenchError, RunFileError
 from ..quality.paired import QualityReport, compare_runs
 from ..stats import verdict
 from ..stats.matched import matched_rounds
+from ..statuses import AttemptStatus
 from ..store import metrics as metrics_file
 from . import sequential
 from .record import Experiment, runs_of
@@ -76,6 +77,8 @@ class Analysis:
     # the rows judged first (gatekeeping: sequential.primary); () none, so one family; None: one Holm
     # family, as records of format 2 and before are judged
     primary: tuple[str, ...] | None = ()
+    # --noisy-retries: "A round 2 (run3) set aside, measured again: ..." for each run set aside as noisy
+    redone: tuple[str, ...] = ()
 
     def scored_text(self) -> str:
         """Which runs were scored for quality, in words for the console and ab.md."""
@@ -170,6 +173,8 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
         for r, d in zip(rounds, ds, strict=True):
             noisy += [f"{side} round {r}: {line}" for line in noisy_runs([d])]
             present += [f"{side} round {r}: {line}" for line in present_runs([d])]
+    redone = [f"{a.side} round {a.round} ({a.run}) set aside, measured again: {a.error}" for a in experiment.attempts
+              if a.status is AttemptStatus.NOISY and (upto is None or a.round <= upto)]
     alone = [f"{side} round {r} ({runs[r].run}) ran without its partner"
              for side, runs in (("A", a_runs), ("B", b_runs)) for r in rounds if runs[r].alone]
     first = sequential.primary(experiment, {s.metric: s.direction for s in samples})
@@ -180,7 +185,7 @@ def analyse(experiment: Experiment, results_root: Path, *, alpha: float = defaul
                     tuple(not_compared), tuple(alone), tuple(noisy), alpha if at is None else at(alpha), min_effect,
                     score=experiment.score.value, scored_rounds=scored,
                     quality=compare_runs(dirs["A"], dirs["B"], alpha if at is None else at(alpha)),
-                    present=tuple(present), primary=first)
+                    present=tuple(present), primary=first, redone=tuple(redone))
 
 
 def judged(experiment: Experiment, results_root: Path, *, alpha: float = defaults.ALPHA,

@@ -28,6 +28,7 @@ from ..campaign import directions as meta
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
+from ..campaign.summary import noisy_runs
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, UNSCORED, Phase, ScorePolicy
@@ -84,7 +85,7 @@ def _dead(attempt: Attempt, results_root: Path, others: Sequence[Attempt] = ()) 
     if attempt.run:
         on_disk = manifest_file.run_status(results_root / attempt.revision / attempt.run)
         held = any(o is not attempt and (o.revision, o.run) == (attempt.revision, attempt.run)
-                   and o.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED) for o in others)
+                   and o.status in record.HOLDS_RUN for o in others)
         if on_disk in (RunStatus.COMPLETE, RunStatus.GENERATED) and not held:
             return replace(attempt, status=AttemptStatus(on_disk.value), error="")
     return replace(attempt, status=AttemptStatus.INTERRUPTED,
@@ -103,6 +104,7 @@ class Request:
     score: ScorePolicy = ScorePolicy.LAST  # which rounds are scored for quality
     score_given: bool = False  # --score was passed (a resumed experiment otherwise keeps its own)
     decide: tuple[str, ...] = ()  # a fixed design's --decide (with --max-rounds, sequential.decide holds it)
+    noisy_retries: int = defaults.NOISY_RETRIES  # a noisy round measured again at most this often
 
     @property
     def experiment_name(self) -> str:
@@ -138,12 +140,14 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                  scoring: str = defaults.SCORING, score: str | None = None, aa: bool = False,
                  name: str = "", a_rev: str = "", b_rev: str = "", max_rounds: int | None = None,
                  decide: Sequence[str] = (), alpha: float = defaults.ALPHA,
-                 min_effect: float = defaults.MIN_EFFECT) -> Request:
+                 min_effect: float = defaults.MIN_EFFECT, noisy_retries: int = defaults.NOISY_RETRIES) -> Request:
     """The experiment's request, checked before anything starts. ``rounds`` None is the default
     (:data:`defaults.ROUNDS`); ``max_rounds`` runs rounds until every ``decide`` metric is decided
     (at ``alpha`` and ``min_effect``), at most that many, in place of a fixed number. ``score``
     (``--score``; None: ``last``, or every round for a quality ``decide``) says which rounds are
-    scored for quality (:func:`omnibench_core.api.score_policy`)."""
+    scored for quality (:func:`omnibench_core.api.score_policy`). ``noisy_retries``
+    (``--noisy-retries``): how often a round whose timed window the noise guard marked is measured
+    again before it is judged as it is."""
     if not workloads:
         raise SettingsError("no workload given", hint="pass --workload NAME (see `invoke plugins`)")
     if name:
@@ -180,6 +184,8 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "sides: weeks of a host)", hint=f"use {flag} {defaults.MAX_ROUNDS} or fewer")
     if retries < 0:
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
+    if noisy_retries < 0:
+        raise SettingsError("--noisy-retries cannot be negative", hint="0 judges noisy rounds as they were measured")
     if scoring not in SCORINGS:
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
     policy = api.score_policy(workloads, api.score_word(score), decide)
@@ -211,7 +217,7 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
     identity = Identity(tuple(workloads), client, shared, a, b, chosen, rounds, seed, max_rounds or 0)
     rule = Sequential(tuple(decide), alpha, min_effect) if max_rounds is not None else None
     return Request(identity, retries, scoring, name, rule, policy, score is not None,
-                   () if max_rounds is not None else tuple(decide))
+                   () if max_rounds is not None else tuple(decide), noisy_retries)
 
 
 def _at_decided_point(options: Sequence[str], side_opts: Sequence[Sequence[str]], workloads: Sequence[str],
@@ -287,7 +293,8 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"A/B experiment {experiment.name!r} measured something else",
                                 evidence={"differences": "\n".join(diffs), "record": str(path)},
                                 hint="repeat its own command, or pass --name for a new experiment")
-        experiment = replace(experiment, retries=request.retries, status=ExperimentStatus.RUNNING, reason="",
+        experiment = replace(experiment, retries=request.retries, noisy_retries=request.noisy_retries,
+                             status=ExperimentStatus.RUNNING, reason="",
                              attempts=tuple(_dead(a, settings.run.results_root, experiment.attempts)
                                             if a.status is AttemptStatus.RUNNING else a for a in experiment.attempts))
         if experiment.scoring != request.scoring and _any(experiment, AttemptStatus.GENERATED):
@@ -300,7 +307,7 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
     else:
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
                                 record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential,
-                                score=request.score, decide=request.decide)
+                                score=request.score, decide=request.decide, noisy_retries=request.noisy_retries)
     experiment = experiment_file.save(path, experiment)
     return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
 
@@ -362,9 +369,8 @@ def _score_kept(experiment: Experiment, request: Request, path: Path) -> ScorePo
 
 def _measured(experiment: Experiment) -> bool:
     """A round past the warm-ups has a run whose timings are on disk (complete, or generated and
-    waiting for deferred scoring): a verdict's data has been seen."""
-    return any(a.round > 0 and a.run and a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)
-               for a in experiment.attempts)
+    waiting for deferred scoring, or set aside as noisy): a verdict's data has been seen."""
+    return any(a.round > 0 and a.run and a.status in record.HOLDS_RUN for a in experiment.attempts)
 
 
 def _any(experiment: Experiment, status: AttemptStatus) -> bool:
@@ -538,17 +544,53 @@ class _Driver:
 
     def _fill(self, k: int, position: Position) -> None:
         label = _label(position)
-        while not self._done(position):
-            self._check_retries(position, label)
-            self._attempt(k, position, label)
+        while True:
+            while not self._done(position):
+                self._check_retries(position, label)
+                self._attempt(k, position, label)
+            if not self._redo_noisy([position]):
+                return
+
+    # -- noisy rounds measured again (--noisy-retries) -------------------------------------------------
+    def _redo_noisy(self, positions: Sequence[Position]) -> bool:
+        """When a measured run of ``positions`` (one run, or a duet's round) had a timed window the
+        noise guard marked, and ``--noisy-retries`` is not spent: set every one of them aside as
+        noisy (kept on disk and named in the report, not judged) and say so; the caller measures
+        them again. The guard reads only other processes' CPU and GPU use, never the run's own
+        timings, so which rounds are kept does not depend on what they measured
+        (docs/verdicts.md, "Noisy rounds")."""
+        budget = self.experiment.noisy_retries
+        latest = [a for p in positions if p.round > 0 and (a := self.experiment.latest(p)) is not None and a.run
+                  and a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
+        if not budget or not latest:
+            return False
+        root = self.sides["A"].run.results_root
+        noisy = {a.side: lines for a in latest if (lines := noisy_runs([root / a.revision / a.run]))}
+        if not noisy:
+            return False
+        what = "; ".join(f"{side}: {lines[0]}" for side, lines in sorted(noisy.items()))
+        r = positions[0].round
+        done = max(self.experiment.redone(a.position) for a in latest)
+        if done >= budget:
+            self.progress.say(f"round {r} was noisy again ({what}); --noisy-retries {budget} is spent: it is judged "
+                              "as measured, and the report names it")
+            return False
+        for a in latest:
+            self.save(replace(a, status=AttemptStatus.NOISY, error=f"noisy: {'; '.join(noisy.get(a.side, ()))}"
+                              if a.side in noisy else f"its partner in round {r} was noisy"))
+        self.progress.say(f"round {r} was noisy ({what}): measured again ({done + 1} of --noisy-retries {budget})")
+        return True
 
     # -- the duet --------------------------------------------------------------------------
     def _fill_duet(self, r: int) -> None:
-        """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone."""
+        """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone. A round
+        that was noisy is measured again as a round: both sides at once."""
         while True:
-            pending = [p for p in (Position("A", r), Position("B", r)) if not self._done(p)]
-            if not pending:
+            both = [Position("A", r), Position("B", r)]
+            pending = [p for p in both if not self._done(p)]
+            if not pending and not self._redo_noisy(both):
                 return
+            pending = pending or both
             for position in pending:
                 self._check_retries(position, _label(position))
             self._duet_attempt(r, pending)
@@ -561,7 +603,9 @@ class _Driver:
             check_free(host, nvidia_smi=self.sides["A"].tools.nvidia_smi, free_mib=run.gpu_free_mib,
                        timeout_s=min(defaults.SLOT_FREE_WAIT_S, run.gpu_free_timeout_s))
         what = " and ".join(f"{p.side} on {placed[p.side].label}" for p in pending)
-        self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}: {what}", self._to_score())
+        again = max(e.redone(p) for p in pending)
+        self.progress.start_run(r + 1, f"round {r}{' (warm-ups)' if r == 0 else ''}"
+                                f"{f', measured again ({again} noisy)' if again else ''}: {what}", self._to_score())
         phases = self._phases(r)
         specs, attempts = {}, {}
         on = {p.side: placed[p.side].settings_on(self.sides[p.side].flat()) for p in pending}
@@ -643,8 +687,9 @@ class _Driver:
     def _attempt(self, k: int, position: Position, label: str) -> None:
         e = self.experiment
         settings = self.sides[position.side]
-        tries = e.failures(position)
-        self.progress.start_run(k, label + (f", retry {tries}" if tries else ""), self._to_score())
+        tries, again = e.failures(position), e.redone(position)
+        self.progress.start_run(k, label + (f", retry {tries}" if tries else "")
+                                + (f", measured again ({again} noisy)" if again else ""), self._to_score())
         phases = self._phases(position.round)
         attempt = Attempt(position.side, position.round, "", self._revision(position.side, settings),
                           AttemptStatus.RUNNING, record.now_iso())
@@ -682,9 +727,14 @@ class _Driver:
         for label in record.SIDES:
             pending = [a for p in self.experiment.order if p.side == label
                        and (a := self.experiment.latest(p)) is not None and a.status is AttemptStatus.GENERATED]
-            if not pending:
+            # runs set aside as noisy are collected (never scored), so no run is left half done on disk
+            noisy = [a for a in self.experiment.attempts if a.side == label and a.status is AttemptStatus.NOISY
+                     and self._run_status(a) is RunStatus.GENERATED]
+            if not pending and not noisy:
                 continue
             self._revision(label, self.sides[label])  # scoring servers import the side's tree too
+            if noisy:
+                self._score_side(label, noisy, quality=False, keep=True)
             unscored = [a for a in pending if not self._scores(a.round)]
             if unscored:
                 self._score_side(label, unscored, quality=False)
@@ -692,19 +742,25 @@ class _Driver:
             if scored:
                 self._score_side(label, scored)
 
-    def _score_side(self, label: str, pending: Sequence[Attempt], quality: bool = True) -> None:
+    def _score_side(self, label: str, pending: Sequence[Attempt], quality: bool = True, keep: bool = False) -> None:
+        """Score side ``label``'s generated runs together (``quality`` False: finish them unscored);
+        ``keep``: runs set aside as noisy, whose attempts stay as they are."""
         settings = self.sides[label]
+        runs = ', '.join(f'round {a.round} ({a.run})' for a in pending)
         if quality:
             self.progress.phase(f"scoring side {label}: {len(pending)} generated runs together", self._to_score(),
                                 len(pending))
+        elif keep:
+            self.progress.say(f"side {label}: {runs} finished without scoring (set aside as noisy)")
         else:
-            self.progress.say(f"side {label}: {', '.join(f'round {a.round} ({a.run})' for a in pending)} finished "
+            self.progress.say(f"side {label}: {runs} finished "
                               f"without scoring (--score {self.experiment.score.value}: a speed verdict needs none)")
         by_dir = {settings.run.results_root / a.revision / a.run: a for a in pending}
         t0 = time.monotonic()
         count = score_generated(settings, self.experiment.identity.workloads, list(by_dir), options=self.side(label).options,
                         client=self.experiment.identity.client, progress=self.progress,
-                        record=lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())),
+                        record=(lambda run_dir, done: None) if keep else
+                        lambda run_dir, done: self.save(replace(by_dir[run_dir], **done.changes())),
                         quality=quality)
         if quality:
             self.progress.scored(time.monotonic() - t0, count)

@@ -8,7 +8,8 @@ too (:func:`write_side_report`, :func:`read_side_report`).
 
 Format 2 records the boundary of an experiment of ``--max-rounds`` (``sequential.boundary``);
 format 3 how the rows share alpha (``family``: the decisive metrics first); format 4 a fixed
-design's own decisive metrics (``decide``, from ``--decide``). Older records are migrated through
+design's own decisive metrics (``decide``, from ``--decide``); format 5 how often a noisy round is
+measured again (``noisy_retries``, and attempts set aside as ``noisy``). Older records are migrated through
 :data:`MIGRATIONS` (format 1's looks were Bonferroni's, format 2's rows one Holm family, and each
 keeps its rule), a newer one is refused: an older omnibench would judge a fixed design's rows with
 the default decisive metrics in place of the ones it was made with.
@@ -34,6 +35,7 @@ from ..store.fields import folder_problem, run_problem, seconds_problem
 from ..store.names import experiment_path
 from . import record_check
 from .record import (
+    HOLDS_RUN,
     SIDES,
     Attempt,
     Design,
@@ -50,7 +52,7 @@ from .record import (
     schedule,
 )
 
-FORMAT = 4
+FORMAT = 5
 
 
 def _boundary_named(data: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +78,17 @@ def _default_decisive(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named, 2: _family_named, 3: _default_decisive}  # N -> N + 1
+def _noisy_counted(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 4 -> 5: nothing to change. No round of format 4 was measured again for noise, which a
+    file without ``noisy_retries`` says (0); one that holds it was edited by hand, and is refused. A
+    resumed experiment takes the command's ``--noisy-retries`` from then on, as it takes ``--retries``."""
+    if "noisy_retries" in data:
+        raise versions.Unmigratable("noisy_retries", "no format before 5 had such a field (it was added by hand)")
+    return data
+
+
+MIGRATIONS: dict[int, versions.Migration] = {1: _boundary_named, 2: _family_named, 3: _default_decisive,
+                                             4: _noisy_counted}  # N -> N + 1
 
 __all__ = ["FORMAT", "experiment_path", "load", "read_side_report", "save", "write_side_report"]
 
@@ -230,7 +242,7 @@ def load(path: Path) -> Experiment:
             raise r.fail(f"{where}server_starts", f"must be at least 0, got {attempt.server_starts}")
         if attempt.position not in order:
             raise r.fail(f"{where}round", f"side {attempt.side} round {attempt.round} is not in the schedule")
-        if attempt.run and attempt.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED):
+        if attempt.run and attempt.status in HOLDS_RUN:
             owner = runs_seen.setdefault((attempt.revision, attempt.run), f"{attempt.side}{attempt.round}")
             if owner != f"{attempt.side}{attempt.round}":
                 raise r.fail(f"{where}run", f"{attempt.revision}/{attempt.run} is already the run of {owner}")
@@ -254,7 +266,14 @@ def load(path: Path) -> Experiment:
         created=r.get(data, "created", str, ""), updated=r.get(data, "updated", str, ""), sequential=sequential,
         # a file from before --score scored every round
         score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND,
-        family=r.enum(Family, data, "family", ""), decide=decide)
+        family=r.enum(Family, data, "family", ""), decide=decide,
+        noisy_retries=r.get(data, "noisy_retries", int, "", default=0))
+    if experiment.noisy_retries < 0:
+        raise r.fail("noisy_retries", f"must be at least 0, got {experiment.noisy_retries}")
+    noisy = [a for a in experiment.attempts if a.status is AttemptStatus.NOISY and (a.round == 0 or not a.run)]
+    if noisy:  # a warm-up is never judged, so never redone; a noisy attempt is one that ended with its run
+        raise r.fail(f"attempts[{experiment.attempts.index(noisy[0])}].status",
+                     "noisy is a measured round's attempt with its run (never a warm-up's)")
     record_check.check(experiment, path)  # the sequential block recomputed from the record's own settings
     return experiment
 

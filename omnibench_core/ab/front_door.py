@@ -120,6 +120,7 @@ def ab_text(done: Done) -> str:
     lines += [f"note: {n.describe()}" for n in a.not_compared]
     lines += [f"ALONE: {n}" for n in a.alone]
     lines += [f"NOISY: {n}" for n in a.noisy]
+    lines += [f"REDONE: {n}" for n in a.redone]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in a.counts().items()))
     lines += [f"result: {done.markdown}", f"result data: {done.json}", f"record: {done.record}"]
     lines += [f"pull-request summary: {done.summary}"] if done.summary else []

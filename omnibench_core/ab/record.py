@@ -203,6 +203,10 @@ class Sequential:
                 "boundary": self.boundary.value}
 
 
+# an attempt in one of these states holds its run folder: no other attempt may name the same run
+HOLDS_RUN = (AttemptStatus.COMPLETE, AttemptStatus.GENERATED, AttemptStatus.NOISY)
+
+
 def duet_slot(side: str, round_: int) -> int:
     """Which of the two slots a side uses in a round: they swap every round, so each side spends
     as many rounds on each slot (with an even number of rounds)."""
@@ -241,6 +245,9 @@ class Experiment:
     family: Family = Family.GATEKEEPING  # how the rows share alpha; records of format 2 and before: holm
     # a fixed design's --decide, the metrics judged first (format 4); with --max-rounds it is sequential.decide
     decide: tuple[str, ...] = ()
+    # --noisy-retries (format 5): how often a round whose timed window the noise guard marked is
+    # measured again; 0 (the default, and every record before it) judges noisy rounds as measured
+    noisy_retries: int = 0
 
     def scores(self, round_: int, look_rounds: Sequence[int] = ()) -> bool:
         """Whether the runs of ``round_`` are scored for quality: never a warm-up (round 0); with
@@ -266,6 +273,10 @@ class Experiment:
         return sum(a.status in (AttemptStatus.FAILED, AttemptStatus.INCOMPLETE) for a in self.attempts
                    if a.position == position)
 
+    def redone(self, position: Position) -> int:
+        """Attempts at ``position`` set aside as noisy (:data:`AttemptStatus.NOISY`)."""
+        return sum(a.status is AttemptStatus.NOISY for a in self.attempts if a.position == position)
+
     def with_attempt(self, attempt: Attempt) -> Experiment:
         """``attempt`` added, or the last attempt at its position replaced when it is the same try."""
         attempts = list(self.attempts)
@@ -288,8 +299,8 @@ class Experiment:
 
     def as_record(self) -> dict[str, Any]:
         """The JSON form (``sequential`` only with --max-rounds, ``score`` only when not every round,
-        ``decide`` only when a fixed design names its decisive metrics: a file of an experiment that
-        could have been made before them is as it was)."""
+        ``decide`` only when a fixed design names its decisive metrics, ``noisy_retries`` only when
+        not 0: a file of an experiment that could have been made before them is as it was)."""
         out = {"name": self.name, "identity": self.identity.as_record(),
                "retries": self.retries, "scoring": self.scoring,
                "order": [[p.side, p.round] for p in self.order],
@@ -302,6 +313,8 @@ class Experiment:
             out["sequential"] = self.sequential.as_record()
         if self.decide:
             out["decide"] = list(self.decide)
+        if self.noisy_retries:  # 0: what a file without it means (before --noisy-retries)
+            out["noisy_retries"] = self.noisy_retries
         return out
 
 
@@ -316,5 +329,5 @@ def runs_of(experiment: Experiment, side: str) -> Sequence[Attempt]:
     return [measured[r] for r in sorted(measured)]
 
 
-__all__ = ["Attempt", "Design", "Experiment", "Identity", "Look", "Position", "RecordError", "Sequential", "Side",
+__all__ = ["HOLDS_RUN", "Attempt", "Design", "Experiment", "Identity", "Look", "Position", "RecordError", "Sequential", "Side",
            "SideReport", "StopReason", "duet_slot", "identity_differences", "runs_of", "schedule"]

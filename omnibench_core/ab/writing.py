@@ -104,9 +104,15 @@ def markdown(experiment: Experiment, analysis: Analysis, record_path: Path) -> s
         md += ["", "## Rounds not run as a duet", ""] + [f"- {t(line)}" for line in analysis.alone] + [
             "", "These rounds' pairs did not share their timed windows: host drift between them is not cancelled."]
     md += ["", "## Host noise", ""]
+    again = f"`--noisy-retries {experiment.noisy_retries}`" if experiment.noisy_retries else "`--noisy-retries N`"
     md += ([f"- {t(line)}" for line in analysis.noisy] + ["", "A verdict that rests on a noisy run may be the host's, "
-                                                          "not the code's: repeat the experiment on a quieter host."]
-           if analysis.noisy else ["No timed window was noisy (the noise guard's threshold: `noise_max_foreign`)."])
+                                                          "not the code's: repeat the experiment on a quieter host, "
+                                                          f"or with {again} to measure a noisy round again."]
+           if analysis.noisy else ["No timed window of a judged run was noisy (the noise guard's threshold: "
+                                   "`noise_max_foreign`)."])
+    if analysis.redone:
+        md += ["", f"Set aside as noisy and measured again ({again}; kept on disk, not judged):", ""]
+        md += [f"- {t(line)}" for line in analysis.redone]
     if analysis.present:
         md += ["", "GPU processes present, not noise (they held memory on a slot's GPUs and computed nothing in "
                    "these windows; the verdicts keep these runs):", ""] + [f"- {t(line)}" for line in analysis.present]
@@ -162,4 +168,5 @@ def summary_of(a: Analysis, source: Path) -> Summary:
     facts += [md_text(c.describe()) for c in (a.quality.changed if a.quality else ())]  # outputs changed
     facts += [f"noisy: {md_text(n)}" for n in a.noisy[:5]] + ([f"and {len(a.noisy) - 5} more noisy windows"]
                                                      if len(a.noisy) > 5 else [])
+    facts += [f"{len(a.redone)} runs set aside as noisy and measured again"] if a.redone else []
     return Summary(f"omnibench A/B: {a.name}", tuple(facts), changed, other, str(source), undecided)

@@ -43,6 +43,8 @@ def save(path: Path, campaign: Campaign, *, stamp: bool = True) -> Campaign:
     return campaign
 
 
+# a campaign never redoes a noisy run (``invoke ab --noisy-retries`` does): its files never say so
+CAMPAIGN_WORDS = tuple(w for w in words(AttemptStatus) if w != AttemptStatus.NOISY.value)
 LIVE = (AttemptStatus.RUNNING, AttemptStatus.GENERATED, AttemptStatus.COMPLETE)  # run directory is (or will be) runN
 _MISSING = object()
 
@@ -137,7 +139,7 @@ def _attempt_from(r: _Reader) -> Attempt:
     problem = run_problem(run)
     if problem:
         r.fail("run", problem)
-    return Attempt(slot=r.integer("slot"), run=run, status=AttemptStatus(r.text("status", choices=words(AttemptStatus))),
+    return Attempt(slot=r.integer("slot"), run=run, status=AttemptStatus(r.text("status", choices=CAMPAIGN_WORDS)),
                    started=r.text("started", ""), seconds=r.number("seconds", 0.0),
                    server_starts=r.integer("server_starts", 0), error=r.text("error", ""),
                    moved_to=r.text("moved_to", ""))

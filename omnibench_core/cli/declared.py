@@ -306,9 +306,9 @@ HISTORY = {
 AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every other task
     "workload", "opt", "a_rev", "b_rev", "rounds", "design", "a_opt", "b_opt", "a_set", "b_set", "aa", "seed",
     "allow_dirty",
-    "retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide", "slots",
-    "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client", "server_profile",
-    "wide", "csv", "json", "percentiles",
+    "retries", "noisy_retries", "scoring", "score", "name", "alpha", "min_effect", "fail_on", "max_rounds", "decide",
+    "slots", "slot_per", "slot_cpus", "target", "results", "port", "checkout", "gpus", "cpus", "client",
+    "server_profile", "wide", "csv", "json", "percentiles",
     workload=FLAGS["workload"].but(help="workload both sides measure (repeat for several)"),
     a_rev=Flag(f.revision(), "side A's revision of the checkout (target sglang-omni; prepared as matrix prepares one)"),
     b_rev=Flag(f.revision(), "side B's revision of the checkout (with --a-rev)"),
@@ -330,6 +330,10 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     seed=Flag(f.whole(0), "seed of the interleaved order (default 0; recorded)", "0"),
     retries=FLAGS["retries"].but(help="tries again of a run that misses a gate or coverage rule, inside its round "
                                  "(default 2)", default=str(defaults.RETRIES)),
+    noisy_retries=Flag(f.whole(0), "how often a round whose timed window the noise guard marked noisy (another "
+                       "process busy on its CPUs or GPUs) is measured again before it is judged as it is; the noisy "
+                       f"runs are kept and named in the report (default {defaults.NOISY_RETRIES}: judged as measured; "
+                       "2 where a tenant comes and goes)", str(defaults.NOISY_RETRIES)),
     scoring=FLAGS["scoring"].but(help="deferred (default: every run generated, then each side scored together) or "
                                  "per-run"),
     score=FLAGS["score"].but(help="which rounds are scored for quality (WER, SIM, UTMOS): last (the default: the last "

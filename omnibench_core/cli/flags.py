@@ -31,7 +31,9 @@ from .output import error_text
 # -h is help; "_" and "-" are never short flags (Invoke would take the "_" of slot_cpus once s, l,
 # o and t are taken, and show it as "--=STRING").
 RESERVED_SHORT_FLAGS = frozenset({"h", "_", "-"})
-LONG_ONLY = frozenset({"wide"})  # flags of many tasks whose first letters are taken in some of them
+# flags of many tasks whose first letters are taken in some of them, and flags added to a task after
+# its short flags were in use (Invoke gives them in order: a new one would move -n from --name)
+LONG_ONLY = frozenset({"wide", "noisy_retries"})
 
 
 class FlagError(SettingsError):

@@ -1,0 +1,271 @@
+"""`invoke ab --noisy-retries N`: a measured round whose timed window the noise guard marked is
+set aside and measured again, at most N times, before it is judged as it is. Scripted runs for the
+driver's rules (which attempts are set aside, the budget, resuming, the record and the report), and
+a real duet with a CPU hog pinned to slot 0's CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_helpers import REPO, free_port
+
+from omnibench_core import api
+from omnibench_core.ab import execute, experiment_file, record
+from omnibench_core.ab.analysis import judged
+from omnibench_core.ab.writing import markdown
+from omnibench_core.campaign.attempt import Ended
+from omnibench_core.errors import RecordError, RunInterrupted
+from omnibench_core.settings import Settings
+from omnibench_core.statuses import AttemptStatus, RunStatus
+
+LATENCY = "selftest.latency_mean_s"
+
+
+class NoisyRuns:
+    """Stands in for a real run: each attempt writes a run folder (B 30 % slower than A) with a
+    manifest whose timed window is noisy for the labels in ``noisy`` (label -> how many of its
+    attempts, from the first); a noisy run is also 3x slower, as a hog makes it."""
+
+    def __init__(self, noisy: dict[str, int] | None = None, interrupt_at: int = 0):
+        self.noisy = dict(noisy or {})
+        self.calls: list[str] = []
+        self.interrupt_at = interrupt_at
+        self.rng = random.Random(3)
+
+    def __call__(self, settings, workloads, *, options, client, phases, progress, label, record):
+        self.calls.append(label)
+        record(Ended(AttemptStatus.RUNNING))
+        if len(self.calls) == self.interrupt_at:
+            record(Ended(AttemptStatus.INTERRUPTED, error="interrupted"))
+            raise RunInterrupted("interrupted", hint="repeat the same command to resume")
+        record(Ended(AttemptStatus.COMPLETE, 0.01, self.write(api.revision_dir(settings), label)))
+
+    def write(self, folder: Path, label: str) -> str:
+        """The next runN under ``folder``, as a run of ``label`` leaves it; its name."""
+        base = label.split(",")[0]  # "B round 2", without ", measured again (1 noisy)"
+        noisy = self.noisy.get(base, 0) > 0
+        if noisy:
+            self.noisy[base] -= 1
+        run = folder / f"run{sum(1 for _ in folder.glob('run*')) if folder.exists() else 0}"
+        run.mkdir(parents=True)
+        latency = 0.1 * (1.3 if base.startswith("B") else 1.0) * (3.0 if noisy else 1.0)
+        metrics = {LATENCY: latency * math.exp(self.rng.gauss(0, 0.02)), "selftest.requests": 4}
+        (run / "metrics.json").write_text(json.dumps({"metrics": metrics, "complete": True}))
+        load = {"window": "selftest.client", "seconds": 2.0, "cpus": [0], "busy_cpu_s": 2.0, "own_cpu_s": 0.5,
+                "foreign_cpu_s": 1.5 if noisy else 0.0, "foreign_fraction": 0.75 if noisy else 0.0,
+                "load_start": 1.0, "load_end": 2.0, "threshold": 0.1, "noisy": noisy}
+        (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "phase": "generate",
+                                                                    "status": "ok", "host_load": load}]}))
+        return run.name
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    def use(runs: NoisyRuns) -> NoisyRuns:
+        monkeypatch.setattr(execute, "run_attempt", runs)
+        return runs
+
+    monkeypatch.setattr(execute._Driver, "_run_status",
+                        lambda self, a: RunStatus(a.status.value) if a.status is AttemptStatus.COMPLETE else None)
+    return use
+
+
+def _request(tmp_path: Path, **kwargs):
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    return settings, execute.request_from(settings, ["selftest"], a_sets=["local_delay_ms=40"],
+                                          b_sets=["local_delay_ms=52"], rounds=3, scoring="per-run", **kwargs)
+
+
+def _statuses(experiment, side: str, round_: int) -> list[str]:
+    return [a.status.value for a in experiment.attempts if (a.side, a.round) == (side, round_)]
+
+
+def test_a_noisy_round_is_measured_again_and_judged_on_the_quiet_run_the_noisy_one_named(tmp_path, scripted):
+    settings, request = _request(tmp_path, noisy_retries=2)
+    # B round 2 noisy once; A's warm-up noisy too (a warm-up is never judged, so never measured again)
+    runs = scripted(NoisyRuns({"B round 2": 1, "A run0 warm-up": 1}))
+    said: list[str] = []
+    path, experiment = execute.run_ab(settings, request, progress=said.append)
+    assert _statuses(experiment, "B", 2) == ["noisy", "complete"]
+    assert _statuses(experiment, "A", 0) == ["complete"] and _statuses(experiment, "A", 2) == ["complete"]
+    assert runs.calls.count("B round 2") == 2 and len(runs.calls) == 9  # 8 scheduled and the one again
+    assert any("] round 2 was noisy (B: run" in line and "measured again (1 of --noisy-retries 2)" in line
+               for line in said), said
+    made = judged(experiment, tmp_path)
+    noisy_run = next(a.run for a in experiment.attempts if a.status is AttemptStatus.NOISY)
+    assert all(noisy_run not in r for r in made.runs["B"])  # judged on the quiet run, not the 3x slower one
+    (v,) = [v for v in made.verdicts if v.metric == LATENCY]
+    assert v.verdict.value == "worse" and 0.2 < v.change < 0.4, v  # +30 %, not pulled up by the noisy run
+    assert made.noisy == () and len(made.redone) == 1
+    assert made.redone[0].startswith(f"B round 2 ({noisy_run}) set aside, measured again: noisy: {noisy_run} was noisy")
+    md = markdown(experiment, made, path)
+    assert "Set aside as noisy and measured again (`--noisy-retries 2`; kept on disk, not judged):" in md
+    assert f"- B round 2 ({noisy_run}) set aside" in md
+    assert experiment_file.load(path) == experiment  # the record holds it (format 5)
+    assert json.loads(path.read_text())["format"] == 5
+
+
+def test_a_round_noisy_past_the_budget_is_judged_as_measured_and_named(tmp_path, scripted):
+    settings, request = _request(tmp_path, noisy_retries=1)
+    runs = scripted(NoisyRuns({"A round 1": 5}))
+    said: list[str] = []
+    _, experiment = execute.run_ab(settings, request, progress=said.append)
+    assert _statuses(experiment, "A", 1) == ["noisy", "complete"] and runs.calls.count("A round 1") == 2
+    assert any("round 1 was noisy again" in line and "--noisy-retries 1 is spent: it is judged as measured" in line
+               for line in said), said
+    made = judged(experiment, tmp_path)
+    assert len(made.redone) == 1 and len(made.noisy) == 1 and made.noisy[0].startswith("A round 1: run")
+    # resumed, nothing is measured again: the spent round stays judged as it was
+    again = scripted(NoisyRuns({"A round 1": 5}))
+    _, same = execute.run_ab(settings, request, progress=said.append)
+    assert again.calls == [] and same.attempts == experiment.attempts
+
+
+def test_without_noisy_retries_a_noisy_round_is_judged_as_measured(tmp_path, scripted):
+    settings, request = _request(tmp_path)  # the default: 0
+    runs = scripted(NoisyRuns({"B round 2": 1}))
+    _, experiment = execute.run_ab(settings, request, progress=lambda line: None)
+    assert len(runs.calls) == 8 and not any(a.status is AttemptStatus.NOISY for a in experiment.attempts)
+    made = judged(experiment, tmp_path)
+    assert len(made.noisy) == 1 and made.redone == ()
+    assert "or with `--noisy-retries N` to measure a noisy round again." in markdown(experiment, made, tmp_path / "x")
+
+
+def test_an_experiment_interrupted_after_a_noisy_round_resumes_by_measuring_it_again(tmp_path, scripted):
+    settings, request = _request(tmp_path, noisy_retries=2)
+    first = scripted(NoisyRuns({"B round 1": 1}, interrupt_at=0))
+    order = [f"{p.side} round {p.round}" for p in record.schedule(record.Design.INTERLEAVED, 3, 0) if p.round == 1]
+    # interrupted at the run after B round 1's noisy one: its redo (or A's, when A runs second)
+    first.interrupt_at = 2 + order.index("B round 1") + 2
+    with pytest.raises(RunInterrupted):
+        execute.run_ab(settings, request, progress=lambda line: None)
+    path = experiment_file.experiment_path(tmp_path, request.experiment_name)
+    assert _statuses(experiment_file.load(path), "B", 1)[0] == "noisy"
+    again = scripted(NoisyRuns())
+    _, experiment = execute.run_ab(settings, request, progress=lambda line: None)
+    assert "B round 1" in again.calls and experiment.redone(record.Position("B", 1)) == 1
+    assert _statuses(experiment, "B", 1)[-1] == "complete"
+
+
+def test_the_record_refuses_a_noisy_warm_up_or_a_negative_budget_and_migrates_format_4(tmp_path, scripted):
+    settings, request = _request(tmp_path, noisy_retries=1)
+    scripted(NoisyRuns({"A round 1": 1}))
+    path, experiment = execute.run_ab(settings, request, progress=lambda line: None)
+    data = json.loads(path.read_text())
+    bad = tmp_path / "bad.json"
+    warm = next(i for i, a in enumerate(data["attempts"]) if a["round"] == 0)
+    for edit, field in ((lambda d: d["attempts"][warm].update(status="noisy"), f"attempts[{warm}].status"),
+                        (lambda d: d.update(noisy_retries=-1), "noisy_retries")):
+        copy = json.loads(json.dumps(data))
+        edit(copy)
+        bad.write_text(json.dumps(copy))
+        with pytest.raises(RecordError, match=field.replace("[", r"\[").replace("]", r"\]")):
+            experiment_file.load(bad)
+    assert data["noisy_retries"] == 1
+    old = {k: v for k, v in data.items() if k != "noisy_retries"} | {"format": 4}
+    old["attempts"] = [a for a in old["attempts"] if a["status"] != "noisy"]
+    bad.write_text(json.dumps(old))
+    assert experiment_file.load(bad).noisy_retries == 0
+    bad.write_text(json.dumps(old | {"noisy_retries": 2}))  # a field no format 4 had
+    with pytest.raises(RecordError, match="noisy_retries"):
+        experiment_file.load(bad)
+
+
+class _NoDuet:
+    """In place of the duet's two worker processes (the scripted round writes the runs itself)."""
+
+    def __init__(self, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_duet_round_with_one_noisy_side_is_measured_again_as_a_round(tmp_path, scripted, monkeypatch):
+    """A duet's unit is the round (both sides at once): when one side's slot was noisy, both runs are
+    set aside and both measured again together, never the noisy side alone beside nothing."""
+    runs = NoisyRuns({"B round 1": 1})
+    rounds: list[list[str]] = []
+
+    def scripted_round(self, r, pending):  # what _duet_attempt records of a round, without the workers
+        rounds.append([p.side for p in pending])
+        for p in pending:
+            folder = api.revision_dir(self.sides[p.side])
+            name = runs.write(folder, f"{p.side} round {r}")
+            self.save(record.Attempt(p.side, r, name, folder.name, AttemptStatus.COMPLETE, record.now_iso(),
+                                     where=f"slot {record.duet_slot(p.side, r)}", alone=len(pending) == 1))
+
+    monkeypatch.setattr(execute._Driver, "_duet_attempt", scripted_round)
+    monkeypatch.setattr(execute.duet, "Duet", _NoDuet)
+    monkeypatch.setattr(execute.duet, "slots_share_cpus", lambda a, b: False)
+    slot = type("Slot", (), {"slot": type("S", (), {"cpus": (0,)})(), "label": "slot"})()
+    settings = Settings.from_mapping({"results": str(tmp_path)})
+    request = execute.request_from(settings, ["selftest"], aa=True, rounds=2, scoring="per-run", design="duet",
+                                   noisy_retries=1)
+    _, experiment = execute.run_ab(settings, request, slots=(slot, slot), progress=lambda line: None)
+    assert rounds == [["A", "B"]] * 4  # warm-ups, round 1, round 1 again, round 2: always both
+    assert _statuses(experiment, "A", 1) == _statuses(experiment, "B", 1) == ["noisy", "complete"]
+    errors = {a.side: a.error for a in experiment.attempts if a.status is AttemptStatus.NOISY}
+    assert errors["B"].startswith("noisy: run3 was noisy: ") and errors["A"] == "its partner in round 1 was noisy"
+    assert not any(a.alone for a in experiment.attempts)
+
+
+def _slot0(cpus: list[int]) -> list[int]:
+    """A duet's slot 0 under `--slot-cpus rule` on the local target: the larger half of the CPUs."""
+    return cpus[:(len(cpus) + 1) // 2]
+
+
+# As docs/ab.md writes it ("Noisy rounds measured again")
+DOCS_COMMAND = ("invoke ab --workload selftest --a-set local_delay_ms=50 --b-set local_delay_ms=250 --slots 0,1 "
+                "--rounds 2 --noisy-retries 2")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a duet of two one-CPU slots needs two CPUs")
+def test_a_duet_with_a_hog_on_slot_0_sets_both_sides_of_each_round_aside_and_measures_them_again(tmp_path):
+    """The user's path: docs/ab.md's `invoke ab ... --slots 0,1 --noisy-retries 2` while a CPU hog
+    that is neither side's holds slot 0's CPU all along. Every measured round is noisy (its slot-0
+    side), so both sides of it are set aside and measured again, together, twice; the still-noisy
+    round is then judged as measured and named. The warm-ups are never measured again."""
+    assert DOCS_COMMAND in (REPO / "docs" / "ab.md").read_text()
+    cpus = sorted(os.sched_getaffinity(0))
+    hog = subprocess.Popen(["taskset", "-c", ",".join(map(str, _slot0(cpus))), sys.executable, "-c",
+                            "while True: pass"], start_new_session=True)
+    results = tmp_path / "results"
+    try:
+        done = subprocess.run([sys.executable, "-m", *DOCS_COMMAND.split(), "--port", str(free_port()),
+                               "--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05"],
+                              cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(hog.pid, signal.SIGKILL)
+        hog.wait()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    (path,) = (results / "ab").glob("*.json")
+    experiment = experiment_file.load(path)
+    rounds = experiment.identity.rounds
+    for side in "AB":
+        assert _statuses(experiment, side, 0) == ["complete"]
+        for r in range(1, rounds + 1):
+            assert _statuses(experiment, side, r) == ["noisy", "noisy", "complete"], (side, r)
+    for r in range(1, rounds + 1):  # both sides set aside at once, and measured again at once, never alone
+        pair = [a for a in experiment.attempts if a.round == r]
+        assert not any(a.alone for a in pair)
+        on_slot0 = next(s for s in "AB" if record.duet_slot(s, r) == 0)
+        aside = [a for a in pair if a.side == on_slot0 and a.status is AttemptStatus.NOISY]
+        assert all(a.error.startswith(f"noisy: {a.run} was noisy: ") for a in aside), aside
+        assert f"round {r} was noisy again" in done.stdout
+    assert "--noisy-retries 2 is spent" in done.stdout and done.stdout.count("REDONE: ") == 4 * rounds
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith(LATENCY))
+    assert "WORSE" in line, line  # 200 ms a request planted: the hog's rounds do not hide it
