@@ -22,7 +22,7 @@ appended to ``--out`` (JSON lines) as it ends, so calls add up.
     python benchmarks/bench_verdicts.py [--workloads selftest] [--modes fixed,sequential] [--designs duet]
         [--conditions quiet,slot-drift] [--aa 30] [--ab 10] [--effects 0.05,0.10] [--rounds 4] [--max-rounds 12]
         [--lanes 4] [--lane-cpus 4] [--opt seedtts.max_concurrency=1] [--decide seedtts.latency_mean_s]
-        [--budget-s 540] [--out verdicts.jsonl]
+        [--noisy-retries 2] [--budget-s 540] [--out verdicts.jsonl]
     python benchmarks/bench_verdicts.py --summary verdicts.jsonl [more.jsonl ...]   # the tables of earlier calls
     python benchmarks/bench_verdicts.py --smoke --out smoke.jsonl   # two tiny experiments, A/A and A/B: the wiring
 
@@ -77,6 +77,7 @@ class Cell:
     condition: str  # quiet, drift, slot-drift
     effect: float  # B's planted extra latency, relative; 0 for an A/A experiment
     min_effect: float  # invoke ab --min-effect, percent
+    noisy_retries: int = 0  # invoke ab --noisy-retries
 
     @property
     def kind(self) -> str:
@@ -107,11 +108,13 @@ class Outcome:
     min_effect: float = 5.0  # invoke ab --min-effect, percent (ab's default, as outcome files before it say)
     changed: tuple[str, ...] = ()  # "metric verdict change" of each metric called better or worse
     steal: float | None = None  # the host's CPU steal share while it ran (a VM's host busy elsewhere); None: unread
+    noisy_retries: int = 0  # invoke ab --noisy-retries (outcome files before it: 0)
+    redone_runs: int = 0  # runs set aside as noisy and measured again
 
     @property
-    def key(self) -> tuple[str, str, str, str, float]:
+    def key(self) -> tuple[str, str, str, str, float, int]:
         """The summary's row: everything of the cell but the effect."""
-        return self.workload, self.design, self.mode, self.condition, self.min_effect
+        return self.workload, self.design, self.mode, self.condition, self.min_effect, self.noisy_retries
 
 
 class Hog:
@@ -293,9 +296,11 @@ def argv_of(cell: Cell, n: int, port: int, args: argparse.Namespace, seedtts_ms:
     rounds = ["--rounds" if kind == "fixed" else "--max-rounds", count, *(["--decide", args.decide] if args.decide else [])]
     slots = ["--slots", "0,1", "--slot-cpus", "rule"] if cell.design == "duet" else []
     return [sys.executable, "-m", "invoke", "ab", "--workload", cell.workload, "--design", cell.design, *rounds,
-            "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}",
+            "--min-effect", f"{cell.min_effect:g}", "--port", str(port), "--name", f"{cell.workload}-{cell.design}-{cell.mode}-{cell.condition}-{cell.kind.replace('%', 'pct')}-{n}"
+            + (f"-redo{cell.noisy_retries}" if cell.noisy_retries else ""),
             "--seed", str(n), *slots, *opts, *(["--aa"] if not cell.effect else []), *sides,
-            *opt_flags(args), *(["--score", args.score] if args.score else [])]
+            *opt_flags(args), *(["--score", args.score] if args.score else []),
+            *(["--noisy-retries", str(cell.noisy_retries)] if cell.noisy_retries else [])]
 
 
 def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, args: argparse.Namespace,
@@ -309,7 +314,8 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
     seconds = time.monotonic() - t0
     base: dict[str, Any] = dict(
         workload=cell.workload, design=cell.design, mode=cell.mode, condition=cell.condition, effect=cell.effect,
-        min_effect=cell.min_effect, n=n, lane=lane, seconds=round(seconds, 2), load_1min=os.getloadavg()[0],
+        min_effect=cell.min_effect, noisy_retries=cell.noisy_retries, n=n, lane=lane, seconds=round(seconds, 2),
+        load_1min=os.getloadavg()[0],
         steal=steal_share(ticks, cpu_times()))
     if done.returncode not in (0, 1):  # 1: a verdict that --fail-on would fail (none is asked) or a refusal
         return Outcome(**base, rounds=0, stop="", latency="error", change=None, any_change=False, noisy_runs=0,
@@ -329,7 +335,8 @@ def experiment(cell: Cell, n: int, lane: int, cpus: Sequence[int], root: Path, a
                    changed=tuple(f"{m} {v['verdict']} " + ("" if v["change"] is None else f"{v['change'] * 100:+.1f}%")
                                  for m, v in rows.items()
                                  if v["verdict"] in ("better", "worse")),
-                   noisy_runs=len(result["analysis"]["noisy"]))
+                   noisy_runs=len(result["analysis"]["noisy"]),
+                   redone_runs=len(result["analysis"].get("redone", ())))
 
 
 def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]:
@@ -342,7 +349,8 @@ def schedule(args: argparse.Namespace, condition: str) -> list[tuple[Cell, int]]
             for design in args.designs:
                 for mode in [f"fixed-{r}" for r in args.rounds] * ("fixed" in args.modes) + \
                         [f"sequential-{args.max_rounds}"] * ("sequential" in args.modes):
-                    out += [(Cell(workload, design, mode, condition, e, args.min_effect), n) for e in kinds
+                    out += [(Cell(workload, design, mode, condition, e, args.min_effect, args.noisy_retries), n)
+                            for e in kinds
                             if not args.smoke or (e == 0.0) == mode.startswith("fixed")]
     return out
 
@@ -414,6 +422,7 @@ class Row:
     mode: str
     condition: str
     min_effect: float
+    noisy_retries: int
     aa: int
     false_alarms: int
     alarm_bound: float | None  # one-sided 95 % upper bound of the false-alarm rate
@@ -423,6 +432,7 @@ class Row:
     errors: int
     aa_spread: float | None = None  # the A/A latency changes' standard deviation, percent: the noise an estimate carries
     steal: float | None = None  # the mean CPU steal share over the row's experiments, percent; None: unread
+    redone: float | None = None  # runs set aside as noisy and measured again, per experiment
 
     def rounds_for(self, effect: float) -> int | None:
         """About the fixed rounds that find ``effect`` 90 % of the time at two-sided 5 %, at this row's A/A
@@ -436,20 +446,22 @@ class Row:
 
     def same_cell_as(self, other: Row) -> bool:
         """Same everything but the mode: the rows goals() sets side by side."""
-        return (self.workload, self.design, self.condition, self.min_effect) == \
-            (other.workload, other.design, other.condition, other.min_effect)
+        return (self.workload, self.design, self.condition, self.min_effect, self.noisy_retries) == \
+            (other.workload, other.design, other.condition, other.min_effect, other.noisy_retries)
 
     def table(self) -> dict[str, object]:
         """The row as the printed table's columns."""
         out: dict[str, object] = {"workload": self.workload, "design": self.design, "mode": self.mode,
-                                  "condition": self.condition, "min effect %": self.min_effect, "A/A": self.aa,
+                                  "condition": self.condition, "min effect %": self.min_effect,
+                                  "noisy retries": self.noisy_retries, "A/A": self.aa,
                                   "false alarms": self.false_alarms, "rate ≤ (95 %)": self.alarm_bound,
                                   "A/A rounds": self.aa_rounds, "A/A spread %": self.aa_spread}
         for effect, rates in sorted(self.effects.items()):
             tag = f"+{effect * 100:g}%"
             out |= {f"{tag} n": rates.n, f"{tag} detected": rates.detected,
                     f"{tag} inconclusive": rates.inconclusive, f"{tag} rounds": rates.rounds}
-        return out | {"s per verdict": self.seconds, "steal %": self.steal, "errors": self.errors}
+        return out | {"redone runs": self.redone, "s per verdict": self.seconds, "steal %": self.steal,
+                      "errors": self.errors}
 
 
 def summary(outcomes: Sequence[Outcome]) -> list[Row]:
@@ -474,7 +486,8 @@ def summary(outcomes: Sequence[Outcome]) -> list[Row]:
                         seconds=_mean(o.seconds for o in mine),
                         errors=sum(1 for o in outcomes if o.error and o.key == key),
                         aa_spread=round(statistics.stdev(changes) * 100, 2) if len(changes) > 1 else None,
-                        steal=round(statistics.fmean(steals) * 100, 2) if steals else None))
+                        steal=round(statistics.fmean(steals) * 100, 2) if steals else None,
+                        redone=_mean(o.redone_runs for o in mine)))
     return rows
 
 
@@ -490,7 +503,8 @@ def goals(rows: Sequence[Row]) -> list[str]:
     """The issue's goals per workload, design and condition, met or not, with the figures."""
     lines = []
     for row in rows:
-        where = f"{row.workload} {row.design} {row.mode} {row.condition} (min effect {row.min_effect:g} %)"
+        where = f"{row.workload} {row.design} {row.mode} {row.condition} (min effect {row.min_effect:g} %" + \
+            (f", --noisy-retries {row.noisy_retries})" if row.noisy_retries else ")")
         if row.aa:
             met = row.false_alarms / row.aa <= GOAL_FALSE_ALARMS and row.aa >= 30
             lines.append(f"{where}: false alarms {row.false_alarms} of {row.aa} "
@@ -610,6 +624,8 @@ def main() -> int:
                         "(each period half to one and a half times it, drawn from --first)")
     parser.add_argument("--hog-off", type=float, default=20.0, help="seconds a drift hog pauses before it runs again, on average")
     parser.add_argument("--budget-s", type=float, default=float("inf"), help="start no experiment after this many seconds (shared by the conditions)")
+    parser.add_argument("--noisy-retries", type=at_least(0), default=0, help="invoke ab --noisy-retries: a round the "
+                        "noise guard marked measured again at most this often (default 0: judged as measured)")
     parser.add_argument("--score", default="", help="invoke ab --score (default: ab's own); none: no scoring server")
     parser.add_argument("--decide", default="", metavar="METRIC,...",
                         help="invoke ab --decide for every cell (default: ab's own, every latency and throughput "
