@@ -131,6 +131,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def scripted(monkeypatch):
+    """``scripted(runs)`` puts ``runs`` (tests/ab_scripted.py's ScriptedRuns or a kind of it) in
+    place of `invoke ab`'s real runs; a run's status is the attempt's word (a real run's manifest
+    says it)."""
+    from omnibench_core.ab import execute
+    from omnibench_core.statuses import AttemptStatus, RunStatus
+
+    def use(runs):
+        monkeypatch.setattr(execute, "run_attempt", runs)
+        return runs
+
+    monkeypatch.setattr(execute._Driver, "_run_status",
+                        lambda self, a: RunStatus(a.status.value) if a.status is AttemptStatus.COMPLETE else None)
+    return use
+
+
+@pytest.fixture
 def port() -> int:
     return free_port()
 

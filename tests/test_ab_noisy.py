@@ -15,38 +15,27 @@ import sys
 from pathlib import Path
 
 import pytest
+from ab_scripted import LATENCY, ScriptedRuns
 from run_helpers import REPO, free_port
 
 from omnibench_core import api
 from omnibench_core.ab import execute, experiment_file, record
 from omnibench_core.ab.analysis import judged
 from omnibench_core.ab.writing import markdown
-from omnibench_core.campaign.attempt import Ended
 from omnibench_core.errors import RecordError, RunInterrupted
 from omnibench_core.settings import Settings
-from omnibench_core.statuses import AttemptStatus, RunStatus
-
-LATENCY = "selftest.latency_mean_s"
+from omnibench_core.statuses import AttemptStatus
 
 
-class NoisyRuns:
+class NoisyRuns(ScriptedRuns):
     """Stands in for a real run: each attempt writes a run folder (B 30 % slower than A) with a
     manifest whose timed window is noisy for the labels in ``noisy`` (label -> how many of its
     attempts, from the first); a noisy run is also 3x slower, as a hog makes it."""
 
     def __init__(self, noisy: dict[str, int] | None = None, interrupt_at: int = 0):
+        super().__init__(interrupt_at)
         self.noisy = dict(noisy or {})
-        self.calls: list[str] = []
-        self.interrupt_at = interrupt_at
         self.rng = random.Random(3)
-
-    def __call__(self, settings, workloads, *, options, client, phases, progress, label, record):
-        self.calls.append(label)
-        record(Ended(AttemptStatus.RUNNING))
-        if len(self.calls) == self.interrupt_at:
-            record(Ended(AttemptStatus.INTERRUPTED, error="interrupted"))
-            raise RunInterrupted("interrupted", hint="repeat the same command to resume")
-        record(Ended(AttemptStatus.COMPLETE, 0.01, self.write(api.revision_dir(settings), label)))
 
     def write(self, folder: Path, label: str) -> str:
         """The next runN under ``folder``, as a run of ``label`` leaves it; its name."""
@@ -65,17 +54,6 @@ class NoisyRuns:
         (run / "manifest.json").write_text(json.dumps({"steps": [{"step": "selftest.client", "phase": "generate",
                                                                     "status": "ok", "host_load": load}]}))
         return run.name
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    def use(runs: NoisyRuns) -> NoisyRuns:
-        monkeypatch.setattr(execute, "run_attempt", runs)
-        return runs
-
-    monkeypatch.setattr(execute._Driver, "_run_status",
-                        lambda self, a: RunStatus(a.status.value) if a.status is AttemptStatus.COMPLETE else None)
-    return use
 
 
 def _request(tmp_path: Path, **kwargs):

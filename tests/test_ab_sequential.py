@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ab_scripted import ScriptedRuns
 from record_helpers import assert_each_edit_refused
 from run_helpers import REPO, free_port
 from scipy.special import stdtr
@@ -26,14 +27,13 @@ from omnibench_core.ab import execute, experiment_file, record, sequential
 from omnibench_core.ab.analysis import judged, round_samples
 from omnibench_core.ab.record import Design, Look, Sequential, StopReason
 from omnibench_core.ab.sequential import DecideError, looks, run_looks
-from omnibench_core.campaign.attempt import Ended
 from omnibench_core.errors import RunInterrupted, SettingsError
 from omnibench_core.settings import Settings
 from omnibench_core.stats.boundary import critical_t, pocock_spent
 from omnibench_core.stats.looks import Boundary, level
 from omnibench_core.stats.verdict import Design as Pairing
 from omnibench_core.stats.verdict import Samples, judge
-from omnibench_core.statuses import AttemptStatus, ExperimentStatus, RunStatus
+from omnibench_core.statuses import ExperimentStatus
 
 LATENCY = "selftest.latency_mean_s"
 
@@ -326,42 +326,6 @@ def test_the_inconclusive_hint_says_max_rounds_was_reached_and_suggests_a_larger
 
 
 # -- the driver: looks, stop and resume, with scripted runs --------------------------------------------------
-class ScriptedRuns:
-    """Stands in for a real run: each attempt writes a run folder whose metrics are B 30 % slower
-    than A (a little noise), counts what ran, and can be told to be interrupted at one call."""
-
-    def __init__(self, interrupt_at: int = 0):
-        self.calls: list[str] = []
-        self.interrupt_at = interrupt_at
-        self.rng = random.Random(7)
-
-    def __call__(self, settings, workloads, *, options, client, phases, progress, label, record):
-        self.calls.append(label)
-        record(Ended(AttemptStatus.RUNNING))
-        if len(self.calls) == self.interrupt_at:
-            record(Ended(AttemptStatus.INTERRUPTED, error="interrupted"))
-            raise RunInterrupted("interrupted", hint="repeat the same command to resume")
-        folder = api.revision_dir(settings)
-        run = folder / f"run{sum(1 for _ in folder.glob('run*')) if folder.exists() else 0}"
-        run.mkdir(parents=True)
-        slower = 1.3 if label.startswith("B") else 1.0
-        metrics = {LATENCY: 0.1 * slower * math.exp(self.rng.gauss(0, 0.02)), "selftest.requests": 4}
-        (run / "metrics.json").write_text(json.dumps({"metrics": metrics, "complete": True}))
-        record(Ended(AttemptStatus.COMPLETE, 0.01, run.name))
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    def use(runs: ScriptedRuns) -> ScriptedRuns:
-        monkeypatch.setattr(execute, "run_attempt", runs)
-        return runs
-
-    # a run's own manifest is what a real run leaves; the scripted ones have the attempt's word
-    monkeypatch.setattr(execute._Driver, "_run_status",
-                        lambda self, a: RunStatus(a.status.value) if a.status is AttemptStatus.COMPLETE else None)
-    return use
-
-
 def test_the_driver_stops_at_the_first_deciding_look_and_resumes_without_repeating_a_round_or_a_look(tmp_path,
                                                                                                      scripted):
     settings = Settings.from_mapping({"results": str(tmp_path)})
@@ -519,7 +483,6 @@ def test_a_decide_metric_no_workload_can_produce_is_refused_up_front_naming_the_
     workload declares the metrics its files give (Workload.metrics); the request refuses any other,
     listing them, while a declared name, its server's READY time, a percentile of a declared
     latency and a run-wide check's metric pass. An undeclared workload's names are left to the look."""
-    from omnibench_core import api
     from omnibench_core.ab.execute import request_from
     from omnibench_core.errors import SettingsError
     from omnibench_core.plugin import Workload
