@@ -62,7 +62,12 @@ REPO = Path(__file__).resolve().parent.parent
 LATENCY = {"selftest": "selftest.latency_mean_s", "seedtts": "seedtts.latency_mean_s"}
 # Runs an argv with this process's CPU set replaced (the bench is threaded: no preexec_fn)
 PIN = "import os, sys; os.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(',')}); os.execv(sys.argv[2], sys.argv[2:])"
-HOG = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
+# A hog dies with the thread that started it (PR_SET_PDEATHSIG, Linux): a bench killed by SIGTERM or
+# SIGKILL runs no __exit__, and its hogs once kept burning a CPU (2026-12-07: the next call's pilot
+# read 143 ms where 69 was the quiet figure). argv: its CPU, its parent's pid (gone already: exit).
+HOG = ("import ctypes, os, signal, sys\nctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+       "if os.getppid() != int(sys.argv[2]): sys.exit()\n"
+       "os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass")
 GOAL_FALSE_ALARMS, GOAL_DETECTION, GOAL_ROUNDS = 0.05, 0.90, 0.5
 Z_975, Z_90 = 1.959964, 1.281552  # the normal quantiles of a two-sided 5 % test and of 90 % power
 
@@ -153,7 +158,7 @@ class Hog:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._procs = [subprocess.Popen([sys.executable, "-c", HOG, str(c)]) for c in self.cpus]
+            self._procs = [subprocess.Popen([sys.executable, "-c", HOG, str(c), str(os.getpid())]) for c in self.cpus]
             if self._stop.wait(self.period(self.on_s)):
                 return
             self._kill()

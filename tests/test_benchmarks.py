@@ -18,6 +18,7 @@ import types
 from pathlib import Path
 
 import pytest
+from proc_helpers import wait_for
 from run_helpers import REPO, free_port
 
 from omnibench_core.process.ports import ephemeral_low, port_in_use
@@ -318,6 +319,33 @@ def test_bench_verdicts_drift_hog_draws_its_periods_so_cells_cannot_fall_into_st
     again = bench.Hog([], 20.0, 10.0, seed=7)
     assert [again.period(20.0) for _ in range(50)] == periods
     assert [bench.Hog([], 20.0, 10.0, seed=8).period(20.0) for _ in range(3)] != periods[:3]
+
+
+def test_bench_verdicts_hogs_die_with_a_killed_bench():
+    """A bench killed by a signal runs no __exit__: its drift hogs once kept burning a CPU into the
+    next call (2026-12-07). Each hog dies with the bench: SIGKILL the parent, the hog goes too."""
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys, threading; sys.path.insert(0, sys.argv[1]); import bench_verdicts as b\n"
+        "h = b.Hog([0], 3600.0, 1.0).__enter__()\n"
+        "while not h._procs: threading.Event().wait(0.01)\n"
+        "import os; pid = h._procs[0].pid\n"  # past its parent check once it has pinned itself
+        "while os.sched_getaffinity(pid) != {0}: threading.Event().wait(0.01)\n"
+        "print(pid, flush=True); threading.Event().wait()"), str(REPO / "benchmarks")],
+        stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    hog = int(parent.stdout.readline())
+    assert Path(f"/proc/{hog}").exists()
+    parent.kill()
+    parent.wait()
+    wait_for(lambda: _gone(hog), what=f"hog {hog} to die with its bench")
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited: no /proc entry, or a zombie not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 def test_bench_verdicts_reads_the_hosts_steal_share_and_the_lanes_that_share_a_core(tmp_path):
