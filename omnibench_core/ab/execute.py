@@ -293,6 +293,7 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
             raise SettingsError(f"A/B experiment {experiment.name!r} measured something else",
                                 evidence={"differences": "\n".join(diffs), "record": str(path)},
                                 hint="repeat its own command, or pass --name for a new experiment")
+        judged = _judged(experiment)
         experiment = replace(experiment, retries=request.retries, noisy_retries=request.noisy_retries,
                              status=ExperimentStatus.RUNNING, reason="",
                              attempts=tuple(_dead(a, settings.run.results_root, experiment.attempts)
@@ -305,11 +306,21 @@ def run_ab(settings: Settings, request: Request, *, slots: Sequence[HostSlot] = 
                              sequential=_rule_kept(experiment, request.sequential, path),
                              decide=_decisive_kept(experiment, request.decide, path))
     else:
+        judged = 0
         experiment = Experiment(request.experiment_name, ident, request.retries, request.scoring,
                                 record.schedule(ident.design, ident.rounds, ident.seed), sequential=request.sequential,
                                 score=request.score, decide=request.decide, noisy_retries=request.noisy_retries)
     experiment = experiment_file.save(path, experiment)
-    return path, _Driver(settings, path, experiment, progress, tuple(slots)).go()
+    return path, _Driver(settings, path, experiment, progress, tuple(slots), judged).go()
+
+
+def _judged(experiment: Experiment) -> int:
+    """The rounds a verdict has judged already: a finished experiment's all (its verdict was
+    printed), else those of its last look (--max-rounds); 0 when none was judged yet."""
+    state = experiment.sequential
+    if experiment.status is ExperimentStatus.COMPLETE:
+        return state.rounds_run if state is not None and state.stop is not None else experiment.identity.rounds
+    return state.looks[-1].rounds if state is not None and state.looks else 0
 
 
 def _rule_kept(experiment: Experiment, asked: Sequential | None, path: Path) -> Sequential | None:
@@ -379,8 +390,9 @@ def _any(experiment: Experiment, status: AttemptStatus) -> bool:
 
 class _Driver:
     def __init__(self, settings: Settings, path: Path, experiment: Experiment, progress: Callable[[str], None],
-                 slots: tuple[HostSlot, ...] = ()):
+                 slots: tuple[HostSlot, ...] = (), judged: int = 0):
         self.path, self.experiment, self.slots = path, experiment, slots
+        self.judged = judged  # rounds 1 to this were judged before this command: never measured again
         self.sides = {s.label: _prepared(side_settings(settings, s), s, progress)
                       for s in (experiment.identity.a, experiment.identity.b)}
         done = [a.seconds for a in experiment.attempts if a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
@@ -558,7 +570,9 @@ class _Driver:
         noisy (kept on disk and named in the report, not judged) and say so; the caller measures
         them again. The guard reads only other processes' CPU and GPU use, never the run's own
         timings, so which rounds are kept does not depend on what they measured
-        (docs/verdicts.md, "Noisy rounds")."""
+        (docs/verdicts.md, "Noisy windows beside the verdicts"). A round a verdict has judged (a
+        look's, or a finished experiment's) stays as it is: measured again after its verdict was
+        seen, it would be chosen by that verdict."""
         budget = self.experiment.noisy_retries
         latest = [a for p in positions if p.round > 0 and (a := self.experiment.latest(p)) is not None and a.run
                   and a.status in (AttemptStatus.COMPLETE, AttemptStatus.GENERATED)]
@@ -570,6 +584,9 @@ class _Driver:
             return False
         what = "; ".join(f"{side}: {lines[0]}" for side, lines in sorted(noisy.items()))
         r = positions[0].round
+        if r <= self.judged:
+            self.progress.say(f"round {r} was noisy ({what}), but a verdict has judged it: it stays as measured")
+            return False
         done = max(self.experiment.redone(a.position) for a in latest)
         if done >= budget:
             self.progress.say(f"round {r} was noisy again ({what}); --noisy-retries {budget} is spent: it is judged "
