@@ -9,6 +9,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from omnibench_core.ab.writing import markdown
 from omnibench_core.errors import RecordError, RunInterrupted
 from omnibench_core.settings import Settings
 from omnibench_core.statuses import AttemptStatus
+from omnibench_core.telemetry import hostload
 
 
 class NoisyRuns(ScriptedRuns):
@@ -57,8 +59,13 @@ class NoisyRuns(ScriptedRuns):
         return run.name
 
 
+# the scripted runs' windows name CPU 0 of this host, whose real load is not theirs: no wait for it
+# (the wait itself: test_a_noisy_round_waits_for_its_cpus_to_be_quiet_then_is_measured_again)
+NO_WAIT = {"noise_wait_s": "0"}
+
+
 def _request(tmp_path: Path, **kwargs):
-    settings = Settings.from_mapping({"results": str(tmp_path)})
+    settings = Settings.from_mapping({"results": str(tmp_path), **NO_WAIT})
     return settings, execute.request_from(settings, ["selftest"], a_sets=["local_delay_ms=40"],
                                           b_sets=["local_delay_ms=52"], rounds=3, scoring="per-run", **kwargs)
 
@@ -132,7 +139,7 @@ def test_a_round_a_verdict_has_judged_is_never_measured_again(tmp_path, scripted
     assert any("round 2 was noisy (B: run" in line and "but a verdict has judged it: it stays as measured" in line
                for line in said), said
     # --max-rounds: interrupted after the first look (4 rounds), round 3 noisy and judged there
-    settings = Settings.from_mapping({"results": str(tmp_path / "seq")})
+    settings = Settings.from_mapping({"results": str(tmp_path / "seq"), **NO_WAIT})
     seq = execute.request_from(settings, ["selftest"], aa=True, max_rounds=12, scoring="per-run")
     first = scripted(NoisyRuns({"A round 3": 1}, interrupt_at=2 + 2 * 4 + 1))
     with pytest.raises(RunInterrupted):
@@ -215,7 +222,7 @@ def test_a_duet_round_with_one_noisy_side_is_measured_again_as_a_round(tmp_path,
     monkeypatch.setattr(execute.duet, "Duet", _NoDuet)
     monkeypatch.setattr(execute.duet, "slots_share_cpus", lambda a, b: False)
     slot = type("Slot", (), {"slot": type("S", (), {"cpus": (0,)})(), "label": "slot"})()
-    settings = Settings.from_mapping({"results": str(tmp_path)})
+    settings = Settings.from_mapping({"results": str(tmp_path), **NO_WAIT})
     request = execute.request_from(settings, ["selftest"], aa=True, rounds=2, scoring="per-run", design="duet",
                                    noisy_retries=1)
     _, experiment = execute.run_ab(settings, request, slots=(slot, slot), progress=lambda line: None)
@@ -224,6 +231,57 @@ def test_a_duet_round_with_one_noisy_side_is_measured_again_as_a_round(tmp_path,
     errors = {a.side: a.error for a in experiment.attempts if a.status is AttemptStatus.NOISY}
     assert errors["B"].startswith("noisy: run3 was noisy: ") and errors["A"] == "its partner in round 1 was noisy"
     assert not any(a.alone for a in experiment.attempts)
+
+
+class _ScriptedCpu0:
+    """A scripted /proc whose CPU 0 is busy with another process for the first ``busy`` looks of
+    the driver's wait (each look a second of an injected clock), then quiet; the test process's
+    own tree never runs."""
+
+    def __init__(self, root: Path, busy: int):
+        self.root, self.busy, self.looks, self.now, self.ticks = root, busy, 0, 1000.0, 0
+        (root / str(os.getpid())).mkdir(parents=True)
+        (root / str(os.getpid()) / "stat").write_text(
+            f"{os.getpid()} (pytest) S 1 1 1 " + " ".join(["0"] * 40) + "\n")
+        (root / "loadavg").write_text("0.5 0.5 0.5 1/100 42\n")
+        self._write()
+
+    def _write(self) -> None:
+        (self.root / "stat").write_text(f"cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 {self.ticks} 0 0 1000 0 0 0 0 0 0\nintr 0\n")
+
+    def sleep(self, seconds: float) -> None:
+        self.looks += 1
+        self.now += seconds
+        if self.looks <= self.busy:  # another process took the whole CPU this second
+            self.ticks += int(seconds * hostload.clock_ticks())
+        self._write()
+
+    def clock(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("busy, said", [(2, "CPUs 0 quiet after 3 s: measuring again"),
+                                        (1000, "CPUs 0 still busy after 60 s (100% to other processes): "
+                                               "measuring again anyway")])
+def test_a_noisy_round_waits_for_its_cpus_to_be_quiet_then_is_measured_again(tmp_path, scripted, monkeypatch, busy,
+                                                                              said):
+    """Measured again at once, a round fell into the same busy spell (seed-tts beside a hog 10 to 30 s
+    on: 4 retries spent in 20 s). The driver first looks at the noisy window's CPUs a second at a
+    time until other processes leave them, at most noise_wait_s (60), then measures anyway."""
+    cpu0 = _ScriptedCpu0(tmp_path / "proc", busy)
+    monkeypatch.setattr(execute._Driver, "proc", tmp_path / "proc")
+    monkeypatch.setattr(execute._Driver, "sleep", staticmethod(cpu0.sleep))
+    monkeypatch.setattr(execute._Driver, "clock", staticmethod(cpu0.clock))
+    settings = Settings.from_mapping({"results": str(tmp_path / "results")})  # noise_wait_s: its default, 60
+    request = execute.request_from(settings, ["selftest"], a_sets=["local_delay_ms=40"], b_sets=["local_delay_ms=52"],
+                                   rounds=3, scoring="per-run", noisy_retries=1)
+    runs = scripted(NoisyRuns({"B round 2": 1}))
+    said_lines: list[str] = []
+    _, experiment = execute.run_ab(settings, request, progress=said_lines.append)
+    assert _statuses(experiment, "B", 2) == ["noisy", "complete"] and runs.calls.count("B round 2") == 2
+    assert cpu0.looks == min(busy + 1, 60)  # one look past the busy ones, or up to the wait's end
+    waiting = [line for line in said_lines if "waiting up to 60 s (noise_wait_s) for CPUs 0 to be quiet: 100% of them" in line]
+    assert len(waiting) == 1 and any(said in line for line in said_lines), said_lines
 
 
 def _slot0(cpus: list[int]) -> list[int]:
@@ -253,7 +311,8 @@ def test_a_duet_with_a_hog_on_slot_0_sets_both_sides_of_each_round_aside_and_mea
     try:
         done = subprocess.run([sys.executable, "-m", *DOCS_COMMAND.split(), "--port", str(free_port()),
                                "--opt", "selftest.requests=4", "--opt", "selftest.delay=0.05"],
-                              cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results)},
+                              cwd=REPO, env={**os.environ, "INVOKE_OMNIBENCH_RESULTS": str(results),
+                                             "INVOKE_OMNIBENCH_NOISE_WAIT_S": "1"},  # the hog stays: wait briefly
                               capture_output=True, text=True, timeout=600)
     finally:
         os.killpg(hog.pid, signal.SIGKILL)
@@ -274,5 +333,10 @@ def test_a_duet_with_a_hog_on_slot_0_sets_both_sides_of_each_round_aside_and_mea
         assert all(a.error.startswith(f"noisy: {a.run} was noisy: ") for a in aside), aside
         assert f"round {r} was noisy again" in done.stdout
     assert "--noisy-retries 2 is spent" in done.stdout and done.stdout.count("REDONE: ") == 4 * rounds
+    # each time, the noisy windows' CPUs (slot 0's, and slot 1's when a busy host made it noisy too) looked at
+    # for noise_wait_s first, then measured anyway: the hog stays
+    slot0 = ",".join(map(str, _slot0(cpus)))
+    assert len(re.findall(rf"CPUs {slot0}[,\d]* still busy after \d+ s \(\d+% to other processes\): measuring again "
+                          "anyway", done.stdout)) == 2 * rounds, done.stdout[-3000:]
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith(LATENCY))
     assert "WORSE" in line, line  # 200 ms a request planted: the hog's rounds do not hide it

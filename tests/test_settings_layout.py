@@ -27,7 +27,7 @@ FLAT_KEYS = ("results target port checkout venv gpus cpus ready_timeout_s gpu_fr
              "health_interval_s gpu_poll_interval_s nvidia_smi git ci_gpus omni_ci_home ci_attempts ci_retry_delay_s "
              "ci_stage_timeout_s bench_dir gpu_a gpu_b cores_per_gpu skip_cores image container_name repo_url commit "
              "hf_cache pins_file lscpu docker bash sysfs telemetry_interval_s nvml_module local_delay_ms noise_max_foreign "
-             "local_stream_delay server_profile worker_silence_s percentiles local_quality_flip").split()
+             "local_stream_delay server_profile worker_silence_s percentiles local_quality_flip noise_wait_s").split()
 
 
 def test_the_flat_keys_users_write_are_unchanged_and_each_lives_in_one_section():

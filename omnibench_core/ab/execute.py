@@ -28,7 +28,7 @@ from ..campaign import directions as meta
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
-from ..campaign.summary import noisy_runs
+from ..campaign.summary import noisy_cpus, noisy_runs
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, UNSCORED, Phase, ScorePolicy
@@ -42,6 +42,7 @@ from ..store import manifest as manifest_file
 from ..store.durations import phase_history
 from ..store.names import check_name, lock_path
 from ..sweep.points import at_point, parse_point_metric
+from ..telemetry import hostload
 from . import duet, experiment_file, record, sequential
 from .analysis import analyse
 from .record import Attempt, Design, Experiment, Identity, Position, Sequential, Side
@@ -596,7 +597,42 @@ class _Driver:
             self.save(replace(a, status=AttemptStatus.NOISY, error=f"noisy: {'; '.join(noisy.get(a.side, ()))}"
                               if a.side in noisy else f"its partner in round {r} was noisy"))
         self.progress.say(f"round {r} was noisy ({what}): measured again ({done + 1} of --noisy-retries {budget})")
+        self._wait_quiet(noisy_cpus([root / a.revision / a.run for a in latest]))
         return True
+
+    # injectable for tests: where the CPU counters are read, how a look waits, and the clock
+    proc, sleep, clock = hostload.PROC, staticmethod(time.sleep), staticmethod(time.monotonic)
+    quiet_look_s = 1.0
+
+    def _wait_quiet(self, cpus: Sequence[int]) -> None:
+        """Before a noisy round is measured again: look at ``cpus`` (the noisy windows') a second at
+        a time while nothing of this experiment runs, until other processes take no more than the
+        guard's share of them, or the setting ``noise_wait_s`` has passed (then measure anyway).
+        Waiting costs no run; measured again at once, a round falls into the same busy spell. The
+        CPUs only: a GPU tenant is seen by the next round's guard."""
+        run = self.sides["A"].run
+        if not cpus or run.noise_wait_s <= 0:
+            return
+        threshold, wait_s = run.noise_max_foreign, run.noise_wait_s
+        t0, said = self.clock(), False
+        while True:
+            window = hostload.LoadWindow("between rounds", cpus, threshold, proc=self.proc, clock=self.clock)
+            self.sleep(self.quiet_look_s)
+            load = window.close()
+            waited = self.clock() - t0
+            if load is None or not load.noisy:
+                if said:
+                    self.progress.say(f"CPUs {_cpu_list(cpus)} quiet after {waited:.0f} s: measuring again")
+                return
+            if waited >= wait_s:
+                self.progress.say(f"CPUs {_cpu_list(cpus)} still busy after {waited:.0f} s ({load.foreign_fraction:.0%} "
+                                  "to other processes): measuring again anyway")
+                return
+            if not said:
+                self.progress.say(f"waiting up to {wait_s:.0f} s (noise_wait_s) for CPUs {_cpu_list(cpus)} to be quiet: "
+                                  f"{load.foreign_fraction:.0%} of them went to other processes in the last "
+                                  f"{self.quiet_look_s:g} s")
+                said = True
 
     # -- the duet --------------------------------------------------------------------------
     def _fill_duet(self, r: int) -> None:
@@ -801,6 +837,10 @@ def _prepared(settings: Settings, side: Side, progress: Callable[[str], None]) -
                                  git=settings.tools.git, bash=settings.tools.bash, progress=progress)
     progress(f"side {side.label}: revision {side.revision[:12]} in {prepared.worktree}")
     return Settings.from_mapping({**settings.flat(), "checkout": str(prepared.worktree)})
+
+
+def _cpu_list(cpus: Sequence[int]) -> str:
+    return ",".join(map(str, cpus))
 
 
 def _label(position: Position) -> str:

@@ -194,6 +194,11 @@ def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
     return [f"{d.name} was noisy: {w.describe()}" for d, m in _manifests(run_dirs) for w in noisy_windows(m.steps)]
 
 
+def noisy_cpus(run_dirs: Sequence[Path]) -> list[int]:
+    """The CPUs the noise guard watched in the noisy timed windows of these runs, in order."""
+    return sorted({c for _, m in _manifests(run_dirs) for w in noisy_windows(m.steps) for c in w.cpus})
+
+
 def present_runs(run_dirs: Sequence[Path]) -> list[str]:
     """Each timed window not noisy in which another process only held GPU memory, as ``runN: ...``."""
     return [f"{d.name} {w.describe_present()}" for d, m in _manifests(run_dirs) for w in present_windows(m.steps)]

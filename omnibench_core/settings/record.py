@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..defaults import MAX_SETTING_S, PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
+from ..defaults import MAX_SETTING_S, NOISY_WAIT_S, PERCENTILES, SERVER_PROFILE, SERVER_PROFILES
 from ..errors import SettingsError
 from ..store.names import path_problem
 
@@ -48,6 +48,9 @@ class RunSettings:
     # A duet A/B's side worker that gives no sign of life this long while it has a run (stopped, hung,
     # swapped out) is named and killed, and its run counted lost (ab/duet.py); 0: not watched
     worker_silence_s: float = 60.0
+    # `invoke ab --noisy-retries`: how long a noisy round waits for other processes to leave its
+    # slot's CPUs before it is measured again (ab/execute.py); 0: measured again at once
+    noise_wait_s: float = NOISY_WAIT_S
 
     @property
     def results_root(self) -> Path:
