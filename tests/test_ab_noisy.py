@@ -209,8 +209,13 @@ def test_a_duet_round_with_one_noisy_side_is_measured_again_as_a_round(tmp_path,
     set aside and both measured again together, never the noisy side alone beside nothing."""
     runs = NoisyRuns({"B round 1": 1})
     rounds: list[list[str]] = []
+    now = [0.0]  # the driver's clock: each scripted round takes 10 s of it
+    monkeypatch.setattr(execute._Driver, "clock", staticmethod(lambda: now[0]))
 
     def scripted_round(self, r, pending):  # what _duet_attempt records of a round, without the workers
+        self.progress.start_run(r + 1, f"round {r}")
+        self.progress.say(f"round {r} begins")
+        now[0] += 10.0
         rounds.append([p.side for p in pending])
         for p in pending:
             folder = api.revision_dir(self.sides[p.side])
@@ -225,8 +230,13 @@ def test_a_duet_round_with_one_noisy_side_is_measured_again_as_a_round(tmp_path,
     settings = Settings.from_mapping({"results": str(tmp_path), **NO_WAIT})
     request = execute.request_from(settings, ["selftest"], aa=True, rounds=2, scoring="per-run", design="duet",
                                    noisy_retries=1)
-    _, experiment = execute.run_ab(settings, request, slots=(slot, slot), progress=lambda line: None)
+    said: list[str] = []
+    _, experiment = execute.run_ab(settings, request, slots=(slot, slot), progress=said.append)
     assert rounds == [["A", "B"]] * 4  # warm-ups, round 1, round 1 again, round 2: always both
+    # the estimate learnt round 1 as one round of 20 s (its run set aside and its run again): round 2 is
+    # estimated at the mean of 10 and 20 s, not of three 10 s runs
+    (line,) = [line for line in said if line.endswith("round 2 begins")]
+    assert "| ~15s left]" in line, line
     assert _statuses(experiment, "A", 1) == _statuses(experiment, "B", 1) == ["noisy", "complete"]
     errors = {a.side: a.error for a in experiment.attempts if a.status is AttemptStatus.NOISY}
     assert errors["B"].startswith("noisy: run3 was noisy: ") and errors["A"] == "its partner in round 1 was noisy"

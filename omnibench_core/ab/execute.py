@@ -637,16 +637,22 @@ class _Driver:
     # -- the duet --------------------------------------------------------------------------
     def _fill_duet(self, r: int) -> None:
         """Round ``r``'s two runs at once, one per slot; a retry of one side runs alone. A round
-        that was noisy is measured again as a round: both sides at once."""
+        that was noisy is measured again as a round: both sides at once. The estimate learns the
+        whole round's time (its retries, its runs set aside and the waits for quiet CPUs): the
+        rounds left will cost as much on this host."""
+        t0, ran = self.clock(), False
         while True:
             both = [Position("A", r), Position("B", r)]
             pending = [p for p in both if not self._done(p)]
             if not pending and not self._redo_noisy(both):
+                if ran:
+                    self.progress.end_run(self.clock() - t0)
                 return
             pending = pending or both
             for position in pending:
                 self._check_retries(position, _label(position))
             self._duet_attempt(r, pending)
+            ran = True
 
     def _duet_attempt(self, r: int, pending: list[Position]) -> None:
         e = self.experiment
@@ -696,7 +702,6 @@ class _Driver:
             raise RunNotReady(not_ready, hint="free the slot (or choose others with --slots), then repeat the command")
         for side, settings in on.items():
             self._revision(side, settings)  # moved during the round: its runs were set aside above; stop
-        self.progress.end_run(seconds)
 
     def _revision(self, side: str, settings: Settings) -> str:
         """The revision folder the side's next run goes to; :class:`ExperimentStopped` when it is not
