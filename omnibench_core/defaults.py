@@ -15,6 +15,7 @@ RETRIES = 2  # tries again of a run that misses a gate or a coverage rule
 # default: on a host that other work keeps busy all along, every round would be measured 1 + N times
 # for nothing; where a tenant comes and goes (docs/ab.md, "Noisy rounds"), 2 redoes most noisy rounds
 NOISY_RETRIES = 0
+MAX_NOISY_RETRIES = 20  # more is a typo: on a host busy all along each one is a round and a wait for nothing
 # Before a noisy round is measured again, `invoke ab` waits up to this long, looking a second at a time,
 # for other processes to leave the noisy slot's CPUs: measured again at once, a round fell into the
 # same busy spell (2026-12-07, seed-tts beside a hog 10 to 30 s on: 4 retries spent in 20 s). Waiting

@@ -24,9 +24,10 @@ from omnibench_core import api
 from omnibench_core.ab import execute, experiment_file, record
 from omnibench_core.ab.analysis import judged
 from omnibench_core.ab.writing import markdown
-from omnibench_core.errors import RecordError, RunInterrupted
+from omnibench_core.errors import RecordError, RunInterrupted, SettingsError
 from omnibench_core.settings import Settings
-from omnibench_core.statuses import AttemptStatus
+from omnibench_core.statuses import AttemptStatus, RunStatus
+from omnibench_core.store import manifest as manifest_file
 from omnibench_core.telemetry import hostload
 
 
@@ -175,7 +176,8 @@ def test_the_record_refuses_a_noisy_warm_up_or_a_negative_budget_and_migrates_fo
     bad = tmp_path / "bad.json"
     warm = next(i for i, a in enumerate(data["attempts"]) if a["round"] == 0)
     for edit, field in ((lambda d: d["attempts"][warm].update(status="noisy"), f"attempts[{warm}].status"),
-                        (lambda d: d.update(noisy_retries=-1), "noisy_retries")):
+                        (lambda d: d.update(noisy_retries=-1), "noisy_retries"),
+                        (lambda d: d.update(noisy_retries=21), "noisy_retries")):
         copy = json.loads(json.dumps(data))
         edit(copy)
         bad.write_text(json.dumps(copy))
@@ -294,6 +296,16 @@ def test_a_noisy_round_waits_for_its_cpus_to_be_quiet_then_is_measured_again(tmp
     assert len(waiting) == 1 and any(said in line for line in said_lines), said_lines
 
 
+def test_a_noisy_retries_out_of_range_is_refused_in_one_line(invoke, port):
+    """`--noisy-retries 1000000` on a host busy all along would measure and wait for ever; a typo."""
+    for bad, words in (("21", "a whole number from 0 to 20"), ("-1", "a whole number from 0 to 20"),
+                       ("two", "a whole number from 0 to 20")):
+        done = invoke("ab", "--workload", "selftest", "--aa", "--port", str(port), "--noisy-retries", bad)
+        assert done.returncode == 1 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
+    with pytest.raises(SettingsError, match="--noisy-retries 21: from 0"):
+        execute.request_from(Settings(), ["selftest"], aa=True, noisy_retries=21)
+
+
 def _slot0(cpus: list[int]) -> list[int]:
     """A duet's slot 0 under `--slot-cpus rule` on the local target: the larger half of the CPUs."""
     return cpus[:(len(cpus) + 1) // 2]
@@ -335,6 +347,9 @@ def test_a_duet_with_a_hog_on_slot_0_sets_both_sides_of_each_round_aside_and_mea
         assert _statuses(experiment, side, 0) == ["complete"]
         for r in range(1, rounds + 1):
             assert _statuses(experiment, side, r) == ["noisy", "noisy", "complete"], (side, r)
+    # deferred scoring (the default): the runs set aside were finished unscored, none left half done
+    aside = [a for a in experiment.attempts if a.status is AttemptStatus.NOISY]
+    assert {manifest_file.run_status(results / a.revision / a.run) for a in aside} == {RunStatus.COMPLETE}
     for r in range(1, rounds + 1):  # both sides set aside at once, and measured again at once, never alone
         pair = [a for a in experiment.attempts if a.round == r]
         assert not any(a.alone for a in pair)

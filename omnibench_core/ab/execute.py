@@ -185,8 +185,9 @@ def request_from(settings: Settings, workloads: Sequence[str], *, a_opts: Sequen
                             "sides: weeks of a host)", hint=f"use {flag} {defaults.MAX_ROUNDS} or fewer")
     if retries < 0:
         raise SettingsError("--retries cannot be negative", hint="0 stops at the first miss")
-    if noisy_retries < 0:
-        raise SettingsError("--noisy-retries cannot be negative", hint="0 judges noisy rounds as they were measured")
+    if not 0 <= noisy_retries <= defaults.MAX_NOISY_RETRIES:
+        raise SettingsError(f"--noisy-retries {noisy_retries}: from 0 (noisy rounds judged as measured) to "
+                            f"{defaults.MAX_NOISY_RETRIES}", hint="2 measures a round a tenant disturbed again twice")
     if scoring not in SCORINGS:
         raise SettingsError(f"unknown --scoring {scoring!r}", hint=f"use {' or '.join(SCORINGS)}")
     policy = api.score_policy(workloads, api.score_word(score), decide)

@@ -268,8 +268,8 @@ def load(path: Path) -> Experiment:
         score=r.enum(ScorePolicy, data, "score", "") if "score" in data else ScorePolicy.EVERY_ROUND,
         family=r.enum(Family, data, "family", ""), decide=decide,
         noisy_retries=r.get(data, "noisy_retries", int, "", default=0))
-    if experiment.noisy_retries < 0:
-        raise r.fail("noisy_retries", f"must be at least 0, got {experiment.noisy_retries}")
+    if not 0 <= experiment.noisy_retries <= defaults.MAX_NOISY_RETRIES:
+        raise r.fail("noisy_retries", f"must be from 0 to {defaults.MAX_NOISY_RETRIES}, got {experiment.noisy_retries}")
     noisy = [a for a in experiment.attempts if a.status is AttemptStatus.NOISY and (a.round == 0 or not a.run)]
     if noisy:  # a warm-up is never judged, so never redone; a noisy attempt is one that ended with its run
         raise r.fail(f"attempts[{experiment.attempts.index(noisy[0])}].status",

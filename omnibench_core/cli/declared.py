@@ -330,7 +330,7 @@ AB = pick(  # --opt before the sides' options: -o is --opt here too, as in every
     seed=Flag(f.whole(0), "seed of the interleaved order (default 0; recorded)", "0"),
     retries=FLAGS["retries"].but(help="tries again of a run that misses a gate or coverage rule, inside its round "
                                  "(default 2)", default=str(defaults.RETRIES)),
-    noisy_retries=Flag(f.whole(0), "how often a round whose timed window the noise guard marked noisy (another "
+    noisy_retries=Flag(f.whole(0, defaults.MAX_NOISY_RETRIES), "how often a round whose timed window the noise guard marked noisy (another "
                        "process busy on its CPUs or GPUs) is measured again before it is judged as it is; the noisy "
                        f"runs are kept and named in the report (default {defaults.NOISY_RETRIES}: judged as measured; "
                        "2 where a tenant comes and goes)", str(defaults.NOISY_RETRIES)),
