@@ -18,7 +18,8 @@ NOISY_RETRIES = 0
 MAX_NOISY_RETRIES = 20  # more is a typo: on a host busy all along each one is a round and a wait for nothing
 # Before a noisy round is measured again, `invoke ab` waits up to this long, looking a second at a time,
 # for other processes to leave the noisy slot's CPUs: measured again at once, a round fell into the
-# same busy spell (2026-12-07, seed-tts beside a hog 10 to 30 s on: 4 retries spent in 20 s). Waiting
+# same busy spell (2026-12-07, seed-tts beside a hog 10 to 30 s on: 8.5 runs set aside an experiment and
+# its retries spent, benchmarks/results/2026-12-07-verdicts-seedtts-noisy-retries). Waiting
 # costs no run; past it the round is measured anyway (a tenant busy all along). The setting noise_wait_s.
 NOISY_WAIT_S = 60.0
 SCORING = "deferred"  # every run generated, then one scoring server start for all

@@ -278,8 +278,9 @@ class _ScriptedCpu0:
 def test_a_noisy_round_waits_for_its_cpus_to_be_quiet_then_is_measured_again(tmp_path, scripted, monkeypatch, busy,
                                                                               said):
     """Measured again at once, a round fell into the same busy spell (seed-tts beside a hog 10 to 30 s
-    on: 4 retries spent in 20 s). The driver first looks at the noisy window's CPUs a second at a
-    time until other processes leave them, at most noise_wait_s (60), then measures anyway."""
+    on: its retries spent, 8.5 runs set aside an experiment). The driver first looks at the noisy
+    window's CPUs a second at a time until other processes leave them, at most noise_wait_s (60),
+    then measures anyway."""
     cpu0 = _ScriptedCpu0(tmp_path / "proc", busy)
     monkeypatch.setattr(execute._Driver, "proc", tmp_path / "proc")
     monkeypatch.setattr(execute._Driver, "sleep", staticmethod(cpu0.sleep))
