@@ -11,7 +11,7 @@ import asyncio
 import base64
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -128,34 +128,47 @@ def server() -> Iterator[FloodServer]:
         yield s
 
 
-def _limit_memory() -> None:
-    # A safety net for this host if a bound regresses: the assertion below is the measure.
-    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+# The client's own peak RSS, measured by a small parent of its own. A child of the test's process
+# carries that process's resident size into its rusage: the kernel keeps a process's largest RSS
+# across fork (the copied page tables) and exec (the old memory's high-water mark). An xdist worker
+# that had grown to 300 MB "measured" every client it started at 300 MB (2026-12-07, a fresh run: 302
+# and 303 MB, where the client alone peaks at 67 to 87). This parent starts with `-S` (about 10 MB),
+# forks the client, waits for it and writes its rusage's peak to the file in argv[1]. The address
+# space limit is a safety net for this host if a bound regresses; the assertion is the measure.
+MEASURED = (
+    "import os, resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n")
 
 
 def run_client(tmp_path: Path, port: int, texts: list[str]) -> tuple[dict, int, str]:
     """The native client as the workload runs it (``--stream``), one request per text in turn;
-    its speed_results.json, its own peak RSS in KB (``wait4``'s rusage: this child's alone) and output."""
+    its speed_results.json, its own peak RSS in KB (``wait4``'s rusage in a small parent of its own:
+    not the test process's size) and output."""
     (tmp_path / "ref.wav").write_bytes(to_wav_bytes(np.zeros(RATE // 10), RATE))
     meta = tmp_path / "meta.lst"
     meta.write_text("".join(f"s{i}|a reference|ref.wav|Read {text}\n" for i, text in enumerate(texts)))
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "omnibench_plugins.seedtts.client", "--meta", str(meta), "--port", str(port),
             "--output-dir", str(out), "--warmup", "0", "--max-concurrency", "1", "--timeout-s", "900", "--stream"]
-    log = tmp_path / "client.log"
+    log, peak = tmp_path / "client.log", tmp_path / "peak_kb"
     with open(log, "w") as handle:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, preexec_fn=_limit_memory,
-                                env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    hung = threading.Timer(HUNG_S, proc.kill)
-    hung.start()
+        proc = subprocess.Popen([sys.executable, "-S", "-c", MEASURED, str(peak), *argv], cwd=REPO, stdout=handle,
+                                stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                                start_new_session=True)
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        hung.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.wait(timeout=HUNG_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the parent and the client: hung, not slow
+        proc.wait()
     text = log.read_text()
     assert proc.returncode == 0, text
-    return json.loads((out / "speed_results.json").read_text()), usage.ru_maxrss, text
+    return json.loads((out / "speed_results.json").read_text()), int(peak.read_text()), text
 
 
 @pytest.mark.slow
