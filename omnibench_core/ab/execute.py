@@ -28,7 +28,7 @@ from ..campaign import directions as meta
 from ..campaign.attempt import Ended, reclaim, run_attempt, score_generated, server_starts
 from ..campaign.progress import CampaignProgress, scoring_history, scoring_start_seconds
 from ..campaign.record import SCORINGS
-from ..campaign.summary import noisy_cpus, noisy_runs
+from ..campaign.summary import noisy_line, noisy_loads
 from ..errors import OmnibenchError, RunInterrupted, RunNotReady, SettingsError, Terminated, WrongRevision
 from ..identity import AB_SHARED_SETTINGS, counted_settings, recorded_settings
 from ..records import PHASES, UNSCORED, Phase, ScorePolicy
@@ -581,7 +581,8 @@ class _Driver:
         if not budget or not latest:
             return False
         root = self.sides["A"].run.results_root
-        noisy = {a.side: lines for a in latest if (lines := noisy_runs([root / a.revision / a.run]))}
+        loads = {a.side: noisy_loads([root / a.revision / a.run]) for a in latest}  # each manifest read once
+        noisy = {side: [noisy_line(d, w) for d, w in found] for side, found in loads.items() if found}
         if not noisy:
             return False
         what = "; ".join(f"{side}: {lines[0]}" for side, lines in sorted(noisy.items()))
@@ -598,7 +599,7 @@ class _Driver:
             self.save(replace(a, status=AttemptStatus.NOISY, error=f"noisy: {'; '.join(noisy.get(a.side, ()))}"
                               if a.side in noisy else f"its partner in round {r} was noisy"))
         self.progress.say(f"round {r} was noisy ({what}): measured again ({done + 1} of --noisy-retries {budget})")
-        self._wait_quiet(noisy_cpus([root / a.revision / a.run for a in latest]))
+        self._wait_quiet(sorted({c for found in loads.values() for _, w in found for c in w.cpus}))
         return True
 
     # injectable for tests: where the CPU counters are read, how a look waits, and the clock

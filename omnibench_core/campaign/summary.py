@@ -19,7 +19,7 @@ from ..stats.estimators import mean_sd
 from ..statuses import CampaignStatus
 from ..store import manifest as manifest_file
 from ..store import metrics as metrics_file
-from ..telemetry.hostload import noisy_windows, present_windows
+from ..telemetry.hostload import HostLoad, noisy_windows, present_windows
 from . import campaign_file, record
 from . import directions as meta
 
@@ -191,12 +191,17 @@ def _manifests(run_dirs: Sequence[Path]) -> Iterator[tuple[Path, manifest_file.R
 
 def noisy_runs(run_dirs: Sequence[Path]) -> list[str]:
     """Each timed window the noise guard marked, as ``runN: <what other processes took>``."""
-    return [f"{d.name} was noisy: {w.describe()}" for d, m in _manifests(run_dirs) for w in noisy_windows(m.steps)]
+    return [noisy_line(d, w) for d, w in noisy_loads(run_dirs)]
 
 
-def noisy_cpus(run_dirs: Sequence[Path]) -> list[int]:
-    """The CPUs the noise guard watched in the noisy timed windows of these runs, in order."""
-    return sorted({c for _, m in _manifests(run_dirs) for w in noisy_windows(m.steps) for c in w.cpus})
+def noisy_loads(run_dirs: Sequence[Path]) -> list[tuple[Path, HostLoad]]:
+    """Each timed window the noise guard marked, with its run folder (each manifest read once)."""
+    return [(d, w) for d, m in _manifests(run_dirs) for w in noisy_windows(m.steps)]
+
+
+def noisy_line(run_dir: Path, window: HostLoad) -> str:
+    """``runN was noisy: <what other processes took>``."""
+    return f"{run_dir.name} was noisy: {window.describe()}"
 
 
 def present_runs(run_dirs: Sequence[Path]) -> list[str]:
