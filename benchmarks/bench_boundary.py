@@ -13,6 +13,13 @@ levels used as t levels ("z": Lan-DeMets by numerical integration on a grid, Arm
 and Rowe's recursion).
 
     python benchmarks/bench_boundary.py [--max-rounds 8,12,16] [--sd 0.06,0.12] [--reps 20000]
+
+Against fixed designs (issue 43: "mean rounds of the sequential design at most half the fixed
+design's that detects as often"): for each spread, the rule's share of +10 % found and mean rounds,
+the fewest fixed rounds (a paired t at alpha, the same minimum effect) that find it as often, and
+the ratio of the two; the spreads run from where 2 fixed rounds suffice to where the rule runs out:
+
+    python benchmarks/bench_boundary.py --versus-fixed --max-rounds 12,24 --reps 20000
 """
 
 from __future__ import annotations
@@ -86,16 +93,53 @@ def decide(d: np.ndarray, rounds: list[int], levels: list[float], min_effect: fl
     return float(called.mean()), float(worse.mean()), float(used.mean())
 
 
+def fewest_fixed(rng: np.random.Generator, sd: float, found: float, alpha: float, min_effect: float,
+                 most: int, reps: int, within: float) -> tuple[int, float] | None:
+    """The fewest rounds of a fixed design (one look at alpha) that find +10 % worse at least as
+    often as ``found`` less ``within``, with that design's own share; None if ``most`` rounds do not."""
+    d = rng.normal(math.log(1.1), sd, (reps, most))
+    for n in range(2, most + 1):
+        share = decide(d, [n], [alpha], min_effect)[1]
+        if share >= found - within:
+            return n, share
+    return None
+
+
+def versus_fixed(args: argparse.Namespace, rng: np.random.Generator) -> int:
+    """One line per spread and --max-rounds: the rule's detection and mean rounds at +10 %, the
+    fixed design that detects as often, and the ratio of their rounds."""
+    for n_max in map(int, args.max_rounds.split(",")):
+        rounds = list(looks(n_max))
+        levels = list(nominal_levels(rounds, n_max, args.alpha))
+        for sd in map(float, args.sd.split(",")):
+            _, found, mean = decide(rng.normal(math.log(1.1), sd, (args.reps, n_max)), rounds, levels, args.min_effect)
+            fixed = fewest_fixed(rng, sd, found, args.alpha, args.min_effect, 4 * n_max, args.reps, args.within)
+            versus = (f"fixed {fixed[0]:2d} rounds find it {fixed[1]:.3f}  ratio {mean / fixed[0]:.2f}" if fixed
+                      else f"no fixed design of at most {4 * n_max} rounds finds it as often")
+            print(f"N {n_max:2d}  sd {sd:5.3f}  the rule finds +10% {found:.3f} in {mean:5.2f} rounds  {versus}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print one line per cell: false alarms (A/A), +10 % found worse, mean rounds with +10 %."""
+    """Print one line per cell: false alarms (A/A), +10 % found worse, mean rounds with +10 %; with
+    ``--versus-fixed``, the rule against the fixed design that detects as often."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-rounds", default="8,12,16")
     ap.add_argument("--sd", default="0.06,0.12")
     ap.add_argument("--reps", type=int, default=20000)
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--min-effect", type=float, default=0.05)
+    ap.add_argument("--versus-fixed", action="store_true",
+                    help="the rule's mean rounds against the fewest fixed rounds that find +10 %% as often")
+    ap.add_argument("--within", type=float, default=0.0,
+                    help="with --versus-fixed: a fixed design finds it as often when its share is at most this "
+                         "much under the rule's (30 experiments cannot tell 0.99 from 1)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(5)
+    if args.versus_fixed:
+        if "--sd" not in (argv if argv is not None else sys.argv[1:]):
+            args.sd = ",".join(f"{v:g}" for v in (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.12, 0.15, 0.2))
+        return versus_fixed(args, rng)
     for sd in map(float, args.sd.split(",")):
         for n_max in map(int, args.max_rounds.split(",")):
             old = list(looks(n_max, Boundary.BONFERRONI))

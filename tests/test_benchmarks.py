@@ -172,6 +172,22 @@ def test_bench_boundary_smoke_prints_each_rule_with_its_false_alarms():
     assert rows and any("(the rule)" in line for line in rows) and all("false alarms" in line for line in rows)
 
 
+@pytest.mark.slow  # about 2 s
+def test_bench_boundary_versus_fixed_as_docs_verdicts_md_runs_it_gives_the_recorded_table():
+    """docs/verdicts.md's command as written (seeded: the same table on every host) prints the
+    recorded file line for line, and each line's ratio is the rule's mean rounds over the fixed
+    design's rounds on it."""
+    done = _run("bench_boundary.py", "--versus-fixed", "--max-rounds", "12,24", "--reps", "20000", "--within", "0.01")
+    recorded = REPO / "benchmarks/results/2026-12-08-boundary-versus-fixed/within-0.01.txt"
+    assert done.stdout == recorded.read_text()
+    rows = [line for line in done.stdout.splitlines() if "ratio" in line]
+    assert len(rows) == 22, done.stdout
+    for row in rows:
+        mean = float(row.split(" in ")[1].split()[0])
+        fixed = int(row.split("fixed")[1].split()[0])
+        assert f"ratio {mean / fixed:.2f}" in row, row
+
+
 @pytest.mark.slow  # 2 to 6 s in the fast tier (issue 40: that tier within a minute)
 def test_suite_cpu_records_each_test_with_the_plugin_and_sums_them_up(tmp_path):
     """As its docstring runs it: a real pytest with ``-p suite_cpu`` (a tiny suite of its own: one
