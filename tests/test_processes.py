@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from proc_helpers import wait_for
 
 from omnibench_core.process.processes import build_env, group_members, log_tail, start_group
 
@@ -100,3 +102,68 @@ def test_log_tail_reads_the_end(tmp_path):
     log.write_text("\n".join(f"line {i}" for i in range(1000)))
     assert log_tail(log, lines=2) == "line 998\nline 999"
     assert "no log" in log_tail(tmp_path / "missing")
+
+
+# A server's graceful stop that restores SIGTERM's default action on its way out, as aiohttp's
+# run_app does in its cleanup, then writes its last words.
+GRACEFUL = """
+import signal, sys, time
+out = sys.argv[1]
+def on_term(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    open(out + ".stopping", "w").close()
+    time.sleep(0.3)
+    open(out + ".clean", "w").close()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+open(out + ".ready", "w").close()
+time.sleep(600)
+"""
+
+
+def test_a_graceful_stop_that_restores_the_default_is_not_cut_by_a_second_sigterm(tmp_path):
+    """Each process gets one SIGTERM: sent to it by pid and again to its group, it was killed mid-way
+    through its stop whenever the sender was preempted between the two (a loaded host), and what it
+    writes last was lost (its log's last lines; under coverage.py, its data file). The sender here
+    waits after each signal until the process has begun its stop: with a second signal it dies of
+    SIGTERM (fails on the pid-then-group send: exit -15)."""
+    import signal
+    import subprocess
+
+    from omnibench_core.process.stopping import send_once
+
+    out = tmp_path / "server"
+    proc = subprocess.Popen([sys.executable, "-c", GRACEFUL, str(out)], start_new_session=True)
+    wait_for(lambda: Path(f"{out}.ready").exists(), "the process's handler")
+    began = Path(f"{out}.stopping")
+
+    def preempted(send):
+        def send_then_wait(target: int, sig: int) -> None:
+            send(target, sig)
+            wait_for(began.exists, "the stop to begin")
+        return send_then_wait
+
+    reached = send_once({proc.pid}, proc.pid, signal.SIGTERM, kill=preempted(os.kill), killpg=preempted(os.killpg))
+    assert reached == (proc.pid,)
+    assert proc.wait(timeout=600) == 0 and Path(f"{out}.clean").exists()
+
+
+def test_each_member_gets_the_signal_once_by_its_group_or_else_by_pid():
+    """Members in the stopped group get the group's signal only; one that left the group (a new
+    session) gets its own; one already gone is not counted as reached; with the group gone, each
+    member is signalled by pid."""
+    from omnibench_core.process.stopping import send_once
+
+    groups = {10: 10, 11: 10, 12: 99, 13: None}
+    sent: list[tuple[str, int]] = []
+    reached = send_once(set(groups), 10, 15, kill=lambda pid, sig: sent.append(("pid", pid)),
+                        killpg=lambda pgid, sig: sent.append(("group", pgid)), group_of=groups.get)
+    assert sent == [("group", 10), ("pid", 12)] and reached == (10, 11, 12)
+
+    def gone(pgid: int, sig: int) -> None:
+        raise ProcessLookupError(pgid)
+
+    sent.clear()
+    reached = send_once({10, 11}, 10, 15, kill=lambda pid, sig: sent.append(("pid", pid)), killpg=gone,
+                        group_of=groups.get)
+    assert sent == [("pid", 10), ("pid", 11)] and reached == (10, 11)

@@ -66,17 +66,42 @@ class StopRecord:
         return text
 
 
-def _send(pids: set[int], pgid: int | None, sig: int) -> tuple[int, ...]:
-    sent = []
-    for pid in sorted(pids):
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def send_once(pids: set[int], pgid: int | None, sig: int, *, kill: Callable[[int, int], None] = os.kill,
+              killpg: Callable[[int, int], None] = os.killpg,
+              group_of: Callable[[int], int | None] = _group_of) -> tuple[int, ...]:
+    """Send ``sig`` to each of ``pids`` once: to group ``pgid`` as one signal (it also reaches a
+    member forked after the scan), and by pid to each member outside that group (one that left it,
+    a new session). Returns the pids it reached, gone ones left out.
+
+    Never twice to one process: a server whose graceful stop restores the default action on its way
+    out (aiohttp's ``run_app`` removes its SIGTERM handler in its cleanup) is killed by a second
+    SIGTERM in the middle of that stop, and what it writes last is lost (its log's last lines, a
+    coverage data file). On a loaded host the two sends were far enough apart for that to happen."""
+    groups = {pid: group_of(pid) for pid in pids}  # before any signal: a member may leave as it stops
+    grouped = False
+    if pgid is not None:
         try:
-            os.kill(pid, sig)
-            sent.append(pid)
+            killpg(pgid, sig)
+            grouped = True
         except (ProcessLookupError, PermissionError):
             pass
-    if pgid is not None:  # also reaches a member forked after the scan
+    sent = []
+    for pid in sorted(pids):
+        if groups[pid] is None:
+            continue  # gone before the signal
+        if grouped and groups[pid] == pgid:
+            sent.append(pid)
+            continue
         try:
-            os.killpg(pgid, sig)
+            kill(pid, sig)
+            sent.append(pid)
         except (ProcessLookupError, PermissionError):
             pass
     return tuple(sent)
@@ -96,9 +121,9 @@ def stop_members(
 ) -> StopRecord:
     """Stop the processes ``members()`` returns until it returns none.
 
-    SIGTERM to each member and to group ``pgid``, then up to ``grace_s`` for them to end (members
-    that appear meanwhile get SIGTERM too), then SIGKILL, repeated until none is left or
-    ``kill_wait_s`` passed. ``hurry()`` is asked during the grace: a non-None answer (what asked)
+    SIGTERM once to each member (through group ``pgid``, else by pid: :func:`send_once`), then up
+    to ``grace_s`` for them to end (members that appear meanwhile get SIGTERM too), then SIGKILL,
+    repeated until none is left or ``kill_wait_s`` passed. ``hurry()`` is asked during the grace: a non-None answer (what asked)
     ends the grace at once. ``reap()`` collects exited children so they stop counting. The stop
     itself is never abandoned: only the grace is.
     """
@@ -114,7 +139,7 @@ def stop_members(
     if not pids:
         return StopRecord("exited", grace_s, at(), exit_code=exit_code(), by=by)
     termed = set(pids)
-    signals.append(SignalSent("SIGTERM", _send(pids, pgid, signal.SIGTERM), at()))
+    signals.append(SignalSent("SIGTERM", send_once(pids, pgid, signal.SIGTERM), at()))
     deadline = start + grace_s
     while True:
         reap()
@@ -126,14 +151,14 @@ def stop_members(
         if shortened is not None or time.monotonic() >= deadline:
             break
         if pids - termed:  # forked during the grace
-            signals.append(SignalSent("SIGTERM", _send(pids - termed, None, signal.SIGTERM), at()))
+            signals.append(SignalSent("SIGTERM", send_once(pids - termed, None, signal.SIGTERM), at()))
             termed |= pids
         time.sleep(poll_s)
     kill_deadline = time.monotonic() + kill_wait_s
     killed: set[int] = set()
     while pids and time.monotonic() < kill_deadline:
         if pids - killed:
-            signals.append(SignalSent("SIGKILL", _send(pids - killed, pgid, signal.SIGKILL), at()))
+            signals.append(SignalSent("SIGKILL", send_once(pids - killed, pgid, signal.SIGKILL), at()))
             killed |= pids
         time.sleep(poll_s)
         reap()
