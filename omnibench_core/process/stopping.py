@@ -123,8 +123,8 @@ def stop_members(
 
     SIGTERM once to each member (through group ``pgid``, else by pid: :func:`send_once`), then up
     to ``grace_s`` for them to end (members that appear meanwhile get SIGTERM too), then SIGKILL,
-    repeated until none is left or ``kill_wait_s`` passed. ``hurry()`` is asked during the grace: a non-None answer (what asked)
-    ends the grace at once. ``reap()`` collects exited children so they stop counting. The stop
+    repeated until none is left or ``kill_wait_s`` passed. ``hurry()`` is asked during the grace: a
+    non-None answer (what asked) ends the grace at once. ``reap()`` collects exited children so they stop counting. The stop
     itself is never abandoned: only the grace is.
     """
     start = time.monotonic()
